@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "strv.h"
+
+/* CPU power management: what keeps an isolated CPU at one frequency and out of deep C-states.
+ *
+ *   cpu/<N>/governor                cpuN/cpufreq/scaling_governor           "performance"
+ *   cpu/<N>/energy_perf_bias        cpuN/power/energy_perf_bias             "0" … "15" (names mapped)
+ *   cpu/<N>/idle/<state>/disable    cpuN/cpuidle/stateK/disable             "1"
+ *   cpu/pm_qos                      dev/cpu_dma_latency (held open)         µs, decimal
+ *   cpu/no_turbo                    intel_pstate/no_turbo "1", else cpufreq/boost "0"
+ *
+ * Desired values are what the file takes, so a write verb writes them as they are. Each file is
+ * read once: on a 1024-CPU host this is a few thousand small reads. */
+
+#define CPU_SYS "sys/devices/system/cpu"
+
+/* The kernel's names for the x86 energy-performance bias (arch/x86/kernel/cpu/intel_epb.c). */
+static const struct {
+        const char *name;
+        unsigned value;
+} epb_names[] = {
+        { "performance", 0 },
+        { "balance-performance", 4 },
+        { "normal", 6 },
+        { "balance-power", 8 },
+        { "power", 15 },
+};
+
+static int epb_parse(const char *s, unsigned *ret) {
+        for (size_t i = 0; i < ELEMENTSOF(epb_names); i++)
+                if (streq(s, epb_names[i].name)) {
+                        *ret = epb_names[i].value;
+                        return 0;
+                }
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (errno || end == s || *end || !isdigit((unsigned char) *s) || v > 15)
+                return -EINVAL;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+/* Is word one of the space-separated words of list? */
+static bool word_in(const char *list, const char *word) {
+        size_t n = strlen(word);
+        for (const char *p = list; *p;) {
+                while (isspace((unsigned char) *p))
+                        p++;
+                size_t len = strcspn(p, " \t\n");
+                if (len == n && strncmp(p, word, n) == 0)
+                        return true;
+                p += len;
+        }
+        return false;
+}
+
+/* Reads a sysfs value; a missing file is *ret = NULL and 1 ("absent"), found is 0. */
+static int read_optional(Root *root, const char *path, char **ret) {
+        int k = root_read_line(root, path, ret);
+        if (k == -ENOENT || k == -ENOTDIR) {
+                *ret = NULL;
+                return 1;
+        }
+        return k;
+}
+
+/* The current PM QoS CPU latency target. On a real host dev/cpu_dma_latency is a character
+ * device whose read() returns the aggregate target as a native s32 (every holder's request, not
+ * only ours); opening it adds a request at the default value, which changes nothing and wakes no
+ * CPU, and close() drops it. A fake tree has a regular file holding text or those 4 bytes. */
+static int pm_qos_read(Root *root, const char *path, char **ret) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        char buf[64];
+        size_t len = 0;
+
+        fd = root_open(root, path, O_RDONLY, 0);
+        if (fd == -ENOENT) {
+                *ret = NULL;
+                return 0;
+        }
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        while (len < sizeof(buf) - 1) {
+                ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+                if (S_ISCHR(st.st_mode))
+                        break; /* one s32 per read */
+        }
+        buf[len] = 0;
+
+        int32_t v;
+        bool text = !S_ISCHR(st.st_mode) && len > 0;
+        if (text) {
+                size_t i = 0;
+                while (i < len && isspace((unsigned char) buf[i]))
+                        i++;
+                if (i < len && buf[i] == '-')
+                        i++;
+                size_t digits = i;
+                while (i < len && isdigit((unsigned char) buf[i]))
+                        i++;
+                text = i > digits;
+                while (i < len && isspace((unsigned char) buf[i]))
+                        i++;
+                text = text && i == len;
+        }
+        if (text) {
+                char *end;
+                errno = 0;
+                long long t = strtoll(buf, &end, 10);
+                if (errno || t < INT32_MIN || t > INT32_MAX)
+                        return -EINVAL;
+                v = (int32_t) t;
+        } else if (len == sizeof(int32_t))
+                memcpy(&v, buf, sizeof(v));
+        else
+                return -EINVAL;
+        return asprintf(ret, "%" PRId32, v) < 0 ? -ENOMEM : 0;
+}
+
+/* "C1E" as an id component: no '/' or spaces. */
+static void sanitize_name(char *s) {
+        for (char *c = s; *c; c++)
+                if (!isalnum((unsigned char) *c) && !strchr("_-.+", *c))
+                        *c = '_';
+}
+
+typedef struct Missing {
+        CpuSet cpus;            /* selected CPUs without the file */
+        bool any;               /* some selected CPU has it */
+} Missing;
+
+/* One note when a feature is missing on every selected CPU, or on some of them. */
+static int note_missing(PlanCtx *ctx, const Missing *m, const char *what, const char *key) {
+        if (cpu_set_is_empty(&m->cpus))
+                return 0;
+        if (!m->any)
+                return plan_note(ctx, "cpu: no %s on this host; %s skipped", what, key);
+        _cleanup_free_ char *l = cpu_set_format_list(&m->cpus);
+        if (!l)
+                return -ENOMEM;
+        return plan_note(ctx, "cpu: CPUs %s have no %s; %s not set there", l, what, key);
+}
+
+static int plan_idle(PlanCtx *ctx, int cpu, long long max_us, Missing *missing) {
+        char path[128], id[192];
+        int k;
+
+        for (unsigned state = 0;; state++) {
+                _cleanup_free_ char *lat = NULL, *name = NULL, *cur = NULL;
+                snprintf(path, sizeof(path), CPU_SYS "/cpu%d/cpuidle/state%u/latency", cpu, state);
+                k = read_optional(ctx->root, path, &lat);
+                if (k < 0)
+                        return k;
+                if (k > 0) {
+                        if (state == 0)
+                                cpu_set_add(&missing->cpus, (unsigned) cpu);
+                        else
+                                missing->any = true;
+                        return 0;
+                }
+                /* state0 is POLL (or the shallowest ACPI C1 on non-x86): never disabled, as a CPU
+                 * with every state disabled still polls in state0. */
+                if (state == 0)
+                        continue;
+                char *end;
+                errno = 0;
+                unsigned long long us = strtoull(lat, &end, 10);
+                if (errno || end == lat || *end)
+                        continue; /* unreadable latency: not ours to judge */
+                if ((long long) us <= max_us)
+                        continue;
+                snprintf(path, sizeof(path), CPU_SYS "/cpu%d/cpuidle/state%u/name", cpu, state);
+                k = read_optional(ctx->root, path, &name);
+                if (k < 0 && k != -EACCES)
+                        return k;
+                if (name && streq(name, "POLL"))
+                        continue;
+                if (!name || !*name) {
+                        free(name);
+                        if (asprintf(&name, "state%u", state) < 0)
+                                return -ENOMEM;
+                }
+                sanitize_name(name);
+                snprintf(path, sizeof(path), CPU_SYS "/cpu%d/cpuidle/state%u/disable", cpu, state);
+                k = read_optional(ctx->root, path, &cur);
+                if (k < 0 && k != -EACCES)
+                        return k;
+                snprintf(id, sizeof(id), "cpu/%d/idle/%s/disable", cpu, name);
+                Knob *kn;
+                k = plan_add(ctx, id, VALUE_AUTO, path, cur, "1", false, &kn);
+                if (k < 0)
+                        return k;
+                if (asprintf(&kn->note, "exit latency %llu µs > %lld µs", us, max_us) < 0) {
+                        kn->note = NULL;
+                        return -ENOMEM;
+                }
+        }
+}
+
+static int cpu_plan(PlanCtx *ctx) {
+        json_t *sec = json_object_get(ctx->resolved->doc, "cpu");
+        const Host *h = ctx->host;
+        Missing no_freq = {}, no_epb = {}, no_idle = {};
+        _cleanup_free_ char *avail = NULL;
+        char path[128], id[64], epb_want[16] = "";
+        CpuSet cpus;
+        int k;
+
+        if (!sec)
+                return 0;
+
+        const char *list = json_string_value(json_object_get(sec, "cpus"));
+        if (list) {
+                if (cpu_set_parse_list(list, &cpus, NULL) < 0)
+                        return plan_fail(ctx, "/cpu/cpus", "\"%s\" is not a CPU list", list);
+                cpu_set_and(&cpus, &h->online);
+                if (cpu_set_is_empty(&cpus)) {
+                        _cleanup_free_ char *on = cpu_set_format_list(&h->online);
+                        return plan_fail(ctx, "/cpu/cpus", "no online CPU selected (online: %s); name at least one, e.g. \"all\"",
+                                         strempty(on));
+                }
+        } else
+                cpus = h->online;
+
+        const char *governor = json_string_value(json_object_get(sec, "governor"));
+        const char *epb = json_string_value(json_object_get(sec, "energy_perf_bias"));
+        json_t *idle_max = json_object_get(sec, "idle_max_latency_us");
+        json_t *pm_qos = json_object_get(sec, "pm_qos_latency_us");
+        json_t *no_turbo = json_object_get(sec, "no_turbo");
+
+        /* Check the request first, so that an invalid profile adds no knobs. */
+        if (epb) {
+                unsigned v;
+                if (epb_parse(epb, &v) < 0)
+                        return plan_fail(ctx, "/cpu/energy_perf_bias",
+                                         "\"%s\" is not an energy-performance bias; use performance, balance-performance, "
+                                         "normal, balance-power, power or a number from 0 (performance) to 15 (power)", epb);
+                snprintf(epb_want, sizeof(epb_want), "%u", v);
+        }
+        if (pm_qos && json_integer_value(pm_qos) > INT32_MAX)
+                return plan_fail(ctx, "/cpu/pm_qos_latency_us", "%lld µs is more than the kernel takes; use at most %d",
+                                 (long long) json_integer_value(pm_qos), INT32_MAX);
+        if (governor) {
+                /* The list is the same for every policy: it depends only on the cpufreq driver. */
+                CPU_SET_FOREACH(cpu, &cpus) {
+                        snprintf(path, sizeof(path), CPU_SYS "/cpu%d/cpufreq/scaling_available_governors", cpu);
+                        k = read_optional(ctx->root, path, &avail);
+                        if (k < 0 && k != -EACCES)
+                                return k;
+                        if (k == 0)
+                                break;
+                }
+                if (avail && !word_in(avail, governor))
+                        return plan_fail(ctx, "/cpu/governor", "governor \"%s\" is not available on this host; available: %s",
+                                         governor, *avail ? avail : "none");
+        }
+
+        CPU_SET_FOREACH(cpu, &cpus) {
+                if (governor) {
+                        _cleanup_free_ char *cur = NULL;
+                        snprintf(path, sizeof(path), CPU_SYS "/cpu%d/cpufreq/scaling_governor", cpu);
+                        k = read_optional(ctx->root, path, &cur);
+                        if (k < 0)
+                                return k;
+                        if (k > 0)
+                                cpu_set_add(&no_freq.cpus, (unsigned) cpu);
+                        else {
+                                no_freq.any = true;
+                                snprintf(id, sizeof(id), "cpu/%d/governor", cpu);
+                                k = plan_add(ctx, id, VALUE_AUTO, path, cur, governor, false, NULL);
+                                if (k < 0)
+                                        return k;
+                        }
+                }
+                if (epb) {
+                        _cleanup_free_ char *cur = NULL;
+                        snprintf(path, sizeof(path), CPU_SYS "/cpu%d/power/energy_perf_bias", cpu);
+                        k = read_optional(ctx->root, path, &cur);
+                        if (k < 0)
+                                return k;
+                        if (k > 0)
+                                cpu_set_add(&no_epb.cpus, (unsigned) cpu);
+                        else {
+                                no_epb.any = true;
+                                snprintf(id, sizeof(id), "cpu/%d/energy_perf_bias", cpu);
+                                k = plan_add(ctx, id, VALUE_AUTO, path, cur, epb_want, false, NULL);
+                                if (k < 0)
+                                        return k;
+                        }
+                }
+                if (idle_max) {
+                        k = plan_idle(ctx, cpu, json_integer_value(idle_max), &no_idle);
+                        if (k < 0)
+                                return k;
+                }
+        }
+        k = note_missing(ctx, &no_freq, "cpufreq", "governor");
+        if (k >= 0)
+                k = note_missing(ctx, &no_epb, "energy_perf_bias (an Intel feature)", "energy_perf_bias");
+        if (k >= 0)
+                k = note_missing(ctx, &no_idle, "cpuidle", "idle_max_latency_us");
+        if (k < 0)
+                return k;
+
+        if (pm_qos) {
+                _cleanup_free_ char *cur = NULL, *want = NULL;
+                Knob *kn;
+                k = pm_qos_read(ctx->root, "dev/cpu_dma_latency", &cur);
+                if (k < 0 && k != -EACCES && k != -EPERM && k != -EINVAL)
+                        return k;
+                if (asprintf(&want, "%lld", (long long) json_integer_value(pm_qos)) < 0)
+                        return -ENOMEM;
+                k = plan_add(ctx, "cpu/pm_qos", VALUE_AUTO, "dev/cpu_dma_latency", cur, want, false, &kn);
+                if (k < 0)
+                        return k;
+                kn->note = strdup(cur || root_exists(ctx->root, "dev/cpu_dma_latency")
+                                          ? "µs; a request rtpartd holds open; current is the kernel's target over all requests"
+                                          : "µs; no /dev/cpu_dma_latency on this host (CONFIG_CPU_IDLE?)");
+                if (!kn->note)
+                        return -ENOMEM;
+        }
+
+        if (no_turbo) {
+                bool off = json_is_true(no_turbo);
+                const char *file, *want, *note;
+                _cleanup_free_ char *cur = NULL;
+                if (h->vendor == CPU_VENDOR_INTEL && root_exists(ctx->root, CPU_SYS "/intel_pstate/no_turbo")) {
+                        file = CPU_SYS "/intel_pstate/no_turbo";
+                        want = off ? "1" : "0";
+                        note = NULL;
+                } else if (root_exists(ctx->root, CPU_SYS "/cpufreq/boost")) {
+                        file = CPU_SYS "/cpufreq/boost";
+                        want = off ? "0" : "1";
+                        note = "cpufreq boost: the inverse of no_turbo";
+                } else
+                        return plan_note(ctx, "cpu: no turbo control on this host (neither intel_pstate/no_turbo "
+                                         "nor cpufreq/boost); no_turbo skipped");
+                k = read_optional(ctx->root, file, &cur);
+                if (k < 0 && k != -EACCES)
+                        return k;
+                Knob *kn;
+                k = plan_add(ctx, "cpu/no_turbo", VALUE_AUTO, file, cur, want, false, &kn);
+                if (k < 0)
+                        return k;
+                if (note && !(kn->note = strdup(note)))
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int cpu_read(Root *root, const Knob *k, char **ret) {
+        if (streq(k->id, "cpu/pm_qos"))
+                return pm_qos_read(root, k->path, ret);
+        int r = knob_read_file(root, k, ret);
+        if (r == -ENOENT) {
+                *ret = NULL;
+                return 0;
+        }
+        return r;
+}
+
+const Backend backend_cpu = {
+        .domain = DOMAIN_CPU,
+        .name = "cpu",
+        .plan = cpu_plan,
+        .read = cpu_read,
+};

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "strv.h"
+
+/* IRQ affinities: every IRQ with an affinity file goes where the first matching rule says, or to
+ * the section's "affinity" (housekeeping by default); default_smp_affinity covers IRQs yet to come. */
+
+static bool actions_match(const char *actions, const char *pattern) {
+        /* /proc/interrupts lists shared handlers as "a, b". */
+        _cleanup_free_ char *copy = strdup(actions);
+        char *save = NULL;
+        if (!copy)
+                return false;
+        if (fnmatch(pattern, actions, 0) == 0)
+                return true;
+        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                while (*t == ' ')
+                        t++;
+                if (fnmatch(pattern, t, 0) == 0)
+                        return true;
+        }
+        return false;
+}
+
+static const char *cpus_or(json_t *section, const char *key, const char *fallback) {
+        const char *s = json_string_value(json_object_get(section, key));
+        return s ? s : fallback;
+}
+
+static int irq_plan(PlanCtx *ctx) {
+        const Resolved *r = ctx->resolved;
+        const Host *h = ctx->host;
+        json_t *irq = json_object_get(r->doc, "irq");
+        int k;
+
+        if (!irq)
+                return 0;
+
+        _cleanup_free_ char *hk = cpu_set_format_list(&r->housekeeping);
+        if (!hk)
+                return -ENOMEM;
+        const char *def = cpus_or(irq, "default_affinity", hk);
+        const char *all = cpus_or(irq, "affinity", hk);
+        json_t *rules = json_object_get(irq, "rules");
+        json_t *exclude = json_object_get(irq, "exclude");
+
+        /* default_smp_affinity is a mask file: desired in mask form, compared as a set. */
+        CpuSet def_set;
+        if (cpu_set_parse_list(def, &def_set, NULL) < 0)
+                return -EINVAL;
+        _cleanup_free_ char *def_mask = cpu_set_format_mask(&def_set, h->n_cpu_ids);
+        _cleanup_free_ char *cur_mask = NULL;
+        if (!def_mask)
+                return -ENOMEM;
+        if (root_exists(ctx->root, "proc/irq/default_smp_affinity")) {
+                cur_mask = cpu_set_format_mask(&h->default_irq_affinity, h->n_cpu_ids);
+                if (!cur_mask)
+                        return -ENOMEM;
+        }
+        k = plan_add(ctx, "irq/default_affinity", VALUE_CPU_MASK, "proc/irq/default_smp_affinity", cur_mask, def_mask,
+                     false, NULL);
+        if (k < 0)
+                return k;
+
+        size_t skipped = 0;
+        for (size_t i = 0; i < h->n_irqs; i++) {
+                const Irq *q = &h->irqs[i];
+                const char *want = all;
+                bool excluded = false;
+                size_t j;
+                json_t *item;
+
+                if (!q->has_affinity) {
+                        skipped++;
+                        continue;
+                }
+                json_array_foreach(exclude, j, item)
+                        if (actions_match(q->actions, json_string_value(item)))
+                                excluded = true;
+                if (excluded)
+                        continue;
+                json_array_foreach(rules, j, item)
+                        if (actions_match(q->actions, json_string_value(json_object_get(item, "match")))) {
+                                want = json_string_value(json_object_get(item, "cpus"));
+                                break;
+                        }
+
+                char id[64], path[64];
+                snprintf(id, sizeof(id), "irq/%u/affinity", q->number);
+                snprintf(path, sizeof(path), "proc/irq/%u/smp_affinity_list", q->number);
+                _cleanup_free_ char *cur = cpu_set_format_list(&q->affinity);
+                if (!cur)
+                        return -ENOMEM;
+                Knob *kn;
+                k = plan_add(ctx, id, VALUE_CPU_LIST, path, cur, want, false, &kn);
+                if (k < 0)
+                        return k;
+                if (*q->actions && !(kn->note = strdup(q->actions)))
+                        return -ENOMEM;
+        }
+        if (skipped > 0) {
+                k = plan_note(ctx, "irq: %zu IRQs have no affinity file (per-CPU or chained); they are left alone", skipped);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+static int irq_read(Root *root, const Knob *k, char **ret) {
+        return knob_read_file(root, k, ret);
+}
+
+const Backend backend_irq = {
+        .domain = DOMAIN_IRQ,
+        .name = "irq",
+        .plan = irq_plan,
+        .read = irq_read,
+};
+
+/* irqbalance: the banned CPU list in its environment file, so that it never moves an IRQ onto an
+ * isolated CPU. Debian: /etc/default/irqbalance; Fedora/RHEL: /etc/sysconfig/irqbalance. */
+
+static const char *irqbalance_file(Root *root) {
+        if (root_exists(root, "etc/default/irqbalance"))
+                return "etc/default/irqbalance";
+        if (root_exists(root, "etc/sysconfig/irqbalance"))
+                return "etc/sysconfig/irqbalance";
+        return NULL;
+}
+
+/* Value of VAR=... in a shell environment file (last assignment wins; comments ignored). */
+static char *env_file_get(const char *text, const char *var) {
+        size_t n = strlen(var);
+        char *found = NULL;
+        for (const char *p = text; p && *p;) {
+                const char *eol = strchrnul(p, '\n');
+                while (p < eol && (*p == ' ' || *p == '\t'))
+                        p++;
+                if (strncmp(p, var, n) == 0 && p[n] == '=') {
+                        const char *v = p + n + 1, *e = eol;
+                        while (e > v && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+                                e--;
+                        if (e > v && (*v == '"' || *v == '\'') && e[-1] == *v && e - v >= 2) {
+                                v++;
+                                e--;
+                        }
+                        free(found);
+                        found = strndup(v, (size_t) (e - v));
+                }
+                p = *eol ? eol + 1 : eol;
+        }
+        return found;
+}
+
+static int irqbalance_current(Root *root, const char *file, char **ret) {
+        _cleanup_free_ char *text = NULL;
+        int k = root_read_file(root, file, &text, NULL);
+        if (k < 0)
+                return k;
+        _cleanup_free_ char *list = env_file_get(text, "IRQBALANCE_BANNED_CPULIST");
+        if (list) {
+                *ret = TAKE_PTR(list);
+                return 0;
+        }
+        /* The deprecated mask form. */
+        _cleanup_free_ char *mask = env_file_get(text, "IRQBALANCE_BANNED_CPUS");
+        CpuSet s;
+        if (mask && cpu_set_parse_mask(mask, &s, NULL) >= 0) {
+                *ret = cpu_set_format_list(&s);
+                return *ret ? 0 : -ENOMEM;
+        }
+        *ret = NULL;
+        return 0;
+}
+
+static int irqbalance_plan(PlanCtx *ctx) {
+        json_t *sec = json_object_get(ctx->resolved->doc, "irqbalance");
+        int k;
+
+        if (!sec)
+                return 0;
+        const char *file = irqbalance_file(ctx->root);
+        if (!file) {
+                if (!root_exists(ctx->root, "usr/sbin/irqbalance"))
+                        return plan_note(ctx, "irqbalance: not installed (no /etc/default/irqbalance or /etc/sysconfig/irqbalance); skipped");
+                file = "etc/default/irqbalance";
+        }
+        _cleanup_free_ char *iso = cpu_set_format_list(&ctx->resolved->isolated);
+        if (!iso)
+                return -ENOMEM;
+        const char *want = cpus_or(sec, "banned_cpus", iso);
+        _cleanup_free_ char *cur = NULL;
+        k = irqbalance_current(ctx->root, file, &cur);
+        if (k < 0 && k != -ENOENT)
+                return k;
+        return plan_add(ctx, "irqbalance/banned_cpus", VALUE_CPU_LIST, file, cur, want, false, NULL);
+}
+
+static int irqbalance_read(Root *root, const Knob *k, char **ret) {
+        return irqbalance_current(root, k->path, ret);
+}
+
+const Backend backend_irqbalance = {
+        .domain = DOMAIN_IRQBALANCE,
+        .name = "irqbalance",
+        .plan = irqbalance_plan,
+        .read = irqbalance_read,
+};

@@ -1,0 +1,544 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <dirent.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "proc.h"
+#include "strv.h"
+
+/* Kernel threads: scheduling policy/priority of the ones a rule names (ksoftirqd, rcuc, ktimers …
+ * rank above realtime vCPUs), and the CPU affinity of every kernel thread the kernel lets us move,
+ * kthreadd included (every new kernel thread starts with kthreadd's mask).
+ *
+ * Knob ids:   kthread/<comm>/sched       value "<policy>:<priority>" ("fifo:2", "other:0")
+ *             kthread/<comm>/affinity    value a CPU list ("0,16")
+ * Knob path:  proc/<pid>/stat (the thread found when planning).
+ *
+ * PIDs are not stable across boots, so ids name the thread by its comm only: the journal keeps
+ * originals by id, and verify after a reboot must find "kthread/kswapd0/affinity" again. When two
+ * kernel threads share a comm (nfsd, lockd …), the one with the lowest PID keeps the plain id and
+ * each later one gets the id suffixed with "#<pid>" ("kthread/nfsd/affinity#812"): those ids
+ * cannot be stable, but they must stay unique, and the first thread keeps the id it would have on
+ * its own. For affinity knobs only movable threads count (a pinned thread of the same name has no
+ * affinity knob to collide with). The read verb finds the thread again by comm: the lowest PID
+ * with that comm, or exactly the suffixed PID. */
+
+typedef struct Kthread {
+        ProcStat stat;
+        bool movable;                   /* not PF_NO_SETAFFINITY */
+        int first_pid_sched;            /* the lowest PID with this comm; == pid if first */
+        int first_pid_affinity;         /* the same among movable threads */
+} Kthread;
+
+typedef struct KthreadList {
+        Kthread *items;
+        size_t n, cap;
+} KthreadList;
+
+static void kthread_list_done(KthreadList *l) {
+        for (size_t i = 0; i < l->n; i++)
+                proc_stat_done(&l->items[i].stat);
+        free(l->items);
+        *l = (KthreadList) {};
+}
+
+static int read_stat(Root *root, int pid, ProcStat *ret) {
+        _cleanup_free_ char *text = NULL;
+        char path[64];
+        int k;
+
+        snprintf(path, sizeof(path), "proc/%d/stat", pid);
+        k = root_read_file(root, path, &text, NULL);
+        if (k < 0)
+                return k;
+        return proc_stat_parse(text, ret);
+}
+
+static int read_status(Root *root, int pid, ProcStatus *ret) {
+        _cleanup_free_ char *text = NULL;
+        char path[64];
+        int k;
+
+        snprintf(path, sizeof(path), "proc/%d/status", pid);
+        k = root_read_file(root, path, &text, NULL);
+        if (k < 0)
+                return k;
+        return proc_status_parse(text, ret);
+}
+
+/* A vanished task (it exited between readdir and open) is not an error. */
+static bool task_gone(int k) {
+        return k == -ENOENT || k == -ESRCH;
+}
+
+static bool is_kthread(Root *root, const ProcStat *st) {
+        if (st->flags & PROC_PF_KTHREAD)
+                return true;
+        /* kthreadd is PID 2 and the parent of every other kernel thread. */
+        if (st->pid == 2 || st->ppid == 2)
+                return true;
+        /* A real kernel always shows PF_KTHREAD; a user task with no flag at all is rare enough
+         * (no ASLR) that asking status ("Kthread:", Linux 6.x) for those only costs nothing. */
+        if (st->flags != 0)
+                return false;
+        ProcStatus s;
+        return read_status(root, st->pid, &s) >= 0 && s.kthread == 1;
+}
+
+static int cmp_int(const void *a, const void *b) {
+        int x = *(const int *) a, y = *(const int *) b;
+        return (x > y) - (x < y);
+}
+
+/* PIDs under proc/, ascending. */
+static int list_pids(Root *root, int **ret, size_t *ret_n) {
+        _cleanup_free_ int *pids = NULL;
+        size_t n = 0, cap = 0;
+        DIR *d;
+        int k;
+
+        k = root_opendir(root, "proc", &d);
+        if (k < 0)
+                return k;
+        for (struct dirent *de; (de = readdir(d));) {
+                const char *c = de->d_name;
+                if (!isdigit((unsigned char) *c))
+                        continue;
+                char *end;
+                errno = 0;
+                long v = strtol(c, &end, 10);
+                if (errno || *end || v <= 0 || v > INT32_MAX)
+                        continue;
+                if (n == cap) {
+                        size_t nc = cap ? cap * 2 : 1024;
+                        int *np = realloc(pids, nc * sizeof(int));
+                        if (!np) {
+                                closedir(d);
+                                return -ENOMEM;
+                        }
+                        pids = np;
+                        cap = nc;
+                }
+                pids[n++] = (int) v;
+        }
+        closedir(d);
+        if (n > 0)
+                qsort(pids, n, sizeof(int), cmp_int);
+        *ret = TAKE_PTR(pids);
+        *ret_n = n;
+        return 0;
+}
+
+static int cmp_by_comm(const void *a, const void *b) {
+        const Kthread *x = *(Kthread * const *) a, *y = *(Kthread * const *) b;
+        int c = strcmp(x->stat.comm, y->stat.comm);
+        return c ? c : cmp_int(&x->stat.pid, &y->stat.pid);
+}
+
+/* Every kernel thread under proc/, by PID, with the first PID of its comm filled in. */
+static int kthread_scan(Root *root, KthreadList *ret) {
+        _cleanup_free_ int *pids = NULL;
+        KthreadList l = {};
+        size_t n_pids;
+        int k;
+
+        k = list_pids(root, &pids, &n_pids);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < n_pids; i++) {
+                ProcStat st;
+                k = read_stat(root, pids[i], &st);
+                if (task_gone(k) || k == -EINVAL)
+                        continue; /* exited, or not a stat line (a fake tree's stray file) */
+                if (k < 0)
+                        goto fail;
+                if (!is_kthread(root, &st)) {
+                        proc_stat_done(&st);
+                        continue;
+                }
+                if (l.n == l.cap) {
+                        size_t nc = l.cap ? l.cap * 2 : 256;
+                        Kthread *ni = realloc(l.items, nc * sizeof(Kthread));
+                        if (!ni) {
+                                proc_stat_done(&st);
+                                k = -ENOMEM;
+                                goto fail;
+                        }
+                        l.items = ni;
+                        l.cap = nc;
+                }
+                l.items[l.n++] = (Kthread) {
+                        .stat = st,
+                        .movable = !(st.flags & PROC_PF_NO_SETAFFINITY),
+                        .first_pid_sched = st.pid,
+                        .first_pid_affinity = st.pid,
+                };
+        }
+
+        /* Group by comm (sorted copies of pointers: O(n log n) for 10k threads on 1024 CPUs). */
+        if (l.n > 1) {
+                _cleanup_free_ Kthread **by = malloc(l.n * sizeof(Kthread *));
+                if (!by) {
+                        k = -ENOMEM;
+                        goto fail;
+                }
+                for (size_t i = 0; i < l.n; i++)
+                        by[i] = &l.items[i];
+                qsort(by, l.n, sizeof(Kthread *), cmp_by_comm);
+                Kthread *first = NULL, *first_movable = NULL;
+                for (size_t i = 0; i < l.n; i++) {
+                        if (!first || !streq(first->stat.comm, by[i]->stat.comm)) {
+                                first = by[i];
+                                first_movable = NULL;
+                        }
+                        by[i]->first_pid_sched = first->stat.pid;
+                        if (by[i]->movable) {
+                                if (!first_movable)
+                                        first_movable = by[i];
+                                by[i]->first_pid_affinity = first_movable->stat.pid;
+                        }
+                }
+        }
+        *ret = l;
+        return 0;
+fail:
+        kthread_list_done(&l);
+        return k;
+}
+
+static int format_sched(unsigned policy, unsigned prio, char **ret) {
+        const char *name = proc_policy_to_string(policy);
+        int n = name ? asprintf(ret, "%s:%u", name, prio) : asprintf(ret, "%u:%u", policy, prio);
+        return n < 0 ? -ENOMEM : 0;
+}
+
+/* "kthread/<comm>/<what>" or, for a later thread of the same comm, "…#<pid>". */
+static int format_id(const char *comm, const char *what, int pid, int first_pid, char **ret) {
+        int n = pid == first_pid ? asprintf(ret, "kthread/%s/%s", comm, what)
+                                 : asprintf(ret, "kthread/%s/%s#%d", comm, what, pid);
+        return n < 0 ? -ENOMEM : 0;
+}
+
+typedef struct Rule {
+        const char *match;
+        int policy;             /* -1: the rule leaves scheduling alone */
+        unsigned priority;
+        const char *cpus;       /* NULL: the section's affinity */
+} Rule;
+
+static int rule_pointer(size_t i, const char *key, char **ret) {
+        return asprintf(ret, "/kthreads/rules/%zu%s%s", i, key ? "/" : "", strempty(key)) < 0 ? -ENOMEM : 0;
+}
+
+static int parse_rules(PlanCtx *ctx, json_t *rules, Rule **ret, size_t *ret_n) {
+        _cleanup_free_ Rule *out = NULL;
+        size_t n = json_array_size(rules), i;
+        json_t *item;
+        int k;
+
+        if (n > 0) {
+                out = calloc(n, sizeof(Rule));
+                if (!out)
+                        return -ENOMEM;
+        }
+        json_array_foreach(rules, i, item) {
+                const char *policy = json_string_value(json_object_get(item, "policy"));
+                json_t *prio = json_object_get(item, "priority");
+                long long p = json_integer_value(prio);
+                _cleanup_free_ char *ptr = NULL;
+                Rule *r = &out[i];
+
+                *r = (Rule) {
+                        .match = json_string_value(json_object_get(item, "match")),
+                        .policy = -1,
+                        .cpus = json_string_value(json_object_get(item, "cpus")),
+                };
+                if (!r->match) {
+                        k = rule_pointer(i, NULL, &ptr);
+                        if (k < 0)
+                                return k;
+                        return plan_fail(ctx, ptr, "missing \"match\" (a shell pattern such as \"ksoftirqd/*\")");
+                }
+                if (r->cpus && !*r->cpus) {
+                        k = rule_pointer(i, "cpus", &ptr);
+                        if (k < 0)
+                                return k;
+                        return plan_fail(ctx, ptr, "no CPU left for the kernel threads this rule matches; "
+                                         "name at least one, e.g. \"housekeeping\"");
+                }
+                if (!policy) {
+                        if (prio) {
+                                k = rule_pointer(i, "priority", &ptr);
+                                if (k < 0)
+                                        return k;
+                                return plan_fail(ctx, ptr, "a priority needs a policy; add \"policy\": \"fifo\" to this rule");
+                        }
+                        continue;
+                }
+                r->policy = proc_policy_from_string(policy);
+                if (r->policy < 0 || r->policy == PROC_SCHED_DEADLINE) {
+                        k = rule_pointer(i, "policy", &ptr);
+                        if (k < 0)
+                                return k;
+                        return plan_fail(ctx, ptr, "\"%s\" is not a policy; use fifo, rr, other, batch or idle", policy);
+                }
+                bool rt = r->policy == PROC_SCHED_FIFO || r->policy == PROC_SCHED_RR;
+                if (rt && (!prio || p < 1 || p > 99)) {
+                        k = rule_pointer(i, "priority", &ptr);
+                        if (k < 0)
+                                return k;
+                        if (!prio)
+                                return plan_fail(ctx, ptr, "policy \"%s\" needs a priority from 1 to 99; add e.g. \"priority\": 2",
+                                                 policy);
+                        return plan_fail(ctx, ptr, "policy \"%s\" takes a priority from 1 to 99, not %lld; use e.g. 2",
+                                         policy, p);
+                }
+                if (!rt && prio && p != 0) {
+                        k = rule_pointer(i, "priority", &ptr);
+                        if (k < 0)
+                                return k;
+                        return plan_fail(ctx, ptr,
+                                         "policy \"%s\" has no realtime priority, so the priority must be 0, not %lld; "
+                                         "remove \"priority\" or use \"fifo\"", policy, p);
+                }
+                r->priority = rt ? (unsigned) p : 0;
+        }
+        *ret = TAKE_PTR(out);
+        *ret_n = n;
+        return 0;
+}
+
+static int kthread_plan(PlanCtx *ctx) {
+        const Resolved *res = ctx->resolved;
+        json_t *sec = json_object_get(res->doc, "kthreads");
+        _cleanup_free_ Rule *rules = NULL;
+        _cleanup_free_ char *hk = NULL;
+        _cleanup_(kthread_list_done) KthreadList l = {};
+        size_t n_rules = 0, pinned = 0;
+        int k;
+
+        if (!sec)
+                return 0;
+
+        k = parse_rules(ctx, json_object_get(sec, "rules"), &rules, &n_rules);
+        if (k < 0)
+                return k;
+        const char *affinity = json_string_value(json_object_get(sec, "affinity"));
+        if (!affinity) {
+                hk = cpu_set_format_list(&res->housekeeping);
+                if (!hk)
+                        return -ENOMEM;
+                affinity = hk;
+        }
+        if (!*affinity)
+                return plan_fail(ctx, "/kthreads/affinity",
+                                 "no CPU left for kernel threads; name at least one, e.g. \"housekeeping\"");
+
+        k = kthread_scan(ctx->root, &l);
+        if (k == -ENOENT)
+                return plan_note(ctx, "kthread: no /proc on this host; kernel threads skipped");
+        if (k < 0)
+                return k;
+        if (l.n == 0)
+                return plan_note(ctx, "kthread: no kernel threads found in /proc; skipped");
+
+        for (size_t i = 0; i < l.n; i++) {
+                const Kthread *t = &l.items[i];
+                const ProcStat *st = &t->stat;
+                const Rule *rule = NULL;
+                char path[64];
+
+                for (size_t j = 0; j < n_rules; j++)
+                        if (fnmatch(rules[j].match, st->comm, 0) == 0) {
+                                rule = &rules[j];
+                                break;
+                        }
+                snprintf(path, sizeof(path), "proc/%d/stat", st->pid);
+
+                if (rule && rule->policy >= 0) {
+                        _cleanup_free_ char *id = NULL, *cur = NULL, *want = NULL;
+                        Knob *kn;
+                        k = format_id(st->comm, "sched", st->pid, t->first_pid_sched, &id);
+                        if (k < 0)
+                                return k;
+                        k = format_sched(st->policy, st->rt_priority, &cur);
+                        if (k < 0)
+                                return k;
+                        k = format_sched((unsigned) rule->policy, rule->priority, &want);
+                        if (k < 0)
+                                return k;
+                        k = plan_add(ctx, id, VALUE_AUTO, path, cur, want, false, &kn);
+                        if (k < 0)
+                                return k;
+                        if (st->pid != t->first_pid_sched &&
+                            asprintf(&kn->note, "shares its name with PID %d; told apart by its PID, which changes at reboot",
+                                     t->first_pid_sched) < 0) {
+                                kn->note = NULL;
+                                return -ENOMEM;
+                        }
+                }
+
+                if (!t->movable) {
+                        pinned++;
+                        continue;
+                }
+                _cleanup_free_ char *id = NULL, *cur = NULL;
+                ProcStatus status;
+                Knob *kn;
+                k = read_status(ctx->root, st->pid, &status);
+                if (k < 0 && !task_gone(k) && k != -EINVAL)
+                        return k;
+                if (k >= 0 && status.has_cpus_allowed) {
+                        cur = cpu_set_format_list(&status.cpus_allowed);
+                        if (!cur)
+                                return -ENOMEM;
+                }
+                k = format_id(st->comm, "affinity", st->pid, t->first_pid_affinity, &id);
+                if (k < 0)
+                        return k;
+                k = plan_add(ctx, id, VALUE_CPU_LIST, path, cur, rule && rule->cpus ? rule->cpus : affinity, false, &kn);
+                if (k < 0)
+                        return k;
+                if (st->pid != t->first_pid_affinity &&
+                    asprintf(&kn->note, "shares its name with PID %d; told apart by its PID, which changes at reboot",
+                             t->first_pid_affinity) < 0) {
+                        kn->note = NULL;
+                        return -ENOMEM;
+                }
+        }
+        if (pinned > 0)
+                return plan_note(ctx, "kthread: %zu per-CPU kernel threads are pinned by the kernel (PF_NO_SETAFFINITY); "
+                                 "their affinity is left alone", pinned);
+        return 0;
+}
+
+/* Splits "kthread/<comm>/<what>[#<pid>]" into comm, what and pid (0 without suffix). */
+static int parse_id(const char *id, char **ret_comm, bool *ret_affinity, int *ret_pid) {
+        if (!startswith(id, "kthread/"))
+                return -EINVAL;
+        _cleanup_free_ char *s = strdup(id + strlen("kthread/"));
+        int pid = 0;
+        if (!s)
+                return -ENOMEM;
+        char *hash = strrchr(s, '#');
+        if (hash && hash[1] && strspn(hash + 1, "0123456789") == strlen(hash + 1)) {
+                long v = strtol(hash + 1, NULL, 10);
+                if (v <= 0 || v > INT32_MAX)
+                        return -EINVAL;
+                pid = (int) v;
+                *hash = 0;
+        }
+        char *slash = strrchr(s, '/');
+        if (!slash || slash == s)
+                return -EINVAL;
+        bool affinity;
+        if (streq(slash + 1, "affinity"))
+                affinity = true;
+        else if (streq(slash + 1, "sched"))
+                affinity = false;
+        else
+                return -EINVAL;
+        *slash = 0;
+        *ret_comm = TAKE_PTR(s);
+        *ret_affinity = affinity;
+        *ret_pid = pid;
+        return 0;
+}
+
+static int pid_from_path(const char *path) {
+        int pid;
+        if (!path || sscanf(path, "proc/%d/stat", &pid) != 1 || pid <= 0)
+                return 0;
+        return pid;
+}
+
+/* Is this PID still the kernel thread the knob names? */
+static int check_pid(Root *root, int pid, const char *comm, bool need_movable, ProcStat *ret) {
+        ProcStat st;
+        int k = read_stat(root, pid, &st);
+        if (k < 0)
+                return task_gone(k) || k == -EINVAL ? 0 : k;
+        if (!streq(st.comm, comm) || !is_kthread(root, &st) ||
+            (need_movable && (st.flags & PROC_PF_NO_SETAFFINITY))) {
+                proc_stat_done(&st);
+                return 0;
+        }
+        *ret = st;
+        return 1;
+}
+
+/* Finds the thread a knob names: exactly its suffixed PID, or the lowest PID with its comm
+ * (tried first at the PID it had when planned, to spare a scan of /proc). Returns 1 and the stat,
+ * or 0 if no such thread runs now. */
+static int kthread_find(Root *root, const char *comm, bool affinity, int pid, int planned_pid, ProcStat *ret) {
+        _cleanup_(kthread_list_done) KthreadList l = {};
+        int k;
+
+        if (pid > 0)
+                return check_pid(root, pid, comm, affinity, ret);
+        if (planned_pid > 0) {
+                k = check_pid(root, planned_pid, comm, affinity, ret);
+                if (k != 0)
+                        return k;
+        }
+        k = kthread_scan(root, &l);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < l.n; i++) {
+                Kthread *t = &l.items[i];
+                if (!streq(t->stat.comm, comm) || (affinity && !t->movable))
+                        continue;
+                *ret = t->stat;
+                t->stat = (ProcStat) {}; /* taken */
+                return 1;
+        }
+        return 0;
+}
+
+static int kthread_read(Root *root, const Knob *kn, char **ret) {
+        _cleanup_free_ char *comm = NULL;
+        ProcStat st;
+        ProcStatus status;
+        bool affinity;
+        int pid, k;
+
+        k = parse_id(kn->id, &comm, &affinity, &pid);
+        if (k < 0)
+                return k;
+        k = kthread_find(root, comm, affinity, pid, pid_from_path(kn->path), &st);
+        if (k < 0)
+                return k;
+        if (k == 0) {
+                *ret = NULL; /* no such thread now */
+                return 0;
+        }
+        if (!affinity) {
+                k = format_sched(st.policy, st.rt_priority, ret);
+                proc_stat_done(&st);
+                return k;
+        }
+        k = read_status(root, st.pid, &status);
+        proc_stat_done(&st);
+        if (task_gone(k) || (k >= 0 && !status.has_cpus_allowed)) {
+                *ret = NULL;
+                return 0;
+        }
+        if (k < 0)
+                return k;
+        char *s = cpu_set_format_list(&status.cpus_allowed);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+const Backend backend_kthread = {
+        .domain = DOMAIN_KTHREAD,
+        .name = "kthread",
+        .plan = kthread_plan,
+        .read = kthread_read,
+};

@@ -1,0 +1,762 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host.h"
+#include "strv.h"
+
+static const char * const cgroup_mode_table[_CGROUP_MODE_MAX] = {
+        [CGROUP_NONE] = "none",
+        [CGROUP_V1] = "v1",
+        [CGROUP_HYBRID] = "hybrid",
+        [CGROUP_V2] = "v2",
+};
+
+static const char * const bootloader_table[_BOOTLOADER_MAX] = {
+        [BOOTLOADER_NONE] = "none",
+        [BOOTLOADER_GRUB] = "grub",
+        [BOOTLOADER_BLS] = "bls",
+        [BOOTLOADER_KERNEL_CMDLINE] = "kernel-install",
+};
+
+static const char * const cpu_vendor_table[_CPU_VENDOR_MAX] = {
+        [CPU_VENDOR_OTHER] = "other",
+        [CPU_VENDOR_INTEL] = "intel",
+        [CPU_VENDOR_AMD] = "amd",
+};
+
+const char *cgroup_mode_to_string(CgroupMode m) {
+        return m >= 0 && m < _CGROUP_MODE_MAX ? cgroup_mode_table[m] : NULL;
+}
+
+const char *bootloader_to_string(BootLoader b) {
+        return b >= 0 && b < _BOOTLOADER_MAX ? bootloader_table[b] : NULL;
+}
+
+const char *cpu_vendor_to_string(CpuVendor v) {
+        return v >= 0 && v < _CPU_VENDOR_MAX ? cpu_vendor_table[v] : NULL;
+}
+
+Host *host_free(Host *h) {
+        if (!h)
+                return NULL;
+        free(h->cpus);
+        free(h->nodes);
+        free(h->l3);
+        for (size_t i = 0; i < h->n_irqs; i++) {
+                free(h->irqs[i].chip);
+                free(h->irqs[i].hwirq);
+                free(h->irqs[i].actions);
+                free(h->irqs[i].counts);
+        }
+        free(h->irqs);
+        free(h->irq_columns);
+        free(h->cmdline);
+        free(h->kernel_release);
+        free(h->cgroup2_mount);
+        free(h->cpuset_v1_mount);
+        free(h->resctrl.mount);
+        free(h->resctrl.domains);
+        free(h);
+        return NULL;
+}
+
+int cmdline_get(const char *cmdline, const char *key, char **ret) {
+        size_t klen = strlen(key);
+        const char *p = cmdline;
+        char *found = NULL;
+
+        /* The last occurrence wins, as for the kernel's own parsing of most parameters. Stop at
+         * "--": what follows belongs to init. */
+        while (p && *p) {
+                while (isspace((unsigned char) *p))
+                        p++;
+                const char *start = p;
+                bool quoted = false;
+                while (*p && (quoted || !isspace((unsigned char) *p))) {
+                        if (*p == '"')
+                                quoted = !quoted;
+                        p++;
+                }
+                size_t len = (size_t) (p - start);
+                if (len == 2 && strncmp(start, "--", 2) == 0)
+                        break;
+                if (len >= klen && strncmp(start, key, klen) == 0 && (len == klen || start[klen] == '=')) {
+                        free(found);
+                        found = len == klen ? strdup("") : strndup(start + klen + 1, len - klen - 1);
+                        if (!found)
+                                return -ENOMEM;
+                }
+        }
+        *ret = found;
+        return 0;
+}
+
+/* ---- CPUs and topology ---- */
+
+static int discover_cpus(Host *h) {
+        Root *r = h->root;
+        int k;
+
+        k = root_read_cpu_list(r, "sys/devices/system/cpu/online", &h->online);
+        if (k < 0)
+                return k;
+        if (cpu_set_is_empty(&h->online))
+                return -ENODEV;
+        if (root_read_cpu_list(r, "sys/devices/system/cpu/possible", &h->possible) < 0)
+                h->possible = h->online;
+        if (root_read_cpu_list(r, "sys/devices/system/cpu/present", &h->present) < 0)
+                h->present = h->online;
+        cpu_set_or(&h->possible, &h->online);
+        (void) root_read_cpu_list(r, "sys/devices/system/cpu/isolated", &h->boot_isolated);
+        (void) root_read_cpu_list(r, "sys/devices/system/cpu/nohz_full", &h->boot_nohz_full);
+
+        h->n_cpu_ids = (unsigned) cpu_set_last(&h->possible) + 1;
+        h->cpus = calloc(h->n_cpu_ids, sizeof(HostCpu));
+        if (!h->cpus)
+                return -ENOMEM;
+        for (unsigned c = 0; c < h->n_cpu_ids; c++)
+                h->cpus[c] = (HostCpu) { .core = -1, .package = -1, .node = 0, .l3 = -1 };
+
+        /* Read one file per group, not per CPU: a sibling list names the whole core, a package
+         * list the whole package, an L3 shared list the whole cache domain. */
+        CPU_SET_FOREACH(c, &h->online) {
+                HostCpu *hc = &h->cpus[c];
+                char path[128];
+
+                if (hc->core < 0) {
+                        CpuSet sib;
+                        snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%d/topology/thread_siblings_list", c);
+                        if (root_read_cpu_list(r, path, &sib) < 0 || !cpu_set_has(&sib, (unsigned) c)) {
+                                cpu_set_zero(&sib);
+                                cpu_set_add(&sib, (unsigned) c);
+                        }
+                        cpu_set_and(&sib, &h->online);
+                        int first = cpu_set_next(&sib, 0);
+                        CPU_SET_FOREACH(s, &sib)
+                                if (h->cpus[s].core < 0)
+                                        h->cpus[s].core = first;
+                }
+                if (hc->package < 0) {
+                        unsigned pkg = 0;
+                        CpuSet pk;
+                        snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%d/topology/physical_package_id", c);
+                        (void) root_read_uint(r, path, &pkg);
+                        snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%d/topology/package_cpus_list", c);
+                        if (root_read_cpu_list(r, path, &pk) < 0) {
+                                snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%d/topology/core_siblings_list", c);
+                                if (root_read_cpu_list(r, path, &pk) < 0)
+                                        cpu_set_zero(&pk);
+                        }
+                        cpu_set_add(&pk, (unsigned) c);
+                        cpu_set_and(&pk, &h->online);
+                        CPU_SET_FOREACH(s, &pk)
+                                if (h->cpus[s].package < 0)
+                                        h->cpus[s].package = (int) pkg;
+                }
+                if (hc->l3 < 0) {
+                        unsigned level = 0, id = 0;
+                        CpuSet shared;
+                        snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%d/cache/index3/level", c);
+                        if (root_read_uint(r, path, &level) < 0 || level != 3)
+                                continue;
+                        snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%d/cache/index3/id", c);
+                        if (root_read_uint(r, path, &id) < 0)
+                                continue;
+                        snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%d/cache/index3/shared_cpu_list", c);
+                        if (root_read_cpu_list(r, path, &shared) < 0)
+                                cpu_set_zero(&shared);
+                        cpu_set_add(&shared, (unsigned) c);
+                        cpu_set_and(&shared, &h->online);
+
+                        CacheDomain *d = NULL;
+                        for (size_t i = 0; i < h->n_l3; i++)
+                                if (h->l3[i].id == id)
+                                        d = &h->l3[i];
+                        if (!d) {
+                                CacheDomain *n = realloc(h->l3, (h->n_l3 + 1) * sizeof(CacheDomain));
+                                if (!n)
+                                        return -ENOMEM;
+                                h->l3 = n;
+                                d = &h->l3[h->n_l3++];
+                                *d = (CacheDomain) { .id = id };
+                        }
+                        CPU_SET_FOREACH(s, &shared)
+                                if (h->cpus[s].l3 < 0) {
+                                        h->cpus[s].l3 = (int) id;
+                                        cpu_set_add(&d->cpus, (unsigned) s);
+                                }
+                }
+        }
+        return 0;
+}
+
+static int discover_nodes(Host *h) {
+        DIR *d;
+        struct dirent *de;
+        int k;
+
+        k = root_opendir(h->root, "sys/devices/system/node", &d);
+        if (k < 0) {
+                /* No NUMA directory (a small VM, CONFIG_NUMA=n): one node with every CPU. */
+                h->numa = false;
+                h->nodes = calloc(1, sizeof(CpuSet));
+                if (!h->nodes)
+                        return -ENOMEM;
+                h->nodes[0] = h->online;
+                h->n_nodes = 1;
+                return 0;
+        }
+        h->numa = true;
+        while ((de = readdir(d))) {
+                unsigned id;
+                char tail;
+                if (sscanf(de->d_name, "node%u%c", &id, &tail) != 1 || id > 4096)
+                        continue;
+                char path[512];
+                CpuSet cpus;
+                snprintf(path, sizeof(path), "sys/devices/system/node/%s/cpulist", de->d_name);
+                if (root_read_cpu_list(h->root, path, &cpus) < 0)
+                        continue;
+                if (id >= h->n_nodes) {
+                        CpuSet *n = realloc(h->nodes, (id + 1) * sizeof(CpuSet));
+                        if (!n) {
+                                closedir(d);
+                                return -ENOMEM;
+                        }
+                        for (unsigned i = h->n_nodes; i <= id; i++)
+                                cpu_set_zero(&n[i]);
+                        h->nodes = n;
+                        h->n_nodes = id + 1;
+                }
+                cpu_set_and(&cpus, &h->online);
+                h->nodes[id] = cpus;
+                CPU_SET_FOREACH(c, &cpus)
+                        h->cpus[c].node = (int) id;
+        }
+        closedir(d);
+        if (h->n_nodes == 0) {
+                h->nodes = calloc(1, sizeof(CpuSet));
+                if (!h->nodes)
+                        return -ENOMEM;
+                h->nodes[0] = h->online;
+                h->n_nodes = 1;
+        }
+        return 0;
+}
+
+bool host_node_cpus(const Host *h, unsigned node, CpuSet *ret) {
+        if (node >= h->n_nodes || cpu_set_is_empty(&h->nodes[node]))
+                return false;
+        *ret = h->nodes[node];
+        return true;
+}
+
+bool host_package_cpus(const Host *h, unsigned package, CpuSet *ret) {
+        CpuSet s = {};
+        CPU_SET_FOREACH(c, &h->online)
+                if (h->cpus[c].package == (int) package)
+                        cpu_set_add(&s, (unsigned) c);
+        if (cpu_set_is_empty(&s))
+                return false;
+        *ret = s;
+        return true;
+}
+
+bool host_l3_cpus(const Host *h, unsigned id, CpuSet *ret) {
+        for (size_t i = 0; i < h->n_l3; i++)
+                if (h->l3[i].id == id) {
+                        *ret = h->l3[i].cpus;
+                        return true;
+                }
+        return false;
+}
+
+void host_default_split(const Host *h, unsigned cores_per_node, CpuSet *ret_housekeeping, CpuSet *ret_isolated) {
+        CpuSet hk = {};
+
+        for (unsigned n = 0; n < h->n_nodes; n++) {
+                unsigned taken = 0;
+                CPU_SET_FOREACH(c, &h->nodes[n]) {
+                        if (taken >= cores_per_node)
+                                break;
+                        int core = h->cpus[c].core >= 0 ? h->cpus[c].core : c;
+                        if (core != c || cpu_set_has(&hk, (unsigned) c))
+                                continue; /* a sibling of a core already taken, or not a core's first CPU */
+                        CPU_SET_FOREACH(s, &h->nodes[n])
+                                if (h->cpus[s].core == core)
+                                        cpu_set_add(&hk, (unsigned) s);
+                        cpu_set_add(&hk, (unsigned) c);
+                        taken++;
+                }
+        }
+        CpuSet iso = h->online;
+        cpu_set_andnot(&iso, &hk);
+        *ret_housekeeping = hk;
+        *ret_isolated = iso;
+}
+
+/* ---- IRQs ---- */
+
+static int irq_cmp(const void *a, const void *b) {
+        const Irq *x = a, *y = b;
+        return x->number < y->number ? -1 : x->number > y->number;
+}
+
+static char *dup_token(const char **p) {
+        while (**p == ' ' || **p == '\t')
+                (*p)++;
+        const char *s = *p;
+        while (**p && **p != ' ' && **p != '\t' && **p != '\n')
+                (*p)++;
+        return strndup(s, (size_t) (*p - s));
+}
+
+int host_parse_interrupts(Host *h, const char *text, bool want_counts) {
+        const char *p = text, *eol;
+        size_t cap = 0;
+
+        /* Header: one "CPUn" column per online CPU. */
+        eol = strchrnul(p, '\n');
+        for (const char *q = p; q < eol;) {
+                while (q < eol && *q == ' ')
+                        q++;
+                if (q >= eol)
+                        break;
+                unsigned cpu;
+                if (sscanf(q, "CPU%u", &cpu) != 1)
+                        return -EBADMSG;
+                int *n = realloc(h->irq_columns, (h->n_irq_columns + 1) * sizeof(int));
+                if (!n)
+                        return -ENOMEM;
+                h->irq_columns = n;
+                h->irq_columns[h->n_irq_columns++] = (int) cpu;
+                while (q < eol && *q != ' ')
+                        q++;
+        }
+        if (h->n_irq_columns == 0)
+                return -EBADMSG;
+        p = *eol ? eol + 1 : eol;
+
+        for (; *p; p = *eol ? eol + 1 : eol) {
+                eol = strchrnul(p, '\n');
+                const char *q = p;
+                while (*q == ' ')
+                        q++;
+                if (!isdigit((unsigned char) *q))
+                        continue; /* NMI:, LOC:, ERR: … are architecture counters, not IRQs */
+                char *end;
+                unsigned long num = strtoul(q, &end, 10);
+                if (*end != ':')
+                        continue;
+                q = end + 1;
+
+                if (h->n_irqs == cap) {
+                        cap = cap ? cap * 2 : 256;
+                        Irq *n = realloc(h->irqs, cap * sizeof(Irq));
+                        if (!n)
+                                return -ENOMEM;
+                        h->irqs = n;
+                }
+                Irq *irq = &h->irqs[h->n_irqs];
+                *irq = (Irq) { .number = (unsigned) num };
+                if (want_counts) {
+                        irq->counts = calloc(MAX(h->n_cpu_ids, 1U), sizeof(uint64_t));
+                        if (!irq->counts)
+                                return -ENOMEM;
+                }
+                h->n_irqs++;
+
+                /* Counts: one per column; a row may have fewer (the kernel stops early for IRQs
+                 * with no counts on some architectures). */
+                for (size_t col = 0; col < h->n_irq_columns; col++) {
+                        while (*q == ' ')
+                                q++;
+                        if (!isdigit((unsigned char) *q))
+                                break;
+                        uint64_t v = 0;
+                        while (isdigit((unsigned char) *q))
+                                v = v * 10 + (uint64_t) (*q++ - '0');
+                        irq->total += v;
+                        int cpu = h->irq_columns[col];
+                        if (irq->counts && cpu >= 0 && (unsigned) cpu < h->n_cpu_ids)
+                                irq->counts[cpu] = v;
+                }
+
+                irq->chip = dup_token(&q);
+                const char *save = q;
+                while (*q == ' ')
+                        q++;
+                if (isdigit((unsigned char) *q))
+                        irq->hwirq = dup_token(&q);
+                else {
+                        q = save;
+                        irq->hwirq = strdup("");
+                }
+                while (*q == ' ' || *q == '\t')
+                        q++;
+                irq->actions = strndup(q, (size_t) (eol - q));
+                if (!irq->chip || !irq->hwirq || !irq->actions)
+                        return -ENOMEM;
+                size_t n = strlen(irq->actions);
+                while (n > 0 && isspace((unsigned char) irq->actions[n - 1]))
+                        irq->actions[--n] = 0;
+        }
+        qsort(h->irqs, h->n_irqs, sizeof(Irq), irq_cmp);
+        return 0;
+}
+
+const Irq *host_find_irq(const Host *h, unsigned number) {
+        size_t lo = 0, hi = h->n_irqs;
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (h->irqs[mid].number == number)
+                        return &h->irqs[mid];
+                if (h->irqs[mid].number < number)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+static int discover_irqs(Host *h, bool want_counts) {
+        _cleanup_free_ char *text = NULL;
+        int k;
+
+        k = root_read_file(h->root, "proc/interrupts", &text, NULL);
+        if (k == -ENOENT)
+                return 0;
+        if (k < 0)
+                return k;
+        k = host_parse_interrupts(h, text, want_counts);
+        if (k < 0)
+                return k;
+
+        for (size_t i = 0; i < h->n_irqs; i++) {
+                Irq *irq = &h->irqs[i];
+                char path[64], buf[8192 / 3 + 64];
+                _cleanup_close_ int fd = -EBADF;
+
+                /* A short fixed buffer, not root_read_file: this runs for thousands of IRQs. */
+                snprintf(path, sizeof(path), "proc/irq/%u/smp_affinity_list", irq->number);
+                fd = root_open(h->root, path, O_RDONLY, 0);
+                bool list = fd >= 0;
+                if (!list) {
+                        snprintf(path, sizeof(path), "proc/irq/%u/smp_affinity", irq->number);
+                        fd = root_open(h->root, path, O_RDONLY, 0);
+                        if (fd < 0)
+                                continue;
+                }
+                ssize_t n = read(fd, buf, sizeof(buf) - 1);
+                if (n < 0)
+                        continue;
+                buf[n] = 0;
+                if ((list ? cpu_set_parse_list(buf, &irq->affinity, NULL)
+                          : cpu_set_parse_mask(buf, &irq->affinity, NULL)) >= 0)
+                        irq->has_affinity = true;
+        }
+
+        if (root_read_cpu_mask(h->root, "proc/irq/default_smp_affinity", &h->default_irq_affinity) < 0)
+                h->default_irq_affinity = h->online;
+        return 0;
+}
+
+/* ---- mounts: cgroups and resctrl ---- */
+
+static char *unescape_mount(const char *s) {
+        char *out = malloc(strlen(s) + 1), *o = out;
+        if (!out)
+                return NULL;
+        while (*s) {
+                if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+                        *o++ = (char) ((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+                        s += 4;
+                } else
+                        *o++ = *s++;
+        }
+        *o = 0;
+        return out;
+}
+
+static int set_mount(char **slot, const char *mountpoint) {
+        if (*slot)
+                return 0; /* first one wins */
+        while (*mountpoint == '/')
+                mountpoint++;
+        *slot = strdup(mountpoint);
+        return *slot ? 0 : -ENOMEM;
+}
+
+static bool has_option(const char *opts, const char *opt) {
+        size_t n = strlen(opt);
+        for (const char *p = opts; p && *p;) {
+                if (strncmp(p, opt, n) == 0 && (p[n] == ',' || p[n] == 0))
+                        return true;
+                p = strchr(p, ',');
+                if (p)
+                        p++;
+        }
+        return false;
+}
+
+static int discover_mounts(Host *h) {
+        _cleanup_free_ char *text = NULL;
+        bool mountinfo = true, any_v1 = false;
+        int k;
+
+        k = root_read_file(h->root, "proc/self/mountinfo", &text, NULL);
+        if (k < 0) {
+                mountinfo = false;
+                k = root_read_file(h->root, "proc/mounts", &text, NULL);
+                if (k < 0)
+                        return k == -ENOENT ? 0 : k;
+        }
+
+        for (char *line = text, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+
+                char *fields[12] = {}, *save = NULL;
+                size_t n = 0;
+                for (char *t = strtok_r(line, " ", &save); t && n < ELEMENTSOF(fields); t = strtok_r(NULL, " ", &save))
+                        fields[n++] = t;
+
+                const char *mp, *fstype, *opts;
+                if (mountinfo) {
+                        /* id parent maj:min root mountpoint opts [optional…] - fstype source superopts */
+                        size_t dash = 0;
+                        for (size_t i = 6; i < n; i++)
+                                if (streq(fields[i], "-")) {
+                                        dash = i;
+                                        break;
+                                }
+                        if (dash == 0 || dash + 3 >= n + 1 || n < 5)
+                                continue;
+                        mp = fields[4];
+                        fstype = fields[dash + 1];
+                        opts = dash + 3 < n ? fields[dash + 3] : "";
+                } else {
+                        if (n < 4)
+                                continue;
+                        mp = fields[1];
+                        fstype = fields[2];
+                        opts = fields[3];
+                }
+                if (!fstype)
+                        continue;
+                _cleanup_free_ char *mpu = unescape_mount(mp);
+                if (!mpu)
+                        return -ENOMEM;
+
+                if (streq(fstype, "cgroup2"))
+                        k = set_mount(&h->cgroup2_mount, mpu);
+                else if (streq(fstype, "cgroup")) {
+                        any_v1 = true;
+                        k = has_option(opts, "cpuset") ? set_mount(&h->cpuset_v1_mount, mpu) : 0;
+                } else if (streq(fstype, "resctrl")) {
+                        h->resctrl.mounted = true;
+                        k = set_mount(&h->resctrl.mount, mpu);
+                } else
+                        k = 0;
+                if (k < 0)
+                        return k;
+        }
+
+        if (h->cgroup2_mount && streq(h->cgroup2_mount, "sys/fs/cgroup") && !any_v1)
+                h->cgroup_mode = CGROUP_V2;
+        else if (any_v1 && h->cgroup2_mount)
+                h->cgroup_mode = CGROUP_HYBRID;
+        else if (any_v1)
+                h->cgroup_mode = CGROUP_V1;
+        else if (h->cgroup2_mount)
+                h->cgroup_mode = CGROUP_V2;
+        else
+                h->cgroup_mode = CGROUP_NONE;
+
+        if (h->cgroup2_mount) {
+                _cleanup_free_ char *ctl = NULL, *path = NULL;
+                if (asprintf(&path, "%s/cgroup.controllers", h->cgroup2_mount) < 0)
+                        return -ENOMEM;
+                if (root_read_line(h->root, path, &ctl) >= 0) {
+                        _cleanup_free_ char *padded = NULL;
+                        if (asprintf(&padded, " %s ", ctl) < 0)
+                                return -ENOMEM;
+                        h->cgroup2_cpuset = strstr(padded, " cpuset ") != NULL;
+                }
+        }
+        return 0;
+}
+
+static int hex64(const char *s, uint64_t *ret) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 16);
+        if (errno || end == s)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static void read_resctrl_resource(Host *h, const char *name, ResctrlResource *res) {
+        Resctrl *rc = &h->resctrl;
+        char path[256];
+        _cleanup_free_ char *s = NULL;
+
+        snprintf(path, sizeof(path), "%s/info/%s", rc->mount, name);
+        if (!root_is_dir(h->root, path))
+                return;
+        res->present = true;
+        res->sparse_masks = -1;
+
+#define RD(file, var)                                                                   \
+        do {                                                                            \
+                snprintf(path, sizeof(path), "%s/info/%s/" file, rc->mount, name);      \
+                (void) root_read_uint(h->root, path, &(var));                           \
+        } while (0)
+        RD("num_closids", res->num_closids);
+        RD("min_cbm_bits", res->min_cbm_bits);
+        RD("min_bandwidth", res->min_bandwidth);
+        RD("bandwidth_gran", res->bandwidth_gran);
+#undef RD
+        unsigned v;
+        snprintf(path, sizeof(path), "%s/info/%s/delay_linear", rc->mount, name);
+        if (root_read_uint(h->root, path, &v) >= 0)
+                res->delay_linear = v;
+        snprintf(path, sizeof(path), "%s/info/%s/sparse_masks", rc->mount, name);
+        if (root_read_uint(h->root, path, &v) >= 0)
+                res->sparse_masks = (int) v;
+        snprintf(path, sizeof(path), "%s/info/%s/cbm_mask", rc->mount, name);
+        if (root_read_line(h->root, path, &s) >= 0 && hex64(s, &res->cbm_mask) >= 0)
+                res->cbm_bits = res->cbm_mask ? 64U - (unsigned) __builtin_clzll(res->cbm_mask) : 0;
+        free(s);
+        s = NULL;
+        snprintf(path, sizeof(path), "%s/info/%s/shareable_bits", rc->mount, name);
+        if (root_read_line(h->root, path, &s) >= 0)
+                (void) hex64(s, &res->shareable_bits);
+}
+
+static int uint_cmp(const void *a, const void *b) {
+        unsigned x = *(const unsigned *) a, y = *(const unsigned *) b;
+        return x < y ? -1 : x > y;
+}
+
+static int discover_resctrl(Host *h) {
+        Resctrl *rc = &h->resctrl;
+        _cleanup_free_ char *fs = NULL;
+
+        if (root_read_file(h->root, "proc/filesystems", &fs, NULL) >= 0)
+                rc->supported = strstr(fs, "\tresctrl\n") != NULL;
+        if (!rc->mounted)
+                return 0;
+        rc->supported = true;
+
+        read_resctrl_resource(h, "L3", &rc->l3);
+        read_resctrl_resource(h, "L3CODE", &rc->l3code);
+        read_resctrl_resource(h, "L3DATA", &rc->l3data);
+        read_resctrl_resource(h, "MB", &rc->mb);
+        rc->cdp = rc->l3code.present && rc->l3data.present;
+
+        /* Domain ids: from the L3 cache ids the CPUs report; those are what schemata uses. */
+        rc->domains = calloc(MAX(h->n_l3, (size_t) 1), sizeof(unsigned));
+        if (!rc->domains)
+                return -ENOMEM;
+        for (size_t i = 0; i < h->n_l3; i++)
+                rc->domains[i] = h->l3[i].id;
+        rc->n_domains = h->n_l3;
+        qsort(rc->domains, rc->n_domains, sizeof(unsigned), uint_cmp);
+        return 0;
+}
+
+/* ---- the rest ---- */
+
+static void discover_boot(Host *h) {
+        Root *r = h->root;
+        _cleanup_strv_free_ char **entries = NULL;
+
+        (void) root_glob(r, "boot/loader/entries/*.conf", &entries);
+        if (strv_length(entries) == 0) {
+                strv_free(entries);
+                entries = NULL;
+                (void) root_glob(r, "boot/efi/loader/entries/*.conf", &entries);
+        }
+        bool bls = strv_length(entries) > 0;
+        bool kcmd = root_exists(r, "etc/kernel/cmdline");
+
+        if (bls)
+                h->bootloader = kcmd ? BOOTLOADER_KERNEL_CMDLINE : BOOTLOADER_BLS;
+        else if (root_exists(r, "etc/default/grub") || root_is_dir(r, "etc/default/grub.d"))
+                h->bootloader = BOOTLOADER_GRUB;
+        else if (kcmd)
+                h->bootloader = BOOTLOADER_KERNEL_CMDLINE;
+        else
+                h->bootloader = BOOTLOADER_NONE;
+}
+
+static void discover_vendor(Host *h) {
+        _cleanup_close_ int fd = root_open(h->root, "proc/cpuinfo", O_RDONLY, 0);
+        char buf[4096];
+
+        h->vendor = CPU_VENDOR_OTHER;
+        if (fd < 0)
+                return;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1); /* the first stanza is enough */
+        if (n <= 0)
+                return;
+        buf[n] = 0;
+        if (strstr(buf, "GenuineIntel"))
+                h->vendor = CPU_VENDOR_INTEL;
+        else if (strstr(buf, "AuthenticAMD") || strstr(buf, "HygonGenuine"))
+                h->vendor = CPU_VENDOR_AMD;
+}
+
+int host_discover(Root *root, HostDiscoverFlags flags, Host **ret) {
+        _cleanup_(host_freep) Host *h = NULL;
+        int k;
+
+        h = calloc(1, sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        h->root = root;
+
+        k = discover_cpus(h);
+        if (k < 0)
+                return k;
+        k = discover_nodes(h);
+        if (k < 0)
+                return k;
+        k = discover_irqs(h, flags & HOST_DISCOVER_IRQ_COUNTS);
+        if (k < 0)
+                return k;
+        k = discover_mounts(h);
+        if (k < 0)
+                return k;
+        k = discover_resctrl(h);
+        if (k < 0)
+                return k;
+
+        if (root_read_line(root, "proc/cmdline", &h->cmdline) < 0) {
+                h->cmdline = strdup("");
+                if (!h->cmdline)
+                        return -ENOMEM;
+        }
+        (void) root_read_line(root, "proc/sys/kernel/osrelease", &h->kernel_release);
+        _cleanup_free_ char *version = NULL;
+        if (root_read_line(root, "proc/version", &version) >= 0)
+                h->preempt_rt = strstr(version, "PREEMPT_RT") || strstr(version, "PREEMPT RT");
+        if (!h->preempt_rt) {
+                unsigned rt = 0;
+                h->preempt_rt = root_read_uint(root, "sys/kernel/realtime", &rt) >= 0 && rt == 1;
+        }
+        discover_vendor(h);
+        discover_boot(h);
+        h->systemd_running = root_is_dir(root, "run/systemd/system");
+
+        *ret = TAKE_PTR(h);
+        return 0;
+}

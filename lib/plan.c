@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "strv.h"
+
+/* The order is the order of application: boot first (nothing at runtime), then what moves work
+ * off isolated CPUs (cgroups, IRQs, threads), then the rest. */
+static const Backend * const backends[] = {
+        &backend_boot,
+        &backend_cpuset,
+        &backend_resctrl,
+        &backend_irq,
+        &backend_irqbalance,
+        &backend_kthread,
+        &backend_sysctl,
+        &backend_sysfs,
+        &backend_cpu,
+        &backend_module,
+};
+
+static const char * const domain_table[_DOMAIN_MAX] = {
+        [DOMAIN_BOOT] = "boot",
+        [DOMAIN_IRQ] = "irq",
+        [DOMAIN_IRQBALANCE] = "irqbalance",
+        [DOMAIN_CPUSET] = "cpuset",
+        [DOMAIN_RESCTRL] = "resctrl",
+        [DOMAIN_SYSCTL] = "sysctl",
+        [DOMAIN_SYSFS] = "sysfs",
+        [DOMAIN_KTHREAD] = "kthread",
+        [DOMAIN_CPU] = "cpu",
+        [DOMAIN_MODULE] = "module",
+};
+
+const char *domain_to_string(Domain d) {
+        return d >= 0 && d < _DOMAIN_MAX ? domain_table[d] : NULL;
+}
+
+Domain domain_from_string(const char *s) {
+        for (int i = 0; i < _DOMAIN_MAX; i++)
+                if (streq(domain_table[i], s))
+                        return (Domain) i;
+        return _DOMAIN_INVALID;
+}
+
+const Backend *backend_for(Domain d) {
+        for (size_t i = 0; i < ELEMENTSOF(backends); i++)
+                if (backends[i]->domain == d)
+                        return backends[i];
+        return NULL;
+}
+
+Plan *plan_free(Plan *p) {
+        if (!p)
+                return NULL;
+        for (size_t i = 0; i < p->n_knobs; i++) {
+                free(p->knobs[i].id);
+                free(p->knobs[i].path);
+                free(p->knobs[i].current);
+                free(p->knobs[i].desired);
+                free(p->knobs[i].note);
+        }
+        free(p->knobs);
+        free(p->profile);
+        strv_free(p->notes);
+        free(p);
+        return NULL;
+}
+
+static char *dup_or_null(const char *s, bool *oom) {
+        if (!s)
+                return NULL;
+        char *d = strdup(s);
+        if (!d)
+                *oom = true;
+        return d;
+}
+
+int plan_add(PlanCtx *ctx, const char *id, ValueKind kind, const char *path, const char *current,
+             const char *desired, bool reboot, Knob **ret) {
+        Plan *p = ctx->plan;
+        bool oom = false;
+
+        if (p->n_knobs == p->cap_knobs) {
+                size_t cap = p->cap_knobs ? p->cap_knobs * 2 : 64;
+                Knob *n = realloc(p->knobs, cap * sizeof(Knob));
+                if (!n)
+                        return -ENOMEM;
+                p->knobs = n;
+                p->cap_knobs = cap;
+        }
+        Knob *k = &p->knobs[p->n_knobs];
+        *k = (Knob) {
+                .id = dup_or_null(id, &oom),
+                .domain = _DOMAIN_INVALID,
+                .kind = kind,
+                .path = dup_or_null(path, &oom),
+                .current = dup_or_null(current, &oom),
+                .desired = dup_or_null(desired, &oom),
+                .reboot = reboot,
+        };
+        if (oom) {
+                free(k->id);
+                free(k->path);
+                free(k->current);
+                free(k->desired);
+                return -ENOMEM;
+        }
+        k->changed = !value_equal(kind, current, desired);
+        p->n_knobs++;
+        if (ret)
+                *ret = k;
+        return 0;
+}
+
+int plan_note(PlanCtx *ctx, const char *fmt, ...) {
+        char *s;
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return -ENOMEM;
+        return strv_push(&ctx->plan->notes, s);
+}
+
+int plan_fail(PlanCtx *ctx, const char *pointer, const char *fmt, ...) {
+        ProfileError *e = ctx->error;
+        if (!e)
+                return -EINVAL;
+        profile_error_done(e);
+        va_list ap;
+        va_start(ap, fmt);
+        if (vasprintf(&e->message, fmt, ap) < 0)
+                e->message = NULL;
+        va_end(ap);
+        /* Find the file that set this pointer (or its closest parent). */
+        const Profile *pr = ctx->resolved->profile;
+        const char *file = pr ? pr->path : NULL;
+        if (pr && pr->origins) {
+                _cleanup_free_ char *p = strdup(pointer);
+                while (p) {
+                        const char *f = json_string_value(json_object_get(pr->origins, p));
+                        if (f) {
+                                file = f;
+                                break;
+                        }
+                        char *slash = strrchr(p, '/');
+                        if (!slash)
+                                break;
+                        *slash = 0;
+                }
+        }
+        e->file = file ? strdup(file) : NULL;
+        e->pointer = strdup(pointer);
+        e->code = -EINVAL;
+        return -EINVAL;
+}
+
+int knob_read_file(Root *root, const Knob *k, char **ret) {
+        if (!k->path)
+                return -ENOENT;
+        return root_read_line(root, k->path, ret);
+}
+
+/* ---- semantic comparison ---- */
+
+static bool parse_int(const char *s, long long *ret) {
+        while (isspace((unsigned char) *s))
+                s++;
+        if (streq(s, "Y") || streq(s, "y")) {
+                *ret = 1;
+                return true;
+        }
+        if (streq(s, "N") || streq(s, "n")) {
+                *ret = 0;
+                return true;
+        }
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 0);
+        if (errno || end == s)
+                return false;
+        while (isspace((unsigned char) *end))
+                end++;
+        if (*end)
+                return false;
+        *ret = v;
+        return true;
+}
+
+static char *normalize_ws(const char *s) {
+        StrBuf b = {};
+        bool space = false;
+        while (isspace((unsigned char) *s))
+                s++;
+        for (; *s; s++) {
+                if (isspace((unsigned char) *s)) {
+                        space = true;
+                        continue;
+                }
+                if (space)
+                        strbuf_append(&b, " ");
+                space = false;
+                char c[2] = { *s, 0 };
+                strbuf_append(&b, c);
+        }
+        return strbuf_steal(&b);
+}
+
+static char *select_value(const char *s) {
+        const char *a = strchr(s, '['), *b = a ? strchr(a, ']') : NULL;
+        if (a && b)
+                return strndup(a + 1, (size_t) (b - a - 1));
+        return normalize_ws(s);
+}
+
+static bool parse_cpus(const char *s, bool mask_first, CpuSet *ret) {
+        if (mask_first && cpu_set_parse_mask(s, ret, NULL) >= 0)
+                return true;
+        if (cpu_set_parse_list(s, ret, NULL) >= 0)
+                return true;
+        return !mask_first && cpu_set_parse_mask(s, ret, NULL) >= 0;
+}
+
+/* "managed_irq,domain,2-7" → flags {managed_irq,domain} (sorted string) + CPU set. */
+static bool split_bootarg(const char *s, char **ret_flags, CpuSet *ret_cpus) {
+        _cleanup_strv_free_ char **flags = NULL;
+        const char *p = s;
+        for (;;) {
+                const char *comma = strchr(p, ',');
+                if (isdigit((unsigned char) *p) || !*p)
+                        break;
+                _cleanup_free_ char *f = comma ? strndup(p, (size_t) (comma - p)) : strdup(p);
+                if (!f || strv_push(&flags, TAKE_PTR(f)) < 0)
+                        return false;
+                if (!comma) {
+                        p += strlen(p);
+                        break;
+                }
+                p = comma + 1;
+        }
+        if (*p && cpu_set_parse_list(p, ret_cpus, NULL) < 0)
+                return false;
+        if (!*p)
+                cpu_set_zero(ret_cpus);
+        strv_sort(flags);
+        StrBuf b = {};
+        for (char **f = flags; f && *f; f++)
+                strbuf_appendf(&b, "%s,", *f);
+        *ret_flags = strbuf_steal(&b);
+        return *ret_flags != NULL;
+}
+
+static bool schemata_equal(const char *a, const char *b) {
+        /* "0=7f0;1=7f0" — ids and values, order-insensitive, values as hex numbers (cache) or
+         * decimal (MB): both are compared as the same base, so parse with base 16 for both sides
+         * only when either contains a hex letter. */
+        unsigned long long va[256], vb[256];
+        bool seen_a[256] = {}, seen_b[256] = {};
+        const char *sides[2] = { a, b };
+        unsigned long long *vals[2] = { va, vb };
+        bool *seen[2] = { seen_a, seen_b };
+        for (int i = 0; i < 2; i++) {
+                _cleanup_free_ char *copy = strdup(sides[i]);
+                char *save = NULL;
+                if (!copy)
+                        return false;
+                for (char *t = strtok_r(copy, ";", &save); t; t = strtok_r(NULL, ";", &save)) {
+                        unsigned id;
+                        char val[64];
+                        while (isspace((unsigned char) *t))
+                                t++;
+                        if (sscanf(t, "%u=%63s", &id, val) != 2 || id >= 256)
+                                return false;
+                        seen[i][id] = true;
+                        vals[i][id] = strtoull(val, NULL, 16);
+                }
+        }
+        return memcmp(seen_a, seen_b, sizeof(seen_a)) == 0 &&
+               ({
+                       bool eq = true;
+                       for (int i = 0; i < 256; i++)
+                               if (seen_a[i] && va[i] != vb[i])
+                                       eq = false;
+                       eq;
+               });
+}
+
+bool value_equal(ValueKind kind, const char *a, const char *b) {
+        if (!a || !b)
+                return a == b;
+
+        switch (kind) {
+        case VALUE_CPU_LIST:
+        case VALUE_CPU_MASK: {
+                CpuSet x, y;
+                bool mask = kind == VALUE_CPU_MASK;
+                if (parse_cpus(a, mask, &x) && parse_cpus(b, mask, &y))
+                        return cpu_set_equal(&x, &y);
+                break;
+        }
+        case VALUE_SELECT: {
+                _cleanup_free_ char *x = select_value(a), *y = select_value(b);
+                return x && y && streq(x, y);
+        }
+        case VALUE_BOOTARG: {
+                _cleanup_free_ char *fa = NULL, *fb = NULL;
+                CpuSet x, y;
+                if (split_bootarg(a, &fa, &x) && split_bootarg(b, &fb, &y))
+                        return streq(fa, fb) && cpu_set_equal(&x, &y);
+                break;
+        }
+        case VALUE_SCHEMATA:
+                return schemata_equal(a, b);
+        case VALUE_AUTO: {
+                long long x, y;
+                if (parse_int(a, &x) && parse_int(b, &y))
+                        return x == y;
+                _cleanup_free_ char *sa = select_value(a), *sb = select_value(b);
+                if (strchr(a, '[') || strchr(b, '['))
+                        return sa && sb && streq(sa, sb);
+                break;
+        }
+        default:
+                break;
+        }
+        _cleanup_free_ char *na = normalize_ws(a), *nb = normalize_ws(b);
+        return na && nb && streq(na, nb);
+}
+
+char *value_display(ValueKind kind, const char *v) {
+        if (!v)
+                return strdup("(absent)");
+        if (kind == VALUE_CPU_MASK) {
+                CpuSet s;
+                if (cpu_set_parse_mask(v, &s, NULL) >= 0) {
+                        _cleanup_free_ char *l = cpu_set_format_list(&s);
+                        char *out;
+                        return l && asprintf(&out, "%s (%s)", v, *l ? l : "none") >= 0 ? out : NULL;
+                }
+        }
+        if (kind == VALUE_SELECT || (kind == VALUE_AUTO && strchr(v, '[')))
+                return select_value(v);
+        if (!*v)
+                return strdup(kind == VALUE_BOOTARG ? "(set)" : "(empty)");
+        return normalize_ws(v);
+}
+
+size_t plan_count_changes(const Plan *p, size_t *ret_reboot) {
+        size_t n = 0, reboot = 0;
+        for (size_t i = 0; i < p->n_knobs; i++)
+                if (p->knobs[i].changed) {
+                        n++;
+                        if (p->knobs[i].reboot)
+                                reboot++;
+                }
+        if (ret_reboot)
+                *ret_reboot = reboot;
+        return n;
+}
+
+int plan_build(const Resolved *r, Root *root, Plan **ret, ProfileError *ret_error) {
+        _cleanup_(plan_freep) Plan *p = calloc(1, sizeof(Plan));
+        int k;
+
+        if (!p)
+                return -ENOMEM;
+        p->profile = strdup(r->name);
+        if (!p->profile)
+                return -ENOMEM;
+        p->isolated = r->isolated;
+        p->housekeeping = r->housekeeping;
+
+        PlanCtx ctx = {
+                .plan = p,
+                .resolved = r,
+                .host = r->host,
+                .root = root,
+                .error = ret_error,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(backends); i++) {
+                size_t first = p->n_knobs;
+                k = backends[i]->plan(&ctx);
+                if (k < 0)
+                        return k;
+                for (size_t j = first; j < p->n_knobs; j++)
+                        p->knobs[j].domain = backends[i]->domain;
+        }
+        *ret = TAKE_PTR(p);
+        return 0;
+}

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proc.h"
+
+static const char * const policy_table[] = {
+        [PROC_SCHED_OTHER] = "other",
+        [PROC_SCHED_FIFO] = "fifo",
+        [PROC_SCHED_RR] = "rr",
+        [PROC_SCHED_BATCH] = "batch",
+        [PROC_SCHED_IDLE] = "idle",
+        [PROC_SCHED_DEADLINE] = "deadline",
+};
+
+const char *proc_policy_to_string(unsigned policy) {
+        return policy < ELEMENTSOF(policy_table) ? policy_table[policy] : NULL;
+}
+
+int proc_policy_from_string(const char *s) {
+        if (!s)
+                return -EINVAL;
+        for (unsigned i = 0; i < ELEMENTSOF(policy_table); i++)
+                if (policy_table[i] && streq(policy_table[i], s))
+                        return (int) i;
+        return -EINVAL;
+}
+
+static int parse_long(const char *s, const char **ret_end, long long *ret) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (errno || end == s)
+                return -EINVAL;
+        *ret_end = end;
+        *ret = v;
+        return 0;
+}
+
+int proc_stat_parse(const char *text, ProcStat *ret) {
+        const char *open, *close, *p;
+        long long v;
+
+        if (!text)
+                return -EINVAL;
+        open = strchr(text, '(');
+        close = strrchr(text, ')');
+        if (!open || !close || close < open)
+                return -EINVAL;
+
+        /* Field 1: the PID before the comm. */
+        if (parse_long(text, &p, &v) < 0 || v <= 0 || v > INT_MAX)
+                return -EINVAL;
+        while (*p == ' ')
+                p++;
+        if (p != open)
+                return -EINVAL;
+        int pid = (int) v;
+
+        /* Fields 3…41 after the last ')'. Field 3 is a letter, the rest are numbers. */
+        p = close + 1;
+        if (*p != ' ')
+                return -EINVAL;
+        p++;
+        char state = *p;
+        if (!state || isspace((unsigned char) state))
+                return -EINVAL;
+        p++;
+
+        long long fields[42] = {};
+        for (unsigned f = 4; f <= 41; f++) {
+                if (*p != ' ')
+                        return -EINVAL;
+                p++;
+                if (parse_long(p, &p, &fields[f]) < 0)
+                        return -EINVAL;
+        }
+        if (*p && *p != ' ' && *p != '\n')
+                return -EINVAL;
+        if (fields[4] < 0 || fields[4] > INT_MAX || fields[9] < 0 || fields[9] > UINT_MAX ||
+            fields[40] < 0 || fields[40] > 99 || fields[41] < 0 || fields[41] > UINT_MAX)
+                return -EINVAL;
+
+        char *comm = strndup(open + 1, (size_t) (close - open - 1));
+        if (!comm)
+                return -ENOMEM;
+        *ret = (ProcStat) {
+                .pid = pid,
+                .comm = comm,
+                .state = state,
+                .ppid = (int) fields[4],
+                .flags = (unsigned) fields[9],
+                .rt_priority = (unsigned) fields[40],
+                .policy = (unsigned) fields[41],
+        };
+        return 0;
+}
+
+void proc_stat_done(ProcStat *s) {
+        if (!s)
+                return;
+        free(s->comm);
+        *s = (ProcStat) {};
+}
+
+/* The value of "Key:\tvalue" if line starts with key, else NULL; the value runs to eol. */
+static const char *status_value(const char *line, const char *eol, const char *key) {
+        size_t n = strlen(key);
+        if ((size_t) (eol - line) <= n || strncmp(line, key, n) != 0 || line[n] != ':')
+                return NULL;
+        const char *v = line + n + 1;
+        while (v < eol && (*v == ' ' || *v == '\t'))
+                v++;
+        return v;
+}
+
+int proc_status_parse(const char *text, ProcStatus *ret) {
+        ProcStatus s = { .ppid = -1, .kthread = -1 };
+        bool have_list = false;
+        int k;
+
+        if (!text)
+                return -EINVAL;
+        for (const char *line = text; *line;) {
+                const char *eol = strchrnul(line, '\n');
+                const char *v;
+                _cleanup_free_ char *value = NULL;
+
+                if ((v = status_value(line, eol, "PPid"))) {
+                        const char *end;
+                        long long n;
+                        if (parse_long(v, &end, &n) < 0 || n < 0 || n > INT_MAX)
+                                return -EINVAL;
+                        s.ppid = (int) n;
+                } else if ((v = status_value(line, eol, "Kthread"))) {
+                        const char *end;
+                        long long n;
+                        if (parse_long(v, &end, &n) < 0 || (n != 0 && n != 1))
+                                return -EINVAL;
+                        s.kthread = (int) n;
+                } else if ((v = status_value(line, eol, "Cpus_allowed_list"))) {
+                        value = strndup(v, (size_t) (eol - v));
+                        if (!value)
+                                return -ENOMEM;
+                        k = cpu_set_parse_list(value, &s.cpus_allowed, NULL);
+                        if (k < 0)
+                                return -EINVAL;
+                        s.has_cpus_allowed = have_list = true;
+                } else if (!have_list && (v = status_value(line, eol, "Cpus_allowed"))) {
+                        value = strndup(v, (size_t) (eol - v));
+                        if (!value)
+                                return -ENOMEM;
+                        k = cpu_set_parse_mask(value, &s.cpus_allowed, NULL);
+                        if (k < 0)
+                                return -EINVAL;
+                        s.has_cpus_allowed = true;
+                }
+                line = *eol ? eol + 1 : eol;
+        }
+        *ret = s;
+        return 0;
+}

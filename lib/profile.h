@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "cpu-set.h"
+#include "host.h"
+#include "root.h"
+
+/* Where a profile went wrong: "FILE: POINTER: MESSAGE", e.g.
+ * "lab.json: /irq/rules/0/cpus: CPU 64 does not exist (online: 0-63)". Every field may be NULL. */
+typedef struct ProfileError {
+        char *file;
+        char *pointer;
+        char *message;
+        int code;       /* negative errno: -EINVAL invalid profile, -ENOENT not found, other: I/O */
+} ProfileError;
+
+void profile_error_done(ProfileError *e);
+/* The one-line message for the user (caller frees). */
+char *profile_error_format(const ProfileError *e);
+
+typedef struct Profile {
+        char *name;             /* file stem ("realtime-virtual-host") */
+        char *path;             /* root-relative file it was read from */
+        char *summary;
+        json_t *doc;            /* merged over its includes, not yet resolved against a host */
+        json_t *origins;        /* JSON pointer → file that set it, for messages */
+        char **files;           /* every file read, the profile's last */
+} Profile;
+
+/* Profile search path, relative to the root: user profiles first. */
+extern const char * const profile_dirs[];
+
+/* Loads a profile by name (searched in profile_dirs) or by path (contains '/' or ends ".json";
+ * relative paths are taken from the current directory, not the root), with its includes. */
+int profile_load(Root *root, const char *name_or_path, Profile **ret, ProfileError *ret_error);
+Profile *profile_free(Profile *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Profile *, profile_free);
+
+/* Every profile name found in profile_dirs (user ones shadow shipped ones), sorted. */
+typedef struct ProfileInfo {
+        char *name;
+        char *path;             /* root-relative */
+        char *summary;          /* NULL if the file does not parse */
+        bool shadows;           /* a user profile that hides a shipped one of the same name */
+} ProfileInfo;
+int profile_list(Root *root, ProfileInfo **ret, size_t *ret_n);
+void profile_info_free_many(ProfileInfo *l, size_t n);
+
+/* A profile resolved against a host: vendor overlay applied, CPU classes computed, variables
+ * expanded, every CPU expression checked against the host's topology. */
+typedef struct Resolved {
+        char *name;
+        json_t *doc;            /* expanded; CPU expressions replaced by canonical lists */
+        CpuSet isolated, housekeeping;
+        const Host *host;
+        Profile *profile;       /* not owned */
+} Resolved;
+
+int profile_resolve(Profile *p, const Host *host, Resolved **ret, ProfileError *ret_error);
+Resolved *resolved_free(Resolved *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Resolved *, resolved_free);
+
+/* Parses a CPU expression against the host: a comma-separated list of CPU numbers and ranges,
+ * classes (isolated, housekeeping, all), topology selectors (node:N, package:N, l3:N), each
+ * optionally prefixed by '!' to subtract it. iso/hk may be NULL while classes are not yet known.
+ * On error returns -EINVAL and a message in *ret_message. */
+int cpu_expr_parse(const char *expr, const Host *host, const CpuSet *iso, const CpuSet *hk,
+                   CpuSet *ret, char **ret_message);
+
+/* JSON pointer helpers (RFC 6901). */
+char *json_pointer_append(const char *base, const char *token);
+char *json_pointer_append_index(const char *base, size_t i);

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "root.h"
+#include "strv.h"
+
+#ifndef RESOLVE_IN_ROOT
+#define RESOLVE_IN_ROOT 0x10
+#endif
+
+struct rtpart_open_how {
+        uint64_t flags;
+        uint64_t mode;
+        uint64_t resolve;
+};
+
+static bool have_openat2 = true;
+
+int root_new(const char *path, Root **ret) {
+        _cleanup_free_ Root *r = NULL;
+        _cleanup_close_ int fd = -EBADF;
+
+        if (!path || !*path)
+                path = "/";
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        r->path = strdup(path);
+        if (!r->path)
+                return -ENOMEM;
+        char real[PATH_MAX];
+        r->is_host = realpath(path, real) && streq(real, "/");
+        r->fd = TAKE_FD(fd);
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+Root *root_free(Root *r) {
+        if (!r)
+                return NULL;
+        if (r->fd >= 0)
+                close(r->fd);
+        free(r->path);
+        free(r);
+        return NULL;
+}
+
+int root_open(Root *r, const char *rel, int flags, mode_t mode) {
+        int fd;
+
+        while (*rel == '/')
+                rel++;
+        if (!*rel)
+                rel = ".";
+        flags |= O_CLOEXEC;
+        if (!r->is_host && have_openat2) {
+                struct rtpart_open_how how = {
+                        .flags = (uint64_t) flags,
+                        .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+                        .resolve = RESOLVE_IN_ROOT,
+                };
+                fd = (int) syscall(SYS_openat2, r->fd, rel, &how, sizeof(how));
+                if (fd >= 0)
+                        return fd;
+                if (errno != ENOSYS && errno != EPERM)
+                        return -errno;
+                have_openat2 = false; /* old kernel or seccomp: plain openat */
+        }
+        fd = openat(r->fd, rel, flags, mode);
+        return fd < 0 ? -errno : fd;
+}
+
+int root_openf(Root *r, int flags, const char *fmt, ...) {
+        char path[PATH_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(path, sizeof(path), fmt, ap);
+        va_end(ap);
+        if (n < 0 || (size_t) n >= sizeof(path))
+                return -ENAMETOOLONG;
+        return root_open(r, path, flags, 0);
+}
+
+int root_opendir(Root *r, const char *rel, DIR **ret) {
+        int fd = root_open(r, rel, O_RDONLY | O_DIRECTORY, 0);
+        if (fd < 0)
+                return fd;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                int e = errno;
+                close(fd);
+                return -e;
+        }
+        *ret = d;
+        return 0;
+}
+
+int root_stat(Root *r, const char *rel, struct stat *ret) {
+        _cleanup_close_ int fd = root_open(r, rel, O_PATH, 0);
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, ret) < 0)
+                return -errno;
+        return 0;
+}
+
+bool root_exists(Root *r, const char *rel) {
+        struct stat st;
+        return root_stat(r, rel, &st) >= 0;
+}
+
+bool root_is_dir(Root *r, const char *rel) {
+        struct stat st;
+        return root_stat(r, rel, &st) >= 0 && S_ISDIR(st.st_mode);
+}
+
+static int read_fd_all(int fd, char **ret, size_t *ret_size) {
+        size_t cap = 4096, len = 0;
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+
+        if (fstat(fd, &st) >= 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+                cap = (size_t) st.st_size + 1; /* sysfs says 4096, procfs says 0: both are fine */
+        buf = malloc(cap);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                if (cap - len < 2) {
+                        cap *= 2;
+                        char *n = realloc(buf, cap);
+                        if (!n)
+                                return -ENOMEM;
+                        buf = n;
+                }
+                ssize_t k = read(fd, buf + len, cap - len - 1);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+        }
+        buf[len] = 0;
+        if (ret_size)
+                *ret_size = len;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int root_read_file(Root *r, const char *rel, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = root_open(r, rel, O_RDONLY, 0);
+        if (fd < 0)
+                return fd;
+        return read_fd_all(fd, ret, ret_size);
+}
+
+static char *strip_line(char *s) {
+        char *nl = strchr(s, '\n');
+        if (nl)
+                *nl = 0;
+        size_t n = strlen(s);
+        while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+                s[--n] = 0;
+        char *b = s;
+        while (*b == ' ' || *b == '\t')
+                b++;
+        if (b != s)
+                memmove(s, b, strlen(b) + 1);
+        return s;
+}
+
+int root_read_line(Root *r, const char *rel, char **ret) {
+        char *s;
+        int k = root_read_file(r, rel, &s, NULL);
+        if (k < 0)
+                return k;
+        *ret = strip_line(s);
+        return 0;
+}
+
+int root_read_linef(Root *r, char **ret, const char *fmt, ...) {
+        char path[PATH_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(path, sizeof(path), fmt, ap);
+        va_end(ap);
+        if (n < 0 || (size_t) n >= sizeof(path))
+                return -ENAMETOOLONG;
+        return root_read_line(r, path, ret);
+}
+
+int root_read_uint(Root *r, const char *rel, unsigned *ret) {
+        _cleanup_free_ char *s = NULL;
+        int k = root_read_line(r, rel, &s);
+        if (k < 0)
+                return k;
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 0);
+        if (errno || end == s || *end || v > UINT_MAX)
+                return -EINVAL;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+int root_read_cpu_list(Root *r, const char *rel, CpuSet *ret) {
+        _cleanup_free_ char *s = NULL;
+        int k = root_read_line(r, rel, &s);
+        if (k < 0)
+                return k;
+        return cpu_set_parse_list(s, ret, NULL);
+}
+
+int root_read_cpu_mask(Root *r, const char *rel, CpuSet *ret) {
+        _cleanup_free_ char *s = NULL;
+        int k = root_read_line(r, rel, &s);
+        if (k < 0)
+                return k;
+        return cpu_set_parse_mask(s, ret, NULL);
+}
+
+static int glob_rec(Root *r, const char *base, const char *rest, char ***list) {
+        const char *slash = strchr(rest, '/');
+        size_t seglen = slash ? (size_t) (slash - rest) : strlen(rest);
+        _cleanup_free_ char *seg = strndup(rest, seglen);
+        int k;
+
+        if (!seg)
+                return -ENOMEM;
+        if (!strpbrk(seg, "*?[")) {
+                _cleanup_free_ char *p = NULL;
+                if (asprintf(&p, "%s%s%s", base, *base ? "/" : "", seg) < 0)
+                        return -ENOMEM;
+                if (!slash)
+                        return root_exists(r, p) ? strv_push(list, TAKE_PTR(p)) : 0;
+                return glob_rec(r, p, slash + 1, list);
+        }
+
+        DIR *d;
+        k = root_opendir(r, *base ? base : ".", &d);
+        if (k < 0)
+                return k == -ENOENT || k == -ENOTDIR ? 0 : k;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.' && seg[0] != '.')
+                        continue;
+                if (fnmatch(seg, de->d_name, FNM_PERIOD) != 0)
+                        continue;
+                _cleanup_free_ char *p = NULL;
+                if (asprintf(&p, "%s%s%s", base, *base ? "/" : "", de->d_name) < 0) {
+                        closedir(d);
+                        return -ENOMEM;
+                }
+                k = slash ? glob_rec(r, p, slash + 1, list) : strv_push(list, TAKE_PTR(p));
+                if (k < 0) {
+                        closedir(d);
+                        return k;
+                }
+        }
+        closedir(d);
+        return 0;
+}
+
+int root_glob(Root *r, const char *pattern, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        while (*pattern == '/')
+                pattern++;
+        int k = glob_rec(r, "", pattern, &l);
+        if (k < 0)
+                return k;
+        strv_sort(l);
+        *ret = l ? TAKE_PTR(l) : calloc(1, sizeof(char *));
+        return *ret ? 0 : -ENOMEM;
+}
+
+int root_canonicalize(Root *r, const char *rel, char **ret) {
+        /* Walk component by component, following symlinks inside the root. */
+        _cleanup_free_ char *out = strdup("");
+        _cleanup_free_ char *todo = NULL;
+        unsigned hops = 0;
+
+        while (*rel == '/')
+                rel++;
+        todo = strdup(rel);
+        if (!out || !todo)
+                return -ENOMEM;
+
+        while (*todo) {
+                char *slash = strchr(todo, '/');
+                _cleanup_free_ char *seg = slash ? strndup(todo, (size_t) (slash - todo)) : strdup(todo);
+                _cleanup_free_ char *rest = strdup(slash ? slash + 1 : "");
+                if (!seg || !rest)
+                        return -ENOMEM;
+                free(todo);
+                todo = TAKE_PTR(rest);
+
+                if (!*seg || streq(seg, "."))
+                        continue;
+                if (streq(seg, "..")) {
+                        char *p = strrchr(out, '/');
+                        if (p)
+                                *p = 0;
+                        else
+                                out[0] = 0;
+                        continue;
+                }
+                _cleanup_free_ char *cand = NULL;
+                if (asprintf(&cand, "%s%s%s", out, *out ? "/" : "", seg) < 0)
+                        return -ENOMEM;
+                char target[PATH_MAX];
+                ssize_t n = readlinkat(r->fd, cand, target, sizeof(target) - 1);
+                if (n < 0) {
+                        free(out);
+                        out = TAKE_PTR(cand);
+                        continue;
+                }
+                if (++hops > 40)
+                        return -ELOOP;
+                target[n] = 0;
+                _cleanup_free_ char *joined = NULL;
+                if (asprintf(&joined, "%s%s%s", target, *todo ? "/" : "", todo) < 0)
+                        return -ENOMEM;
+                free(todo);
+                todo = TAKE_PTR(joined);
+                if (target[0] == '/')
+                        out[0] = 0;
+        }
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+char *root_display_path(Root *r, const char *rel) {
+        char *s;
+        while (*rel == '/')
+                rel++;
+        if (r->is_host || streq(r->path, "/"))
+                return asprintf(&s, "/%s", rel) < 0 ? NULL : s;
+        size_t n = strlen(r->path);
+        return asprintf(&s, "%s%s%s", r->path, n && r->path[n - 1] == '/' ? "" : "/", rel) < 0 ? NULL : s;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The sysroot: every path rtpart touches is relative to one root directory ("/" on a real host,
+ * a fake tree in tests). Paths given to these functions never start with '/'; symlinks inside the
+ * tree resolve within it (openat2 RESOLVE_IN_ROOT where the kernel has it). */
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "cpu-set.h"
+#include "macro.h"
+
+typedef struct Root {
+        int fd;
+        char *path;     /* as given, for messages */
+        bool is_host;   /* the real "/" */
+} Root;
+
+int root_new(const char *path, Root **ret);
+Root *root_free(Root *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Root *, root_free);
+
+/* Returns an O_CLOEXEC fd or negative errno. */
+int root_open(Root *r, const char *rel, int flags, mode_t mode);
+int root_openf(Root *r, int flags, const char *fmt, ...) _printf_(3, 4);
+int root_opendir(Root *r, const char *rel, DIR **ret);
+int root_stat(Root *r, const char *rel, struct stat *ret);
+bool root_exists(Root *r, const char *rel);
+bool root_is_dir(Root *r, const char *rel);
+
+/* Whole file, NUL-terminated; ret_size optional. Grows as needed (procfs sizes are lies). */
+int root_read_file(Root *r, const char *rel, char **ret, size_t *ret_size);
+/* First line without the trailing newline and surrounding whitespace. */
+int root_read_line(Root *r, const char *rel, char **ret);
+int root_read_linef(Root *r, char **ret, const char *fmt, ...) _printf_(3, 4);
+int root_read_uint(Root *r, const char *rel, unsigned *ret);
+int root_read_cpu_list(Root *r, const char *rel, CpuSet *ret);
+int root_read_cpu_mask(Root *r, const char *rel, CpuSet *ret);
+
+/* Expands shell wildcards in a root-relative path ("sys/devices/virtual/workqueue/ * /cpumask");
+ * results are root-relative, sorted. No match is an empty list, not an error. */
+int root_glob(Root *r, const char *pattern, char ***ret);
+/* The canonical root-relative path of rel (symlinks resolved inside the root). */
+int root_canonicalize(Root *r, const char *rel, char **ret);
+
+/* For messages: the path as the user would see it ("/proc/cmdline", or "ROOT/proc/cmdline"). */
+char *root_display_path(Root *r, const char *rel);

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "macro.h"
+
+/* NULL-terminated string vectors. strv_push takes ownership of s (also on failure). */
+int strv_push(char ***l, char *s);
+int strv_extend(char ***l, const char *s);
+size_t strv_length(char * const *l);
+bool strv_contains(char * const *l, const char *s);
+void strv_sort(char **l);
+
+/* Growable string buffer for building output. */
+typedef struct StrBuf {
+        char *s;
+        size_t len, cap;
+        bool oom;
+} StrBuf;
+
+void strbuf_append(StrBuf *b, const char *s);
+void strbuf_appendf(StrBuf *b, const char *fmt, ...) _printf_(2, 3);
+/* Returns the string (caller frees) or NULL on OOM; the buffer is left empty. */
+char *strbuf_steal(StrBuf *b);
+void strbuf_done(StrBuf *b);

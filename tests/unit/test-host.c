@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Host discovery on the fake hosts in tests/fixtures/hosts and on a generated 1024-CPU host. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strv.h"
+#include "test-util.h"
+
+static Host *open_fixture(const char *name, Root **ret_root) {
+        _cleanup_free_ char *path = fixture_host(name);
+        Host *h;
+        test_open_host(path, ret_root, &h);
+        return h;
+}
+
+static void assert_list(const CpuSet *s, const char *want) {
+        _cleanup_free_ char *l = cpu_set_format_list(s);
+        ck_assert_str_eq(l, want);
+}
+
+START_TEST(test_intel_2s) {
+        Root *root;
+        Host *h = open_fixture("intel-2s", &root);
+
+        assert_list(&h->online, "0-31");
+        ck_assert(h->numa);
+        ck_assert_uint_eq(h->n_nodes, 2);
+        assert_list(&h->nodes[0], "0-7,16-23");
+        assert_list(&h->nodes[1], "8-15,24-31");
+        /* SMT siblings n and n+16 share a core */
+        ck_assert_int_eq(h->cpus[16].core, 0);
+        ck_assert_int_eq(h->cpus[25].core, 9);
+        ck_assert_int_eq(h->cpus[9].package, 1);
+        ck_assert_int_eq(h->cpus[16].package, 0);
+        ck_assert_uint_eq(h->n_l3, 2);
+        ck_assert_int_eq(h->cpus[24].l3, 1);
+
+        ck_assert_int_eq(h->vendor, CPU_VENDOR_INTEL);
+        ck_assert_int_eq(h->cgroup_mode, CGROUP_V2);
+        ck_assert_str_eq(h->cgroup2_mount, "sys/fs/cgroup");
+        ck_assert(h->cgroup2_cpuset);
+        ck_assert(h->systemd_running);
+        ck_assert_int_eq(h->bootloader, BOOTLOADER_GRUB);
+        ck_assert(h->preempt_rt);
+
+        ck_assert(h->resctrl.supported && h->resctrl.mounted);
+        ck_assert_str_eq(h->resctrl.mount, "sys/fs/resctrl");
+        ck_assert(h->resctrl.l3.present);
+        ck_assert_uint_eq(h->resctrl.l3.cbm_mask, 0x7ff);
+        ck_assert_uint_eq(h->resctrl.l3.cbm_bits, 11);
+        ck_assert_uint_eq(h->resctrl.l3.num_closids, 16);
+        ck_assert_uint_eq(h->resctrl.l3.min_cbm_bits, 1);
+        ck_assert(h->resctrl.mb.present);
+        ck_assert_uint_eq(h->resctrl.mb.bandwidth_gran, 10);
+        ck_assert(!h->resctrl.cdp);
+        ck_assert_uint_eq(h->resctrl.n_domains, 2);
+
+        /* IRQs: numbered rows only, sorted, names and affinities read */
+        ck_assert_uint_gt(h->n_irqs, 50);
+        ck_assert_uint_eq(h->n_irq_columns, 32);
+        bool found_nic = false;
+        for (size_t i = 0; i < h->n_irqs; i++) {
+                if (i)
+                        ck_assert_uint_gt(h->irqs[i].number, h->irqs[i - 1].number);
+                if (streq(h->irqs[i].actions, "eth1-TxRx-0")) {
+                        found_nic = true;
+                        ck_assert(h->irqs[i].has_affinity);
+                        ck_assert(!cpu_set_is_empty(&h->irqs[i].affinity));
+                }
+        }
+        ck_assert(found_nic);
+        const Irq *timer = host_find_irq(h, 0);
+        ck_assert_ptr_nonnull(timer);
+        ck_assert_str_eq(timer->actions, "timer");
+        ck_assert_str_eq(timer->chip, "IO-APIC");
+        assert_list(&h->default_irq_affinity, "0-31");
+
+        CpuSet hk, iso;
+        host_default_split(h, 1, &hk, &iso);
+        assert_list(&hk, "0,8,16,24");
+        assert_list(&iso, "1-7,9-15,17-23,25-31");
+
+        host_free(h);
+        root_free(root);
+}
+END_TEST
+
+START_TEST(test_epyc) {
+        Root *root;
+        Host *h = open_fixture("epyc", &root);
+
+        assert_list(&h->online, "0-63");
+        ck_assert_int_eq(h->vendor, CPU_VENDOR_AMD);
+        ck_assert_int_eq(h->bootloader, BOOTLOADER_BLS);
+        ck_assert_int_eq(h->cgroup_mode, CGROUP_V2);
+        /* several L3 domains per socket: 8 in all, each of 4 cores + siblings */
+        ck_assert_uint_eq(h->n_l3, 8);
+        for (size_t i = 0; i < h->n_l3; i++)
+                ck_assert_uint_eq(cpu_set_count(&h->l3[i].cpus), 8);
+        ck_assert_int_eq(h->cpus[32].core, 0);
+        ck_assert_int_ne(h->cpus[4].l3, h->cpus[0].l3);
+        ck_assert_int_eq(h->cpus[36].l3, h->cpus[4].l3);
+        ck_assert_uint_eq(h->resctrl.l3.cbm_mask, 0xffff);
+        ck_assert_int_eq(h->resctrl.l3.sparse_masks, 1);
+        ck_assert_uint_eq(h->resctrl.n_domains, 8);
+        ck_assert_uint_eq(h->n_nodes, 2);
+
+        CpuSet hk, iso, l3;
+        host_default_split(h, 1, &hk, &iso);
+        ck_assert_uint_eq(cpu_set_count(&hk), 4);
+        ck_assert(cpu_set_has(&hk, 0) && cpu_set_has(&hk, 32));
+        ck_assert(host_l3_cpus(h, h->resctrl.domains[1], &l3));
+        ck_assert_uint_eq(cpu_set_count(&l3), 8);
+        host_free(h);
+        root_free(root);
+}
+END_TEST
+
+START_TEST(test_vm) {
+        Root *root;
+        Host *h = open_fixture("vm", &root);
+
+        assert_list(&h->online, "0-3");
+        ck_assert(!h->numa); /* no node directory: one node with every CPU */
+        ck_assert_uint_eq(h->n_nodes, 1);
+        assert_list(&h->nodes[0], "0-3");
+        ck_assert_uint_eq(h->n_l3, 0);
+        ck_assert_int_eq(h->cpus[2].l3, -1);
+        ck_assert(!h->resctrl.supported && !h->resctrl.mounted);
+        ck_assert(h->cgroup_mode == CGROUP_V1 || h->cgroup_mode == CGROUP_HYBRID);
+        ck_assert_str_eq(h->cpuset_v1_mount, "sys/fs/cgroup/cpuset");
+        ck_assert(!h->systemd_running);
+        ck_assert_int_eq(h->bootloader, BOOTLOADER_KERNEL_CMDLINE);
+
+        CpuSet hk, iso;
+        host_default_split(h, 1, &hk, &iso);
+        assert_list(&hk, "0");
+        assert_list(&iso, "1-3");
+        host_free(h);
+        root_free(root);
+}
+END_TEST
+
+START_TEST(test_big_generated) {
+        _cleanup_free_ char *dir = test_tmpdir(), *cmd = NULL, *host = NULL;
+        ck_assert(asprintf(&host, "%s/big", dir) >= 0);
+        ck_assert(asprintf(&cmd, "python3 '%s/mkhost.py' big '%s' >/dev/null", FIXTURE_DIR, host) >= 0);
+        ck_assert_int_eq(system(cmd), 0);
+
+        Root *root;
+        Host *h;
+        test_open_host(host, &root, &h);
+        ck_assert_uint_eq(cpu_set_count(&h->online), 1024);
+        ck_assert_uint_eq(h->n_cpu_ids, 1024);
+        ck_assert_uint_eq(h->n_irqs, 8192);
+        ck_assert_uint_eq(h->n_irq_columns, 1024);
+        ck_assert_uint_eq(h->n_nodes, 8);
+        for (size_t i = 0; i < h->n_irqs; i++)
+                ck_assert(h->irqs[i].has_affinity || h->irqs[i].number < 16);
+        /* The kernel's 32-word mask of default_smp_affinity was read as 1024 CPUs. */
+        ck_assert_uint_eq(cpu_set_count(&h->default_irq_affinity), 1024);
+        CpuSet hk, iso;
+        host_default_split(h, 1, &hk, &iso);
+        ck_assert_uint_eq(cpu_set_count(&hk), 16); /* 8 nodes × one core × 2 threads */
+        ck_assert_uint_eq(cpu_set_count(&iso), 1008);
+
+        Host *hc;
+        ck_assert_int_eq(host_discover(root, HOST_DISCOVER_IRQ_COUNTS, &hc), 0);
+        ck_assert_ptr_nonnull(hc->irqs[100].counts);
+        host_free(hc);
+        host_free(h);
+        root_free(root);
+        test_rmtree(dir);
+}
+END_TEST
+
+START_TEST(test_interrupts_parser) {
+        Host h = { .n_cpu_ids = 4 };
+        const char *text =
+                "           CPU0       CPU2       \n"
+                "  0:         46          0   IO-APIC   2-edge      timer\n"
+                "  8:          0          1   IO-APIC   8-edge      rtc0\n"
+                " 24:          5          7  PCI-MSI 524288-edge      nvme0q0, nvme1q0\n"
+                " 30:          0          0  IR-PCI-MSIX-0000:3b:00.0    1-edge      \n"
+                "  9:          0          0   IO-APIC   9-fasteoi   acpi\n"
+                "NMI:          0          0   Non-maskable interrupts\n"
+                "ERR:          0\n";
+        ck_assert_int_eq(host_parse_interrupts(&h, text, true), 0);
+        ck_assert_uint_eq(h.n_irqs, 5);
+        ck_assert_uint_eq(h.n_irq_columns, 2);
+        ck_assert_int_eq(h.irq_columns[1], 2);
+        ck_assert_uint_eq(h.irqs[2].number, 9); /* sorted */
+        const Irq *q = host_find_irq(&h, 24);
+        ck_assert_ptr_nonnull(q);
+        ck_assert_str_eq(q->chip, "PCI-MSI");
+        ck_assert_str_eq(q->hwirq, "524288-edge");
+        ck_assert_str_eq(q->actions, "nvme0q0, nvme1q0");
+        ck_assert_uint_eq(q->total, 12);
+        ck_assert_uint_eq(q->counts[2], 7);
+        ck_assert_str_eq(host_find_irq(&h, 30)->actions, "");
+        ck_assert_ptr_null(host_find_irq(&h, 31));
+
+        for (size_t i = 0; i < h.n_irqs; i++) {
+                free(h.irqs[i].chip);
+                free(h.irqs[i].hwirq);
+                free(h.irqs[i].actions);
+                free(h.irqs[i].counts);
+        }
+        free(h.irqs);
+        free(h.irq_columns);
+
+        Host bad = {};
+        ck_assert_int_eq(host_parse_interrupts(&bad, "garbage\n", false), -EBADMSG);
+        free(bad.irq_columns);
+}
+END_TEST
+
+START_TEST(test_missing_optional_parts) {
+        /* A bare tree with only the online CPUs: everything else is absent, not an error. */
+        char *dir = test_tmpdir();
+        test_write(dir, "sys/devices/system/cpu/online", "0-1\n");
+        Root *root;
+        Host *h;
+        test_open_host(dir, &root, &h);
+        ck_assert_uint_eq(h->n_irqs, 0);
+        ck_assert_int_eq(h->cgroup_mode, CGROUP_NONE);
+        ck_assert_int_eq(h->bootloader, BOOTLOADER_NONE);
+        ck_assert_str_eq(h->cmdline, "");
+        ck_assert_int_eq(h->cpus[1].core, 1);
+        host_free(h);
+
+        /* No CPU list at all is an error. */
+        test_write(dir, "sys/devices/system/cpu/online", "\n");
+        ck_assert_int_eq(host_discover(root, 0, &h), -ENODEV);
+        root_free(root);
+        test_rmtree(dir);
+        free(dir);
+}
+END_TEST
+
+START_TEST(test_symlinks_stay_in_root) {
+        /* An absolute symlink inside a fake tree resolves inside the tree, never on the real host. */
+        char *dir = test_tmpdir();
+        _cleanup_free_ char *cmd = NULL;
+        test_write(dir, "sys/devices/virtual/workqueue/writeback/cpumask", "3\n");
+        test_write(dir, "proc/cmdline", "fake\n");
+        ck_assert(asprintf(&cmd, "mkdir -p %s/sys/bus/workqueue/devices && ln -s /sys/devices/virtual/workqueue/writeback "
+                                 "%s/sys/bus/workqueue/devices/writeback && ln -s /proc/cmdline %s/cmdline-link", dir, dir, dir) >= 0);
+        ck_assert_int_eq(system(cmd), 0);
+        Root *root;
+        ck_assert_int_eq(root_new(dir, &root), 0);
+        _cleanup_free_ char *v = NULL, *c = NULL, *canon = NULL;
+        ck_assert_int_eq(root_read_line(root, "sys/bus/workqueue/devices/writeback/cpumask", &v), 0);
+        ck_assert_str_eq(v, "3");
+        ck_assert_int_eq(root_read_line(root, "cmdline-link", &c), 0);
+        ck_assert_str_eq(c, "fake");
+        ck_assert_int_eq(root_canonicalize(root, "sys/bus/workqueue/devices/writeback/cpumask", &canon), 0);
+        ck_assert_str_eq(canon, "sys/devices/virtual/workqueue/writeback/cpumask");
+        char **g = NULL;
+        ck_assert_int_eq(root_glob(root, "/sys/devices/virtual/workqueue/*/cpumask", &g), 0);
+        ck_assert_uint_eq(strv_length(g), 1);
+        ck_assert_str_eq(g[0], "sys/devices/virtual/workqueue/writeback/cpumask");
+        strv_free(g);
+        ck_assert_int_eq(root_glob(root, "sys/nothing/*/x", &g), 0);
+        ck_assert_uint_eq(strv_length(g), 0);
+        strv_free(g);
+        root_free(root);
+        test_rmtree(dir);
+        free(dir);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("host");
+        TCase *tc = tcase_create("fixtures");
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, test_intel_2s);
+        tcase_add_test(tc, test_epyc);
+        tcase_add_test(tc, test_vm);
+        tcase_add_test(tc, test_big_generated);
+        tcase_add_test(tc, test_interrupts_parser);
+        tcase_add_test(tc, test_missing_optional_parts);
+        tcase_add_test(tc, test_symlinks_stay_in_root);
+        suite_add_tcase(s, tc);
+        return test_run(s);
+}

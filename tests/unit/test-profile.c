@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "strv.h"
+#include "test-util.h"
+
+static char *host_dir, *prof_dir;
+static Root *root;
+static Host *host;
+
+static void setup(void) {
+        host_dir = test_mini_host(16, true, 2); /* 8 cores × 2 threads, 2 nodes: 0-3,8-11 | 4-7,12-15 */
+        prof_dir = test_tmpdir();
+        test_open_host(host_dir, &root, &host);
+}
+
+static void teardown(void) {
+        host = host_free(host);
+        root = root_free(root);
+        test_rmtree(host_dir);
+        test_rmtree(prof_dir);
+        free(host_dir);
+        free(prof_dir);
+}
+
+/* Loads JSON written as profile NAME and expects an error containing every given fragment. */
+static void expect_error(const char *name, const char *json, const char *pointer, const char *fragment) {
+        _cleanup_free_ char *path = test_profile(prof_dir, name, json);
+        _cleanup_free_ char *err = NULL;
+        Profile *p = NULL;
+        Resolved *r = NULL;
+        int k = test_resolve(root, host, path, &p, &r, &err);
+        ck_assert_msg(k == -EINVAL, "%s: expected -EINVAL, got %d (%s)", name, k, strempty(err));
+        ck_assert_ptr_nonnull(err);
+        if (pointer) {
+                _cleanup_free_ char *want = NULL;
+                ck_assert(asprintf(&want, ": %s: ", pointer) >= 0);
+                ck_assert_msg(strstr(err, want), "%s: error '%s' lacks pointer '%s'", name, err, pointer);
+        }
+        ck_assert_msg(strstr(err, fragment), "%s: error '%s' lacks '%s'", name, err, fragment);
+        ck_assert_msg(strstr(err, ".json"), "%s: error '%s' does not name the file", name, err);
+}
+
+static Resolved *resolve_ok(const char *name, const char *json, Profile **ret_p) {
+        _cleanup_free_ char *path = test_profile(prof_dir, name, json);
+        _cleanup_free_ char *err = NULL;
+        Resolved *r = NULL;
+        int k = test_resolve(root, host, path, ret_p, &r, &err);
+        ck_assert_msg(k == 0, "%s: %s", name, strempty(err));
+        return r;
+}
+
+#define RESOLVED_STR(r, ...) json_string_value(json_object_get_path((r)->doc, __VA_ARGS__))
+
+static json_t *json_object_get_path(json_t *doc, const char *a, const char *b) {
+        json_t *x = json_object_get(doc, a);
+        return b ? json_object_get(x, b) : x;
+}
+
+START_TEST(test_syntax_errors) {
+        expect_error("syntax", "{\"sysctl\": {\"a.b\": 1,}}", NULL, "not valid JSON");
+        expect_error("syntax2", "{\n\"sysctl\": \n}", NULL, "syntax2.json:3:");
+        expect_error("toplevel", "[1,2]", "/", "expected an object");
+        expect_error("dupkey", "{\"sysctl\": {}, \"sysctl\": {}}", NULL, "duplicate");
+}
+END_TEST
+
+START_TEST(test_unknown_keys) {
+        expect_error("typo", "{\"sysclt\": {}}", "/sysclt", "did you mean \"sysctl\"");
+        expect_error("typo2", "{\"irq\": {\"defualt_affinity\": \"0\"}}", "/irq/defualt_affinity",
+                     "did you mean \"default_affinity\"");
+        expect_error("unknown", "{\"zzzzzzzz\": 1}", "/zzzzzzzz", "known keys here:");
+        expect_error("unknown2", "{\"kthreads\": {\"rules\": [{\"match\": \"x\", \"prio\": 2}]}}",
+                     "/kthreads/rules/0/prio", "did you mean \"priority\"");
+}
+END_TEST
+
+START_TEST(test_type_errors) {
+        expect_error("type1", "{\"summary\": 3}", "/summary", "expected a string, found an integer");
+        expect_error("type2", "{\"irq\": {\"affinity\": 3}}", "/irq/affinity", "CPU list");
+        expect_error("type3", "{\"sysctl\": {\"vm.swappiness\": [1]}}", "/sysctl/vm.swappiness", "found an array");
+        expect_error("type4", "{\"cpus\": {\"housekeeping_cores_per_node\": 0}}", "/cpus/housekeeping_cores_per_node",
+                     "out of range");
+        expect_error("type5", "{\"kthreads\": {\"rules\": [{\"match\": \"x\", \"policy\": \"fifoo\"}]}}",
+                     "/kthreads/rules/0/policy", "did you mean \"fifo\"");
+        expect_error("type6", "{\"drift\": {\"policy\": \"xyzzy\"}}", "/drift/policy", "use one of \"report\", \"correct\"");
+        expect_error("type7", "{\"boot\": {\"args\": {\"nohz\": 1}}}", "/boot/args/nohz", "true for a bare flag");
+        expect_error("type8", "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"1\", \"exclusive\": \"yes\"}]}}",
+                     "/cat/groups/0/exclusive", "expected true or false");
+        expect_error("type9", "{\"include\": 5}", "/include", "a string or an array of strings");
+        expect_error("type10", "{\"variables\": {\"a\": {}}}", "/variables/a", "expected a string, number or boolean");
+}
+END_TEST
+
+START_TEST(test_name_errors) {
+        expect_error("n1", "{\"sysctl\": {\"/proc/sys/vm/swappiness\": 1}}", "/sysctl/~1proc~1sys~1vm~1swappiness",
+                     "dotted form");
+        expect_error("n2", "{\"sysfs\": {\"kernel/mm/ksm/run\": 1}}", "/sysfs/kernel~1mm~1ksm~1run", "under /sys");
+        expect_error("n3", "{\"sysfs\": {\"/sys/../etc/passwd\": 1}}", NULL, "under /sys");
+        expect_error("n4", "{\"boot\": {\"args\": {\"nohz_full=1\": true}}}", "/boot/args/nohz_full=1", "kernel parameter name");
+        expect_error("n5", "{\"boot\": {\"args\": {\"nohz_full\": \"1 quiet\"}}}", "/boot/args/nohz_full", "spaces");
+        expect_error("n6", "{\"cpuset\": {\"partitions\": [{\"cpus\": \"1\"}]}}", "/cpuset/partitions/0", "missing \"name\"");
+        expect_error("n7", "{\"cpuset\": {\"partitions\": [{\"name\": \"a/b\", \"cpus\": \"1\"}]}}", "/cpuset/partitions/0",
+                     "may hold only");
+        expect_error("n8", "{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"1\"}, {\"name\": \"a\", \"cpus\": \"2\"}]}}",
+                     "/cat/groups/1", "used twice");
+        expect_error("n9", "{\"cat\": {\"groups\": [{\"name\": \"info\", \"cpus\": \"1\"}]}}", "/cat/groups/0", "cannot be used");
+        expect_error("n10", "{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"1\", \"l3\": {\"ways\": 2, \"percent\": 5}}]}}",
+                     "/cat/groups/0/l3", "exactly one of");
+        expect_error("n11", "{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"1\", \"l3\": {\"ways\": 2}, \"l3code\": {\"ways\": 2}}]}}",
+                     "/cat/groups/0/l3", "not both");
+        expect_error("n12", "{\"irq\": {\"rules\": [{\"cpus\": \"1\"}]}}", "/irq/rules/0", "missing \"match\"");
+        expect_error("n13", "{\"cat\": {\"groups\": [{\"name\": \"a\"}]}}", "/cat/groups/0", "missing \"cpus\"");
+        expect_error("n14", "{\"modules\": {\"kvm intel\": {}}}", "/modules/kvm intel", "module name");
+}
+END_TEST
+
+START_TEST(test_cpu_errors) {
+        expect_error("c1", "{\"irq\": {\"rules\": [{\"match\": \"eth*\", \"cpus\": \"64\"}]}}", "/irq/rules/0/cpus",
+                     "CPU 64 does not exist (online: 0-15)");
+        expect_error("c2", "{\"irq\": {\"affinity\": \"0-3x\"}}", "/irq/affinity", "not a CPU list");
+        expect_error("c3", "{\"irq\": {\"affinity\": \"node:7\"}}", "/irq/affinity", "NUMA node 7 does not exist");
+        expect_error("c4", "{\"irq\": {\"affinity\": \"housekeep\"}}", "/irq/affinity", "did you mean \"housekeeping\"");
+        expect_error("c5", "{\"cpus\": {\"isolated\": \"1-3\", \"housekeeping\": \"0-1\"}}", "/cpus/isolated",
+                     "both isolated and housekeeping");
+        expect_error("c6", "{\"cpus\": {\"isolated\": \"all\"}}", "/cpus/isolated", "no housekeeping CPU");
+        expect_error("c7", "{\"cpus\": {\"housekeeping\": \"all\"}}", "/cpus/housekeeping", "nothing to isolate");
+        expect_error("c8", "{\"cpus\": {\"isolated\": \"housekeeping\"}}", "/cpus/isolated", "cannot be used here");
+        expect_error("c9", "{\"cpus\": {\"isolated\": \"14-17\"}}", "/cpus/isolated", "CPU 16-17 do not exist");
+        expect_error("c10", "{\"irq\": {\"affinity\": \"l3:3\"}}", "/irq/affinity", "L3 cache domain 3 does not exist");
+        expect_error("c11", "{\"cpus\": {\"housekeeping_cores_per_node\": 4}}", "/cpus", "nothing to isolate");
+}
+END_TEST
+
+START_TEST(test_variable_errors) {
+        expect_error("v1", "{\"boot\": {\"args\": {\"nohz_full\": \"${isolatd}\"}}}", "/boot/args/nohz_full",
+                     "did you mean \"${isolated}\"");
+        expect_error("v2", "{\"boot\": {\"args\": {\"nohz_full\": \"${qqqqqqqqqqqq}\"}}}", "/boot/args/nohz_full",
+                     "define it under \"variables\"");
+        expect_error("v3", "{\"variables\": {\"a\": \"${b}\", \"b\": \"x${a}\"}, \"sysctl\": {\"vm.x\": \"${a}\"}}",
+                     "/sysctl/vm.x", "refers to itself");
+        expect_error("v4", "{\"sysctl\": {\"vm.x\": \"${a\"}}", "/sysctl/vm.x", "unterminated");
+        expect_error("v5", "{\"variables\": {\"iso\": \"99\"}, \"cpus\": {\"isolated\": \"${iso}\"}}", "/cpus/isolated",
+                     "CPU 99 does not exist");
+}
+END_TEST
+
+START_TEST(test_include_errors) {
+        expect_error("i1", "{\"include\": \"no-such-profile\"}", "/include", "included profile \"no-such-profile\"");
+        _cleanup_free_ char *a = test_profile(prof_dir, "cyc-a", "{\"include\": \"cyc-b.json\"}");
+        _cleanup_free_ char *b = test_profile(prof_dir, "cyc-b", "{\"include\": [\"cyc-a.json\"]}");
+        _cleanup_free_ char *err = NULL;
+        Profile *p = NULL;
+        Resolved *r = NULL;
+        ck_assert_int_eq(test_resolve(root, host, a, &p, &r, &err), -EINVAL);
+        ck_assert_msg(strstr(err, "include cycle") && strstr(err, "cyc-a.json -> ") && strstr(err, "/include/0"), "%s", err);
+
+        /* An error in an included file names that file, not the including one. */
+        _cleanup_free_ char *base = test_profile(prof_dir, "base-bad", "{\"irq\": {\"affinity\": \"99\"}}");
+        _cleanup_free_ char *top = test_profile(prof_dir, "top", "{\"include\": \"base-bad.json\", \"sysctl\": {}}");
+        free(err);
+        err = NULL;
+        ck_assert_int_eq(test_resolve(root, host, top, &p, &r, &err), -EINVAL);
+        ck_assert_msg(strstr(err, "base-bad.json: /irq/affinity: CPU 99"), "%s", err);
+
+        /* A structural error in an included file is found when that file is read. */
+        _cleanup_free_ char *base2 = test_profile(prof_dir, "base-typo", "{\"irqq\": {}}");
+        _cleanup_free_ char *top2 = test_profile(prof_dir, "top2", "{\"include\": \"base-typo.json\"}");
+        free(err);
+        err = NULL;
+        ck_assert_int_eq(test_resolve(root, host, top2, &p, &r, &err), -EINVAL);
+        ck_assert_msg(strstr(err, "base-typo.json: /irqq: unknown key"), "%s", err);
+
+        /* Profiles by name: unknown and malformed names. */
+        free(err);
+        err = NULL;
+        ck_assert_int_eq(test_resolve(root, host, "no-such-name", &p, &r, &err), -ENOENT);
+        ck_assert_msg(strstr(err, "no such profile") && strstr(err, "rtpartctl list"), "%s", err);
+        free(err);
+        err = NULL;
+        ck_assert_int_eq(test_resolve(root, host, "bad name!", &p, &r, &err), -EINVAL);
+        ck_assert_msg(strstr(err, "not a profile name"), "%s", err);
+}
+END_TEST
+
+START_TEST(test_single_cpu_host) {
+        char *one = test_mini_host(1, false, 0);
+        Root *r1;
+        Host *h1;
+        test_open_host(one, &r1, &h1);
+        _cleanup_free_ char *path = test_profile(prof_dir, "any", "{\"sysctl\": {}}");
+        _cleanup_free_ char *err = NULL;
+        Profile *p = NULL;
+        Resolved *r = NULL;
+        ck_assert_int_eq(test_resolve(r1, h1, path, &p, &r, &err), -EINVAL);
+        ck_assert_msg(strstr(err, "nothing to isolate") && strstr(err, "single online CPU"), "%s", err);
+        host_free(h1);
+        root_free(r1);
+        test_rmtree(one);
+        free(one);
+}
+END_TEST
+
+START_TEST(test_default_split) {
+        Profile *p = NULL;
+        Resolved *r = resolve_ok("split", "{}", &p);
+        _cleanup_free_ char *iso = cpu_set_format_list(&r->isolated), *hk = cpu_set_format_list(&r->housekeeping);
+        /* first core of each node with its sibling: core 0 (0,8) and core 4 (4,12) */
+        ck_assert_str_eq(hk, "0,4,8,12");
+        ck_assert_str_eq(iso, "1-3,5-7,9-11,13-15");
+        resolved_free(r);
+        profile_free(p);
+
+        r = resolve_ok("split2", "{\"cpus\": {\"housekeeping_cores_per_node\": 2}}", &p);
+        _cleanup_free_ char *hk2 = cpu_set_format_list(&r->housekeeping);
+        ck_assert_str_eq(hk2, "0-1,4-5,8-9,12-13");
+        resolved_free(r);
+        profile_free(p);
+
+        r = resolve_ok("split3", "{\"cpus\": {\"isolated\": \"node:1,!4,!12\"}}", &p);
+        _cleanup_free_ char *iso3 = cpu_set_format_list(&r->isolated), *hk3 = cpu_set_format_list(&r->housekeeping);
+        ck_assert_str_eq(iso3, "5-7,13-15");
+        ck_assert_str_eq(hk3, "0-4,8-12");
+        resolved_free(r);
+        profile_free(p);
+}
+END_TEST
+
+START_TEST(test_merge_and_variables) {
+        _cleanup_free_ char *base = test_profile(prof_dir, "base",
+                "{\"summary\": \"base\", \"variables\": {\"swap\": 10, \"pfx\": \"managed_irq,domain,\"},"
+                " \"boot\": {\"args\": {\"isolcpus\": \"${pfx}${isolated}\", \"quiet\": true, \"nosoftlockup\": true}},"
+                " \"sysctl\": {\"vm.swappiness\": \"${swap}\", \"kernel.x\": 1},"
+                " \"irq\": {\"rules\": [{\"match\": \"a\", \"cpus\": \"1\"}, {\"match\": \"b\", \"cpus\": \"2\"}]},"
+                " \"vendor\": {\"intel\": {\"boot\": {\"args\": {\"intel_pstate\": \"disable\"}}},"
+                "              \"amd\": {\"boot\": {\"args\": {\"amd_pstate\": \"disable\"}}}}}");
+        Profile *p = NULL;
+        Resolved *r = resolve_ok("child",
+                "{\"include\": \"base.json\", \"summary\": \"child\", \"variables\": {\"swap\": 5},"
+                " \"boot\": {\"args\": {\"quiet\": null, \"nohz_full\": \"${isolated}\", \"cost\": \"$$5\"}},"
+                " \"sysctl\": {\"kernel.x\": null},"
+                " \"sysfs\": {\"/sys/x/cpumask\": \"${housekeeping_mask}\"},"
+                " \"irq\": {\"rules\": [{\"match\": \"c\", \"cpus\": \"node:1\"}]}}", &p);
+
+        json_t *args = json_object_get(json_object_get(r->doc, "boot"), "args");
+        ck_assert_str_eq(json_string_value(json_object_get(args, "isolcpus")), "managed_irq,domain,1-3,5-7,9-11,13-15");
+        ck_assert_str_eq(json_string_value(json_object_get(args, "nohz_full")), "1-3,5-7,9-11,13-15");
+        ck_assert(json_is_true(json_object_get(args, "nosoftlockup")));
+        ck_assert(json_is_null(json_object_get(args, "quiet"))); /* null: remove */
+        ck_assert_str_eq(json_string_value(json_object_get(args, "cost")), "$5");
+        ck_assert_str_eq(json_string_value(json_object_get(args, "intel_pstate")), "disable"); /* vendor overlay */
+        ck_assert_ptr_null(json_object_get(args, "amd_pstate"));
+        ck_assert_ptr_null(json_object_get(r->doc, "vendor"));
+        ck_assert_ptr_null(json_object_get(r->doc, "variables"));
+        ck_assert_str_eq(RESOLVED_STR(r, "sysctl", "vm.swappiness"), "5"); /* the child's variable wins */
+        ck_assert_str_eq(RESOLVED_STR(r, "sysfs", "/sys/x/cpumask"), "1111");
+        ck_assert_str_eq(RESOLVED_STR(r, "summary", NULL), "child");
+        /* arrays replace */
+        json_t *rules = json_object_get(json_object_get(r->doc, "irq"), "rules");
+        ck_assert_uint_eq(json_array_size(rules), 1);
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(rules, 0), "cpus")), "4-7,12-15");
+        ck_assert_uint_eq(strv_length(p->files), 2);
+        ck_assert(strstr(p->files[0], "base.json"));
+        ck_assert_str_eq(p->name, "child");
+        resolved_free(r);
+        profile_free(p);
+}
+END_TEST
+
+START_TEST(test_lookup_and_list) {
+        /* Shipped and user profiles under the root: the user one wins. */
+        test_write(host_dir, "usr/share/rtpart/profiles/alpha.json", "{\"summary\": \"shipped alpha\"}");
+        test_write(host_dir, "usr/share/rtpart/profiles/beta.json", "{\"summary\": \"shipped beta\"}");
+        test_write(host_dir, "etc/rtpart/profiles/alpha.json", "{\"summary\": \"user alpha\", \"include\": \"beta\"}");
+        test_write(host_dir, "usr/share/rtpart/profiles/README", "not a profile");
+
+        Profile *p = NULL;
+        ProfileError e = {};
+        ck_assert_int_eq(profile_load(root, "alpha", &p, &e), 0);
+        ck_assert_str_eq(p->summary, "user alpha");
+        ck_assert_str_eq(p->name, "alpha");
+        ck_assert_uint_eq(strv_length(p->files), 2);
+        ck_assert(strstr(p->files[0], "usr/share/rtpart/profiles/beta.json"));
+        profile_free(p);
+
+        ProfileInfo *l;
+        size_t n;
+        ck_assert_int_eq(profile_list(root, &l, &n), 0);
+        ck_assert_uint_eq(n, 2);
+        ck_assert_str_eq(l[0].name, "alpha");
+        ck_assert_str_eq(l[0].summary, "user alpha");
+        ck_assert(l[0].shadows);
+        ck_assert_str_eq(l[1].name, "beta");
+        ck_assert(!l[1].shadows);
+        profile_info_free_many(l, n);
+}
+END_TEST
+
+START_TEST(test_cpu_expr) {
+        CpuSet iso, hk, s;
+        char *msg = NULL;
+        ck_assert_int_eq(cpu_set_parse_list("1-7", &iso, NULL), 0);
+        ck_assert_int_eq(cpu_set_parse_list("0", &hk, NULL), 0);
+        ck_assert_int_eq(cpu_expr_parse("isolated,!node:1", host, &iso, &hk, &s, &msg), 0);
+        _cleanup_free_ char *a = cpu_set_format_list(&s);
+        ck_assert_str_eq(a, "1-3");
+        ck_assert_int_eq(cpu_expr_parse(" all , !0-13 ", host, &iso, &hk, &s, &msg), 0);
+        _cleanup_free_ char *b = cpu_set_format_list(&s);
+        ck_assert_str_eq(b, "14-15");
+        ck_assert_int_eq(cpu_expr_parse("package:0", host, &iso, &hk, &s, &msg), 0);
+        ck_assert_uint_eq(cpu_set_count(&s), 16);
+        ck_assert_int_eq(cpu_expr_parse("package:1", host, &iso, &hk, &s, &msg), -EINVAL);
+        ck_assert(strstr(msg, "package 1"));
+        free(msg);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("profile");
+        TCase *tc = tcase_create("core");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_syntax_errors);
+        tcase_add_test(tc, test_unknown_keys);
+        tcase_add_test(tc, test_type_errors);
+        tcase_add_test(tc, test_name_errors);
+        tcase_add_test(tc, test_cpu_errors);
+        tcase_add_test(tc, test_variable_errors);
+        tcase_add_test(tc, test_include_errors);
+        tcase_add_test(tc, test_single_cpu_host);
+        tcase_add_test(tc, test_default_split);
+        tcase_add_test(tc, test_merge_and_variables);
+        tcase_add_test(tc, test_lookup_and_list);
+        tcase_add_test(tc, test_cpu_expr);
+        suite_add_tcase(s, tc);
+        return test_run(s);
+}

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "strv.h"
+#include "test-util.h"
+
+char *fixture_host(const char *name) {
+        char *p;
+        ck_assert(asprintf(&p, "%s/hosts/%s", FIXTURE_DIR, name) >= 0);
+        return p;
+}
+
+char *test_tmpdir(void) {
+        char *t = strdup("/tmp/rtpart-test-XXXXXX");
+        ck_assert_ptr_nonnull(t);
+        ck_assert_ptr_nonnull(mkdtemp(t));
+        return t;
+}
+
+char *test_copy_host(const char *name) {
+        _cleanup_free_ char *src = fixture_host(name), *cmd = NULL;
+        char *dst = test_tmpdir();
+        ck_assert(asprintf(&cmd, "cp -a '%s/.' '%s/'", src, dst) >= 0);
+        ck_assert_int_eq(system(cmd), 0);
+        return dst;
+}
+
+void test_rmtree(const char *path) {
+        _cleanup_free_ char *cmd = NULL;
+        if (!path || !startswith(path, "/tmp/rtpart-test-"))
+                return;
+        ck_assert(asprintf(&cmd, "rm -rf '%s'", path) >= 0);
+        (void) system(cmd);
+}
+
+void test_write(const char *root, const char *rel, const char *text) {
+        _cleanup_free_ char *path = NULL, *cmd = NULL;
+        ck_assert(asprintf(&path, "%s/%s", root, rel) >= 0);
+        ck_assert(asprintf(&cmd, "mkdir -p \"$(dirname '%s')\"", path) >= 0);
+        ck_assert_int_eq(system(cmd), 0);
+        FILE *f = fopen(path, "we");
+        ck_assert_msg(f, "cannot write %s", path);
+        fputs(text, f);
+        ck_assert_int_eq(fclose(f), 0);
+}
+
+void test_open_host(const char *path, Root **ret_root, Host **ret_host) {
+        Root *root;
+        Host *host;
+        int r = root_new(path, &root);
+        ck_assert_msg(r >= 0, "root_new(%s): %s", path, strerror(-r));
+        r = host_discover(root, 0, &host);
+        ck_assert_msg(r >= 0, "host_discover(%s): %s", path, strerror(-r));
+        *ret_root = root;
+        *ret_host = host;
+}
+
+int test_resolve(Root *root, const Host *host, const char *profile, Profile **ret_p, Resolved **ret_r, char **ret_error) {
+        ProfileError e = {};
+        Profile *p = NULL;
+        int r = profile_load(root, profile, &p, &e);
+        if (r >= 0) {
+                r = profile_resolve(p, host, ret_r, &e);
+                if (r < 0)
+                        p = profile_free(p);
+        }
+        if (r < 0) {
+                if (ret_error)
+                        *ret_error = profile_error_format(&e);
+                profile_error_done(&e);
+                return r;
+        }
+        *ret_p = p;
+        if (ret_error)
+                *ret_error = NULL;
+        return 0;
+}
+
+int test_plan(Root *root, const Host *host, const char *profile, Plan **ret_plan, char **ret_error) {
+        Profile *p = NULL;
+        Resolved *res = NULL;
+        ProfileError e = {};
+        int r = test_resolve(root, host, profile, &p, &res, ret_error);
+        if (r < 0)
+                return r;
+        r = plan_build(res, root, ret_plan, &e);
+        if (r < 0 && ret_error)
+                *ret_error = profile_error_format(&e);
+        profile_error_done(&e);
+        resolved_free(res);
+        profile_free(p);
+        return r;
+}
+
+const Knob *plan_find(const Plan *p, const char *id) {
+        for (size_t i = 0; i < p->n_knobs; i++)
+                if (streq(p->knobs[i].id, id))
+                        return &p->knobs[i];
+        return NULL;
+}
+
+int test_run(Suite *s) {
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+char *test_mini_host(unsigned cpus, bool smt, unsigned nodes) {
+        char *root = test_tmpdir();
+        char buf[256], rel[256];
+        unsigned cores = smt ? cpus / 2 : cpus;
+
+        snprintf(buf, sizeof(buf), "0-%u\n", cpus - 1);
+        test_write(root, "sys/devices/system/cpu/online", cpus == 1 ? "0\n" : buf);
+        test_write(root, "sys/devices/system/cpu/possible", cpus == 1 ? "0\n" : buf);
+        for (unsigned c = 0; c < cpus; c++) {
+                unsigned core = c % cores;
+                snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%u/topology/thread_siblings_list", c);
+                if (smt)
+                        snprintf(buf, sizeof(buf), "%u,%u\n", core, core + cores);
+                else
+                        snprintf(buf, sizeof(buf), "%u\n", c);
+                test_write(root, rel, buf);
+                snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%u/topology/physical_package_id", c);
+                test_write(root, rel, "0\n");
+        }
+        for (unsigned n = 0; n < nodes; n++) {
+                StrBuf b = {};
+                unsigned per = cores / nodes;
+                for (unsigned c = n * per; c < (n + 1) * per; c++) {
+                        strbuf_appendf(&b, "%s%u", b.len ? "," : "", c);
+                        if (smt)
+                                strbuf_appendf(&b, ",%u", c + cores);
+                }
+                strbuf_append(&b, "\n");
+                _cleanup_free_ char *list = strbuf_steal(&b);
+                /* normalize through the parser so the file holds a canonical list */
+                CpuSet s;
+                ck_assert_int_eq(cpu_set_parse_list(list, &s, NULL), 0);
+                _cleanup_free_ char *canon = cpu_set_format_list(&s);
+                snprintf(rel, sizeof(rel), "sys/devices/system/node/node%u/cpulist", n);
+                snprintf(buf, sizeof(buf), "%s\n", canon);
+                test_write(root, rel, buf);
+        }
+        test_write(root, "proc/cmdline", "BOOT_IMAGE=/vmlinuz root=/dev/vda ro quiet\n");
+        test_write(root, "proc/cpuinfo", "processor\t: 0\nvendor_id\t: GenuineIntel\n");
+        return root;
+}
+
+char *test_profile(const char *dir, const char *name, const char *json) {
+        char *path;
+        ck_assert(asprintf(&path, "%s/%s.json", dir, name) >= 0);
+        FILE *f = fopen(path, "we");
+        ck_assert_ptr_nonnull(f);
+        fputs(json, f);
+        ck_assert_int_eq(fclose(f), 0);
+        return path;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <check.h>
+#include <stdbool.h>
+
+#include "backend.h"
+#include "host.h"
+#include "profile.h"
+#include "root.h"
+
+/* Path of a committed fake host: tests/fixtures/hosts/NAME. */
+char *fixture_host(const char *name);
+
+/* Copies a fake host into a fresh temporary directory (so a test may add or change files);
+ * returns its path. Remove it with test_rmtree(). */
+char *test_copy_host(const char *name);
+/* Creates an empty temporary directory. */
+char *test_tmpdir(void);
+void test_rmtree(const char *path);
+/* Writes text to ROOT/rel, creating parent directories. */
+void test_write(const char *root, const char *rel, const char *text);
+
+/* Opens a root, discovers its host; aborts the test on failure. */
+void test_open_host(const char *path, Root **ret_root, Host **ret_host);
+
+/* Loads and resolves a profile; on failure stores the formatted error (caller frees) and returns
+ * the negative errno. */
+int test_resolve(Root *root, const Host *host, const char *profile, Profile **ret_p, Resolved **ret_r, char **ret_error);
+/* Same, plus the plan. */
+int test_plan(Root *root, const Host *host, const char *profile, Plan **ret_plan, char **ret_error);
+const Knob *plan_find(const Plan *p, const char *id);
+
+/* Runs a suite, returns the exit status for main(). */
+int test_run(Suite *s);
+
+/* A minimal fake host in a new temporary directory: `cpus` CPUs, SMT pairs (n, n+cpus/2) when
+ * smt, `nodes` NUMA nodes splitting the cores evenly (0 = no node directory). */
+char *test_mini_host(unsigned cpus, bool smt, unsigned nodes);
+/* Writes a profile file into dir and returns its path. */
+char *test_profile(const char *dir, const char *name, const char *json);
