@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "config.h"
+#include "engine.h"
 #include "host.h"
 #include "profile.h"
 #include "root.h"
@@ -48,6 +49,11 @@ static void help(void) {
                "  list              List the installed profiles\n"
                "  show PROFILE      Print PROFILE resolved for this host, as JSON\n"
                "  plan PROFILE      Show what applying PROFILE would change; changes nothing\n"
+               "  apply PROFILE     Apply PROFILE: all or nothing, originals journalled\n"
+               "  verify            Check every knob of the applied profile; exit 3 on drift,\n"
+               "                    4 when only a reboot is pending for boot arguments\n"
+               "  revert            Put back every original value and forget the profile\n"
+               "  status            Show the applied profile, drift, pending reboot, unmovable items\n"
                "\n"
                "PROFILE is a name (looked up in /etc/rtpart/profiles, then\n"
                "/usr/share/rtpart/profiles, both under --root) or a path to a .json file.\n"
@@ -352,6 +358,316 @@ static int verb_plan(int argc, char **argv) {
         return arg_json ? plan_print_json(plan) : plan_print_text(plan, host, root);
 }
 
+
+/* ---- apply / revert / verify / status ---- */
+
+static void print_notes(char **notes) {
+        for (char **n = notes; n && *n; n++)
+                printf("  note: %s\n", *n);
+}
+
+static json_t *notes_json(char **notes) {
+        json_t *a = json_array();
+        for (char **n = notes; n && *n; n++)
+                json_array_append_new(a, json_string(*n));
+        return a;
+}
+
+static int take_lock(Root *root, int *ret_fd) {
+        int fd = engine_lock(root, /* wait= */ false);
+        if (fd == -EWOULDBLOCK) {
+                fprintf(stderr, "rtpartctl: another rtpartctl or rtpartd is changing this host; waiting…\n");
+                fd = engine_lock(root, /* wait= */ true);
+        }
+        if (fd < 0) {
+                _cleanup_free_ char *p = root_display_path(root, STATE_DIR);
+                log_error("cannot lock %s: %s%s", strempty(p), strerror(-fd),
+                          fd == -EACCES || fd == -EROFS || fd == -EPERM ? " (changing the host needs root)" : "");
+                return EXIT_FAILED;
+        }
+        *ret_fd = fd;
+        return EXIT_OK;
+}
+
+static int report_failure(const EngineResult *res, int r) {
+        if (arg_json) {
+                json_t *doc = json_pack("{s:b, s:{s:s?, s:s?, s:i, s:s}, s:b, s:o}",
+                                        "ok", 0,
+                                        "error", "knob", res->failed_knob, "path", res->failed_path,
+                                        "errno", res->failed_errno, "message", strerror(res->failed_errno ? res->failed_errno : -r),
+                                        "rolled_back", res->rolled_back,
+                                        "notes", notes_json(res->notes));
+                print_json(doc);
+                json_decref(doc);
+        }
+        if (res->failed_knob) {
+                log_error("writing %s (%s) failed: %s; %s", res->failed_knob, res->failed_path ? res->failed_path : "no file",
+                          strerror(res->failed_errno),
+                          res->rollback_incomplete ? "the changes of this run were undone except those noted below"
+                                                   : "every change of this run was undone; the host is as it was before");
+        } else
+                log_error("%s", strerror(-r));
+        if (!arg_json)
+                for (char **n = res->notes; n && *n; n++)
+                        fprintf(stderr, "  note: %s\n", *n);
+        return EXIT_FAILED;
+}
+
+static int verb_apply(int argc, char **argv) {
+        _cleanup_(root_freep) Root *root = NULL;
+        _cleanup_(host_freep) Host *host = NULL;
+        _cleanup_(profile_freep) Profile *p = NULL;
+        _cleanup_(resolved_freep) Resolved *res = NULL;
+        _cleanup_(plan_freep) Plan *plan = NULL;
+        _cleanup_close_ int lock = -EBADF;
+        ProfileError e = {};
+        EngineResult er = {};
+        int r;
+
+        if (argc != 2) {
+                log_error("apply needs exactly one PROFILE");
+                return EXIT_USAGE;
+        }
+        if ((r = open_root(&root)) != EXIT_OK || (r = discover(root, &host)) != EXIT_OK)
+                return r;
+        r = load_and_resolve(root, host, argv[1], &p, &res);
+        if (r != EXIT_OK)
+                return r;
+        if ((r = take_lock(root, &lock)) != EXIT_OK)
+                return r;
+        r = plan_build(res, root, &plan, &e);
+        if (r < 0) {
+                r = r == -EINVAL && e.message ? report_profile_error(&e, r) : (log_error("cannot build the plan: %s", strerror(-r)), EXIT_FAILED);
+                profile_error_done(&e);
+                return r;
+        }
+
+        r = engine_apply(root, host, res, plan, &er);
+        if (r < 0) {
+                r = report_failure(&er, r);
+                engine_result_done(&er);
+                return r;
+        }
+
+        size_t reboot = 0;
+        for (size_t i = 0; i < plan->n_knobs; i++)
+                if (plan->knobs[i].changed && plan->knobs[i].reboot)
+                        reboot++;
+        if (arg_json) {
+                json_t *doc = json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:b, s:o}",
+                                        "ok", 1, "profile", plan->profile,
+                                        "changed", (json_int_t) er.written, "unchanged", (json_int_t) er.unchanged,
+                                        "unmovable", (json_int_t) er.refused, "skipped", (json_int_t) er.skipped,
+                                        "restored", (json_int_t) er.restored, "reboot_required", reboot > 0,
+                                        "recovered", er.recovered, "notes", notes_json(er.notes));
+                r = print_json(doc);
+                json_decref(doc);
+                engine_result_done(&er);
+                return r;
+        }
+        if (er.written == 0 && er.restored == 0 && er.refused == 0)
+                printf("%s is already applied: nothing to change (%zu knob%s as desired).\n", plan->profile, er.unchanged,
+                       er.unchanged == 1 ? "" : "s");
+        else {
+                printf("Applied %s: %zu knob%s changed, %zu already as desired", plan->profile, er.written,
+                       er.written == 1 ? "" : "s", er.unchanged);
+                if (er.restored)
+                        printf(", %zu of the previous profile restored", er.restored);
+                if (er.refused)
+                        printf(", %zu refused by the kernel (recorded as unmovable)", er.refused);
+                if (er.skipped)
+                        printf(", %zu not writable here", er.skipped);
+                printf(".\n");
+        }
+        if (reboot)
+                printf("A reboot is needed for %zu boot argument%s to take effect.\n", reboot, reboot == 1 ? "" : "s");
+        print_notes(er.notes);
+        engine_result_done(&er);
+        return EXIT_OK;
+}
+
+static int verb_revert(int argc, char **argv) {
+        _cleanup_(root_freep) Root *root = NULL;
+        _cleanup_(host_freep) Host *host = NULL;
+        _cleanup_close_ int lock = -EBADF;
+        EngineResult er = {};
+        int r;
+
+        if (argc != 1) {
+                log_error("revert takes no argument");
+                return EXIT_USAGE;
+        }
+        if ((r = open_root(&root)) != EXIT_OK || (r = discover(root, &host)) != EXIT_OK)
+                return r;
+        if ((r = take_lock(root, &lock)) != EXIT_OK)
+                return r;
+        r = engine_revert(root, host, &er);
+        if (arg_json) {
+                json_t *doc = json_pack("{s:b, s:I, s:I, s:b, s:o}", "ok", r >= 0, "restored", (json_int_t) er.written,
+                                        "failed", (json_int_t) er.failed, "recovered", er.recovered, "notes", notes_json(er.notes));
+                print_json(doc);
+                json_decref(doc);
+        } else if (r >= 0) {
+                if (er.written == 0 && er.skipped == 0)
+                        printf("Nothing to revert: every knob rtpart changed is at its original value.\n");
+                else
+                        printf("Reverted: %zu knob%s restored to the value they had before rtpart.\n", er.written,
+                               er.written == 1 ? "" : "s");
+                print_notes(er.notes);
+        } else {
+                if (er.failed_knob)
+                        log_error("%zu knob%s could not be restored (first: %s: %s); they stay in the journal and a later "
+                                  "revert retries them", er.failed, er.failed == 1 ? "" : "s", er.failed_knob,
+                                  strerror(er.failed_errno));
+                else
+                        log_error("revert failed: %s", strerror(-r));
+                for (char **n = er.notes; n && *n; n++)
+                        fprintf(stderr, "  note: %s\n", *n);
+        }
+        engine_result_done(&er);
+        return r < 0 ? EXIT_FAILED : EXIT_OK;
+}
+
+static int read_cmdline(Root *root, char **ret) {
+        int r = root_read_line(root, "proc/cmdline", ret);
+        if (r == -ENOENT)
+                return (*ret = strdup("")) ? 0 : -ENOMEM;
+        return r;
+}
+
+static int verb_verify(int argc, char **argv) {
+        _cleanup_(root_freep) Root *root = NULL;
+        _cleanup_free_ char *cmdline = NULL;
+        VerifyResult v = {};
+        int r;
+
+        if (argc != 1) {
+                log_error("verify takes no argument");
+                return EXIT_USAGE;
+        }
+        if ((r = open_root(&root)) != EXIT_OK)
+                return r;
+        r = read_cmdline(root, &cmdline);
+        if (r >= 0)
+                r = engine_verify(root, cmdline, &v);
+        if (r < 0) {
+                _cleanup_free_ char *p = root_display_path(root, STATE_FILE);
+                log_error("cannot verify: %s%s%s", r == -EBADMSG ? strempty(p) : "", r == -EBADMSG ? " is not an rtpart journal" : "",
+                          r == -EBADMSG ? "" : strerror(-r));
+                return EXIT_FAILED;
+        }
+
+        bool reboot = strv_length(v.reboot_pending) > 0;
+        int ret = v.n_drift > 0 ? EXIT_DRIFT : reboot ? EXIT_REBOOT : EXIT_OK;
+        if (arg_json) {
+                json_t *drift = json_array();
+                for (size_t i = 0; i < v.n_drift; i++)
+                        json_array_append_new(drift, json_pack("{s:s, s:s, s:s?, s:s?}", "knob", v.drift[i].knob,
+                                                               "domain", domain_to_string(v.drift[i].domain),
+                                                               "expected", v.drift[i].expected, "actual", v.drift[i].actual));
+                json_t *pending = json_array(), *unmov = json_array();
+                for (char **i = v.reboot_pending; i && *i; i++)
+                        json_array_append_new(pending, json_string(*i));
+                for (char **i = v.unmovable; i && *i; i++)
+                        json_array_append_new(unmov, json_string(*i));
+                json_t *doc = json_pack("{s:s?, s:b, s:b, s:o, s:o, s:o, s:I}", "profile", v.profile,
+                                        "in_sync", v.n_drift == 0, "reboot_required", reboot, "drift", drift,
+                                        "reboot_pending", pending, "unmovable", unmov, "checked", (json_int_t) v.checked);
+                if (print_json(doc) != EXIT_OK)
+                        ret = EXIT_FAILED;
+                json_decref(doc);
+        } else if (!v.profile)
+                printf("No profile is applied.\n");
+        else {
+                if (v.n_drift == 0)
+                        printf("%s: in sync (%zu knobs checked).\n", v.profile, v.checked);
+                else {
+                        printf("%s: %zu of %zu knobs drifted:\n", v.profile, v.n_drift, v.checked);
+                        for (size_t i = 0; i < v.n_drift; i++) {
+                                ValueKind kind = VALUE_AUTO;
+                                (void) kind;
+                                printf("  %-40s expected %s, found %s\n", v.drift[i].knob, v.drift[i].expected ? v.drift[i].expected : "(absent)",
+                                       v.drift[i].actual ? v.drift[i].actual : "(absent)");
+                        }
+                }
+                if (reboot) {
+                        printf("Configured but not in the running kernel (reboot pending):");
+                        for (char **i = v.reboot_pending; *i; i++)
+                                printf(" %s", *i + (startswith(*i, "boot/") ? 5 : 0));
+                        printf("\n");
+                }
+                if (v.unmovable)
+                        printf("%zu item%s the kernel does not let anyone move (informational; see status).\n",
+                               strv_length(v.unmovable), strv_length(v.unmovable) == 1 ? "" : "s");
+        }
+        if (v.transaction_open)
+                fprintf(stderr, "rtpartctl: the journal holds an interrupted transaction; the next apply, revert or rtpartd start rolls it back\n");
+        verify_result_done(&v);
+        return ret;
+}
+
+static int verb_status(int argc, char **argv) {
+        _cleanup_(root_freep) Root *root = NULL;
+        _cleanup_free_ char *cmdline = NULL;
+        VerifyResult v = {};
+        json_t *state = NULL;
+        int r;
+
+        if (argc != 1) {
+                log_error("status takes no argument");
+                return EXIT_USAGE;
+        }
+        if ((r = open_root(&root)) != EXIT_OK)
+                return r;
+        r = read_cmdline(root, &cmdline);
+        if (r >= 0)
+                r = engine_verify(root, cmdline, &v);
+        if (r >= 0)
+                r = state_load(root, &state);
+        if (r < 0) {
+                log_error("cannot read the journal: %s", strerror(-r));
+                verify_result_done(&v);
+                return EXIT_FAILED;
+        }
+        json_t *last = json_object_get(state, "last_error");
+        size_t originals = json_object_size(json_object_get(state, "originals"));
+        bool reboot = strv_length(v.reboot_pending) > 0;
+        if (arg_json) {
+                json_t *unmov = json_array();
+                for (char **i = v.unmovable; i && *i; i++)
+                        json_array_append_new(unmov, json_string(*i));
+                json_t *doc = json_pack("{s:s?, s:s?, s:I, s:I, s:b, s:o, s:I, s:O, s:b}", "profile", v.profile,
+                                        "applied_at", v.applied_at, "knobs", (json_int_t) v.checked,
+                                        "drift", (json_int_t) v.n_drift, "reboot_required", reboot, "unmovable", unmov,
+                                        "originals", (json_int_t) originals, "last_error", last ? last : json_null(),
+                                        "transaction_open", v.transaction_open);
+                r = print_json(doc);
+                json_decref(doc);
+        } else {
+                if (v.profile)
+                        printf("Profile:     %s (applied %s)\n", v.profile, strempty(v.applied_at));
+                else
+                        printf("Profile:     none applied\n");
+                printf("Knobs:       %zu owned, %zu drifted\n", v.checked, v.n_drift);
+                printf("Reboot:      %s\n", reboot ? "needed for boot arguments" : "not needed");
+                printf("Originals:   %zu values journalled for revert\n", originals);
+                if (v.unmovable) {
+                        printf("Unmovable:   %zu (the kernel keeps these where they are):\n", strv_length(v.unmovable));
+                        for (char **i = v.unmovable; *i; i++)
+                                printf("  %s\n", *i);
+                }
+                const char *msg = json_string_value(json_object_get(last, "message"));
+                if (msg)
+                        printf("Last error:  %s (%s)\n", msg, strempty(json_string_value(json_object_get(last, "at"))));
+                if (v.transaction_open)
+                        printf("Journal:     an interrupted transaction is open; the next apply or revert rolls it back\n");
+                r = EXIT_OK;
+        }
+        json_decref(state);
+        verify_result_done(&v);
+        return r;
+}
+
 typedef struct Verb {
         const char *name;
         int (*run)(int argc, char **argv);
@@ -361,6 +677,10 @@ static const Verb verbs[] = {
         { "list", verb_list },
         { "show", verb_show },
         { "plan", verb_plan },
+        { "apply", verb_apply },
+        { "verify", verb_verify },
+        { "revert", verb_revert },
+        { "status", verb_status },
 };
 
 int main(int argc, char **argv) {
@@ -407,7 +727,28 @@ int main(int argc, char **argv) {
                 log_error("missing command; try 'rtpartctl --help'");
                 return EXIT_USAGE;
         }
-        (void) arg_no_daemon;
+        (void) arg_no_daemon; /* rtpartd does not exist yet: every command works on the host directly */
+
+        /* A transaction a crash left open is rolled back before anything else is done. */
+        {
+                _cleanup_(root_freep) Root *root = NULL;
+                if (root_new(arg_root, &root) >= 0 && engine_transaction_open(root)) {
+                        _cleanup_(host_freep) Host *host = NULL;
+                        _cleanup_close_ int lock = -EBADF;
+                        EngineResult er = {};
+                        int r = -EPERM;
+                        if (host_discover(root, 0, &host) >= 0 && (lock = engine_lock(root, true)) >= 0)
+                                r = engine_recover(root, host, &er);
+                        if (r < 0)
+                                log_error("the journal holds an interrupted transaction that could not be rolled back: %s%s",
+                                          strerror(-r), r == -EACCES || r == -EPERM ? " (run as root)" : "");
+                        else
+                                for (char **n = er.notes; n && *n; n++)
+                                        fprintf(stderr, "rtpartctl: %s\n", *n);
+                        engine_result_done(&er);
+                }
+        }
+
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 if (streq(verbs[i].name, argv[optind]))
                         return verbs[i].run(argc - optind, argv + optind);

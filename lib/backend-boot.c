@@ -1,31 +1,366 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "backend.h"
+#include "strv.h"
 
-/* Boot arguments: the desired value of each kernel parameter, compared with what the running kernel
- * was booted with (/proc/cmdline). They all take a reboot. Writing them to the bootloader is the
- * apply verb's job; the plan says which bootloader that will be. */
+/* Boot arguments: one knob per kernel parameter. Their value is read from, and written to, the
+ * bootloader's configuration ("configured"); the running kernel's /proc/cmdline says whether a
+ * reboot is still needed. Where they live:
+ *   grub:           etc/default/grub.d/rtpart.cfg, a drop-in GRUB sources after etc/default/grub;
+ *                   it restates GRUB_CMDLINE_LINUX (and _DEFAULT when an argument must go away)
+ *                   fully expanded, then update-grub regenerates grub.cfg;
+ *   bls:            the "options" line of every boot/loader/entries/ *.conf;
+ *   kernel-install: etc/kernel/cmdline, and the options of existing BLS entries. */
+
+#define GRUB_DROPIN "etc/default/grub.d/rtpart.cfg"
+
+/* ---- command lines as ordered argument lists ---- */
+
+static char **cmdline_split(const char *s) {
+        char **l = NULL;
+        const char *p = s ? s : "";
+        for (;;) {
+                while (isspace((unsigned char) *p))
+                        p++;
+                if (!*p)
+                        break;
+                const char *start = p;
+                bool quoted = false;
+                while (*p && (quoted || !isspace((unsigned char) *p))) {
+                        if (*p == '"')
+                                quoted = !quoted;
+                        p++;
+                }
+                if (strv_push(&l, strndup(start, (size_t) (p - start))) < 0) {
+                        strv_free(l);
+                        return NULL;
+                }
+        }
+        return l ? l : calloc(1, sizeof(char *));
+}
+
+static bool arg_is(const char *arg, const char *key) {
+        size_t n = strlen(key);
+        return strncmp(arg, key, n) == 0 && (arg[n] == 0 || arg[n] == '=');
+}
+
+/* Removes every occurrence of key; then, if value is non-NULL, appends key[=value]. */
+static int cmdline_set(char ***l, const char *key, const char *value) {
+        size_t j = 0;
+        for (size_t i = 0; (*l)[i]; i++) {
+                if (arg_is((*l)[i], key))
+                        free((*l)[i]);
+                else
+                        (*l)[j++] = (*l)[i];
+        }
+        (*l)[j] = NULL;
+        if (!value)
+                return 0;
+        char *a;
+        if (*value ? asprintf(&a, "%s=%s", key, value) < 0 : !(a = strdup(key)))
+                return -ENOMEM;
+        return strv_push(l, a);
+}
+
+static char *cmdline_join(char **l) {
+        StrBuf b = {};
+        for (char **i = l; i && *i; i++)
+                strbuf_appendf(&b, "%s%s", b.len ? " " : "", *i);
+        return strbuf_steal(&b);
+}
+
+/* ---- shell-style VAR="value" files (etc/default/grub) ---- */
+
+static char *shell_var(const char *text, const char *var) {
+        size_t n = strlen(var);
+        char *found = NULL;
+        for (const char *p = text; p && *p;) {
+                const char *eol = strchrnul(p, '\n');
+                while (p < eol && isspace((unsigned char) *p))
+                        p++;
+                if (strncmp(p, var, n) == 0 && p[n] == '=') {
+                        const char *v = p + n + 1, *e = eol;
+                        while (e > v && isspace((unsigned char) e[-1]))
+                                e--;
+                        if (e - v >= 2 && (*v == '"' || *v == '\'') && e[-1] == *v) {
+                                v++;
+                                e--;
+                        }
+                        free(found);
+                        found = strndup(v, (size_t) (e - v));
+                }
+                p = *eol ? eol + 1 : eol;
+        }
+        return found;
+}
+
+static int grub_base(Root *root, char **ret_linux, char **ret_default) {
+        _cleanup_free_ char *text = NULL;
+        int k = root_read_file(root, "etc/default/grub", &text, NULL);
+        if (k < 0 && k != -ENOENT)
+                return k;
+        char *l = text ? shell_var(text, "GRUB_CMDLINE_LINUX") : NULL;
+        char *d = text ? shell_var(text, "GRUB_CMDLINE_LINUX_DEFAULT") : NULL;
+        *ret_linux = l ? l : strdup("");
+        *ret_default = d ? d : strdup("");
+        if (!*ret_linux || !*ret_default) {
+                free(*ret_linux);
+                free(*ret_default);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The command line GRUB will build: the drop-in's restated variables win over the base file. */
+static int grub_configured(Root *root, char **ret) {
+        _cleanup_free_ char *l = NULL, *d = NULL, *drop = NULL;
+        int k = grub_base(root, &l, &d);
+        if (k < 0)
+                return k;
+        if (root_read_file(root, GRUB_DROPIN, &drop, NULL) >= 0) {
+                char *dl = shell_var(drop, "GRUB_CMDLINE_LINUX"), *dd = shell_var(drop, "GRUB_CMDLINE_LINUX_DEFAULT");
+                if (dl) {
+                        free(l);
+                        l = dl;
+                }
+                if (dd) {
+                        free(d);
+                        d = dd;
+                }
+        }
+        return asprintf(ret, "%s %s", l, d) < 0 ? -ENOMEM : 0;
+}
+
+/* In the drop-in, rtpart keeps its own record of what it set ("# rtpart-set: k=v") and removed
+ * ("# rtpart-unset: k"), so that each argument stays a separate knob. */
+static int grub_write(Root *root, const char *key, const char *value) {
+        _cleanup_free_ char *base_l = NULL, *base_d = NULL, *drop = NULL;
+        _cleanup_strv_free_ char **set = NULL, **unset = NULL;
+        int k;
+
+        k = grub_base(root, &base_l, &base_d);
+        if (k < 0)
+                return k;
+        if (root_read_file(root, GRUB_DROPIN, &drop, NULL) >= 0)
+                for (char *line = drop, *next; line && *line; line = next) {
+                        next = strchr(line, '\n');
+                        if (next)
+                                *next++ = 0;
+                        if (startswith(line, "# rtpart-set: "))
+                                k = strv_extend(&set, line + strlen("# rtpart-set: "));
+                        else if (startswith(line, "# rtpart-unset: "))
+                                k = strv_extend(&unset, line + strlen("# rtpart-unset: "));
+                        if (k < 0)
+                                return k;
+                }
+        if (!set && !(set = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        if (!unset && !(unset = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+
+        _cleanup_strv_free_ char **bl = cmdline_split(base_l), **bd = cmdline_split(base_d);
+        if (!bl || !bd)
+                return -ENOMEM;
+        _cleanup_free_ char *base_val = NULL;
+        _cleanup_free_ char *base_all = NULL;
+        if (asprintf(&base_all, "%s %s", base_l, base_d) < 0)
+                return -ENOMEM;
+        k = cmdline_get(base_all, key, &base_val);
+        if (k < 0)
+                return k;
+
+        /* Update the record for this key. */
+        k = cmdline_set(&set, key, NULL);
+        if (k >= 0)
+                k = cmdline_set(&unset, key, NULL);
+        if (k < 0)
+                return k;
+        if (value && !streq_ptr(base_val, value))
+                k = cmdline_set(&set, key, value);
+        else if (!value && base_val)
+                k = strv_extend(&unset, key);
+        if (k < 0)
+                return k;
+
+        if (strv_length(set) == 0 && strv_length(unset) == 0) {
+                k = root_unlink(root, GRUB_DROPIN);
+                return k == -ENOENT ? 0 : k;
+        }
+
+        /* Restate both variables without every key rtpart manages, then add what it sets. */
+        bool touch_default = false;
+        for (char **i = set; *i; i++) {
+                _cleanup_free_ char *kk = strndup(*i, strcspn(*i, "="));
+                if (!kk)
+                        return -ENOMEM;
+                for (char **a = bd; *a; a++)
+                        touch_default = touch_default || arg_is(*a, kk);
+                if (cmdline_set(&bl, kk, NULL) < 0 || cmdline_set(&bd, kk, NULL) < 0)
+                        return -ENOMEM;
+        }
+        for (char **i = unset; *i; i++) {
+                for (char **a = bd; *a; a++)
+                        touch_default = touch_default || arg_is(*a, *i);
+                if (cmdline_set(&bl, *i, NULL) < 0 || cmdline_set(&bd, *i, NULL) < 0)
+                        return -ENOMEM;
+        }
+        for (char **i = set; *i; i++)
+                if (strv_extend(&bl, *i) < 0)
+                        return -ENOMEM;
+
+        _cleanup_free_ char *jl = cmdline_join(bl), *jd = cmdline_join(bd);
+        StrBuf b = {};
+        strbuf_append(&b, "# Kernel arguments managed by rtpart; 'rtpartctl revert' removes this file.\n"
+                          "# Do not edit: rtpart rewrites it. The lines below record what rtpart set.\n");
+        for (char **i = set; *i; i++)
+                strbuf_appendf(&b, "# rtpart-set: %s\n", *i);
+        for (char **i = unset; *i; i++)
+                strbuf_appendf(&b, "# rtpart-unset: %s\n", *i);
+        strbuf_appendf(&b, "GRUB_CMDLINE_LINUX=\"%s\"\n", strempty(jl));
+        if (touch_default)
+                strbuf_appendf(&b, "GRUB_CMDLINE_LINUX_DEFAULT=\"%s\"\n", strempty(jd));
+        _cleanup_free_ char *out = strbuf_steal(&b);
+        if (!out)
+                return -ENOMEM;
+        k = root_mkdir_p(root, "etc/default/grub.d", 0755);
+        if (k < 0)
+                return k;
+        return root_write_file_atomic(root, GRUB_DROPIN, out, strlen(out), 0644);
+}
+
+/* ---- BLS entries and /etc/kernel/cmdline ---- */
+
+static int bls_entries(Root *root, char ***ret) {
+        int k = root_glob(root, "boot/loader/entries/*.conf", ret);
+        if (k >= 0 && strv_length(*ret) == 0) {
+                strv_free(*ret);
+                k = root_glob(root, "boot/efi/loader/entries/*.conf", ret);
+        }
+        return k;
+}
+
+/* Rewrites the "options" line of one entry (or a one-line file when whole_file). */
+static int edit_options_file(Root *root, const char *path, bool whole_file, const char *key, const char *value) {
+        _cleanup_free_ char *text = NULL;
+        int k = root_read_file(root, path, &text, NULL);
+        if (k < 0)
+                return k;
+        StrBuf b = {};
+        bool done = false;
+        for (char *line = text, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                const char *opts = NULL;
+                if (whole_file && !done)
+                        opts = line;
+                else if (!whole_file && startswith(line, "options") && isspace((unsigned char) line[7]))
+                        opts = line + 8;
+                if (!opts) {
+                        strbuf_appendf(&b, "%s\n", line);
+                        continue;
+                }
+                _cleanup_strv_free_ char **args = cmdline_split(opts);
+                if (!args || cmdline_set(&args, key, value) < 0) {
+                        strbuf_done(&b);
+                        return -ENOMEM;
+                }
+                _cleanup_free_ char *j = cmdline_join(args);
+                strbuf_appendf(&b, whole_file ? "%s%s\n" : "options%s%s\n", whole_file ? "" : " ", strempty(j));
+                done = true;
+        }
+        if (!done) {
+                _cleanup_strv_free_ char **args = calloc(1, sizeof(char *));
+                if (!args || cmdline_set(&args, key, value) < 0) {
+                        strbuf_done(&b);
+                        return -ENOMEM;
+                }
+                _cleanup_free_ char *j = cmdline_join(args);
+                strbuf_appendf(&b, whole_file ? "%s%s\n" : "options%s%s\n", whole_file ? "" : " ", strempty(j));
+        }
+        _cleanup_free_ char *out = strbuf_steal(&b);
+        if (!out)
+                return -ENOMEM;
+        struct stat st;
+        mode_t mode = root_stat(root, path, &st) >= 0 ? st.st_mode & 07777 : 0644;
+        return root_write_file_atomic(root, path, out, strlen(out), mode);
+}
+
+static int bls_configured(Root *root, char **ret) {
+        _cleanup_strv_free_ char **entries = NULL;
+        _cleanup_free_ char *release = NULL;
+        int k = bls_entries(root, &entries);
+        if (k < 0)
+                return k;
+        if (strv_length(entries) == 0)
+                return -ENOENT;
+        /* The entry of the running kernel if there is one, else the newest. */
+        (void) root_read_line(root, "proc/sys/kernel/osrelease", &release);
+        const char *pick = entries[strv_length(entries) - 1];
+        for (char **e = entries; release && *e; e++)
+                if (strstr(*e, release))
+                        pick = *e;
+        _cleanup_free_ char *text = NULL;
+        k = root_read_file(root, pick, &text, NULL);
+        if (k < 0)
+                return k;
+        for (char *line = text, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                if (startswith(line, "options") && isspace((unsigned char) line[7])) {
+                        *ret = strdup(line + 8);
+                        return *ret ? 0 : -ENOMEM;
+                }
+        }
+        *ret = strdup("");
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int configured_cmdline(Root *root, char **ret) {
+        switch (host_detect_bootloader(root)) {
+        case BOOTLOADER_GRUB:
+                return grub_configured(root, ret);
+        case BOOTLOADER_BLS:
+                return bls_configured(root, ret);
+        case BOOTLOADER_KERNEL_CMDLINE:
+                return root_read_line(root, "etc/kernel/cmdline", ret);
+        default:
+                return -ENOENT;
+        }
+}
+
+/* ---- verbs ---- */
 
 static int boot_plan(PlanCtx *ctx) {
         json_t *args = json_object_get(json_object_get(ctx->resolved->doc, "boot"), "args");
+        _cleanup_free_ char *configured = NULL;
         const char *name;
         json_t *v;
         int k;
 
         if (!json_object_size(args))
                 return 0;
-        if (ctx->host->bootloader == BOOTLOADER_NONE) {
+        k = configured_cmdline(ctx->root, &configured);
+        if (k < 0 && k != -ENOENT)
+                return k;
+        if (!configured) {
                 k = plan_note(ctx, "boot: no bootloader configuration found (GRUB, BLS entries or /etc/kernel/cmdline); "
-                                   "boot arguments are listed but cannot be written on this host");
+                                   "the running kernel's command line is shown, and apply cannot write boot arguments");
                 if (k < 0)
                         return k;
         }
 
         json_object_foreach(args, name, v) {
-                _cleanup_free_ char *id = NULL, *current = NULL;
+                _cleanup_free_ char *id = NULL, *current = NULL, *running = NULL;
                 const char *desired;
 
                 if (json_is_string(v))
@@ -37,22 +372,109 @@ static int boot_plan(PlanCtx *ctx) {
 
                 if (asprintf(&id, "boot/%s", name) < 0)
                         return -ENOMEM;
-                k = cmdline_get(ctx->host->cmdline, name, &current);
+                k = cmdline_get(configured ? configured : ctx->host->cmdline, name, &current);
+                if (k >= 0)
+                        k = cmdline_get(ctx->host->cmdline, name, &running);
                 if (k < 0)
                         return k;
-                k = plan_add(ctx, id, VALUE_BOOTARG, NULL, current, desired, /* reboot= */ true, NULL);
+                Knob *kn;
+                k = plan_add(ctx, id, VALUE_BOOTARG, NULL, current, desired, /* reboot= */ true, &kn);
                 if (k < 0)
                         return k;
+                if (configured && !value_equal(VALUE_BOOTARG, current, running)) {
+                        _cleanup_free_ char *disp = value_display(VALUE_BOOTARG, running);
+                        if (asprintf(&kn->note, "running kernel: %s", strempty(disp)) < 0)
+                                return -ENOMEM;
+                }
         }
         return 0;
 }
 
 static int boot_read(Root *root, const Knob *k, char **ret) {
         _cleanup_free_ char *cmdline = NULL;
-        int r = root_read_line(root, "proc/cmdline", &cmdline);
+        int r = configured_cmdline(root, &cmdline);
         if (r < 0)
                 return r;
         return cmdline_get(cmdline, k->id + strlen("boot/"), ret);
+}
+
+static int boot_write(Root *root, const Knob *k, const char *value) {
+        const char *key = k->id + strlen("boot/");
+        _cleanup_strv_free_ char **entries = NULL;
+        int r;
+
+        switch (host_detect_bootloader(root)) {
+        case BOOTLOADER_GRUB:
+                return grub_write(root, key, value);
+        case BOOTLOADER_KERNEL_CMDLINE:
+                r = edit_options_file(root, "etc/kernel/cmdline", true, key, value);
+                if (r < 0)
+                        return r;
+                _fallthrough_;
+        case BOOTLOADER_BLS:
+                r = bls_entries(root, &entries);
+                if (r < 0)
+                        return r;
+                for (char **e = entries; *e; e++) {
+                        r = edit_options_file(root, *e, false, key, value);
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        default:
+                return KNOB_SKIPPED;
+        }
+}
+
+static int run_command(Root *root, const char *cmd) {
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                setenv("RTPART_ROOT", root->path, 1);
+                int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+                if (null >= 0) {
+                        dup2(null, STDOUT_FILENO);
+                        dup2(null, STDERR_FILENO);
+                }
+                execl("/bin/sh", "sh", "-c", cmd, (char *) NULL);
+                _exit(127);
+        }
+        int status;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EPROTO;
+}
+
+static int boot_flush(Root *root, const Host *host, char **ret_note) {
+        BootLoader b = host_detect_bootloader(root);
+        const char *override = getenv("RTPART_BOOTLOADER_UPDATE"); /* tests: a command standing in */
+        int r;
+
+        if (b == BOOTLOADER_BLS)
+                return 0; /* the entries are the configuration */
+        if (override && *override) {
+                r = run_command(root, override);
+                if (r < 0)
+                        return asprintf(ret_note, "the bootloader update command (%s) failed; run it again before rebooting",
+                                        override) < 0 ? -ENOMEM : r;
+                return 0;
+        }
+        if (!root->is_host)
+                return asprintf(ret_note, "%s not regenerated: %s is not this system's root; run %s inside it",
+                                b == BOOTLOADER_GRUB ? "grub.cfg" : "boot entries", root->path,
+                                b == BOOTLOADER_GRUB ? "update-grub" : "kernel-install") < 0 ? -ENOMEM : 0;
+        if (b == BOOTLOADER_KERNEL_CMDLINE)
+                return asprintf(ret_note, "existing boot entries were updated; unified kernel images built from "
+                                          "/etc/kernel/cmdline need rebuilding (kernel-install add)") < 0 ? -ENOMEM : 0;
+        r = run_command(root, "if command -v update-grub >/dev/null; then update-grub; "
+                              "elif command -v grub-mkconfig >/dev/null; then grub-mkconfig -o /boot/grub/grub.cfg; "
+                              "else grub2-mkconfig -o /boot/grub2/grub.cfg; fi");
+        if (r < 0)
+                return asprintf(ret_note, "regenerating grub.cfg failed (update-grub); run it by hand before rebooting") < 0
+                       ? -ENOMEM : r;
+        return asprintf(ret_note, "grub.cfg regenerated; the new kernel arguments take effect at the next boot") < 0 ? -ENOMEM : 0;
 }
 
 const Backend backend_boot = {
@@ -60,4 +482,6 @@ const Backend backend_boot = {
         .name = "boot",
         .plan = boot_plan,
         .read = boot_read,
+        .write = boot_write,
+        .flush = boot_flush,
 };

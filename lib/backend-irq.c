@@ -115,11 +115,23 @@ static int irq_read(Root *root, const Knob *k, char **ret) {
         return knob_read_file(root, k, ret);
 }
 
+static int irq_write(Root *root, const Knob *k, const char *value) {
+        int r = knob_write_file(root, k, value);
+        switch (r) {
+        case -EIO:      /* managed IRQ: the kernel owns its affinity (EIO up to 6.11) */
+        case -EPERM:    /* the same refusal since 6.12 */
+                return streq(k->id, "irq/default_affinity") ? r : KNOB_REFUSED;
+        default:
+                return r;
+        }
+}
+
 const Backend backend_irq = {
         .domain = DOMAIN_IRQ,
         .name = "irq",
         .plan = irq_plan,
         .read = irq_read,
+        .write = irq_write,
 };
 
 /* irqbalance: the banned CPU list in its environment file, so that it never moves an IRQ onto an
@@ -205,9 +217,56 @@ static int irqbalance_read(Root *root, const Knob *k, char **ret) {
         return irqbalance_current(root, k->path, ret);
 }
 
+/* Rewrites the environment file with IRQBALANCE_BANNED_CPULIST set (NULL: removed), keeping every
+ * other line as it was. */
+static int irqbalance_write(Root *root, const Knob *k, const char *value) {
+        _cleanup_free_ char *text = NULL;
+        int r = root_read_file(root, k->path, &text, NULL);
+        if (r < 0 && r != -ENOENT)
+                return r;
+        StrBuf b = {};
+        bool done = false;
+        for (char *line = text, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                const char *p = line;
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (startswith(p, "IRQBALANCE_BANNED_CPULIST=")) {
+                        if (value && !done)
+                                strbuf_appendf(&b, "IRQBALANCE_BANNED_CPULIST=\"%s\"\n", value);
+                        done = true;
+                        continue;
+                }
+                strbuf_appendf(&b, "%s\n", line);
+        }
+        if (value && !done)
+                strbuf_appendf(&b, "IRQBALANCE_BANNED_CPULIST=\"%s\"\n", value);
+        _cleanup_free_ char *out = strbuf_steal(&b);
+        if (!out)
+                return -ENOMEM;
+        if (!value && !text)
+                return 0;
+        return root_write_file_atomic(root, k->path, out, strlen(out), 0644);
+}
+
+static int irqbalance_flush(Root *root, const Host *host, char **ret_note) {
+        /* irqbalance reads its environment only at start. */
+        if (!root->is_host || !root_is_dir(root, "run/systemd/system"))
+                return asprintf(ret_note, "restart irqbalance for its banned CPU list to take effect") < 0 ? -ENOMEM : 0;
+        int r = system("systemctl -q try-restart irqbalance.service >/dev/null 2>&1");
+        if (r != 0)
+                return asprintf(ret_note, "could not restart irqbalance; restart it for its banned CPU list to take effect") < 0
+                       ? -ENOMEM : 0;
+        return 0;
+}
+
 const Backend backend_irqbalance = {
         .domain = DOMAIN_IRQBALANCE,
         .name = "irqbalance",
         .plan = irqbalance_plan,
         .read = irqbalance_read,
+        .write = irqbalance_write,
+        .flush = irqbalance_flush,
 };

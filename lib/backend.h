@@ -33,6 +33,7 @@ typedef enum ValueKind {
         VALUE_BOOTARG,  /* "managed_irq,domain,2-7": flags as a set, then a CPU list */
         VALUE_SCHEMATA, /* "0=7f0;1=7f0": per-domain values compared as numbers */
         _VALUE_KIND_MAX,
+        _VALUE_KIND_INVALID = -EINVAL,
 } ValueKind;
 
 typedef struct Knob {
@@ -71,7 +72,18 @@ typedef struct Backend {
         int (*plan)(PlanCtx *ctx);
         /* Re-reads a knob's current value (NULL if absent). */
         int (*read)(Root *root, const Knob *k, char **ret);
+        /* Writes value (NULL: make it absent again, e.g. drop a boot argument) to the knob.
+         * Returns 0, KNOB_REFUSED when the kernel refuses as expected (a managed IRQ, a per-CPU
+         * kthread), KNOB_SKIPPED when this host cannot take it now (not the real root for
+         * syscall-backed knobs), or a negative errno. NULL: the domain is read-only for now. */
+        int (*write)(Root *root, const Knob *k, const char *value);
+        /* After a batch of writes to this domain: make them take effect (regenerate grub.cfg).
+         * May set *ret_note for the user. NULL: nothing to do. */
+        int (*flush)(Root *root, const Host *host, char **ret_note);
 } Backend;
+
+#define KNOB_REFUSED 1
+#define KNOB_SKIPPED 2
 
 extern const Backend backend_boot, backend_irq, backend_irqbalance, backend_cpuset, backend_resctrl,
         backend_sysctl, backend_sysfs, backend_kthread, backend_cpu, backend_module;
@@ -88,8 +100,15 @@ int plan_add(PlanCtx *ctx, const char *id, ValueKind kind, const char *path, con
 int plan_note(PlanCtx *ctx, const char *fmt, ...) _printf_(2, 3);
 /* A profile error at a JSON pointer of the resolved profile (the file is found from the pointer). */
 int plan_fail(PlanCtx *ctx, const char *pointer, const char *fmt, ...) _printf_(3, 4);
+/* Writes a knob file (the value as the kernel takes it: a selection unwrapped). NULL: nothing. */
+int knob_write_file(Root *root, const Knob *k, const char *value);
+/* "always [madvise] never" → "madvise"; other values as they are. */
+char *value_for_write(ValueKind kind, const char *v);
 /* Reads a knob file: first line, trimmed; -ENOENT if missing. */
 int knob_read_file(Root *root, const Knob *k, char **ret);
+
+const char *value_kind_to_string(ValueKind k);
+ValueKind value_kind_from_string(const char *s);
 
 /* Semantic equality of two values of the given kind; NULL is "absent". */
 bool value_equal(ValueKind kind, const char *a, const char *b);

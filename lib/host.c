@@ -675,8 +675,7 @@ static int discover_resctrl(Host *h) {
 
 /* ---- the rest ---- */
 
-static void discover_boot(Host *h) {
-        Root *r = h->root;
+BootLoader host_detect_bootloader(Root *r) {
         _cleanup_strv_free_ char **entries = NULL;
 
         (void) root_glob(r, "boot/loader/entries/*.conf", &entries);
@@ -689,13 +688,12 @@ static void discover_boot(Host *h) {
         bool kcmd = root_exists(r, "etc/kernel/cmdline");
 
         if (bls)
-                h->bootloader = kcmd ? BOOTLOADER_KERNEL_CMDLINE : BOOTLOADER_BLS;
-        else if (root_exists(r, "etc/default/grub") || root_is_dir(r, "etc/default/grub.d"))
-                h->bootloader = BOOTLOADER_GRUB;
-        else if (kcmd)
-                h->bootloader = BOOTLOADER_KERNEL_CMDLINE;
-        else
-                h->bootloader = BOOTLOADER_NONE;
+                return kcmd ? BOOTLOADER_KERNEL_CMDLINE : BOOTLOADER_BLS;
+        if (root_exists(r, "etc/default/grub") || root_is_dir(r, "etc/default/grub.d"))
+                return BOOTLOADER_GRUB;
+        if (kcmd)
+                return BOOTLOADER_KERNEL_CMDLINE;
+        return BOOTLOADER_NONE;
 }
 
 static void discover_vendor(Host *h) {
@@ -754,7 +752,7 @@ int host_discover(Root *root, HostDiscoverFlags flags, Host **ret) {
                 h->preempt_rt = root_read_uint(root, "sys/kernel/realtime", &rt) >= 0 && rt == 1;
         }
         discover_vendor(h);
-        discover_boot(h);
+        h->bootloader = host_detect_bootloader(root);
         h->systemd_running = root_is_dir(root, "run/systemd/system");
 
         *ret = TAKE_PTR(h);

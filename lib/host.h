@@ -140,6 +140,10 @@ bool host_package_cpus(const Host *h, unsigned package, CpuSet *ret);
 bool host_l3_cpus(const Host *h, unsigned id, CpuSet *ret);
 const Irq *host_find_irq(const Host *h, unsigned number);
 
+/* Which bootloader configuration holds the kernel command line: BLS entries (with /etc/kernel/cmdline
+ * when kernel-install owns them), GRUB's /etc/default/grub, or /etc/kernel/cmdline alone. */
+BootLoader host_detect_bootloader(Root *r);
+
 const char *cgroup_mode_to_string(CgroupMode m);
 const char *bootloader_to_string(BootLoader b);
 const char *cpu_vendor_to_string(CpuVendor v);

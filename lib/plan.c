@@ -36,6 +36,26 @@ static const char * const domain_table[_DOMAIN_MAX] = {
         [DOMAIN_MODULE] = "module",
 };
 
+static const char * const value_kind_table[_VALUE_KIND_MAX] = {
+        [VALUE_AUTO] = "auto",
+        [VALUE_CPU_LIST] = "cpu-list",
+        [VALUE_CPU_MASK] = "cpu-mask",
+        [VALUE_SELECT] = "select",
+        [VALUE_BOOTARG] = "bootarg",
+        [VALUE_SCHEMATA] = "schemata",
+};
+
+const char *value_kind_to_string(ValueKind k) {
+        return k >= 0 && k < _VALUE_KIND_MAX ? value_kind_table[k] : NULL;
+}
+
+ValueKind value_kind_from_string(const char *s) {
+        for (int i = 0; s && i < _VALUE_KIND_MAX; i++)
+                if (streq(value_kind_table[i], s))
+                        return (ValueKind) i;
+        return _VALUE_KIND_INVALID;
+}
+
 const char *domain_to_string(Domain d) {
         return d >= 0 && d < _DOMAIN_MAX ? domain_table[d] : NULL;
 }
@@ -349,6 +369,25 @@ char *value_display(ValueKind kind, const char *v) {
         if (!*v)
                 return strdup(kind == VALUE_BOOTARG ? "(set)" : "(empty)");
         return normalize_ws(v);
+}
+
+char *value_for_write(ValueKind kind, const char *v) {
+        if (!v)
+                return NULL;
+        if (kind == VALUE_SELECT || (kind == VALUE_AUTO && strchr(v, '[')))
+                return select_value(v);
+        return strdup(v);
+}
+
+int knob_write_file(Root *root, const Knob *k, const char *value) {
+        if (!value)
+                return 0; /* the file did not exist before: nothing to put back */
+        if (!k->path)
+                return -EINVAL;
+        _cleanup_free_ char *v = value_for_write(k->kind, value);
+        if (!v)
+                return -ENOMEM;
+        return root_write_value(root, k->path, v);
 }
 
 size_t plan_count_changes(const Plan *p, size_t *ret_reboot) {

@@ -351,3 +351,151 @@ char *root_display_path(Root *r, const char *rel) {
         size_t n = strlen(r->path);
         return asprintf(&s, "%s%s%s", r->path, n && r->path[n - 1] == '/' ? "" : "/", rel) < 0 ? NULL : s;
 }
+
+/* In a fake tree a file is only a file; where the kernel would show the effect of a write
+ * differently from the bytes written, mirror it, so that a fake host reads back as a real one
+ * would: a selection file ("always [madvise] never") moves its brackets. */
+static char *fake_tree_emulate(int fd, const char *value) {
+        char buf[4096];
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+        if (n <= 0)
+                return NULL;
+        buf[n] = 0;
+        if (!strchr(buf, '[') || strchr(value, ' '))
+                return NULL;
+        StrBuf b = {};
+        bool found = false;
+        char *save = NULL;
+        for (char *t = strtok_r(buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
+                size_t len = strlen(t);
+                if (t[0] == '[' && len > 1 && t[len - 1] == ']') {
+                        t[len - 1] = 0;
+                        t++;
+                }
+                bool sel = streq(t, value);
+                found = found || sel;
+                strbuf_appendf(&b, "%s%s%s%s", b.len ? " " : "", sel ? "[" : "", t, sel ? "]" : "");
+        }
+        strbuf_append(&b, "\n");
+        char *out = strbuf_steal(&b);
+        if (!found) {
+                free(out);
+                return NULL;
+        }
+        return out;
+}
+
+int root_write_value(Root *r, const char *rel, const char *value) {
+        _cleanup_close_ int fd = root_open(r, rel, r->is_host ? O_WRONLY | O_NOCTTY : O_RDWR | O_NOCTTY, 0);
+        _cleanup_free_ char *data = NULL;
+        if (fd < 0)
+                return fd;
+        /* One write(2) with a trailing newline, as echo does: procfs and sysfs take it, and the
+         * kernel's answer to this very write is the errno we report. */
+        if (!r->is_host)
+                data = fake_tree_emulate(fd, value);
+        if (!data && asprintf(&data, "%s\n", value) < 0)
+                return -ENOMEM;
+        if (!r->is_host && ftruncate(fd, 0) < 0)
+                return -errno;
+        size_t n = strlen(data);
+        ssize_t k = pwrite(fd, data, n, 0);
+        if (k < 0)
+                return -errno;
+        if ((size_t) k != n)
+                return -EIO;
+        return 0;
+}
+
+static int split_parent(const char *rel, char **ret_dir, const char **ret_base) {
+        while (*rel == '/')
+                rel++;
+        const char *slash = strrchr(rel, '/');
+        *ret_dir = slash ? strndup(rel, (size_t) (slash - rel)) : strdup(".");
+        *ret_base = slash ? slash + 1 : rel;
+        return *ret_dir ? 0 : -ENOMEM;
+}
+
+int root_mkdir_p(Root *r, const char *rel, mode_t mode) {
+        _cleanup_free_ char *p = strdup(rel);
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p; ; s++) {
+                if (*s == '/' || *s == 0) {
+                        char c = *s;
+                        *s = 0;
+                        if (*p && !root_is_dir(r, p)) {
+                                _cleanup_free_ char *dir = NULL;
+                                const char *base;
+                                if (split_parent(p, &dir, &base) < 0)
+                                        return -ENOMEM;
+                                _cleanup_close_ int dfd = root_open(r, dir, O_RDONLY | O_DIRECTORY, 0);
+                                if (dfd < 0)
+                                        return dfd;
+                                if (mkdirat(dfd, base, mode) < 0 && errno != EEXIST)
+                                        return -errno;
+                        }
+                        if (c == 0)
+                                break;
+                        *s = c;
+                }
+        }
+        return 0;
+}
+
+int root_write_file_atomic(Root *r, const char *rel, const char *data, size_t size, mode_t mode) {
+        _cleanup_free_ char *dir = NULL, *tmp = NULL;
+        const char *base;
+        int k;
+
+        k = split_parent(rel, &dir, &base);
+        if (k < 0)
+                return k;
+        k = root_mkdir_p(r, dir, 0755);
+        if (k < 0)
+                return k;
+        _cleanup_close_ int dfd = root_open(r, dir, O_RDONLY | O_DIRECTORY, 0);
+        if (dfd < 0)
+                return dfd;
+        if (asprintf(&tmp, ".#%s.%d.tmp", base, (int) getpid()) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+        if (fd < 0)
+                return -errno;
+        for (size_t done = 0; done < size;) {
+                ssize_t n = write(fd, data + done, size - done);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        k = -errno;
+                        (void) unlinkat(dfd, tmp, 0);
+                        return k;
+                }
+                done += (size_t) n;
+        }
+        if (fchmod(fd, mode) < 0 || fsync(fd) < 0) {
+                k = -errno;
+                (void) unlinkat(dfd, tmp, 0);
+                return k;
+        }
+        if (renameat(dfd, tmp, dfd, base) < 0) {
+                k = -errno;
+                (void) unlinkat(dfd, tmp, 0);
+                return k;
+        }
+        if (fsync(dfd) < 0)
+                return -errno;
+        return 0;
+}
+
+int root_unlink(Root *r, const char *rel) {
+        _cleanup_free_ char *dir = NULL;
+        const char *base;
+        int k = split_parent(rel, &dir, &base);
+        if (k < 0)
+                return k;
+        _cleanup_close_ int dfd = root_open(r, dir, O_RDONLY | O_DIRECTORY, 0);
+        if (dfd < 0)
+                return dfd;
+        return unlinkat(dfd, base, 0) < 0 ? -errno : 0;
+}

@@ -49,3 +49,11 @@ int root_canonicalize(Root *r, const char *rel, char **ret);
 
 /* For messages: the path as the user would see it ("/proc/cmdline", or "ROOT/proc/cmdline"). */
 char *root_display_path(Root *r, const char *rel);
+
+/* Writes value to an existing file (procfs, sysfs, cgroupfs): one write(2), O_TRUNC so that plain
+ * files in fake trees hold exactly the value. Returns the kernel's errno on refusal. */
+int root_write_value(Root *r, const char *rel, const char *value);
+/* Replaces a regular file atomically: temp file, fsync, rename, fsync of the directory. */
+int root_write_file_atomic(Root *r, const char *rel, const char *data, size_t size, mode_t mode);
+int root_unlink(Root *r, const char *rel);
+int root_mkdir_p(Root *r, const char *rel, mode_t mode);

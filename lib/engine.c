@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "strv.h"
+
+void engine_result_done(EngineResult *r) {
+        free(r->failed_knob);
+        free(r->failed_path);
+        strv_free(r->notes);
+        *r = (EngineResult) {};
+}
+
+void verify_result_done(VerifyResult *v) {
+        for (size_t i = 0; i < v->n_drift; i++) {
+                free(v->drift[i].knob);
+                free(v->drift[i].expected);
+                free(v->drift[i].actual);
+        }
+        free(v->drift);
+        free(v->profile);
+        free(v->applied_at);
+        strv_free(v->reboot_pending);
+        strv_free(v->unmovable);
+        strv_free(v->vanished);
+        *v = (VerifyResult) {};
+}
+
+_printf_(2, 3)
+static void note(EngineResult *r, const char *fmt, ...) {
+        char *s;
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (n >= 0 && !strv_contains(r->notes, s))
+                (void) strv_push(&r->notes, s);
+        else if (n >= 0)
+                free(s);
+}
+
+/* Test hook: RTPART_TEST_CRASH_AFTER=N kills this process (SIGKILL, as a crash would) right
+ * after the Nth knob write of a transaction, so tests can prove recovery at every step. */
+static void maybe_crash(unsigned writes) {
+        const char *e = getenv("RTPART_TEST_CRASH_AFTER");
+        if (e && (unsigned) atoi(e) == writes && writes > 0)
+                (void) kill(getpid(), SIGKILL);
+}
+
+static int write_knob(Root *root, const Knob *k, const char *value) {
+        const Backend *b = backend_for(k->domain);
+        if (!b || !b->write)
+                return KNOB_SKIPPED;
+        return b->write(root, k, value);
+}
+
+static void flush_domains(Root *root, const Host *host, const bool touched[_DOMAIN_MAX], EngineResult *res) {
+        for (int d = 0; d < _DOMAIN_MAX; d++) {
+                const Backend *b = backend_for((Domain) d);
+                if (!touched[d] || !b || !b->flush)
+                        continue;
+                char *msg = NULL;
+                int k = b->flush(root, host, &msg);
+                if (k < 0)
+                        note(res, "%s: %s%s%s", b->name, msg ? msg : "could not make the change take effect: ",
+                             msg ? "" : strerror(-k), "");
+                else if (msg)
+                        note(res, "%s: %s", b->name, msg);
+                free(msg);
+        }
+}
+
+/* Undoes steps [0, n) in reverse: each gets its "before" value back. */
+static size_t undo_steps(Root *root, json_t *steps, size_t n, bool touched[_DOMAIN_MAX], EngineResult *res) {
+        size_t failures = 0;
+        for (size_t i = n; i-- > 0;) {
+                json_t *st = json_array_get(steps, i);
+                Knob k;
+                if (state_entry_knob(st, NULL, &k) < 0) {
+                        failures++;
+                        continue;
+                }
+                json_t *before = json_object_get(st, "before");
+                int r = write_knob(root, &k, json_string_value(before));
+                if (r < 0) {
+                        failures++;
+                        note(res, "could not restore %s (%s): %s", k.id, strempty(k.path), strerror(-r));
+                } else
+                        touched[k.domain] = true;
+        }
+        return failures;
+}
+
+static void drop_new_originals(json_t *state, json_t *tx) {
+        json_t *originals = json_object_get(state, "originals");
+        size_t i;
+        json_t *id;
+        json_array_foreach(json_object_get(tx, "new_originals"), i, id)
+                json_object_del(originals, json_string_value(id));
+}
+
+int engine_recover(Root *root, const Host *host, EngineResult *res) {
+        json_t *state = NULL;
+        int k = state_load(root, &state);
+        if (k < 0)
+                return k;
+        json_t *tx = json_object_get(state, "transaction");
+        if (!json_is_object(tx)) {
+                json_decref(state);
+                return 0;
+        }
+
+        bool touched[_DOMAIN_MAX] = {};
+        json_t *steps = json_object_get(tx, "steps");
+        size_t fails = undo_steps(root, steps, json_array_size(steps), touched, res);
+        drop_new_originals(state, tx);
+        const char *op = json_string_value(json_object_get(tx, "op"));
+        _cleanup_free_ char *now = state_now_iso8601(), *msg = NULL;
+        if (asprintf(&msg, "an interrupted %s of %s (started %s) was rolled back%s", strempty(op),
+                     strempty(json_string_value(json_object_get(tx, "profile"))),
+                     strempty(json_string_value(json_object_get(tx, "started"))),
+                     fails ? "; some values could not be restored" : "") < 0)
+                msg = NULL;
+        json_object_set_new(state, "last_error", json_pack("{s:s?, s:s?}", "message", msg, "at", now));
+        json_object_set_new(state, "transaction", json_null());
+        k = state_save(root, state);
+        json_decref(state);
+        if (k < 0)
+                return k;
+        flush_domains(root, host, touched, res);
+        res->recovered = true;
+        if (msg)
+                note(res, "%s", msg);
+        return 0;
+}
+
+static json_t *step_new(const Knob *k, const char *before, const char *after) {
+        json_t *s = state_entry_new(k, NULL, NULL);
+        if (!s)
+                return NULL;
+        json_object_set_new(s, "knob", json_string(k->id));
+        json_object_set_new(s, "before", before ? json_string(before) : json_null());
+        json_object_set_new(s, "after", after ? json_string(after) : json_null());
+        return s;
+}
+
+static const char *refusal_reason(Domain d) {
+        switch (d) {
+        case DOMAIN_IRQ:
+                return "the kernel manages this IRQ's affinity (managed or per-CPU interrupt)";
+        case DOMAIN_KTHREAD:
+                return "the kernel pins this thread to its CPU";
+        default:
+                return "the kernel refused the value";
+        }
+}
+
+static int fail(Root *root, json_t *state, json_t *tx, const Knob *k, int err, size_t done, bool touched[_DOMAIN_MAX],
+                const Host *host, EngineResult *res) {
+        json_t *steps = json_object_get(tx, "steps");
+        size_t fails = undo_steps(root, steps, done, touched, res);
+        drop_new_originals(state, tx);
+        _cleanup_free_ char *now = state_now_iso8601(), *msg = NULL;
+        if (asprintf(&msg, "writing %s failed: %s; every change of this run was undone%s", k->id, strerror(-err),
+                     fails ? " except the ones noted" : "") < 0)
+                msg = NULL;
+        json_object_set_new(state, "last_error", json_pack("{s:s, s:s?, s:i, s:s?, s:s?}", "knob", k->id, "path", k->path,
+                                                           "errno", -err, "message", msg, "at", now));
+        json_object_set_new(state, "transaction", json_null());
+        int r = state_save(root, state);
+        flush_domains(root, host, touched, res);
+        res->rolled_back = true;
+        res->rollback_incomplete = fails > 0;
+        res->failed_knob = strdup(k->id);
+        res->failed_path = k->path ? strdup(k->path) : NULL;
+        res->failed_errno = -err;
+        return r < 0 ? r : err;
+}
+
+int engine_apply(Root *root, const Host *host, const Resolved *resolved, const Plan *plan, EngineResult *res) {
+        json_t *state = NULL;
+        int k;
+
+        k = engine_recover(root, host, res);
+        if (k < 0)
+                return k;
+        k = state_load(root, &state);
+        if (k < 0)
+                return k;
+        _cleanup_(json_decrefp) json_t *state_ref = state;
+
+        json_t *originals = json_object_get(state, "originals");
+        json_t *unmovable = json_object_get(state, "unmovable");
+        json_t *steps = json_array(), *new_originals = json_array();
+        _cleanup_(json_decrefp) json_t *tx = json_pack("{s:s, s:s, s:s?, s:o, s:o}", "op", "apply", "profile", plan->profile,
+                                                       "started", NULL, "steps", steps, "new_originals", new_originals);
+        _cleanup_free_ char *now = state_now_iso8601();
+        if (!tx || !now)
+                return -ENOMEM;
+        json_object_set_new(tx, "started", json_string(now));
+
+        /* 1. What this run will write: every changed knob, and every knob of the previous profile
+         *    that this one no longer manages (back to its original). */
+        for (size_t i = 0; i < plan->n_knobs; i++) {
+                const Knob *kn = &plan->knobs[i];
+                if (!kn->changed) {
+                        res->unchanged++;
+                        continue;
+                }
+                if (json_object_get(unmovable, kn->id))
+                        continue; /* the kernel said no before; it will again */
+                json_array_append_new(steps, step_new(kn, kn->current, kn->desired));
+                if (!json_object_get(originals, kn->id)) {
+                        json_object_set_new(originals, kn->id, state_entry_new(kn, "value", kn->current));
+                        json_array_append_new(new_originals, json_string(kn->id));
+                }
+        }
+        json_t *prev = json_object_get(state, "applied");
+        size_t i;
+        json_t *e;
+        json_array_foreach(prev, i, e) {
+                const char *id = json_string_value(json_object_get(e, "knob"));
+                bool still = false;
+                for (size_t j = 0; id && j < plan->n_knobs && !still; j++)
+                        still = streq(plan->knobs[j].id, id);
+                json_t *orig = id ? json_object_get(originals, id) : NULL;
+                Knob kn;
+                if (still || !orig || state_entry_knob(orig, id, &kn) < 0)
+                        continue;
+                const Backend *b = backend_for(kn.domain);
+                _cleanup_free_ char *cur = NULL;
+                if (b && b->read)
+                        (void) b->read(root, &kn, &cur);
+                const char *ov = json_string_value(json_object_get(orig, "value"));
+                if (value_equal(kn.kind, cur, ov))
+                        continue;
+                json_array_append_new(steps, step_new(&kn, cur, ov));
+                res->restored++;
+        }
+
+        /* 2. Journal the transaction before the first write. */
+        bool touched[_DOMAIN_MAX] = {};
+        if (json_array_size(steps) > 0) {
+                json_object_set(state, "transaction", tx);
+                k = state_save(root, state);
+                if (k < 0)
+                        return k;
+        }
+
+        /* 3. Write. */
+        unsigned writes = 0;
+        json_array_foreach(steps, i, e) {
+                Knob kn;
+                if (state_entry_knob(e, NULL, &kn) < 0)
+                        return -EBADMSG;
+                k = write_knob(root, &kn, json_string_value(json_object_get(e, "after")));
+                if (k == KNOB_REFUSED) {
+                        json_object_set_new(unmovable, kn.id, json_string(refusal_reason(kn.domain)));
+                        res->refused++;
+                        continue;
+                }
+                if (k == KNOB_SKIPPED) {
+                        res->skipped++;
+                        continue;
+                }
+                if (k < 0)
+                        return fail(root, state, tx, &kn, k, i, touched, host, res);
+                touched[kn.domain] = true;
+                res->written++;
+                maybe_crash(++writes);
+        }
+        if (res->written > 0 || res->restored > 0)
+                flush_domains(root, host, touched, res);
+
+        /* 4. Commit: the profile, what it wants of every knob, and no open transaction. */
+        json_t *applied = json_array();
+        for (size_t j = 0; j < plan->n_knobs; j++) {
+                const Knob *kn = &plan->knobs[j];
+                if (json_object_get(unmovable, kn->id))
+                        continue;
+                json_t *a = state_entry_new(kn, "desired", kn->desired);
+                json_object_set_new(a, "knob", json_string(kn->id));
+                json_object_set_new(a, "reboot", json_boolean(kn->reboot));
+                json_array_append_new(applied, a);
+        }
+        _cleanup_free_ char *hash = state_hash(resolved->doc);
+        const char *old_hash = json_string_value(json_object_get(state, "hash"));
+        bool same = streq_ptr(json_string_value(json_object_get(state, "profile")), plan->profile) && streq_ptr(old_hash, hash);
+        json_object_set_new(state, "profile", json_string(plan->profile));
+        json_object_set_new(state, "profile_path", resolved->profile && resolved->profile->path ?
+                                                   json_string(resolved->profile->path) : json_null());
+        json_object_set_new(state, "hash", hash ? json_string(hash) : json_null());
+        if (!same || res->written > 0 || !json_string_value(json_object_get(state, "applied_at")))
+                json_object_set_new(state, "applied_at", json_string(now));
+        json_object_set_new(state, "applied", applied);
+        json_object_set_new(state, "transaction", json_null());
+        json_object_set_new(state, "last_error", json_null());
+        return state_save(root, state);
+}
+
+int engine_revert(Root *root, const Host *host, EngineResult *res) {
+        json_t *state = NULL;
+        int k;
+
+        k = engine_recover(root, host, res);
+        if (k < 0)
+                return k;
+        k = state_load(root, &state);
+        if (k < 0)
+                return k;
+        _cleanup_(json_decrefp) json_t *state_ref = state;
+        json_t *originals = json_object_get(state, "originals");
+
+        json_t *steps = json_array();
+        _cleanup_free_ char *now = state_now_iso8601();
+        _cleanup_(json_decrefp) json_t *tx = json_pack("{s:s, s:O, s:s?, s:o, s:[]}", "op", "revert", "profile",
+                                                       json_object_get(state, "profile"), "started", now, "steps", steps,
+                                                       "new_originals");
+        if (!tx)
+                return -ENOMEM;
+        const char *id;
+        json_t *orig;
+        json_object_foreach(originals, id, orig) {
+                Knob kn;
+                if (state_entry_knob(orig, id, &kn) < 0)
+                        continue;
+                const Backend *b = backend_for(kn.domain);
+                _cleanup_free_ char *cur = NULL;
+                if (b && b->read)
+                        (void) b->read(root, &kn, &cur);
+                json_array_append_new(steps, step_new(&kn, cur, json_string_value(json_object_get(orig, "value"))));
+        }
+
+        bool touched[_DOMAIN_MAX] = {};
+        if (json_array_size(steps) > 0) {
+                json_object_set(state, "transaction", tx);
+                k = state_save(root, state);
+                if (k < 0)
+                        return k;
+        }
+
+        /* Revert does not stop at the first failure: it restores all it can, keeps what it could
+         * not in the journal (a later revert retries them) and says which. Reverse order: the
+         * last knob changed is the first put back. */
+        unsigned writes = 0;
+        int first_err = 0;
+        for (size_t i = json_array_size(steps); i-- > 0;) {
+                json_t *e = json_array_get(steps, i);
+                Knob kn;
+                if (state_entry_knob(e, NULL, &kn) < 0)
+                        continue;
+                k = write_knob(root, &kn, json_string_value(json_object_get(e, "after")));
+                if (k < 0) {
+                        res->failed++;
+                        if (!first_err) {
+                                first_err = k;
+                                res->failed_knob = strdup(kn.id);
+                                res->failed_path = kn.path ? strdup(kn.path) : NULL;
+                                res->failed_errno = -k;
+                        }
+                        note(res, "could not restore %s (%s): %s", kn.id, strempty(kn.path), strerror(-k));
+                        continue;
+                }
+                if (k == KNOB_SKIPPED)
+                        res->skipped++;
+                else if (k == 0) {
+                        touched[kn.domain] = true;
+                        res->written++;
+                        maybe_crash(++writes);
+                }
+                json_object_del(originals, kn.id);
+        }
+        flush_domains(root, host, touched, res);
+
+        json_object_set_new(state, "profile", json_null());
+        json_object_set_new(state, "profile_path", json_null());
+        json_object_set_new(state, "hash", json_null());
+        json_object_set_new(state, "applied_at", json_null());
+        json_object_set_new(state, "applied", json_array());
+        json_object_set_new(state, "unmovable", json_object());
+        json_object_set_new(state, "transaction", json_null());
+        k = state_save(root, state);
+        if (k < 0)
+                return k;
+        return first_err;
+}
+
+int engine_lock(Root *root, bool wait) {
+        int k = root_mkdir_p(root, STATE_DIR, 0755);
+        if (k < 0)
+                return k;
+        int fd = root_open(root, STATE_DIR "/lock", O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return fd;
+        if (flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) < 0) {
+                k = -errno;
+                close(fd);
+                return k;
+        }
+        return fd;
+}
+
+bool engine_transaction_open(Root *root) {
+        json_t *state = NULL;
+        if (state_load(root, &state) < 0)
+                return false;
+        bool open = json_is_object(json_object_get(state, "transaction"));
+        json_decref(state);
+        return open;
+}
+
+int engine_verify(Root *root, const char *running_cmdline, VerifyResult *ret) {
+        json_t *state = NULL;
+        int k;
+
+        k = state_load(root, &state);
+        if (k < 0)
+                return k;
+        _cleanup_(json_decrefp) json_t *state_ref = state;
+        VerifyResult v = {};
+        const char *profile = json_string_value(json_object_get(state, "profile"));
+        const char *at = json_string_value(json_object_get(state, "applied_at"));
+        v.profile = profile ? strdup(profile) : NULL;
+        v.applied_at = at ? strdup(at) : NULL;
+        v.transaction_open = json_is_object(json_object_get(state, "transaction"));
+
+        json_t *unmovable = json_object_get(state, "unmovable");
+        const char *id;
+        json_t *reason;
+        json_object_foreach(unmovable, id, reason) {
+                char *s;
+                if (asprintf(&s, "%s: %s", id, strempty(json_string_value(reason))) >= 0)
+                        (void) strv_push(&v.unmovable, s);
+        }
+
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(state, "applied"), i, e) {
+                Knob kn;
+                if (state_entry_knob(e, NULL, &kn) < 0)
+                        continue;
+                const Backend *b = backend_for(kn.domain);
+                const char *want = json_string_value(json_object_get(e, "desired"));
+                _cleanup_free_ char *cur = NULL;
+                v.checked++;
+                if (!b || !b->read)
+                        continue;
+                k = b->read(root, &kn, &cur);
+                if (k == -ENOENT && kn.domain == DOMAIN_IRQ) {
+                        /* The IRQ is gone with its device: nothing to hold, nothing drifted. */
+                        (void) strv_extend(&v.vanished, kn.id);
+                        continue;
+                }
+                if (k < 0 && k != -ENOENT)
+                        cur = NULL;
+                if (!value_equal(kn.kind, cur, want)) {
+                        Drift *n = realloc(v.drift, (v.n_drift + 1) * sizeof(Drift));
+                        if (!n) {
+                                verify_result_done(&v);
+                                return -ENOMEM;
+                        }
+                        v.drift = n;
+                        v.drift[v.n_drift++] = (Drift) {
+                                .knob = strdup(kn.id),
+                                .domain = kn.domain,
+                                .expected = want ? strdup(want) : NULL,
+                                .actual = cur ? strdup(cur) : NULL,
+                        };
+                        continue;
+                }
+                if (kn.domain == DOMAIN_BOOT || kn.reboot) {
+                        /* Configured as wanted; is it what the running system uses? */
+                        _cleanup_free_ char *running = NULL;
+                        bool live;
+                        if (kn.domain == DOMAIN_BOOT) {
+                                (void) cmdline_get(running_cmdline, kn.id + strlen("boot/"), &running);
+                                live = value_equal(kn.kind, running, want);
+                        } else
+                                live = kn.path && root_read_line(root, kn.path, &running) >= 0 &&
+                                       value_equal(kn.kind, running, want);
+                        if (!live)
+                                (void) strv_extend(&v.reboot_pending, kn.id);
+                }
+        }
+        *ret = v;
+        return 0;
+}

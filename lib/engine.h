@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Apply, verify, revert and crash recovery over the journal; shared by rtpartctl --no-daemon and
+ * rtpartd. lib/ never prints: everything the user should hear is returned. */
+
+#include <jansson.h>
+
+#include "backend.h"
+#include "state.h"
+
+typedef struct EngineResult {
+        size_t written;         /* knobs changed by this run */
+        size_t unchanged;       /* already at their desired value */
+        size_t refused;         /* expected kernel refusals, recorded as unmovable */
+        size_t skipped;         /* cannot be written on this root (see notes) */
+        size_t restored;        /* knobs of the previous profile put back to their originals */
+        size_t failed;          /* revert: knobs that could not be restored (kept in the journal) */
+        bool recovered;         /* an interrupted transaction was rolled back first */
+        bool rolled_back;       /* this run failed and undid every write it had made */
+        bool rollback_incomplete; /* … and some of those undo writes failed too */
+        char *failed_knob;
+        char *failed_path;
+        int failed_errno;
+        char **notes;
+} EngineResult;
+
+void engine_result_done(EngineResult *r);
+
+/* Rolls back a transaction a previous run left open (a crash, kill -9). Loads and saves the
+ * journal itself. */
+int engine_recover(Root *root, const Host *host, EngineResult *res);
+/* Applies a plan: all or nothing. Returns 0, or the negative errno of the write that failed
+ * (res says which knob; every write of this run has been undone). */
+int engine_apply(Root *root, const Host *host, const Resolved *resolved, const Plan *plan, EngineResult *res);
+/* Restores every original value and forgets the profile. */
+int engine_revert(Root *root, const Host *host, EngineResult *res);
+
+typedef struct Drift {
+        char *knob;
+        Domain domain;
+        char *expected;
+        char *actual;           /* NULL: absent */
+} Drift;
+
+typedef struct VerifyResult {
+        char *profile;          /* NULL: nothing applied */
+        char *applied_at;
+        size_t checked;
+        Drift *drift;
+        size_t n_drift;
+        char **reboot_pending;  /* boot knobs configured but not in the running kernel */
+        char **unmovable;       /* "irq/0/affinity: reason" */
+        char **vanished;        /* knobs whose object is gone (an IRQ of a removed device) */
+        bool transaction_open;
+} VerifyResult;
+
+void verify_result_done(VerifyResult *v);
+/* running_cmdline: the running kernel's command line (for boot knobs: configured ≠ running means a
+ * reboot is pending). Read-only. */
+int engine_verify(Root *root, const char *running_cmdline, VerifyResult *ret);
+
+/* Serializes changes between rtpartctl and rtpartd: an exclusive flock on var/lib/rtpart/lock.
+ * Returns the fd to close, or a negative errno (-EWOULDBLOCK if busy and !wait). */
+int engine_lock(Root *root, bool wait);
+/* Whether the journal holds an open transaction (cheap: one read). */
+bool engine_transaction_open(Root *root);

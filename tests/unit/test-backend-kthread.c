@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proc.h"
+#include "strv.h"
+#include "test-util.h"
+
+#define KT       0x00208040U            /* PF_KTHREAD | PF_FORKNOEXEC | PF_NOFREEZE */
+#define PERCPU   (KT | 0x04000000U)     /* + PF_NO_SETAFFINITY */
+#define WORKER   (PERCPU | 0x20U)       /* + PF_WQ_WORKER */
+#define USER     0x00400100U            /* PF_RANDOMIZE | PF_SUPERPRIV */
+
+static char *host_dir, *prof_dir;
+static Root *root;
+static Host *host;
+
+/* mkdir -p without a shell: the 1024-CPU test writes thousands of files. */
+static void mkdirs(const char *path) {
+        _cleanup_free_ char *p = strdup(path);
+        ck_assert_ptr_nonnull(p);
+        for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+                *s = 0;
+                ck_assert(mkdir(p, 0755) == 0 || errno == EEXIST);
+                *s = '/';
+        }
+}
+
+static void put(const char *dir, const char *rel, const char *text) {
+        _cleanup_free_ char *path = NULL;
+        ck_assert(asprintf(&path, "%s/%s", dir, rel) >= 0);
+        FILE *f = fopen(path, "we");
+        if (!f && errno == ENOENT) {
+                mkdirs(path);
+                f = fopen(path, "we");
+        }
+        ck_assert_msg(f, "cannot write %s", path);
+        fputs(text, f);
+        ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A task as Linux 6.1 shows it: stat (52 fields) and the status lines rtpart reads. */
+static void task_full(const char *dir, int pid, int ppid, const char *comm, unsigned flags, unsigned prio,
+                      unsigned policy, const char *cpus, int kthread_line, bool with_status) {
+        char rel[64], stat[512], status[512];
+        int sched_prio = policy == PROC_SCHED_FIFO || policy == PROC_SCHED_RR ? -1 - (int) prio : 20;
+        snprintf(stat, sizeof(stat),
+                 "%d (%s) S %d 0 0 0 -1 %u 0 0 0 0 0 12 0 0 %d 0 1 0 27 0 0 18446744073709551615 0 0 0 0 0 0 0 "
+                 "2147483647 0 0 0 0 17 0 %u %u 0 0 0 0 0 0 0 0 0 0 0\n",
+                 pid, comm, ppid, flags, sched_prio, prio, policy);
+        snprintf(rel, sizeof(rel), "proc/%d/stat", pid);
+        put(dir, rel, stat);
+        if (!with_status)
+                return; /* nothing reads a pinned thread's status: spares files in the big test */
+        int n = snprintf(status, sizeof(status), "Name:\t%s\nUmask:\t0000\nState:\tS (sleeping)\nTgid:\t%d\nPid:\t%d\nPPid:\t%d\n",
+                         comm, pid, pid, ppid);
+        if (kthread_line >= 0)
+                n += snprintf(status + n, sizeof(status) - (size_t) n, "Kthread:\t%d\n", kthread_line);
+        snprintf(status + n, sizeof(status) - (size_t) n, "Cpus_allowed:\tff\nCpus_allowed_list:\t%s\nMems_allowed_list:\t0\n",
+                 cpus);
+        snprintf(rel, sizeof(rel), "proc/%d/status", pid);
+        put(dir, rel, status);
+}
+
+static void task(const char *dir, int pid, const char *comm, unsigned flags, unsigned prio, unsigned policy, const char *cpus) {
+        task_full(dir, pid, pid == 2 ? 0 : 2, comm, flags, prio, policy, cpus, (flags & KT) ? 1 : 0, true);
+}
+
+static void remove_task(const char *dir, int pid) {
+        _cleanup_free_ char *cmd = NULL;
+        ck_assert(asprintf(&cmd, "rm -rf '%s/proc/%d'", dir, pid) >= 0);
+        ck_assert_int_eq(system(cmd), 0);
+}
+
+static void setup(void) {
+        host_dir = test_mini_host(8, false, 0);
+        prof_dir = test_tmpdir();
+
+        task_full(host_dir, 1, 0, "systemd", USER, 0, PROC_SCHED_OTHER, "0-7", 0, true);
+        task(host_dir, 2, "kthreadd", KT, 0, PROC_SCHED_OTHER, "0-7");
+        task(host_dir, 10, "ksoftirqd/0", PERCPU, 0, PROC_SCHED_OTHER, "0");
+        task(host_dir, 11, "ksoftirqd/1", PERCPU, 2, PROC_SCHED_FIFO, "1");
+        task(host_dir, 12, "rcuc/0", PERCPU, 1, PROC_SCHED_FIFO, "0");
+        task(host_dir, 13, "ktimers/0", PERCPU, 1, PROC_SCHED_FIFO, "0");
+        task(host_dir, 20, "kswapd0", KT, 0, PROC_SCHED_OTHER, "0-7");
+        task(host_dir, 30, "nfsd", KT, 0, PROC_SCHED_OTHER, "0-7");
+        task(host_dir, 31, "nfsd", KT, 0, PROC_SCHED_OTHER, "2-3");
+        task(host_dir, 40, "dup", PERCPU, 0, PROC_SCHED_OTHER, "4");
+        task(host_dir, 41, "dup", KT, 0, PROC_SCHED_BATCH, "0-7");
+        task(host_dir, 50, "kworker/0:1-events", WORKER, 0, PROC_SCHED_OTHER, "0");
+        task(host_dir, 60, "odd) name", KT, 0, PROC_SCHED_OTHER, "0-7");
+        /* user space */
+        task_full(host_dir, 70, 1, "bash", USER, 0, PROC_SCHED_OTHER, "0-7", 0, true);
+        task_full(host_dir, 72, 1, "noaslr", 0, 0, PROC_SCHED_OTHER, "0-7", 0, true);
+        /* fake-tree cases: no flags but "Kthread: 1"; PF_KTHREAD missing but a child of kthreadd */
+        task_full(host_dir, 71, 0, "flagless", 0, 0, PROC_SCHED_OTHER, "0-7", 1, true);
+        task_full(host_dir, 73, 2, "child2", 0x40, 0, PROC_SCHED_OTHER, "0-7", -1, true);
+        /* not a task */
+        put(host_dir, "proc/99/stat", "garbage\n");
+        put(host_dir, "proc/self/stat", "garbage\n");
+
+        test_open_host(host_dir, &root, &host);
+}
+
+static void teardown(void) {
+        host = host_free(host);
+        root = root_free(root);
+        test_rmtree(host_dir);
+        test_rmtree(prof_dir);
+        free(host_dir);
+        free(prof_dir);
+}
+
+static Plan *plan_ok(const char *json) {
+        _cleanup_free_ char *path = test_profile(prof_dir, "p", json);
+        _cleanup_free_ char *err = NULL;
+        Plan *p = NULL;
+        int k = test_plan(root, host, path, &p, &err);
+        ck_assert_msg(k == 0, "plan failed: %d %s", k, strempty(err));
+        return p;
+}
+
+static void plan_error(const char *json, const char *pointer, const char *fragment) {
+        _cleanup_free_ char *path = test_profile(prof_dir, "bad", json);
+        _cleanup_free_ char *err = NULL, *want = NULL;
+        Plan *p = NULL;
+        int k = test_plan(root, host, path, &p, &err);
+        ck_assert_msg(k == -EINVAL, "expected -EINVAL, got %d (%s)", k, strempty(err));
+        ck_assert_ptr_null(p);
+        ck_assert_ptr_nonnull(err);
+        ck_assert(asprintf(&want, "bad.json: %s: ", pointer) >= 0);
+        ck_assert_msg(strstr(err, want), "error '%s' lacks '%s'", err, want);
+        ck_assert_msg(strstr(err, fragment), "error '%s' lacks '%s'", err, fragment);
+}
+
+static const Knob *knob(const Plan *p, const char *id) {
+        const Knob *k = plan_find(p, id);
+        ck_assert_msg(k, "no knob %s", id);
+        ck_assert_int_eq(k->domain, DOMAIN_KTHREAD);
+        return k;
+}
+
+static void expect(const Plan *p, const char *id, const char *path, const char *current, const char *desired, bool changed) {
+        const Knob *k = knob(p, id);
+        ck_assert_str_eq(k->path, path);
+        if (current)
+                ck_assert_str_eq(k->current, current);
+        else
+                ck_assert_ptr_null(k->current);
+        ck_assert_str_eq(k->desired, desired);
+        ck_assert_msg(k->changed == changed, "%s: changed is %d", id, k->changed);
+        ck_assert(!k->reboot);
+}
+
+static size_t count_domain(const Plan *p, Domain d) {
+        size_t n = 0;
+        for (size_t i = 0; i < p->n_knobs; i++)
+                if (p->knobs[i].domain == d)
+                        n++;
+        return n;
+}
+
+static bool has_note(const Plan *p, const char *fragment) {
+        for (char **n = p->notes; n && *n; n++)
+                if (strstr(*n, fragment))
+                        return true;
+        return false;
+}
+
+static const char rvh[] =
+        "{\"cpus\": {\"isolated\": \"2-7\"},"
+        " \"kthreads\": {\"rules\": ["
+        "   {\"match\": \"ksoftirqd/*\", \"policy\": \"fifo\", \"priority\": 2},"
+        "   {\"match\": \"rcuc/*\", \"policy\": \"fifo\", \"priority\": 4},"
+        "   {\"match\": \"ktimers/*\", \"policy\": \"fifo\", \"priority\": 2},"
+        "   {\"match\": \"kswapd*\", \"cpus\": \"1\"},"
+        "   {\"match\": \"ksw*\", \"policy\": \"fifo\", \"priority\": 9},"
+        "   {\"match\": \"dup\", \"policy\": \"other\"}]}}";
+
+START_TEST(test_sched) {
+        _cleanup_(plan_freep) Plan *p = plan_ok(rvh);
+
+        expect(p, "kthread/ksoftirqd/0/sched", "proc/10/stat", "other:0", "fifo:2", true);
+        expect(p, "kthread/ksoftirqd/1/sched", "proc/11/stat", "fifo:2", "fifo:2", false);
+        expect(p, "kthread/rcuc/0/sched", "proc/12/stat", "fifo:1", "fifo:4", true);
+        expect(p, "kthread/ktimers/0/sched", "proc/13/stat", "fifo:1", "fifo:2", true);
+        /* the first matching rule wins: kswapd* has no policy, so no sched knob even though
+         * ksw* would give one */
+        ck_assert_ptr_null(plan_find(p, "kthread/kswapd0/sched"));
+        ck_assert_ptr_null(plan_find(p, "kthread/kthreadd/sched"));
+        ck_assert_ptr_null(plan_find(p, "kthread/nfsd/sched"));
+        ck_assert_int_eq(knob(p, "kthread/ksoftirqd/0/sched")->kind, VALUE_AUTO);
+}
+END_TEST
+
+START_TEST(test_affinity) {
+        _cleanup_(plan_freep) Plan *p = plan_ok(rvh);
+
+        /* housekeeping (0-1) by default; kthreadd included */
+        expect(p, "kthread/kthreadd/affinity", "proc/2/stat", "0-7", "0-1", true);
+        expect(p, "kthread/kswapd0/affinity", "proc/20/stat", "0-7", "1", true); /* the rule's cpus */
+        expect(p, "kthread/odd) name/affinity", "proc/60/stat", "0-7", "0-1", true);
+        expect(p, "kthread/flagless/affinity", "proc/71/stat", "0-7", "0-1", true);
+        expect(p, "kthread/child2/affinity", "proc/73/stat", "0-7", "0-1", true);
+        ck_assert_int_eq(knob(p, "kthread/kthreadd/affinity")->kind, VALUE_CPU_LIST);
+
+        /* per-CPU threads: no affinity knob, counted in a note */
+        ck_assert_ptr_null(plan_find(p, "kthread/ksoftirqd/0/affinity"));
+        ck_assert_ptr_null(plan_find(p, "kthread/rcuc/0/affinity"));
+        ck_assert_ptr_null(plan_find(p, "kthread/kworker/0:1-events/affinity"));
+        ck_assert_msg(has_note(p, "kthread: 6 per-CPU kernel threads are pinned by the kernel"), "pinned note missing");
+
+        /* user space is never touched */
+        ck_assert_ptr_null(plan_find(p, "kthread/systemd/affinity"));
+        ck_assert_ptr_null(plan_find(p, "kthread/bash/affinity"));
+        ck_assert_ptr_null(plan_find(p, "kthread/noaslr/affinity"));
+
+        /* 4 sched (ksoftirqd ×2, rcuc, ktimers) + 2 dup sched; affinity: kthreadd, kswapd0,
+         * nfsd ×2, dup (the movable one), odd, flagless, child2 */
+        ck_assert_uint_eq(count_domain(p, DOMAIN_KTHREAD), 6 + 8);
+}
+END_TEST
+
+START_TEST(test_same_comm) {
+        _cleanup_(plan_freep) Plan *p = plan_ok(rvh);
+
+        /* the lowest PID keeps the plain id; later ones get "#<pid>" */
+        expect(p, "kthread/nfsd/affinity", "proc/30/stat", "0-7", "0-1", true);
+        expect(p, "kthread/nfsd/affinity#31", "proc/31/stat", "2-3", "0-1", true);
+        ck_assert_ptr_null(knob(p, "kthread/nfsd/affinity")->note);
+        ck_assert_ptr_nonnull(strstr(knob(p, "kthread/nfsd/affinity#31")->note, "PID 30"));
+        ck_assert_ptr_null(plan_find(p, "kthread/nfsd/affinity#30"));
+
+        /* "dup": 40 is pinned, 41 movable. Both have sched knobs (40 first); only 41 has an
+         * affinity knob, and as the only movable "dup" it keeps the plain id. */
+        expect(p, "kthread/dup/sched", "proc/40/stat", "other:0", "other:0", false);
+        expect(p, "kthread/dup/sched#41", "proc/41/stat", "batch:0", "other:0", true);
+        expect(p, "kthread/dup/affinity", "proc/41/stat", "0-7", "0-1", true);
+        ck_assert_ptr_null(plan_find(p, "kthread/dup/affinity#41"));
+}
+END_TEST
+
+START_TEST(test_section_affinity) {
+        _cleanup_(plan_freep) Plan *p = plan_ok(
+                "{\"cpus\": {\"isolated\": \"2-7\"}, \"kthreads\": {\"affinity\": \"0,7\","
+                " \"rules\": [{\"match\": \"nfsd\", \"cpus\": \"housekeeping\"}]}}");
+        expect(p, "kthread/kthreadd/affinity", "proc/2/stat", "0-7", "0,7", true);
+        expect(p, "kthread/nfsd/affinity", "proc/30/stat", "0-7", "0-1", true);
+        /* no rule with a policy: no sched knobs at all */
+        for (size_t i = 0; i < p->n_knobs; i++)
+                ck_assert_msg(!strstr(p->knobs[i].id, "/sched"), "unexpected %s", p->knobs[i].id);
+}
+END_TEST
+
+START_TEST(test_no_section) {
+        _cleanup_(plan_freep) Plan *p = plan_ok("{\"cpus\": {\"isolated\": \"2-7\"}, \"sysctl\": {}}");
+        ck_assert_uint_eq(count_domain(p, DOMAIN_KTHREAD), 0);
+        ck_assert(!has_note(p, "kthread:"));
+}
+END_TEST
+
+START_TEST(test_no_proc) {
+        _cleanup_free_ char *cmd = NULL;
+        ck_assert(asprintf(&cmd, "rm -rf '%s/proc/'[0-9]*", host_dir) >= 0);
+        ck_assert_int_eq(system(cmd), 0);
+        _cleanup_(plan_freep) Plan *p = plan_ok(rvh);
+        ck_assert_uint_eq(count_domain(p, DOMAIN_KTHREAD), 0);
+        ck_assert(has_note(p, "kthread: no kernel threads found"));
+}
+END_TEST
+
+START_TEST(test_priority_validation) {
+        plan_error("{\"kthreads\": {\"rules\": [{\"match\": \"a\", \"policy\": \"fifo\", \"priority\": 0}]}}",
+                   "/kthreads/rules/0/priority", "from 1 to 99, not 0");
+        plan_error("{\"kthreads\": {\"rules\": [{\"match\": \"a\", \"policy\": \"rr\"}]}}",
+                   "/kthreads/rules/0/priority", "needs a priority from 1 to 99");
+        plan_error("{\"kthreads\": {\"rules\": [{\"match\": \"a\", \"policy\": \"fifo\", \"priority\": 2},"
+                   " {\"match\": \"b\", \"policy\": \"other\", \"priority\": 5}]}}",
+                   "/kthreads/rules/1/priority", "must be 0, not 5");
+        plan_error("{\"kthreads\": {\"rules\": [{\"match\": \"a\", \"policy\": \"idle\", \"priority\": 1}]}}",
+                   "/kthreads/rules/0/priority", "must be 0");
+        plan_error("{\"kthreads\": {\"rules\": [{\"match\": \"a\", \"priority\": 3}]}}",
+                   "/kthreads/rules/0/priority", "needs a policy");
+        /* the schema's own range check comes first */
+        plan_error("{\"kthreads\": {\"rules\": [{\"match\": \"a\", \"policy\": \"fifo\", \"priority\": 100}]}}",
+                   "/kthreads/rules/0/priority", "out of range");
+
+        /* valid edges */
+        _cleanup_(plan_freep) Plan *p = plan_ok(
+                "{\"cpus\": {\"isolated\": \"2-7\"}, \"kthreads\": {\"rules\": ["
+                " {\"match\": \"rcuc/*\", \"policy\": \"rr\", \"priority\": 99},"
+                " {\"match\": \"ktimers/*\", \"policy\": \"batch\", \"priority\": 0},"
+                " {\"match\": \"ksoftirqd/*\", \"policy\": \"idle\"}]}}");
+        expect(p, "kthread/rcuc/0/sched", "proc/12/stat", "fifo:1", "rr:99", true);
+        expect(p, "kthread/ktimers/0/sched", "proc/13/stat", "fifo:1", "batch:0", true);
+        expect(p, "kthread/ksoftirqd/1/sched", "proc/11/stat", "fifo:2", "idle:0", true);
+}
+END_TEST
+
+static char *read_knob(const Plan *p, const char *id) {
+        const Knob *k = knob(p, id);
+        const Backend *b = backend_for(DOMAIN_KTHREAD);
+        char *v = (char *) 0x1;
+        ck_assert_ptr_eq(b, &backend_kthread);
+        int r = b->read(root, k, &v);
+        ck_assert_msg(r == 0, "read %s: %d", id, r);
+        return v;
+}
+
+START_TEST(test_read) {
+        _cleanup_(plan_freep) Plan *p = plan_ok(rvh);
+        _cleanup_free_ char *a = read_knob(p, "kthread/kswapd0/affinity");
+        ck_assert_str_eq(a, "0-7");
+        _cleanup_free_ char *s = read_knob(p, "kthread/ksoftirqd/0/sched");
+        ck_assert_str_eq(s, "other:0");
+        _cleanup_free_ char *o = read_knob(p, "kthread/odd) name/affinity");
+        ck_assert_str_eq(o, "0-7");
+
+        /* the write happened: read sees it */
+        task(host_dir, 10, "ksoftirqd/0", PERCPU, 2, PROC_SCHED_FIFO, "0");
+        task(host_dir, 20, "kswapd0", KT, 0, PROC_SCHED_OTHER, "1");
+        _cleanup_free_ char *s2 = read_knob(p, "kthread/ksoftirqd/0/sched");
+        ck_assert_str_eq(s2, "fifo:2");
+        _cleanup_free_ char *a2 = read_knob(p, "kthread/kswapd0/affinity");
+        ck_assert_str_eq(a2, "1");
+
+        /* a reboot: kswapd0 has another PID, and its old PID is some other task. Found by comm. */
+        task(host_dir, 20, "kcompactd0", KT, 0, PROC_SCHED_OTHER, "0-7");
+        task(host_dir, 95, "kswapd0", KT, 0, PROC_SCHED_OTHER, "0,1");
+        _cleanup_free_ char *a3 = read_knob(p, "kthread/kswapd0/affinity");
+        ck_assert_str_eq(a3, "0-1");
+
+        /* "#pid" ids are that PID only */
+        _cleanup_free_ char *n1 = read_knob(p, "kthread/nfsd/affinity#31");
+        ck_assert_str_eq(n1, "2-3");
+        _cleanup_free_ char *n0 = read_knob(p, "kthread/nfsd/affinity");
+        ck_assert_str_eq(n0, "0-7");
+        remove_task(host_dir, 31);
+        _cleanup_free_ char *n2 = read_knob(p, "kthread/nfsd/affinity#31");
+        ck_assert_ptr_null(n2);
+
+        /* the affinity knob of "dup" is the movable one (41), even though 40 has the lower PID */
+        _cleanup_free_ char *d = read_knob(p, "kthread/dup/affinity");
+        ck_assert_str_eq(d, "0-7");
+        _cleanup_free_ char *ds = read_knob(p, "kthread/dup/sched");
+        ck_assert_str_eq(ds, "other:0");
+        _cleanup_free_ char *ds41 = read_knob(p, "kthread/dup/sched#41");
+        ck_assert_str_eq(ds41, "batch:0");
+
+        /* gone entirely: absent, not an error */
+        remove_task(host_dir, 60);
+        _cleanup_free_ char *g = read_knob(p, "kthread/odd) name/affinity");
+        ck_assert_ptr_null(g);
+}
+END_TEST
+
+START_TEST(test_many) {
+        /* 1024 CPUs × 5 per-CPU threads + 2000 movable ones with 1000 distinct names: planning
+         * must stay well under a second (no quadratic name matching). */
+        char comm[32];
+        for (int c = 0; c < 1024; c++) {
+                const char *names[] = { "ksoftirqd", "rcuc", "ktimers", "migration", "cpuhp" };
+                for (int j = 0; j < 5; j++) {
+                        snprintf(comm, sizeof(comm), "%s/%d", names[j], c);
+                        task_full(host_dir, 1000 + c * 5 + j, 2, comm, PERCPU, 0, PROC_SCHED_OTHER, "0", 1, false);
+                }
+        }
+        for (int i = 0; i < 2000; i++) {
+                snprintf(comm, sizeof(comm), "worker%d", i % 1000);
+                task(host_dir, 10000 + i, comm, KT, 0, PROC_SCHED_OTHER, "0-7");
+        }
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        _cleanup_(plan_freep) Plan *p = plan_ok(rvh);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        double ms = (double) (b.tv_sec - a.tv_sec) * 1e3 + (double) (b.tv_nsec - a.tv_nsec) / 1e6;
+        ck_assert_msg(ms < 2000, "plan took %.0f ms", ms);
+        fprintf(stderr, "plan of %zu knobs over 7 000 tasks: %.0f ms\n", p->n_knobs, ms);
+        expect(p, "kthread/ksoftirqd/1023/sched", "proc/6115/stat", "other:0", "fifo:2", true);
+        expect(p, "kthread/worker999/affinity", "proc/10999/stat", "0-7", "0-1", true);
+        expect(p, "kthread/worker999/affinity#11999", "proc/11999/stat", "0-7", "0-1", true);
+        ck_assert(has_note(p, "kthread: 5126 per-CPU kernel threads"));
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("backend-kthread");
+        TCase *tc = tcase_create("plan");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, test_sched);
+        tcase_add_test(tc, test_affinity);
+        tcase_add_test(tc, test_same_comm);
+        tcase_add_test(tc, test_section_affinity);
+        tcase_add_test(tc, test_no_section);
+        tcase_add_test(tc, test_no_proc);
+        tcase_add_test(tc, test_priority_validation);
+        tcase_add_test(tc, test_read);
+        tcase_add_test(tc, test_many);
+        suite_add_tcase(s, tc);
+        return test_run(s);
+}
