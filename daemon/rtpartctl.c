@@ -25,6 +25,7 @@ enum {
 };
 
 static const char *arg_root = "/";
+static const char *arg_state_dir = NULL;
 static bool arg_json = false;
 static bool arg_all = false;
 static bool arg_no_daemon = false;
@@ -63,6 +64,8 @@ static void help(void) {
                "  -j, --json        Print one JSON document\n"
                "  -a, --all         plan: also list knobs already at their desired value\n"
                "      --no-daemon   Do not contact rtpartd; work on the host directly\n"
+               "      --state-dir=DIR  Keep the journal in DIR instead of /var/lib/rtpart\n"
+               "                    under the root\n"
                "  -h, --help        Show this help\n"
                "      --version     Show the version\n"
                "\n"
@@ -82,6 +85,14 @@ static int open_root(Root **ret) {
         if (r < 0) {
                 log_error("cannot open root directory %s: %s", arg_root, strerror(-r));
                 return EXIT_USAGE;
+        }
+        if (arg_state_dir) {
+                r = root_set_state_dir(*ret, arg_state_dir);
+                if (r < 0) {
+                        *ret = root_free(*ret);
+                        log_error("cannot use state directory %s: %s", arg_state_dir, strerror(-r));
+                        return EXIT_USAGE;
+                }
         }
         return EXIT_OK;
 }
@@ -380,7 +391,9 @@ static int take_lock(Root *root, int *ret_fd) {
                 fd = engine_lock(root, /* wait= */ true);
         }
         if (fd < 0) {
-                _cleanup_free_ char *p = root_display_path(root, STATE_DIR);
+                const char *dir;
+                Root *sr = state_root(root, &dir);
+                _cleanup_free_ char *p = root_display_path(sr, dir);
                 log_error("cannot lock %s: %s%s", strempty(p), strerror(-fd),
                           fd == -EACCES || fd == -EROFS || fd == -EPERM ? " (changing the host needs root)" : "");
                 return EXIT_FAILED;
@@ -551,7 +564,9 @@ static int verb_verify(int argc, char **argv) {
         if (r >= 0)
                 r = engine_verify(root, cmdline, &v);
         if (r < 0) {
-                _cleanup_free_ char *p = root_display_path(root, STATE_FILE);
+                const char *dir;
+                Root *sr = state_root(root, &dir);
+                _cleanup_free_ char *p = root_display_path(sr, dir);
                 log_error("cannot verify: %s%s%s", r == -EBADMSG ? strempty(p) : "", r == -EBADMSG ? " is not an rtpart journal" : "",
                           r == -EBADMSG ? "" : strerror(-r));
                 return EXIT_FAILED;
@@ -684,12 +699,13 @@ static const Verb verbs[] = {
 };
 
 int main(int argc, char **argv) {
-        enum { ARG_NO_DAEMON = 0x100, ARG_VERSION };
+        enum { ARG_NO_DAEMON = 0x100, ARG_VERSION, ARG_STATE_DIR };
         static const struct option options[] = {
                 { "root", required_argument, NULL, 'r' },
                 { "json", no_argument, NULL, 'j' },
                 { "all", no_argument, NULL, 'a' },
                 { "no-daemon", no_argument, NULL, ARG_NO_DAEMON },
+                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {}
@@ -712,6 +728,9 @@ int main(int argc, char **argv) {
                 case ARG_NO_DAEMON:
                         arg_no_daemon = true;
                         break;
+                case ARG_STATE_DIR:
+                        arg_state_dir = optarg;
+                        break;
                 case 'h':
                         help();
                         return EXIT_OK;
@@ -732,7 +751,8 @@ int main(int argc, char **argv) {
         /* A transaction a crash left open is rolled back before anything else is done. */
         {
                 _cleanup_(root_freep) Root *root = NULL;
-                if (root_new(arg_root, &root) >= 0 && engine_transaction_open(root)) {
+                if (root_new(arg_root, &root) >= 0 && (!arg_state_dir || root_set_state_dir(root, arg_state_dir) >= 0) &&
+                    engine_transaction_open(root)) {
                         _cleanup_(host_freep) Host *host = NULL;
                         _cleanup_close_ int lock = -EBADF;
                         EngineResult er = {};

@@ -79,16 +79,19 @@ static int irq_plan(PlanCtx *ctx) {
                         skipped++;
                         continue;
                 }
-                json_array_foreach(exclude, j, item)
-                        if (actions_match(q->actions, json_string_value(item)))
-                                excluded = true;
-                if (excluded)
-                        continue;
+                /* A rule naming the IRQ wins; then exclusions; then the section's affinity. */
+                bool ruled = false;
                 json_array_foreach(rules, j, item)
                         if (actions_match(q->actions, json_string_value(json_object_get(item, "match")))) {
                                 want = json_string_value(json_object_get(item, "cpus"));
+                                ruled = true;
                                 break;
                         }
+                json_array_foreach(exclude, j, item)
+                        if (!ruled && actions_match(q->actions, json_string_value(item)))
+                                excluded = true;
+                if (excluded)
+                        continue;
 
                 char id[64], path[64];
                 snprintf(id, sizeof(id), "irq/%u/affinity", q->number);

@@ -46,8 +46,10 @@ static int sysctl_plan(PlanCtx *ctx) {
                         strbuf_appendf(&missing, "%s%s", missing.len ? ", " : "", name);
                         continue;
                 }
-                if (k < 0 && k != -EACCES && k != -EPERM)
+                if (k == -ENOMEM)
                         return k;
+                /* Unreadable (write-only, a directory in its place): planned as unknown, and the
+                 * write will tell. */
                 k = plan_add(ctx, id, VALUE_AUTO, path, cur, want, false, NULL);
                 if (k < 0)
                         return k;
@@ -124,7 +126,7 @@ static int sysfs_plan(PlanCtx *ctx) {
                                 continue;
                         }
                         k = root_read_line(ctx->root, canon, &cur);
-                        if (k < 0 && k != -EACCES && k != -EPERM && k != -ENOENT && k != -EINVAL && k != -EIO)
+                        if (k == -ENOMEM)
                                 return k;
                         ValueKind kind = is_mask_file(canon) ? VALUE_CPU_MASK
                                          : cur && strchr(cur, '[') ? VALUE_SELECT : VALUE_AUTO;

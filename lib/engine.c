@@ -392,10 +392,15 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
 }
 
 int engine_lock(Root *root, bool wait) {
-        int k = root_mkdir_p(root, STATE_DIR, 0755);
+        const char *dir;
+        Root *sr = state_root(root, &dir);
+        _cleanup_free_ char *lock = NULL;
+        if (asprintf(&lock, "%s/lock", dir) < 0)
+                return -ENOMEM;
+        int k = root_mkdir_p(sr, dir, 0755);
         if (k < 0)
                 return k;
-        int fd = root_open(root, STATE_DIR "/lock", O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
+        int fd = root_open(sr, lock, O_RDWR | O_CREAT | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return fd;
         if (flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) < 0) {

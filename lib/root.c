@@ -51,9 +51,23 @@ Root *root_free(Root *r) {
                 return NULL;
         if (r->fd >= 0)
                 close(r->fd);
+        root_free(r->state);
         free(r->path);
         free(r);
         return NULL;
+}
+
+int root_set_state_dir(Root *r, const char *dir) {
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        Root *s;
+        int k = root_new(dir, &s);
+        if (k < 0)
+                return k;
+        s->is_host = false;
+        root_free(r->state);
+        r->state = s;
+        return 0;
 }
 
 int root_open(Root *r, const char *rel, int flags, mode_t mode) {
@@ -399,7 +413,7 @@ int root_write_value(Root *r, const char *rel, const char *value) {
         if (!r->is_host && ftruncate(fd, 0) < 0)
                 return -errno;
         size_t n = strlen(data);
-        ssize_t k = pwrite(fd, data, n, 0);
+        ssize_t k = write(fd, data, n); /* offset 0: just opened; pread did not move it */
         if (k < 0)
                 return -errno;
         if ((size_t) k != n)

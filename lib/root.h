@@ -18,10 +18,13 @@ typedef struct Root {
         int fd;
         char *path;     /* as given, for messages */
         bool is_host;   /* the real "/" */
+        struct Root *state; /* where the journal lives when not under this root (--state-dir) */
 } Root;
 
 int root_new(const char *path, Root **ret);
 Root *root_free(Root *r);
+/* Keeps the journal (state.json, lock) in dir instead of var/lib/rtpart under the root. */
+int root_set_state_dir(Root *r, const char *dir);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Root *, root_free);
 
 /* Returns an O_CLOEXEC fd or negative errno. */

@@ -19,12 +19,22 @@ static json_t *state_new(void) {
                          "last_error");
 }
 
+Root *state_root(Root *root, const char **ret_dir) {
+        *ret_dir = root->state ? "." : STATE_DIR;
+        return root->state ? root->state : root;
+}
+
 int state_load(Root *root, json_t **ret) {
         _cleanup_free_ char *text = NULL;
         json_error_t err;
         int k;
 
-        k = root_read_file(root, STATE_FILE, &text, NULL);
+        const char *dir;
+        Root *sr = state_root(root, &dir);
+        _cleanup_free_ char *file = NULL;
+        if (asprintf(&file, "%s/state.json", dir) < 0)
+                return -ENOMEM;
+        k = root_read_file(sr, file, &text, NULL);
         if (k == -ENOENT) {
                 *ret = state_new();
                 return *ret ? 0 : -ENOMEM;
@@ -50,10 +60,15 @@ int state_save(Root *root, json_t *state) {
         _cleanup_free_ char *text = json_dumps(state, JSON_INDENT(1) | JSON_PRESERVE_ORDER), *out = NULL;
         if (!text || asprintf(&out, "%s\n", text) < 0)
                 return -ENOMEM;
-        int k = root_mkdir_p(root, STATE_DIR, 0755);
+        const char *dir;
+        Root *sr = state_root(root, &dir);
+        _cleanup_free_ char *file = NULL;
+        if (asprintf(&file, "%s/state.json", dir) < 0)
+                return -ENOMEM;
+        int k = root_mkdir_p(sr, dir, 0755);
         if (k < 0)
                 return k;
-        return root_write_file_atomic(root, STATE_FILE, out, strlen(out), 0644);
+        return root_write_file_atomic(sr, file, out, strlen(out), 0644);
 }
 
 int state_entry_knob(json_t *entry, const char *id, Knob *ret) {

@@ -20,7 +20,9 @@
 #include "root.h"
 
 #define STATE_DIR "var/lib/rtpart"
-#define STATE_FILE "var/lib/rtpart/state.json"
+
+/* The journal's directory: var/lib/rtpart under the root, or the --state-dir root. */
+Root *state_root(Root *root, const char **ret_dir);
 
 /* Reads the journal; a missing file is a fresh, empty state. A file that is not a journal is
  * -EBADMSG (never silently replaced: it holds the originals). */

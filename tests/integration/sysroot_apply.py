@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""Integration tests: the real rtpartctl binary on copies of the fake hosts.
+
+apply → expected files; apply twice → no change; tamper → verify 3 naming the knob;
+revert → byte-for-byte the original tree apart from the state directory; a write failing
+midway → exit 1 and the original tree; SIGKILL after every single write of apply (and of
+revert) → the next run rolls back to the original tree.
+
+Run by meson (suite sysroot) with RTPARTCTL and RTPART_SOURCE_DIR set.
+"""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "daemon", "rtpartctl")
+SRC = os.environ.get("RTPART_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+HOSTS = os.path.join(SRC, "tests", "fixtures", "hosts")
+PROFILES = os.path.join(SRC, "profiles")
+STATE = os.path.join("var", "lib", "rtpart")
+
+
+def snapshot(root):
+    """Every file, directory and symlink under root with its content and mode, except the journal."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel = os.path.relpath(dirpath, root)
+        if rel == STATE or rel.startswith(STATE + os.sep):
+            continue
+        for d in dirnames:
+            p = os.path.join(dirpath, d)
+            r = os.path.relpath(p, root)
+            if r == STATE:
+                continue
+            out[r] = ("link", os.readlink(p)) if os.path.islink(p) else ("dir", os.lstat(p).st_mode)
+        for f in filenames:
+            p = os.path.join(dirpath, f)
+            r = os.path.relpath(p, root)
+            if os.path.islink(p):
+                out[r] = ("link", os.readlink(p))
+            else:
+                with open(p, "rb") as fh:
+                    out[r] = ("file", os.lstat(p).st_mode, hashlib.sha256(fh.read()).hexdigest())
+    return out
+
+
+def diff(a, b):
+    keys = sorted(set(a) | set(b))
+    return [k for k in keys if a.get(k) != b.get(k)]
+
+
+def install_profiles(root):
+    d = os.path.join(root, "usr", "share", "rtpart", "profiles")
+    os.makedirs(d, exist_ok=True)
+    for f in os.listdir(PROFILES):
+        if f.endswith(".json"):
+            shutil.copy(os.path.join(PROFILES, f), d)
+
+
+class Host:
+    def __init__(self, name):
+        self.tmp = tempfile.mkdtemp(prefix="rtpart-it-")
+        self.root = os.path.join(self.tmp, "root")
+        shutil.copytree(os.path.join(HOSTS, name), self.root, symlinks=True)
+        install_profiles(self.root)
+
+    def run(self, *args, env=None, json_out=False):
+        e = dict(os.environ)
+        e.pop("RTPART_TEST_CRASH_AFTER", None)
+        if env:
+            e.update(env)
+        cmd = [CTL, "--root", self.root] + (["--json"] if json_out else []) + list(args)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e, text=True)
+        return p
+
+    def read(self, rel):
+        with open(os.path.join(self.root, rel)) as f:
+            return f.read()
+
+    def write(self, rel, text):
+        with open(os.path.join(self.root, rel), "w") as f:
+            f.write(text)
+
+    def state(self):
+        with open(os.path.join(self.root, STATE, "state.json")) as f:
+            return json.load(f)
+
+    def close(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def have_fixtures():
+    return all(os.path.isdir(os.path.join(HOSTS, h)) for h in ("intel-2s", "epyc", "vm"))
+
+
+@unittest.skipUnless(have_fixtures(), "fixture hosts missing")
+class ApplyVerifyRevert(unittest.TestCase):
+    def setUp(self):
+        self.hosts = []
+
+    def tearDown(self):
+        for h in self.hosts:
+            h.close()
+
+    def host(self, name):
+        h = Host(name)
+        self.hosts.append(h)
+        return h
+
+    def cycle(self, name, profile):
+        h = self.host(name)
+        before = snapshot(h.root)
+
+        p = h.run("apply", profile)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        after = snapshot(h.root)
+        self.assertTrue(diff(before, after), "apply changed nothing")
+
+        p = h.run("apply", profile)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("already applied", p.stdout)
+        self.assertEqual(diff(after, snapshot(h.root)), [], "a second apply changed files")
+
+        p = h.run("verify", json_out=True)
+        self.assertIn(p.returncode, (0, 4), p.stdout + p.stderr)
+        v = json.loads(p.stdout)
+        self.assertTrue(v["in_sync"])
+        self.assertEqual(v["profile"], profile)
+        self.assertEqual(v["drift"], [])
+        self.assertEqual(p.returncode == 4, v["reboot_required"])
+
+        p = h.run("revert")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(diff(before, snapshot(h.root)), [], "revert did not restore the original tree")
+        p = h.run("verify", json_out=True)
+        self.assertEqual(p.returncode, 0)
+        self.assertIsNone(json.loads(p.stdout)["profile"])
+        return h
+
+    def test_cycle_every_profile_every_host(self):
+        for name in ("intel-2s", "epyc", "vm"):
+            for profile in ("realtime", "realtime-virtual-host", "realtime-virtual-guest", "cpu-partitioning"):
+                with self.subTest(host=name, profile=profile):
+                    self.cycle(name, profile)
+
+    def test_apply_sets_expected_values(self):
+        h = self.host("intel-2s")
+        p = h.run("apply", "realtime-virtual-host")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(h.read("proc/sys/kernel/timer_migration").strip(), "0")
+        self.assertEqual(h.read("proc/sys/kernel/sched_rt_runtime_us").strip(), "-1")
+        # every movable IRQ on the housekeeping CPUs of the default split
+        st = h.state()
+        irqs = [a for a in st["applied"] if a["knob"].startswith("irq/") and a["knob"] != "irq/default_affinity"]
+        self.assertGreater(len(irqs), 50)
+        for a in irqs:
+            self.assertEqual(a["desired"], "0,8,16,24", a)
+            self.assertEqual(h.read(a["path"]).strip(), "0,8,16,24")
+        dropin = h.read("etc/default/grub.d/rtpart.cfg")
+        self.assertIn("isolcpus=managed_irq,domain,1-7,9-15,17-23,25-31", dropin)
+        self.assertIn("nohz_full=1-7,9-15,17-23,25-31", dropin)
+        self.assertIn("irqaffinity=0,8,16,24", dropin)
+        self.assertIn('IRQBALANCE_BANNED_CPULIST="1-7,9-15,17-23,25-31"', h.read("etc/default/irqbalance"))
+        self.assertEqual(h.read("sys/kernel/mm/transparent_hugepage/enabled").strip(), "always madvise [never]")
+        p = h.run("verify")
+        self.assertEqual(p.returncode, 4, p.stdout)  # boot arguments wait for a reboot
+        self.assertIn("reboot pending", p.stdout)
+
+    def test_tamper_is_drift(self):
+        h = self.host("intel-2s")
+        self.assertEqual(h.run("apply", "realtime").returncode, 0)
+        h.write("proc/sys/vm/swappiness", "60\n")
+        h.write("proc/irq/default_smp_affinity", "ffffffff\n")
+        p = h.run("verify", json_out=True)
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+        v = json.loads(p.stdout)
+        self.assertFalse(v["in_sync"])
+        got = {d["knob"]: d for d in v["drift"]}
+        self.assertEqual(set(got), {"sysctl/vm.swappiness", "irq/default_affinity"})
+        self.assertEqual(got["sysctl/vm.swappiness"], {"knob": "sysctl/vm.swappiness", "domain": "sysctl",
+                                                       "expected": "10", "actual": "60"})
+        p = h.run("verify")
+        self.assertEqual(p.returncode, 3)
+        self.assertIn("sysctl/vm.swappiness", p.stdout)
+        # semantically equal values are not drift
+        h.write("proc/sys/vm/swappiness", " 10 \n")
+        h.write("proc/irq/default_smp_affinity", "01010101\n")
+        self.assertIn(h.run("verify").returncode, (0, 4))
+
+    def test_failure_midway_restores_everything(self):
+        h = self.host("intel-2s")
+        before = snapshot(h.root)
+        # A sysctl the profile writes late is replaced by a directory: its write fails with EISDIR
+        target = os.path.join(h.root, "proc/sys/vm/stat_interval")
+        os.unlink(target)
+        os.mkdir(target)
+        before = snapshot(h.root)
+        p = h.run("apply", "realtime-virtual-host")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("sysctl/vm.stat_interval", p.stderr)
+        self.assertIn("proc/sys/vm/stat_interval", p.stderr)
+        self.assertIn("undone", p.stderr)
+        self.assertEqual(diff(before, snapshot(h.root)), [], "a failed apply left changes behind")
+        st = h.state()
+        self.assertIsNone(st["transaction"])
+        self.assertIsNone(st["profile"])
+        self.assertEqual(st["last_error"]["knob"], "sysctl/vm.stat_interval")
+        self.assertEqual(st["originals"], {})
+
+    def test_crash_at_every_step(self):
+        probe = self.host("vm")
+        p = probe.run("plan", "realtime-virtual-host", json_out=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        changes = len(json.loads(p.stdout)["changes"])
+        self.assertGreater(changes, 5)
+        for n in range(1, changes + 1):
+            with self.subTest(crash_after=n):
+                h = Host("vm")
+                try:
+                    before = snapshot(h.root)
+                    p = h.run("apply", "realtime-virtual-host", env={"RTPART_TEST_CRASH_AFTER": str(n)})
+                    self.assertEqual(p.returncode, -9, p.stdout + p.stderr)
+                    self.assertIsNotNone(h.state()["transaction"])
+                    p = h.run("status")  # any next run rolls back first
+                    self.assertEqual(p.returncode, 0, p.stderr)
+                    self.assertIn("rolled back", p.stderr)
+                    self.assertIsNone(h.state()["transaction"])
+                    self.assertEqual(diff(before, snapshot(h.root)), [])
+                finally:
+                    h.close()
+
+    def test_crash_during_revert(self):
+        h = self.host("vm")
+        before = snapshot(h.root)
+        self.assertEqual(h.run("apply", "realtime").returncode, 0)
+        applied = snapshot(h.root)
+        p = h.run("revert", env={"RTPART_TEST_CRASH_AFTER": "3"})
+        self.assertEqual(p.returncode, -9)
+        # the interrupted revert is rolled back: the host is tuned as before the revert …
+        p = h.run("verify")
+        self.assertIn(p.returncode, (0, 4), p.stdout + p.stderr)
+        self.assertEqual(diff(applied, snapshot(h.root)), [])
+        # … and a full revert then restores the original
+        self.assertEqual(h.run("revert").returncode, 0)
+        self.assertEqual(diff(before, snapshot(h.root)), [])
+
+    def test_switch_profiles_keeps_first_originals(self):
+        h = self.host("intel-2s")
+        before = snapshot(h.root)
+        self.assertEqual(h.run("apply", "realtime-virtual-host").returncode, 0)
+        self.assertEqual(h.run("apply", "cpu-partitioning").returncode, 0)
+        st = h.state()
+        self.assertEqual(st["profile"], "cpu-partitioning")
+        self.assertEqual(st["originals"]["sysctl/kernel.timer_migration"]["value"], "1")
+        # sched_rt_runtime_us belongs to the realtime family only: switching restored it
+        self.assertEqual(h.read("proc/sys/kernel/sched_rt_runtime_us").strip(), "950000")
+        self.assertEqual(h.run("revert").returncode, 0)
+        self.assertEqual(diff(before, snapshot(h.root)), [])
+
+    def test_bad_profile_changes_nothing(self):
+        h = self.host("intel-2s")
+        before = snapshot(h.root)
+        bad = os.path.join(h.tmp, "lab.json")
+        with open(bad, "w") as f:
+            f.write('{"include": "realtime", "irq": {"rules": [{"match": "eth*", "cpus": "64"}]}}')
+        p = h.run("apply", bad)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("lab.json: /irq/rules/0/cpus: CPU 64 does not exist (online: 0-31)", p.stderr)
+        self.assertEqual(diff(before, snapshot(h.root)), [])
+        self.assertFalse(os.path.exists(os.path.join(h.root, STATE, "state.json")))
+
+
+if __name__ == "__main__":
+    result = unittest.main(verbosity=2, exit=False).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    # Everything skipped is a skip (77 for meson), never a pass.
+    sys.exit(77 if result.testsRun and len(result.skipped) == result.testsRun else 0)
