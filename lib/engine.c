@@ -255,6 +255,9 @@ int engine_apply(Root *root, const Host *host, const Resolved *resolved, const P
 
         /* 3. Write. */
         unsigned writes = 0;
+        _cleanup_(json_decrefp) json_t *skipped = json_object();
+        if (!skipped)
+                return -ENOMEM;
         json_array_foreach(steps, i, e) {
                 Knob kn;
                 if (state_entry_knob(e, NULL, &kn) < 0)
@@ -266,6 +269,8 @@ int engine_apply(Root *root, const Host *host, const Resolved *resolved, const P
                         continue;
                 }
                 if (k == KNOB_SKIPPED) {
+                        /* Not written, so not owned: no original to keep, nothing to verify. */
+                        json_object_set_new(skipped, kn.id, json_true());
                         res->skipped++;
                         continue;
                 }
@@ -277,6 +282,25 @@ int engine_apply(Root *root, const Host *host, const Resolved *resolved, const P
         }
         if (res->written > 0 || res->restored > 0)
                 flush_domains(root, host, touched, res);
+        if (res->skipped > 0) {
+                StrBuf b = {};
+                const char *id;
+                json_t *v;
+                bool seen[_DOMAIN_MAX] = {};
+                json_object_foreach(skipped, id, v) {
+                        const char *slash = strchr(id, '/');
+                        _cleanup_free_ char *dom = slash ? strndup(id, (size_t) (slash - id)) : strdup(id);
+                        Domain d = dom ? domain_from_string(dom) : _DOMAIN_INVALID;
+                        if (d >= 0 && !seen[d]) {
+                                seen[d] = true;
+                                strbuf_appendf(&b, "%s%s", b.len ? ", " : "", dom);
+                        }
+                }
+                _cleanup_free_ char *list = strbuf_steal(&b);
+                note(res, "%zu knob%s left as they are and not recorded as applied (%s): their backend cannot write them %s",
+                     res->skipped, res->skipped == 1 ? "" : "s", strempty(list),
+                     root->is_host ? "on this host" : "under --root (thread scheduling needs the real host)");
+        }
 
         /* 4. Commit: the profile, what it wants of every knob, and no open transaction. */
         json_t *applied = json_array();
@@ -284,6 +308,14 @@ int engine_apply(Root *root, const Host *host, const Resolved *resolved, const P
                 const Knob *kn = &plan->knobs[j];
                 if (json_object_get(unmovable, kn->id))
                         continue;
+                if (json_object_get(skipped, kn->id)) {
+                        size_t x;
+                        json_t *nid;
+                        json_array_foreach(new_originals, x, nid)
+                                if (streq(json_string_value(nid), kn->id))
+                                        json_object_del(originals, kn->id);
+                        continue;
+                }
                 json_t *a = state_entry_new(kn, "desired", kn->desired);
                 json_object_set_new(a, "knob", json_string(kn->id));
                 json_object_set_new(a, "reboot", json_boolean(kn->reboot));

@@ -585,12 +585,15 @@ static int validate_names(const char *file, const json_t *doc, const char *base,
         for (size_t r = 0; r < ELEMENTSOF(rules); r++) {
                 size_t i;
                 json_array_foreach(rules[r], i, v) {
-                        if (json_object_get(v, "match"))
-                                continue;
                         _cleanup_free_ char *p = NULL;
                         if (asprintf(&p, "%s/%s/%zu", base, rule_ptrs[r], i) < 0)
                                 return -ENOMEM;
-                        return set_error(e, -EINVAL, file, p, "missing \"match\" (a shell pattern such as \"eth1-TxRx-*\")");
+                        if (!json_object_get(v, "match"))
+                                return set_error(e, -EINVAL, file, p, "missing \"match\" (a shell pattern such as \"eth1-TxRx-*\")");
+                        if (r == 0 && !json_object_get(v, "cpus"))
+                                return set_error(e, -EINVAL, file, p, "missing \"cpus\": the CPUs the matching IRQs go to");
+                        if (r == 1 && !json_object_get(v, "cpus") && !json_object_get(v, "policy"))
+                                return set_error(e, -EINVAL, file, p, "give \"policy\" (with \"priority\") or \"cpus\", or both");
                 }
         }
         return 0;
@@ -636,8 +639,14 @@ static char *stem(const char *path) {
 
 /* Reads a file given by the user: a path outside the root (relative to the cwd), or a profile in
  * the root's profile directories. ret_display is what messages call it. */
-static int read_profile_text(Root *root, const char *name_or_path, const char *include_dir, char **ret_text,
-                             char **ret_display, char **ret_dir, ProfileError *e) {
+/* The identity of a profile file for cycle detection: its real path where it has one. */
+static char *file_key(const char *display) {
+        char *real = realpath(display, NULL);
+        return real ? real : strdup(display);
+}
+
+static int read_profile_text(Root *root, const char *name_or_path, const char *include_dir, char * const *loading,
+                             char **ret_text, char **ret_display, char **ret_dir, ProfileError *e) {
         _cleanup_free_ char *text = NULL, *display = NULL, *dir = NULL;
         int k;
 
@@ -686,19 +695,29 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
                         _cleanup_free_ char *beside = NULL;
                         if (asprintf(&beside, "%s/%s.json", include_dir, name_or_path) < 0)
                                 return -ENOMEM;
-                        if (access(beside, F_OK) >= 0)
-                                return read_profile_text(root, beside, NULL, ret_text, ret_display, ret_dir, e);
+                        _cleanup_free_ char *bkey = file_key(beside);
+                        if (access(beside, F_OK) >= 0 && !strv_contains(loading, bkey))
+                                return read_profile_text(root, beside, NULL, loading, ret_text, ret_display, ret_dir, e);
                 }
                 k = -ENOENT;
                 for (const char * const *d = profile_dirs; *d; d++) {
                         _cleanup_free_ char *rel = NULL;
                         if (asprintf(&rel, "%s/%s.json", *d, name_or_path) < 0)
                                 return -ENOMEM;
+                        _cleanup_free_ char *cand = root_display_path(root, rel), *ckey = NULL;
+                        if (!cand || !(ckey = file_key(cand)))
+                                return -ENOMEM;
+                        /* A user profile that includes the shipped profile of its own name gets
+                         * the shipped one, not itself. */
+                        if (strv_contains(loading, ckey))
+                                continue;
                         k = root_read_file(root, rel, &text, NULL);
                         if (k == -ENOENT)
                                 continue;
-                        display = root_display_path(root, rel);
-                        if (!display)
+                        display = TAKE_PTR(cand);
+                        char *slash = strrchr(display, '/');
+                        dir = slash ? strndup(display, (size_t) (slash - display)) : strdup(".");
+                        if (!dir)
                                 return -ENOMEM;
                         if (k < 0)
                                 return set_error(e, k, display, NULL, "cannot read profile: %s", strerror(-k));
@@ -775,7 +794,8 @@ static const char *origin_of(const json_t *origins, const char *ptr, const char 
 
 typedef struct LoadState {
         Root *root;
-        char **stack;           /* files being loaded, for cycle detection */
+        char **stack;           /* files being loaded, as displayed */
+        char **keys;            /* … and their real paths, for cycle detection */
         char **files;
 } LoadState;
 
@@ -785,7 +805,7 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
         json_error_t jerr;
         int k;
 
-        k = read_profile_text(st->root, name_or_path, include_dir, &text, &display, &dir, e);
+        k = read_profile_text(st->root, name_or_path, include_dir, st->keys, &text, &display, &dir, e);
         if (k < 0) {
                 if (from_file && e && e->code == -ENOENT) {
                         _cleanup_free_ char *msg = e->message ? strdup(e->message) : NULL;
@@ -794,7 +814,10 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
                 }
                 return k;
         }
-        if (strv_contains(st->stack, display)) {
+        _cleanup_free_ char *key = file_key(display);
+        if (!key)
+                return -ENOMEM;
+        if (strv_contains(st->keys, key)) {
                 StrBuf chain = {};
                 for (char **s = st->stack; *s; s++)
                         strbuf_appendf(&chain, "%s -> ", *s);
@@ -831,6 +854,8 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
         }
 
         k = strv_extend(&st->stack, display);
+        if (k >= 0)
+                k = strv_extend(&st->keys, key);
         if (k < 0)
                 return k;
 
@@ -873,6 +898,8 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
         }
         free(st->stack[strv_length(st->stack) - 1]);
         st->stack[strv_length(st->stack) - 1] = NULL;
+        free(st->keys[strv_length(st->keys) - 1]);
+        st->keys[strv_length(st->keys) - 1] = NULL;
         if (!strv_contains(st->files, display)) {
                 k = strv_extend(&st->files, display);
                 if (k < 0)
@@ -897,6 +924,7 @@ int profile_load(Root *root, const char *name_or_path, Profile **ret, ProfileErr
 
         k = load_rec(&st, name_or_path, NULL, NULL, NULL, &p->doc, p->origins, &p->summary, ret_error);
         strv_free(st.stack);
+        strv_free(st.keys);
         if (k < 0) {
                 strv_free(st.files);
                 return k;
