@@ -82,6 +82,7 @@ static bool is_mask_file(const char *path) {
 
 static int sysfs_plan(PlanCtx *ctx) {
         json_t *sec = json_object_get(ctx->resolved->doc, "sysfs");
+        size_t first_sysfs = ctx->plan->n_knobs; /* aliases can only collide with this domain's knobs */
         const char *key;
         json_t *v;
         int k;
@@ -113,7 +114,7 @@ static int sysfs_plan(PlanCtx *ctx) {
                                 return -ENOMEM;
 
                         Knob *existing = NULL;
-                        for (size_t i = 0; i < ctx->plan->n_knobs; i++)
+                        for (size_t i = first_sysfs; i < ctx->plan->n_knobs; i++)
                                 if (streq(ctx->plan->knobs[i].id, id))
                                         existing = &ctx->plan->knobs[i];
                         if (existing) {

@@ -307,29 +307,16 @@ static int irq_cmp(const void *a, const void *b) {
         return x->number < y->number ? -1 : x->number > y->number;
 }
 
-static char *dup_token(const char **p) {
-        while (**p == ' ' || **p == '\t')
-                (*p)++;
-        const char *s = *p;
-        while (**p && **p != ' ' && **p != '\t' && **p != '\n')
-                (*p)++;
-        return strndup(s, (size_t) (*p - s));
-}
-
-int host_parse_interrupts(Host *h, const char *text, bool want_counts) {
-        const char *p = text, *eol;
-        size_t cap = 0;
-
-        /* Header: one "CPUn" column per online CPU. */
-        eol = strchrnul(p, '\n');
+static int parse_interrupts_header(Host *h, const char *p, const char *eol) {
         for (const char *q = p; q < eol;) {
                 while (q < eol && *q == ' ')
                         q++;
                 if (q >= eol)
                         break;
-                unsigned cpu;
-                if (sscanf(q, "CPU%u", &cpu) != 1)
+                /* By hand: sscanf would strlen() the whole (huge) text for every column. */
+                if (eol - q < 4 || strncmp(q, "CPU", 3) != 0 || !isdigit((unsigned char) q[3]))
                         return -EBADMSG;
+                unsigned long cpu = strtoul(q + 3, NULL, 10);
                 int *n = realloc(h->irq_columns, (h->n_irq_columns + 1) * sizeof(int));
                 if (!n)
                         return -ENOMEM;
@@ -338,74 +325,167 @@ int host_parse_interrupts(Host *h, const char *text, bool want_counts) {
                 while (q < eol && *q != ' ')
                         q++;
         }
-        if (h->n_irq_columns == 0)
-                return -EBADMSG;
-        p = *eol ? eol + 1 : eol;
+        return h->n_irq_columns > 0 ? 0 : -EBADMSG;
+}
 
-        for (; *p; p = *eol ? eol + 1 : eol) {
-                eol = strchrnul(p, '\n');
-                const char *q = p;
-                while (*q == ' ')
+/* Skips the count columns. The kernel prints each as "%10u ": when every column boundary is where
+ * that format puts it, jump over all of them at once; otherwise (a count of 10+ digits, a short
+ * row) walk them one by one. */
+static const char *skip_counts(const char *q, const char *eol, size_t ncols) {
+        const char *end = q + 11 * ncols;
+        if (end <= eol) {
+                bool fixed = true;
+                for (size_t c = 0; c < ncols && fixed; c++)
+                        fixed = q[11 * c + 10] == ' ' && isdigit((unsigned char) q[11 * c + 9]);
+                if (fixed)
+                        return end;
+        }
+        for (size_t col = 0; col < ncols; col++) {
+                while (q < eol && *q == ' ')
                         q++;
-                if (!isdigit((unsigned char) *q))
-                        continue; /* NMI:, LOC:, ERR: … are architecture counters, not IRQs */
-                char *end;
-                unsigned long num = strtoul(q, &end, 10);
-                if (*end != ':')
-                        continue;
-                q = end + 1;
+                if (q >= eol || !isdigit((unsigned char) *q))
+                        break;
+                while (q < eol && isdigit((unsigned char) *q))
+                        q++;
+        }
+        return q;
+}
 
-                if (h->n_irqs == cap) {
-                        cap = cap ? cap * 2 : 256;
-                        Irq *n = realloc(h->irqs, cap * sizeof(Irq));
-                        if (!n)
-                                return -ENOMEM;
-                        h->irqs = n;
-                }
-                Irq *irq = &h->irqs[h->n_irqs];
-                *irq = (Irq) { .number = (unsigned) num };
-                if (want_counts) {
-                        irq->counts = calloc(MAX(h->n_cpu_ids, 1U), sizeof(uint64_t));
-                        if (!irq->counts)
-                                return -ENOMEM;
-                }
-                h->n_irqs++;
+static int parse_interrupts_line(Host *h, const char *p, const char *eol, bool want_counts, size_t *cap) {
+        const char *q = p;
+        while (q < eol && *q == ' ')
+                q++;
+        if (q >= eol || !isdigit((unsigned char) *q))
+                return 0; /* NMI:, LOC:, ERR: … are architecture counters, not IRQs */
+        unsigned long num = 0;
+        while (q < eol && isdigit((unsigned char) *q))
+                num = num * 10 + (unsigned long) (*q++ - '0');
+        if (q >= eol || *q != ':')
+                return 0;
+        q++;
 
-                /* Counts: one per column; a row may have fewer (the kernel stops early for IRQs
-                 * with no counts on some architectures). */
+        if (h->n_irqs == *cap) {
+                *cap = *cap ? *cap * 2 : 256;
+                Irq *n = realloc(h->irqs, *cap * sizeof(Irq));
+                if (!n)
+                        return -ENOMEM;
+                h->irqs = n;
+        }
+        Irq *irq = &h->irqs[h->n_irqs++];
+        *irq = (Irq) { .number = (unsigned) num };
+
+        if (want_counts) {
+                /* One count per column; a row may have fewer (some architectures stop early). */
+                irq->counts = calloc(MAX(h->n_cpu_ids, 1U), sizeof(uint64_t));
+                if (!irq->counts)
+                        return -ENOMEM;
                 for (size_t col = 0; col < h->n_irq_columns; col++) {
-                        while (*q == ' ')
+                        while (q < eol && *q == ' ')
                                 q++;
-                        if (!isdigit((unsigned char) *q))
+                        if (q >= eol || !isdigit((unsigned char) *q))
                                 break;
                         uint64_t v = 0;
-                        while (isdigit((unsigned char) *q))
+                        while (q < eol && isdigit((unsigned char) *q))
                                 v = v * 10 + (uint64_t) (*q++ - '0');
                         irq->total += v;
                         int cpu = h->irq_columns[col];
-                        if (irq->counts && cpu >= 0 && (unsigned) cpu < h->n_cpu_ids)
+                        if (cpu >= 0 && (unsigned) cpu < h->n_cpu_ids)
                                 irq->counts[cpu] = v;
                 }
+        } else
+                q = skip_counts(q, eol, h->n_irq_columns);
 
-                irq->chip = dup_token(&q);
-                const char *save = q;
-                while (*q == ' ')
+        /* "  IR-PCI-MSIX-0000:3b:00.0    1-edge      eth1-TxRx-0" */
+        while (q < eol && *q == ' ')
+                q++;
+        const char *c0 = q;
+        while (q < eol && *q != ' ' && *q != '\t')
+                q++;
+        irq->chip = strndup(c0, (size_t) (q - c0));
+        while (q < eol && *q == ' ')
+                q++;
+        const char *h0 = q;
+        if (q < eol && isdigit((unsigned char) *q))
+                while (q < eol && *q != ' ' && *q != '\t')
                         q++;
-                if (isdigit((unsigned char) *q))
-                        irq->hwirq = dup_token(&q);
-                else {
-                        q = save;
-                        irq->hwirq = strdup("");
-                }
-                while (*q == ' ' || *q == '\t')
-                        q++;
-                irq->actions = strndup(q, (size_t) (eol - q));
-                if (!irq->chip || !irq->hwirq || !irq->actions)
-                        return -ENOMEM;
-                size_t n = strlen(irq->actions);
-                while (n > 0 && isspace((unsigned char) irq->actions[n - 1]))
-                        irq->actions[--n] = 0;
+        irq->hwirq = strndup(h0, (size_t) (q - h0));
+        while (q < eol && (*q == ' ' || *q == '\t'))
+                q++;
+        const char *e = eol;
+        while (e > q && isspace((unsigned char) e[-1]))
+                e--;
+        irq->actions = strndup(q, (size_t) (e - q));
+        if (!irq->chip || !irq->hwirq || !irq->actions)
+                return -ENOMEM;
+        return 0;
+}
+
+int host_parse_interrupts(Host *h, const char *text, bool want_counts) {
+        const char *eol = strchrnul(text, '\n');
+        size_t cap = 0;
+        int k = parse_interrupts_header(h, text, eol);
+        if (k < 0)
+                return k;
+        for (const char *p = *eol ? eol + 1 : eol; *p; p = *eol ? eol + 1 : eol) {
+                eol = strchrnul(p, '\n');
+                k = parse_interrupts_line(h, p, eol, want_counts, &cap);
+                if (k < 0)
+                        return k;
         }
+        qsort(h->irqs, h->n_irqs, sizeof(Irq), irq_cmp);
+        return 0;
+}
+
+/* Streams /proc/interrupts through a fixed buffer: on a 1024-CPU host the file is ~90 MB, and
+ * holding it whole would cost that much memory and as many page faults. */
+static int read_interrupts(Host *h, bool want_counts) {
+        _cleanup_close_ int fd = root_open(h->root, "proc/interrupts", O_RDONLY, 0);
+        size_t bufsize = 1U << 20, len = 0, cap = 0;
+        bool header = true;
+
+        if (fd < 0)
+                return fd;
+        _cleanup_free_ char *buf = malloc(bufsize);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                if (len == bufsize) {
+                        /* A single line longer than the buffer: grow. */
+                        char *n = realloc(buf, bufsize * 2);
+                        if (!n)
+                                return -ENOMEM;
+                        buf = n;
+                        bufsize *= 2;
+                }
+                ssize_t n = read(fd, buf + len, bufsize - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                bool eof = n == 0;
+                len += (size_t) n;
+                const char *p = buf, *end = buf + len;
+                for (;;) {
+                        const char *eol = memchr(p, '\n', (size_t) (end - p));
+                        if (!eol) {
+                                if (!eof || p == end)
+                                        break;
+                                eol = end; /* a last line without newline */
+                        }
+                        int k = header ? parse_interrupts_header(h, p, eol) : parse_interrupts_line(h, p, eol, want_counts, &cap);
+                        if (k < 0)
+                                return k;
+                        header = false;
+                        p = eol < end ? eol + 1 : eol;
+                }
+                len = (size_t) (end - p);
+                memmove(buf, p, len);
+                if (eof)
+                        break;
+        }
+        if (header)
+                return -EBADMSG;
         qsort(h->irqs, h->n_irqs, sizeof(Irq), irq_cmp);
         return 0;
 }
@@ -425,17 +505,14 @@ const Irq *host_find_irq(const Host *h, unsigned number) {
 }
 
 static int discover_irqs(Host *h, bool want_counts) {
-        _cleanup_free_ char *text = NULL;
-        int k;
-
-        k = root_read_file(h->root, "proc/interrupts", &text, NULL);
+        int k = read_interrupts(h, want_counts);
         if (k == -ENOENT)
                 return 0;
         if (k < 0)
                 return k;
-        k = host_parse_interrupts(h, text, want_counts);
-        if (k < 0)
-                return k;
+
+        /* Affinities through a directory fd: thousands of short path walks instead of long ones. */
+        _cleanup_close_ int dfd = root_open(h->root, "proc/irq", O_RDONLY | O_DIRECTORY, 0);
 
         for (size_t i = 0; i < h->n_irqs; i++) {
                 Irq *irq = &h->irqs[i];
@@ -443,12 +520,14 @@ static int discover_irqs(Host *h, bool want_counts) {
                 _cleanup_close_ int fd = -EBADF;
 
                 /* A short fixed buffer, not root_read_file: this runs for thousands of IRQs. */
-                snprintf(path, sizeof(path), "proc/irq/%u/smp_affinity_list", irq->number);
-                fd = root_open(h->root, path, O_RDONLY, 0);
+                if (dfd < 0)
+                        break;
+                snprintf(path, sizeof(path), "%u/smp_affinity_list", irq->number);
+                fd = root_openat(h->root, dfd, path, O_RDONLY);
                 bool list = fd >= 0;
                 if (!list) {
-                        snprintf(path, sizeof(path), "proc/irq/%u/smp_affinity", irq->number);
-                        fd = root_open(h->root, path, O_RDONLY, 0);
+                        snprintf(path, sizeof(path), "%u/smp_affinity", irq->number);
+                        fd = root_openat(h->root, dfd, path, O_RDONLY);
                         if (fd < 0)
                                 continue;
                 }

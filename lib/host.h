@@ -50,7 +50,7 @@ typedef struct Irq {
         char *chip;             /* "IR-PCI-MSIX-0000:3b:00.0" */
         char *hwirq;            /* "1-edge" */
         char *actions;          /* "eth1-TxRx-0" or "" */
-        uint64_t total;         /* sum of the per-CPU counts */
+        uint64_t total;         /* sum of the per-CPU counts; 0 unless counts were asked for */
         uint64_t *counts;       /* per CPU number, n_cpu_ids long; NULL unless asked for */
         bool has_affinity;      /* proc/irq/N/smp_affinity(_list) readable */
         CpuSet affinity;

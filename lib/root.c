@@ -15,6 +15,9 @@
 #ifndef RESOLVE_IN_ROOT
 #define RESOLVE_IN_ROOT 0x10
 #endif
+#ifndef RESOLVE_BENEATH
+#define RESOLVE_BENEATH 0x08
+#endif
 
 struct rtpart_open_how {
         uint64_t flags;
@@ -95,6 +98,21 @@ int root_open(Root *r, const char *rel, int flags, mode_t mode) {
         return fd < 0 ? -errno : fd;
 }
 
+int root_openat(Root *r, int dirfd, const char *rel, int flags) {
+        flags |= O_CLOEXEC;
+        if (!r->is_host && have_openat2) {
+                /* Below a directory of the tree, a symlink may still not climb out of it. */
+                struct rtpart_open_how how = { .flags = (uint64_t) flags, .resolve = RESOLVE_BENEATH };
+                int fd = (int) syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+                if (fd >= 0 || (errno != ENOSYS && errno != EPERM && errno != EXDEV))
+                        return fd >= 0 ? fd : -errno;
+                if (errno == EXDEV) /* a link climbing up: resolve from the root instead */
+                        return -EXDEV;
+        }
+        int fd = openat(dirfd, rel, flags);
+        return fd < 0 ? -errno : fd;
+}
+
 int root_openf(Root *r, int flags, const char *fmt, ...) {
         char path[PATH_MAX];
         va_list ap;
@@ -142,13 +160,44 @@ bool root_is_dir(Root *r, const char *rel) {
 static int read_fd_all(int fd, char **ret, size_t *ret_size) {
         size_t cap = 4096, len = 0;
         _cleanup_free_ char *buf = NULL;
-        struct stat st;
+        char small[4096];
 
-        if (fstat(fd, &st) >= 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        /* Most knob files are a line: one read into the stack, one exact allocation. */
+        ssize_t first;
+        do
+                first = read(fd, small, sizeof(small));
+        while (first < 0 && errno == EINTR);
+        if (first < 0)
+                return -errno;
+        if ((size_t) first < sizeof(small)) {
+                ssize_t more;
+                do
+                        more = read(fd, small + first, sizeof(small) - (size_t) first);
+                while (more < 0 && errno == EINTR);
+                if (more == 0) {
+                        buf = malloc((size_t) first + 1);
+                        if (!buf)
+                                return -ENOMEM;
+                        memcpy(buf, small, (size_t) first);
+                        buf[first] = 0;
+                        if (ret_size)
+                                *ret_size = (size_t) first;
+                        *ret = TAKE_PTR(buf);
+                        return 0;
+                }
+                if (more < 0)
+                        return -errno;
+                first += more;
+        }
+        struct stat st;
+        if (fstat(fd, &st) >= 0 && S_ISREG(st.st_mode) && (size_t) st.st_size >= (size_t) first)
                 cap = (size_t) st.st_size + 1; /* sysfs says 4096, procfs says 0: both are fine */
+        cap = MAX(cap, (size_t) first * 2 + 1);
         buf = malloc(cap);
         if (!buf)
                 return -ENOMEM;
+        memcpy(buf, small, (size_t) first);
+        len = (size_t) first;
         for (;;) {
                 if (cap - len < 2) {
                         cap *= 2;

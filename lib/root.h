@@ -31,6 +31,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Root *, root_free);
 int root_open(Root *r, const char *rel, int flags, mode_t mode);
 int root_openf(Root *r, int flags, const char *fmt, ...) _printf_(3, 4);
 int root_opendir(Root *r, const char *rel, DIR **ret);
+/* Opens rel below a directory fd obtained from root_open (for loops over thousands of files);
+ * stays inside the root like root_open. */
+int root_openat(Root *r, int dirfd, const char *rel, int flags);
 int root_stat(Root *r, const char *rel, struct stat *ret);
 bool root_exists(Root *r, const char *rel);
 bool root_is_dir(Root *r, const char *rel);

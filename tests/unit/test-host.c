@@ -73,7 +73,7 @@ START_TEST(test_intel_2s) {
         const Irq *timer = host_find_irq(h, 0);
         ck_assert_ptr_nonnull(timer);
         ck_assert_str_eq(timer->actions, "timer");
-        ck_assert_str_eq(timer->chip, "IO-APIC");
+        ck_assert_str_eq(timer->chip, "IR-IO-APIC"); /* interrupt remapping on */
         assert_list(&h->default_irq_affinity, "0-31");
 
         CpuSet hk, iso;
