@@ -1,13 +1,468 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "backend.h"
+#include "strv.h"
+
+/* cpusets: the profile's "partitions" become cgroups whose CPUs nothing else may use, and the
+ * "confine" cgroups (systemd's slices) are kept on the housekeeping CPUs. Knobs:
+ *
+ * cgroup v2 (partition roots, Documentation/admin-guide/cgroup-v2.rst):
+ *   cpuset/<part>/cpus            <cg2>/<part>/cpuset.cpus            CPU list
+ *   cpuset/<part>/cpus.exclusive  <cg2>/<part>/cpuset.cpus.exclusive  CPU list (kernels ≥ 6.7)
+ *   cpuset/<part>/mems            <cg2>/<part>/cpuset.mems            node list, when given
+ *   cpuset/<part>/partition       <cg2>/<part>/cpuset.cpus.partition  "isolated" | "root" | "member"
+ *   cpuset/<slice>/cpus           <cg2>/<slice>/cpuset.cpus           CPU list (AllowedCPUs= under systemd)
+ *
+ * cgroup v1 (Documentation/admin-guide/cgroup-v1/cpusets.rst):
+ *   cpuset/<part>/cpus, /mems, /cpu_exclusive ("1"), /sched_load_balance ("0" isolated, "1" root)
+ *   cpuset/rtpart-nrt/cpus, /mems, /sched_load_balance   the housekeeping cpuset every task moves to
+ *   cpuset/root/sched_load_balance                       <v1>/cpuset.sched_load_balance
+ *
+ * Knobs are listed in the order a writer applies them: CPUs before modes. */
+
+#define NRT_CPUSET "rtpart-nrt"
+
+static const char * const default_confine[] = { "system.slice", "user.slice", "init.scope", NULL };
+
+typedef struct Partition {
+        const char *name;
+        const char *cpus_list;
+        CpuSet cpus;
+        const char *mode;       /* "isolated", "root", "member" */
+        const char *mems;       /* NULL: not given */
+} Partition;
+
+static bool partition_is_root(const Partition *p) {
+        return streq(p->mode, "isolated") || streq(p->mode, "root");
+}
+
+static bool is_absent(int k) {
+        return k == -ENOENT || k == -ENOTDIR;
+}
+
+_printf_(4, 5)
+static int part_fail(PlanCtx *ctx, size_t i, const char *key, const char *fmt, ...) {
+        char ptr[128];
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+
+        if (key)
+                snprintf(ptr, sizeof(ptr), "/cpuset/partitions/%zu/%s", i, key);
+        else
+                snprintf(ptr, sizeof(ptr), "/cpuset/partitions/%zu", i);
+        va_start(ap, fmt);
+        int n = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return -ENOMEM;
+        return plan_fail(ctx, ptr, "%s", msg);
+}
+
+/* NUMA nodes memory may be placed on: node/online where sysfs has it (memory-only nodes have no
+ * CPUs), else the nodes with CPUs, else node 0. */
+static int host_mem_nodes(PlanCtx *ctx, CpuSet *ret) {
+        const Host *h = ctx->host;
+        CpuSet s = {};
+
+        if (root_read_cpu_list(ctx->root, "sys/devices/system/node/online", &s) >= 0 && !cpu_set_is_empty(&s)) {
+                *ret = s;
+                return 0;
+        }
+        for (unsigned n = 0; n < h->n_nodes; n++)
+                if (!cpu_set_is_empty(&h->nodes[n]))
+                        cpu_set_add(&s, n);
+        if (cpu_set_is_empty(&s))
+                cpu_set_add(&s, 0);
+        *ret = s;
+        return 0;
+}
+
+static int read_optional(Root *root, const char *path, char **ret) {
+        int k = root_read_line(root, path, ret);
+        /* Absent, or not readable by this user (plan needs no privileges): shown as absent. */
+        if (is_absent(k) || k == -EACCES || k == -EPERM) {
+                *ret = NULL;
+                return 0;
+        }
+        return k;
+}
+
+/* Adds knob `id` for file `dir`/`file`, its current value read from there. */
+static int add_file(PlanCtx *ctx, const char *id, const char *dir, const char *file, ValueKind kind, const char *want,
+                    Knob **ret) {
+        _cleanup_free_ char *path = NULL, *cur = NULL;
+        int k;
+
+        if (asprintf(&path, "%s/%s", dir, file) < 0)
+                return -ENOMEM;
+        k = read_optional(ctx->root, path, &cur);
+        if (k < 0)
+                return k;
+        return plan_add(ctx, id, kind, path, cur, want, false, ret);
+}
+
+static int add_partition_file(PlanCtx *ctx, const char *base, const char *name, const char *what, const char *file,
+                              ValueKind kind, const char *want) {
+        _cleanup_free_ char *id = NULL, *dir = NULL;
+
+        if (asprintf(&id, "cpuset/%s/%s", name, what) < 0 || asprintf(&dir, "%s/%s", base, name) < 0)
+                return -ENOMEM;
+        return add_file(ctx, id, dir, file, kind, want, NULL);
+}
+
+/* ---- the profile ---- */
+
+typedef struct CpusetConf {
+        Partition *parts;
+        size_t n_parts;
+        char **confine;         /* cgroup names; empty: no confinement */
+        const char *confine_cpus;
+        CpuSet confine_set;
+        char *hk_list;
+} CpusetConf;
+
+static void cpuset_conf_done(CpusetConf *c) {
+        free(c->parts);
+        strv_free(c->confine);
+        free(c->hk_list);
+}
+
+static int cpuset_conf_parse(PlanCtx *ctx, json_t *sec, CpusetConf *c) {
+        const Resolved *r = ctx->resolved;
+        json_t *arr = json_object_get(sec, "partitions");
+        size_t n = json_array_size(arr);
+        int k;
+
+        c->parts = calloc(MAX(n, (size_t) 1), sizeof(Partition));
+        if (!c->parts)
+                return -ENOMEM;
+        c->n_parts = n;
+
+        /* confine: the default three when the key is absent; [] turns confinement off. */
+        json_t *confine = json_object_get(sec, "confine");
+        if (!confine)
+                for (const char * const *d = default_confine; *d; d++) {
+                        k = strv_extend(&c->confine, *d);
+                        if (k < 0)
+                                return k;
+                }
+        else {
+                size_t i;
+                json_t *v;
+                json_array_foreach(confine, i, v) {
+                        const char *name = json_string_value(v);
+                        char ptr[64];
+                        snprintf(ptr, sizeof(ptr), "/cpuset/confine/%zu", i);
+                        bool ok = name && *name && !streq(name, ".") && !streq(name, "..");
+                        for (const char *ch = name; ok && *ch; ch++)
+                                if (*ch == '/' || *ch == ' ' || *ch == '\n')
+                                        ok = false;
+                        if (!ok)
+                                return plan_fail(ctx, ptr,
+                                                 "\"%s\" is not a cgroup name; name slices or scopes directly under the "
+                                                 "cgroup root, e.g. \"system.slice\"", strempty(name));
+                        if (strv_contains(c->confine, name))
+                                return plan_fail(ctx, ptr, "\"%s\" is listed twice", name);
+                        k = strv_extend(&c->confine, name);
+                        if (k < 0)
+                                return k;
+                }
+        }
+
+        c->hk_list = cpu_set_format_list(&r->housekeeping);
+        if (!c->hk_list)
+                return -ENOMEM;
+        c->confine_cpus = json_string_value(json_object_get(sec, "confine_cpus"));
+        if (!c->confine_cpus)
+                c->confine_cpus = c->hk_list;
+        if (cpu_set_parse_list(c->confine_cpus, &c->confine_set, NULL) < 0)
+                return plan_fail(ctx, "/cpuset/confine_cpus", "\"%s\" is not a CPU list", c->confine_cpus);
+        if (c->confine && cpu_set_is_empty(&c->confine_set))
+                return plan_fail(ctx, "/cpuset/confine_cpus",
+                                 "no CPUs: the confined cgroups (%s, …) need at least one CPU to run on; name housekeeping "
+                                 "CPUs, or set \"confine\": [] to leave them alone", c->confine[0]);
+
+        CpuSet mem_nodes;
+        k = host_mem_nodes(ctx, &mem_nodes);
+        if (k < 0)
+                return k;
+
+        for (size_t i = 0; i < n; i++) {
+                json_t *v = json_array_get(arr, i);
+                Partition *p = &c->parts[i];
+
+                p->name = json_string_value(json_object_get(v, "name"));
+                p->cpus_list = json_string_value(json_object_get(v, "cpus"));
+                p->mode = json_string_value(json_object_get(v, "mode"));
+                p->mems = json_string_value(json_object_get(v, "mems"));
+                if (!p->mode)
+                        p->mode = "isolated";
+                if (!p->name || !p->cpus_list)
+                        return part_fail(ctx, i, NULL, "a partition needs \"name\" and \"cpus\"");
+                if (streq(p->name, "root") || streq(p->name, NRT_CPUSET))
+                        return part_fail(ctx, i, "name",
+                                         "\"%s\" is reserved: rtpart's knob ids use it for the %s; choose another name",
+                                         p->name, streq(p->name, "root") ? "root cpuset" : "housekeeping cpuset of cgroup v1");
+                if (strv_contains(c->confine, p->name))
+                        return part_fail(ctx, i, "name",
+                                         "\"%s\" is also in \"confine\"; a partition and a confined cgroup are different "
+                                         "cgroups", p->name);
+                if (cpu_set_parse_list(p->cpus_list, &p->cpus, NULL) < 0)
+                        return part_fail(ctx, i, "cpus", "\"%s\" is not a CPU list", p->cpus_list);
+                if (partition_is_root(p) && cpu_set_is_empty(&p->cpus))
+                        return part_fail(ctx, i, "cpus", "no CPUs: a partition in mode \"%s\" needs at least one CPU",
+                                         p->mode);
+                for (size_t j = 0; j < i; j++)
+                        if (cpu_set_intersects(&p->cpus, &c->parts[j].cpus)) {
+                                CpuSet both = p->cpus;
+                                cpu_set_and(&both, &c->parts[j].cpus);
+                                _cleanup_free_ char *l = cpu_set_format_list(&both);
+                                return part_fail(ctx, i, "cpus",
+                                                 "CPUs %s are also in partition \"%s\" (/cpuset/partitions/%zu); "
+                                                 "partitions do not share CPUs", strempty(l), c->parts[j].name, j);
+                        }
+                if (cpu_set_intersects(&p->cpus, &c->confine_set)) {
+                        CpuSet both = p->cpus;
+                        cpu_set_and(&both, &c->confine_set);
+                        _cleanup_free_ char *l = cpu_set_format_list(&both);
+                        return part_fail(ctx, i, "cpus",
+                                         "CPUs %s are also in confine_cpus (%s), where the system's cgroups run; take "
+                                         "them out of the partition or out of confine_cpus",
+                                         strempty(l), c->confine_cpus);
+                }
+                if (p->mems) {
+                        CpuSet m;
+                        _cleanup_free_ char *nodes = cpu_set_format_list(&mem_nodes);
+                        if (cpu_set_parse_list(p->mems, &m, NULL) < 0 || cpu_set_is_empty(&m))
+                                return part_fail(ctx, i, "mems",
+                                                 "\"%s\" is not a list of NUMA nodes; write e.g. \"0\" or \"0-1\" (nodes: %s)",
+                                                 p->mems, strempty(nodes));
+                        CpuSet missing = m;
+                        cpu_set_andnot(&missing, &mem_nodes);
+                        if (!cpu_set_is_empty(&missing)) {
+                                _cleanup_free_ char *l = cpu_set_format_list(&missing);
+                                return part_fail(ctx, i, "mems", "NUMA node %s %s not exist on this host (nodes: %s)",
+                                                 strempty(l), cpu_set_count(&missing) > 1 ? "do" : "does",
+                                                 strempty(nodes));
+                        }
+                }
+        }
+
+        /* The system keeps at least one housekeeping CPU outside every partition root. */
+        CpuSet left = r->housekeeping, taken = {};
+        size_t last = 0;
+        for (size_t i = 0; i < n; i++)
+                if (partition_is_root(&c->parts[i])) {
+                        cpu_set_andnot(&left, &c->parts[i].cpus);
+                        cpu_set_or(&taken, &c->parts[i].cpus);
+                        last = i;
+                }
+        if (n > 0 && !cpu_set_is_empty(&taken) && cpu_set_is_empty(&left))
+                return part_fail(ctx, last, "cpus",
+                                 "the partitions take every housekeeping CPU (%s); leave at least one for the system",
+                                 c->hk_list);
+        return 0;
+}
+
+/* ---- cgroup v2 ---- */
+
+static int plan_v2(PlanCtx *ctx, const CpusetConf *c) {
+        const Host *h = ctx->host;
+        const char *cg = h->cgroup2_mount;
+        _cleanup_free_ char *isolated_file = NULL, *subtree_file = NULL, *subtree = NULL;
+        int k;
+
+        if (asprintf(&isolated_file, "%s/cpuset.cpus.isolated", cg) < 0 ||
+            asprintf(&subtree_file, "%s/cgroup.subtree_control", cg) < 0)
+                return -ENOMEM;
+        /* cpuset.cpus.exclusive came with cpuset.cpus.isolated (6.7), a file only the root has. */
+        bool has_exclusive = root_exists(ctx->root, isolated_file);
+
+        if (c->n_parts > 0 && root_read_line(ctx->root, subtree_file, &subtree) >= 0) {
+                _cleanup_free_ char *padded = NULL;
+                if (asprintf(&padded, " %s ", subtree) < 0)
+                        return -ENOMEM;
+                if (!strstr(padded, " cpuset ")) {
+                        k = plan_note(ctx, "cpuset: the root cgroup does not enable cpuset for its children yet; apply "
+                                           "writes +cpuset to /%s first", subtree_file);
+                        if (k < 0)
+                                return k;
+                }
+        }
+
+        for (size_t i = 0; i < c->n_parts; i++) {
+                const Partition *p = &c->parts[i];
+                k = add_partition_file(ctx, cg, p->name, "cpus", "cpuset.cpus", VALUE_CPU_LIST, p->cpus_list);
+                if (k >= 0 && has_exclusive && partition_is_root(p))
+                        k = add_partition_file(ctx, cg, p->name, "cpus.exclusive", "cpuset.cpus.exclusive", VALUE_CPU_LIST,
+                                               p->cpus_list);
+                if (k >= 0 && p->mems)
+                        k = add_partition_file(ctx, cg, p->name, "mems", "cpuset.mems", VALUE_CPU_LIST, p->mems);
+                /* Read verbatim: "isolated invalid (Cpu list in cpuset.cpus not exclusive)" differs
+                 * from "isolated", as it should. */
+                if (k >= 0)
+                        k = add_partition_file(ctx, cg, p->name, "partition", "cpuset.cpus.partition", VALUE_AUTO, p->mode);
+                if (k < 0)
+                        return k;
+        }
+
+        if (!c->confine)
+                return 0;
+        StrBuf missing = {}, confined = {};
+        for (char **s = c->confine; *s; s++) {
+                _cleanup_free_ char *dir = NULL, *id = NULL;
+                if (asprintf(&dir, "%s/%s", cg, *s) < 0 || asprintf(&id, "cpuset/%s/cpus", *s) < 0) {
+                        strbuf_done(&missing);
+                        strbuf_done(&confined);
+                        return -ENOMEM;
+                }
+                if (!root_is_dir(ctx->root, dir)) {
+                        strbuf_appendf(&missing, "%s%s", missing.len ? ", " : "", *s);
+                        continue;
+                }
+                Knob *kn = NULL;
+                k = add_file(ctx, id, dir, "cpuset.cpus", VALUE_CPU_LIST, c->confine_cpus, &kn);
+                if (k >= 0 && h->systemd_running && !(kn->note = strdup("systemd AllowedCPUs=")))
+                        k = -ENOMEM;
+                if (k < 0) {
+                        strbuf_done(&missing);
+                        strbuf_done(&confined);
+                        return k;
+                }
+                strbuf_appendf(&confined, "%s%s", confined.len ? ", " : "", *s);
+        }
+        _cleanup_free_ char *m = strbuf_steal(&missing), *done = strbuf_steal(&confined);
+        if (m && *m) {
+                k = plan_note(ctx, "cpuset: not on this host, so not confined: %s", m);
+                if (k < 0)
+                        return k;
+        }
+        if (done && *done && h->systemd_running)
+                return plan_note(ctx, "cpuset: %s belong to systemd: apply confines them to CPUs %s through AllowedCPUs= "
+                                      "(over D-Bus, so systemd keeps it), and verify reads their cpuset.cpus",
+                                 done, c->confine_cpus);
+        return 0;
+}
+
+/* ---- cgroup v1 ---- */
+
+static int plan_v1(PlanCtx *ctx, const CpusetConf *c) {
+        const char *v1 = ctx->host->cpuset_v1_mount;
+        _cleanup_free_ char *probe = NULL, *root_mems = NULL, *f_cpus = NULL, *f_mems = NULL, *f_excl = NULL,
+                            *f_balance = NULL;
+        bool any_isolated = false;
+        int k;
+
+        /* Mounted with "noprefix" (old /dev/cpuset setups), the files lack the "cpuset." prefix. */
+        if (asprintf(&probe, "%s/cpuset.cpus", v1) < 0)
+                return -ENOMEM;
+        const char *pre = "cpuset.";
+        if (!root_exists(ctx->root, probe)) {
+                free(probe);
+                if (asprintf(&probe, "%s/cpus", v1) < 0)
+                        return -ENOMEM;
+                if (root_exists(ctx->root, probe))
+                        pre = "";
+        }
+        if (asprintf(&f_cpus, "%scpus", pre) < 0 || asprintf(&f_mems, "%smems", pre) < 0 ||
+            asprintf(&f_excl, "%scpu_exclusive", pre) < 0 || asprintf(&f_balance, "%ssched_load_balance", pre) < 0)
+                return -ENOMEM;
+
+        /* A cpuset takes no task while its mems is empty: default to the root's. */
+        free(probe);
+        if (asprintf(&probe, "%s/%s", v1, f_mems) < 0)
+                return -ENOMEM;
+        if (root_read_line(ctx->root, probe, &root_mems) < 0 || !*root_mems) {
+                CpuSet nodes;
+                k = host_mem_nodes(ctx, &nodes);
+                if (k < 0)
+                        return k;
+                free(root_mems);
+                root_mems = cpu_set_format_list(&nodes);
+                if (!root_mems)
+                        return -ENOMEM;
+        }
+
+        for (size_t i = 0; i < c->n_parts; i++) {
+                const Partition *p = &c->parts[i];
+                const char *mems = p->mems ? p->mems : root_mems;
+                k = add_partition_file(ctx, v1, p->name, "cpus", f_cpus, VALUE_CPU_LIST, p->cpus_list);
+                if (k >= 0)
+                        k = add_partition_file(ctx, v1, p->name, "mems", f_mems, VALUE_CPU_LIST, mems);
+                if (k >= 0 && partition_is_root(p)) {
+                        bool isolated = streq(p->mode, "isolated");
+                        any_isolated = any_isolated || isolated;
+                        k = add_partition_file(ctx, v1, p->name, "cpu_exclusive", f_excl, VALUE_AUTO, "1");
+                        if (k >= 0)
+                                k = add_partition_file(ctx, v1, p->name, "sched_load_balance", f_balance, VALUE_AUTO,
+                                                       isolated ? "0" : "1");
+                }
+                if (k < 0)
+                        return k;
+        }
+
+        if (c->confine) {
+                k = add_partition_file(ctx, v1, NRT_CPUSET, "cpus", f_cpus, VALUE_CPU_LIST, c->confine_cpus);
+                if (k >= 0)
+                        k = add_partition_file(ctx, v1, NRT_CPUSET, "mems", f_mems, VALUE_CPU_LIST, root_mems);
+                if (k >= 0 && any_isolated)
+                        /* The root stops balancing: this cpuset balances the housekeeping CPUs. */
+                        k = add_partition_file(ctx, v1, NRT_CPUSET, "sched_load_balance", f_balance, VALUE_AUTO, "1");
+                if (k >= 0)
+                        k = plan_note(ctx, "cpuset: cgroup v1: apply moves every movable task into the housekeeping cpuset "
+                                           "%s (CPUs %s); kernel threads bound to a CPU stay where they are. \"confine\" "
+                                           "names cgroup v2 slices and is not used here",
+                                      NRT_CPUSET, c->confine_cpus);
+                if (k < 0)
+                        return k;
+        }
+
+        if (any_isolated)
+                /* The scheduler stops balancing across all CPUs, so none lands on isolated ones. */
+                return add_file(ctx, "cpuset/root/sched_load_balance", v1, f_balance, VALUE_AUTO, "0", NULL);
+        return 0;
+}
 
 static int cpuset_plan(PlanCtx *ctx) {
-        return 0;
+        json_t *sec = json_object_get(ctx->resolved->doc, "cpuset");
+        const Host *h = ctx->host;
+        _cleanup_(cpuset_conf_done) CpusetConf c = {};
+        int k;
+
+        if (!sec)
+                return 0;
+        k = cpuset_conf_parse(ctx, sec, &c);
+        if (k < 0)
+                return k;
+
+        if (h->cgroup2_mount && h->cgroup2_cpuset)
+                return plan_v2(ctx, &c);
+        if (h->cpuset_v1_mount)
+                return plan_v1(ctx, &c);
+        if (h->cgroup2_mount)
+                return plan_note(ctx, "cpuset: the cpuset controller is not in /%s/cgroup.controllers (disabled on the "
+                                      "kernel command line, or not built in); cpuset partitioning skipped",
+                                 h->cgroup2_mount);
+        return plan_note(ctx, "cpuset: no cgroup cpuset hierarchy is mounted on this host (neither cgroup v2 with the "
+                              "cpuset controller nor a v1 cpuset); cpuset partitioning skipped");
+}
+
+static int cpuset_read(Root *root, const Knob *k, char **ret) {
+        int r = knob_read_file(root, k, ret);
+        if (is_absent(r)) {
+                *ret = NULL;
+                return 0;
+        }
+        return r;
 }
 
 const Backend backend_cpuset = {
         .domain = DOMAIN_CPUSET,
         .name = "cpuset",
         .plan = cpuset_plan,
-        .read = knob_read_file,
+        .read = cpuset_read,
 };

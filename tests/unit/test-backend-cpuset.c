@@ -19,6 +19,13 @@ static void copy_host(const char *name) {
         prof_dir = test_tmpdir();
 }
 
+/* Opens the committed fixture itself, for tests that change nothing in it. */
+static void use_host(const char *name) {
+        host_dir = fixture_host(name);
+        prof_dir = test_tmpdir();
+        test_open_host(host_dir, &root, &host);
+}
+
 static void open_host(void) {
         test_open_host(host_dir, &root, &host);
 }
@@ -89,8 +96,7 @@ static size_t index_of(const Plan *p, const char *id) {
 /* ---- cgroup v2 ---- */
 
 START_TEST(test_intel_v2) {
-        copy_host("intel-2s");
-        open_host();
+        use_host("intel-2s");
         ck_assert(host->cgroup2_cpuset);
         _cleanup_(plan_freep) Plan *p = plan_ok(
                 "{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
@@ -167,8 +173,7 @@ START_TEST(test_intel_v2_current) {
 END_TEST
 
 START_TEST(test_intel_v2_confine) {
-        copy_host("intel-2s");
-        open_host();
+        use_host("intel-2s");
         /* "confine": [] leaves the slices alone. */
         _cleanup_(plan_freep) Plan *p = plan_ok(
                 "{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
@@ -189,8 +194,7 @@ START_TEST(test_intel_v2_confine) {
 END_TEST
 
 START_TEST(test_intel_v2_errors) {
-        copy_host("intel-2s");
-        open_host();
+        use_host("intel-2s");
         plan_err("{\"cpus\": {\"isolated\": \"4-15,20-31\"}, \"cpuset\": {\"partitions\": ["
                  "{\"name\": \"a\", \"cpus\": \"4-7\"}, {\"name\": \"b\", \"cpus\": \"6-9\"}]}}",
                  "/cpuset/partitions/1/cpus", "CPUs 6-7 are also in partition \"a\"");
@@ -250,8 +254,7 @@ END_TEST
 /* ---- epyc: cgroup v2 before 6.7 ---- */
 
 START_TEST(test_epyc_v2) {
-        copy_host("epyc");
-        open_host();
+        use_host("epyc");
         _cleanup_(plan_freep) Plan *p = plan_ok(
                 "{\"cpus\": {\"isolated\": \"4-31,36-63\"},"
                 " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"8-15\", \"mems\": \"0\"},"
@@ -272,8 +275,7 @@ END_TEST
 /* ---- vm: cgroup v1 ---- */
 
 START_TEST(test_vm_v1) {
-        copy_host("vm");
-        open_host();
+        use_host("vm");
         ck_assert_ptr_nonnull(host->cpuset_v1_mount);
         _cleanup_(plan_freep) Plan *p = plan_ok(
                 "{\"cpus\": {\"isolated\": \"2-3\"},"

@@ -21,6 +21,13 @@ static void copy_host(const char *name) {
         prof_dir = test_tmpdir();
 }
 
+/* Opens the committed fixture itself, for tests that change nothing in it. */
+static void use_host(const char *name) {
+        host_dir = fixture_host(name);
+        prof_dir = test_tmpdir();
+        test_open_host(host_dir, &root, &host);
+}
+
 static void open_host(void) {
         test_open_host(host_dir, &root, &host);
 }
@@ -142,15 +149,14 @@ END_TEST
 /* ---- intel-2s ---- */
 
 START_TEST(test_intel_ways_percent_mask) {
-        copy_host("intel-2s");
-        open_host();
+        use_host("intel-2s");
         _cleanup_(plan_freep) Plan *p = plan_ok(
                 "{\"cat\": {\"groups\": ["
                 " {\"name\": \"rt\", \"cpus\": \"2-5\", \"l3\": {\"ways\": 4}, \"exclusive\": true},"
                 " {\"name\": \"vm\", \"cpus\": \"6-7\", \"l3\": {\"percent\": 30}},"
                 " {\"name\": \"io\", \"cpus\": \"9\", \"l3\": {\"mask\": \"0x3\"}}]}}");
 
-        /* rt: the top 4 ways; vm: 30% of 11 = 3 ways, the highest run around rt and io's fixed 0x003;
+        /* rt: the top 4 ways (7-10); vm: 30% of 11 = 3 ways, the highest run below rt (4-6);
          * default: everything but the exclusive rt. */
         const Knob *k = knob(p, "resctrl/default/schemata/L3", "sys/fs/resctrl/schemata", "0=07f;1=07f");
         ck_assert_str_eq(k->current, "0=7ff;1=7ff");
@@ -160,7 +166,7 @@ START_TEST(test_intel_ways_percent_mask) {
         ck_assert_ptr_null(k->current);
         ck_assert_ptr_nonnull(k->note);
         ck_assert_msg(strstr(k->note, "ways 7-10"), "note: %s", k->note);
-        knob(p, "resctrl/vm/schemata/L3", "sys/fs/resctrl/vm/schemata", "0=0e0;1=0e0");
+        knob(p, "resctrl/vm/schemata/L3", "sys/fs/resctrl/vm/schemata", "0=070;1=070");
         knob(p, "resctrl/io/schemata/L3", "sys/fs/resctrl/io/schemata", "0=003;1=003");
         k = knob(p, "resctrl/rt/cpus", "sys/fs/resctrl/rt/cpus_list", "2-5");
         ck_assert_int_eq(k->kind, VALUE_CPU_LIST);
@@ -177,8 +183,7 @@ START_TEST(test_intel_ways_percent_mask) {
 END_TEST
 
 START_TEST(test_intel_no_shrink) {
-        copy_host("intel-2s");
-        open_host();
+        use_host("intel-2s");
         /* Without exclusive groups the default group is left alone. */
         _cleanup_(plan_freep) Plan *p = plan_ok(
                 "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-5\", \"l3\": {\"percent\": 50}}]}}");
@@ -197,8 +202,7 @@ START_TEST(test_intel_no_shrink) {
 END_TEST
 
 START_TEST(test_intel_mb) {
-        copy_host("intel-2s");
-        open_host();
+        use_host("intel-2s");
         _cleanup_(plan_freep) Plan *p = plan_ok(
                 "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"mb\": 55},"
                 " {\"name\": \"be\", \"cpus\": \"3\", \"mb\": 30}]}}");
@@ -214,8 +218,7 @@ START_TEST(test_intel_mb) {
 END_TEST
 
 START_TEST(test_intel_mask_errors) {
-        copy_host("intel-2s");
-        open_host();
+        use_host("intel-2s");
         plan_err("{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"mask\": \"0x1000\"}}]}}",
                  "/cat/groups/0/l3", "mask 0x1000 exceeds this host's cbm_mask 0x7ff (11 ways)");
         plan_err("{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"mask\": \"0x505\"}}]}}",
@@ -239,8 +242,7 @@ START_TEST(test_intel_mask_errors) {
 END_TEST
 
 START_TEST(test_intel_group_errors) {
-        copy_host("intel-2s");
-        open_host();
+        use_host("intel-2s");
         /* CPUs belong to one group. */
         plan_err("{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"2-5\"}, {\"name\": \"b\", \"cpus\": \"5-6\"}]}}",
                  "/cat/groups/1/cpus", "CPUs 5 are also in group \"a\"");
@@ -401,8 +403,7 @@ END_TEST
 /* ---- epyc ---- */
 
 START_TEST(test_epyc) {
-        copy_host("epyc");
-        open_host();
+        use_host("epyc");
         ck_assert_uint_eq(host->resctrl.n_domains, 8);
         _cleanup_(plan_freep) Plan *p = plan_ok(
                 "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-5\", \"l3\": {\"percent\": 50}, \"exclusive\": true},"
@@ -438,8 +439,7 @@ END_TEST
 /* ---- hosts without (mounted) resctrl ---- */
 
 START_TEST(test_vm_no_resctrl) {
-        copy_host("vm");
-        open_host();
+        use_host("vm");
         _cleanup_(plan_freep) Plan *p = plan_ok(
                 "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-3\", \"l3\": {\"ways\": 4}, \"mb\": 50}]}}");
         ck_assert_uint_eq(count_domain(p, DOMAIN_RESCTRL), 0);
