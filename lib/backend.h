@@ -70,7 +70,8 @@ typedef struct Backend {
         const char *name;
         /* Adds this domain's knobs, with current values, to ctx->plan. */
         int (*plan)(PlanCtx *ctx);
-        /* Re-reads a knob's current value (NULL if absent). */
+        /* Re-reads a knob's current value. Absent (no such file, group or argument) is either
+         * 0 with *ret = NULL or -ENOENT: callers treat both alike. */
         int (*read)(Root *root, const Knob *k, char **ret);
         /* Writes value (NULL: make it absent again, e.g. drop a boot argument) to the knob.
          * Returns 0, KNOB_REFUSED when the kernel refuses as expected (a managed IRQ, a per-CPU

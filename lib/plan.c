@@ -277,9 +277,9 @@ static bool split_bootarg(const char *s, char **ret_flags, CpuSet *ret_cpus) {
 }
 
 static bool schemata_equal(const char *a, const char *b) {
-        /* "0=7f0;1=7f0" — ids and values, order-insensitive, values as hex numbers (cache) or
-         * decimal (MB): both are compared as the same base, so parse with base 16 for both sides
-         * only when either contains a hex letter. */
+        /* "0=7f0;1=7f0" — domain ids (below 256) and values, order-insensitive. Both sides of a
+         * comparison hold the same resource, so parsing every value as hex compares cache masks
+         * correctly and MB percentages consistently (equal decimals are equal in any base). */
         unsigned long long va[256], vb[256];
         bool seen_a[256] = {}, seen_b[256] = {};
         const char *sides[2] = { a, b };

@@ -557,7 +557,14 @@ static int validate_names(const char *file, const json_t *doc, const char *base,
                                 if (!isalnum((unsigned char) *c) && !strchr("._-", *c))
                                         return set_error(e, -EINVAL, file, p,
                                                          "name \"%s\" may hold only letters, digits, '.', '_' and '-'", name);
-                        if (!*name || streq(name, ".") || streq(name, "..") || streq(name, "info") || streq(name, "mon_groups"))
+                        static const char * const reserved[][5] = {
+                                { "root", "rtpart-nrt", NULL },                         /* cpuset */
+                                { "default", "info", "mon_groups", "mon_data", NULL },  /* resctrl */
+                        };
+                        bool taken = false;
+                        for (const char * const *rn = reserved[l]; *rn; rn++)
+                                taken = taken || streq(name, *rn);
+                        if (taken || !*name || streq(name, ".") || streq(name, ".."))
                                 return set_error(e, -EINVAL, file, p, "\"%s\" cannot be used as a group name", name);
                         if (!json_object_get(v, "cpus"))
                                 return set_error(e, -EINVAL, file, p, "missing \"cpus\"");
