@@ -239,7 +239,8 @@ static int cpu_plan(PlanCtx *ctx) {
                 cpu_set_and(&cpus, &h->online);
                 if (cpu_set_is_empty(&cpus)) {
                         _cleanup_free_ char *on = cpu_set_format_list(&h->online);
-                        return plan_fail(ctx, "/cpu/cpus", "no online CPU selected (online: %s); name at least one, e.g. \"all\"",
+                        return plan_fail(ctx, "/cpu/cpus",
+                                         "no online CPU selected (online: %s); name at least one, e.g. \"all\"",
                                          strempty(on));
                 }
         } else
@@ -256,12 +257,14 @@ static int cpu_plan(PlanCtx *ctx) {
                 unsigned v;
                 if (epb_parse(epb, &v) < 0)
                         return plan_fail(ctx, "/cpu/energy_perf_bias",
-                                         "\"%s\" is not an energy-performance bias; use performance, balance-performance, "
-                                         "normal, balance-power, power or a number from 0 (performance) to 15 (power)", epb);
+                                         "\"%s\" is not an energy-performance bias; use performance, "
+                                         "balance-performance, normal, balance-power, power or a number "
+                                         "from 0 (performance) to 15 (power)", epb);
                 snprintf(epb_want, sizeof(epb_want), "%u", v);
         }
         if (pm_qos && json_integer_value(pm_qos) > INT32_MAX)
-                return plan_fail(ctx, "/cpu/pm_qos_latency_us", "%lld µs is more than the kernel takes; use at most %d",
+                return plan_fail(ctx, "/cpu/pm_qos_latency_us",
+                                 "%lld µs is more than the kernel takes; use at most %d",
                                  (long long) json_integer_value(pm_qos), INT32_MAX);
         if (governor) {
                 /* The list is the same for every policy: it depends only on the cpufreq driver. */
@@ -274,7 +277,8 @@ static int cpu_plan(PlanCtx *ctx) {
                                 break;
                 }
                 if (avail && !word_in(avail, governor))
-                        return plan_fail(ctx, "/cpu/governor", "governor \"%s\" is not available on this host; available: %s",
+                        return plan_fail(ctx, "/cpu/governor",
+                                         "governor \"%s\" is not available on this host; available: %s",
                                          governor, *avail ? avail : "none");
         }
 
@@ -337,8 +341,9 @@ static int cpu_plan(PlanCtx *ctx) {
                 if (k < 0)
                         return k;
                 kn->note = strdup(cur || root_exists(ctx->root, "dev/cpu_dma_latency")
-                                          ? "µs; a request rtpartd holds open; current is the kernel's target over all requests"
-                                          : "µs; no /dev/cpu_dma_latency on this host (CONFIG_CPU_IDLE?)");
+                                          ? "µs; a request rtpartd holds open; "
+                                            "current is the kernel's target over all requests"
+                                          : "µs; no /dev/cpu_dma_latency on this host");
                 if (!kn->note)
                         return -ENOMEM;
         }

@@ -25,11 +25,17 @@
  * cannot be stable, but they must stay unique, and the first thread keeps the id it would have on
  * its own. For affinity knobs only movable threads count (a pinned thread of the same name has no
  * affinity knob to collide with). The read verb finds the thread again by comm: the lowest PID
- * with that comm, or exactly the suffixed PID. */
+ * with that comm, or exactly the suffixed PID.
+ *
+ * Threaded IRQ handlers ("irq/41-eth1-TxRx-0", every handler on PREEMPT_RT) get no affinity knob
+ * either: whenever an IRQ's affinity changes, the kernel moves its thread to the IRQ's effective
+ * affinity (irq_thread_check_affinity()), usually one CPU of the irq knob's list. A list of ours
+ * would be undone by the irq backend's own write and then reported as drift for ever; the thread
+ * follows its IRQ, which the irq section places. */
 
 typedef struct Kthread {
         ProcStat stat;
-        bool movable;                   /* not PF_NO_SETAFFINITY */
+        bool movable;                   /* not PF_NO_SETAFFINITY, not an IRQ thread */
         int first_pid_sched;            /* the lowest PID with this comm; == pid if first */
         int first_pid_affinity;         /* the same among movable threads */
 } Kthread;
@@ -73,6 +79,11 @@ static int read_status(Root *root, int pid, ProcStatus *ret) {
 /* A vanished task (it exited between readdir and open) is not an error. */
 static bool task_gone(int k) {
         return k == -ENOENT || k == -ESRCH;
+}
+
+/* "irq/<n>-<action>", as kernel/irq/manage.c setup_irq_thread() names them. */
+static bool is_irq_thread(const char *comm) {
+        return startswith(comm, "irq/") && isdigit((unsigned char) comm[4]);
 }
 
 static bool is_kthread(Root *root, const ProcStat *st) {
@@ -173,7 +184,7 @@ static int kthread_scan(Root *root, KthreadList *ret) {
                 }
                 l.items[l.n++] = (Kthread) {
                         .stat = st,
-                        .movable = !(st.flags & PROC_PF_NO_SETAFFINITY),
+                        .movable = !(st.flags & PROC_PF_NO_SETAFFINITY) && !is_irq_thread(st.comm),
                         .first_pid_sched = st.pid,
                         .first_pid_affinity = st.pid,
                 };
@@ -221,6 +232,17 @@ static int format_id(const char *comm, const char *what, int pid, int first_pid,
         int n = pid == first_pid ? asprintf(ret, "kthread/%s/%s", comm, what)
                                  : asprintf(ret, "kthread/%s/%s#%d", comm, what, pid);
         return n < 0 ? -ENOMEM : 0;
+}
+
+static int note_same_comm(Knob *kn, int pid, int first_pid) {
+        if (pid == first_pid)
+                return 0;
+        if (asprintf(&kn->note, "shares its name with PID %d; told apart by its PID, which changes at reboot",
+                     first_pid) < 0) {
+                kn->note = NULL;
+                return -ENOMEM;
+        }
+        return 0;
 }
 
 typedef struct Rule {
@@ -275,7 +297,8 @@ static int parse_rules(PlanCtx *ctx, json_t *rules, Rule **ret, size_t *ret_n) {
                                 k = rule_pointer(i, "priority", &ptr);
                                 if (k < 0)
                                         return k;
-                                return plan_fail(ctx, ptr, "a priority needs a policy; add \"policy\": \"fifo\" to this rule");
+                                return plan_fail(ctx, ptr,
+                                                 "a priority needs a policy; add \"policy\": \"fifo\" to this rule");
                         }
                         continue;
                 }
@@ -284,7 +307,8 @@ static int parse_rules(PlanCtx *ctx, json_t *rules, Rule **ret, size_t *ret_n) {
                         k = rule_pointer(i, "policy", &ptr);
                         if (k < 0)
                                 return k;
-                        return plan_fail(ctx, ptr, "\"%s\" is not a policy; use fifo, rr, other, batch or idle", policy);
+                        return plan_fail(ctx, ptr, "\"%s\" is not a policy; use fifo, rr, other, batch or idle",
+                                         policy);
                 }
                 bool rt = r->policy == PROC_SCHED_FIFO || r->policy == PROC_SCHED_RR;
                 if (rt && (!prio || p < 1 || p > 99)) {
@@ -292,7 +316,8 @@ static int parse_rules(PlanCtx *ctx, json_t *rules, Rule **ret, size_t *ret_n) {
                         if (k < 0)
                                 return k;
                         if (!prio)
-                                return plan_fail(ctx, ptr, "policy \"%s\" needs a priority from 1 to 99; add e.g. \"priority\": 2",
+                                return plan_fail(ctx, ptr,
+                                                 "policy \"%s\" needs a priority from 1 to 99; add e.g. \"priority\": 2",
                                                  policy);
                         return plan_fail(ctx, ptr, "policy \"%s\" takes a priority from 1 to 99, not %lld; use e.g. 2",
                                          policy, p);
@@ -318,7 +343,7 @@ static int kthread_plan(PlanCtx *ctx) {
         _cleanup_free_ Rule *rules = NULL;
         _cleanup_free_ char *hk = NULL;
         _cleanup_(kthread_list_done) KthreadList l = {};
-        size_t n_rules = 0, pinned = 0;
+        size_t n_rules = 0, pinned = 0, irq_threads = 0;
         int k;
 
         if (!sec)
@@ -374,16 +399,16 @@ static int kthread_plan(PlanCtx *ctx) {
                         k = plan_add(ctx, id, VALUE_AUTO, path, cur, want, false, &kn);
                         if (k < 0)
                                 return k;
-                        if (st->pid != t->first_pid_sched &&
-                            asprintf(&kn->note, "shares its name with PID %d; told apart by its PID, which changes at reboot",
-                                     t->first_pid_sched) < 0) {
-                                kn->note = NULL;
-                                return -ENOMEM;
-                        }
+                        k = note_same_comm(kn, st->pid, t->first_pid_sched);
+                        if (k < 0)
+                                return k;
                 }
 
                 if (!t->movable) {
-                        pinned++;
+                        if (st->flags & PROC_PF_NO_SETAFFINITY)
+                                pinned++;
+                        else
+                                irq_threads++;
                         continue;
                 }
                 _cleanup_free_ char *id = NULL, *cur = NULL;
@@ -400,19 +425,23 @@ static int kthread_plan(PlanCtx *ctx) {
                 k = format_id(st->comm, "affinity", st->pid, t->first_pid_affinity, &id);
                 if (k < 0)
                         return k;
-                k = plan_add(ctx, id, VALUE_CPU_LIST, path, cur, rule && rule->cpus ? rule->cpus : affinity, false, &kn);
+                const char *want = rule && rule->cpus ? rule->cpus : affinity;
+                k = plan_add(ctx, id, VALUE_CPU_LIST, path, cur, want, false, &kn);
                 if (k < 0)
                         return k;
-                if (st->pid != t->first_pid_affinity &&
-                    asprintf(&kn->note, "shares its name with PID %d; told apart by its PID, which changes at reboot",
-                             t->first_pid_affinity) < 0) {
-                        kn->note = NULL;
-                        return -ENOMEM;
-                }
+                k = note_same_comm(kn, st->pid, t->first_pid_affinity);
+                if (k < 0)
+                        return k;
         }
-        if (pinned > 0)
-                return plan_note(ctx, "kthread: %zu per-CPU kernel threads are pinned by the kernel (PF_NO_SETAFFINITY); "
-                                 "their affinity is left alone", pinned);
+        if (pinned > 0) {
+                k = plan_note(ctx, "kthread: %zu per-CPU kernel threads are pinned by the kernel (PF_NO_SETAFFINITY); "
+                              "their affinity is left alone", pinned);
+                if (k < 0)
+                        return k;
+        }
+        if (irq_threads > 0)
+                return plan_note(ctx, "kthread: %zu IRQ threads follow their IRQ's affinity (set in the irq section); "
+                                 "their affinity is left alone", irq_threads);
         return 0;
 }
 
@@ -462,8 +491,8 @@ static int check_pid(Root *root, int pid, const char *comm, bool need_movable, P
         int k = read_stat(root, pid, &st);
         if (k < 0)
                 return task_gone(k) || k == -EINVAL ? 0 : k;
-        if (!streq(st.comm, comm) || !is_kthread(root, &st) ||
-            (need_movable && (st.flags & PROC_PF_NO_SETAFFINITY))) {
+        bool movable = !(st.flags & PROC_PF_NO_SETAFFINITY) && !is_irq_thread(st.comm);
+        if (!streq(st.comm, comm) || !is_kthread(root, &st) || (need_movable && !movable)) {
                 proc_stat_done(&st);
                 return 0;
         }

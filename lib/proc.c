@@ -69,13 +69,25 @@ int proc_stat_parse(const char *text, ProcStat *ret) {
                 return -EINVAL;
         p++;
 
+        /* Fields we do not use are only checked to be numbers: rsslim and the addresses are
+         * unsigned 64-bit values that do not fit a long long. */
         long long fields[42] = {};
         for (unsigned f = 4; f <= 41; f++) {
                 if (*p != ' ')
                         return -EINVAL;
                 p++;
-                if (parse_long(p, &p, &fields[f]) < 0)
+                const char *start = p;
+                if (*p == '-')
+                        p++;
+                if (!isdigit((unsigned char) *p))
                         return -EINVAL;
+                while (isdigit((unsigned char) *p))
+                        p++;
+                if (f == 4 || f == 9 || f == 40 || f == 41) {
+                        const char *end;
+                        if (parse_long(start, &end, &fields[f]) < 0 || end != p)
+                                return -EINVAL;
+                }
         }
         if (*p && *p != ' ' && *p != '\n')
                 return -EINVAL;

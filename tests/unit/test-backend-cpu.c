@@ -1,0 +1,645 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "strv.h"
+#include "test-util.h"
+
+/* The cpu and module backends on small fake hosts built here: 8 Intel CPUs with cpufreq,
+ * EPB, four idle states and KVM loaded. */
+
+#define CPU "sys/devices/system/cpu"
+
+static char *host_dir, *prof_dir;
+static Root *root;
+static Host *host;
+
+static void mkdirs(const char *path) {
+        _cleanup_free_ char *p = strdup(path);
+        ck_assert_ptr_nonnull(p);
+        for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+                *s = 0;
+                ck_assert(mkdir(p, 0755) == 0 || errno == EEXIST);
+                *s = '/';
+        }
+}
+
+static void put_bytes(const char *dir, const char *rel, const void *data, size_t n, mode_t mode) {
+        _cleanup_free_ char *path = NULL;
+        ck_assert(asprintf(&path, "%s/%s", dir, rel) >= 0);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == ENOENT) {
+                mkdirs(path);
+                fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        }
+        ck_assert_msg(fd >= 0, "cannot write %s", path);
+        ck_assert_int_eq(write(fd, data, n), (ssize_t) n);
+        ck_assert_int_eq(close(fd), 0);
+        ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+static void put(const char *dir, const char *rel, const char *text) {
+        put_bytes(dir, rel, text, strlen(text), 0644);
+}
+
+static void putf(const char *dir, const char *text, const char *fmt, ...) _printf_(3, 4);
+static void putf(const char *dir, const char *text, const char *fmt, ...) {
+        char rel[256];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(rel, sizeof(rel), fmt, ap);
+        va_end(ap);
+        put(dir, rel, text);
+}
+
+static void rm(const char *dir, const char *rel) {
+        _cleanup_free_ char *cmd = NULL;
+        ck_assert(asprintf(&cmd, "rm -rf '%s/'%s", dir, rel) >= 0);
+        ck_assert_int_eq(system(cmd), 0);
+}
+
+static const struct {
+        const char *name;
+        const char *latency;
+} idle_states[] = {
+        { "POLL", "0" },
+        { "C1", "2" },
+        { "C1E", "10" },
+        { "C6", "133" },
+};
+
+static void cpu_files(const char *dir, int c) {
+        putf(dir, "powersave\n", CPU "/cpu%d/cpufreq/scaling_governor", c);
+        putf(dir, "performance powersave\n", CPU "/cpu%d/cpufreq/scaling_available_governors", c);
+        putf(dir, c == 3 ? "0\n" : "6\n", CPU "/cpu%d/power/energy_perf_bias", c);
+        for (size_t s = 0; s < ELEMENTSOF(idle_states); s++) {
+                putf(dir, idle_states[s].latency, CPU "/cpu%d/cpuidle/state%zu/latency", c, s);
+                putf(dir, idle_states[s].name, CPU "/cpu%d/cpuidle/state%zu/name", c, s);
+                putf(dir, c == 5 && s == 3 ? "1\n" : "0\n", CPU "/cpu%d/cpuidle/state%zu/disable", c, s);
+        }
+}
+
+/* Trees of thousands of files go to tmpfs where there is one: on a disk they take seconds to
+ * write and remove. */
+static char *big_tmpdir(void) {
+        char *t = strdup("/dev/shm/rtpart-test-XXXXXX");
+        ck_assert_ptr_nonnull(t);
+        if (mkdtemp(t))
+                return t;
+        free(t);
+        return test_tmpdir();
+}
+
+static void big_rmtree(const char *path) {
+        _cleanup_free_ char *cmd = NULL;
+        if (!startswith(path, "/dev/shm/rtpart-test-")) {
+                test_rmtree(path);
+                return;
+        }
+        ck_assert(asprintf(&cmd, "rm -rf '%s'", path) >= 0);
+        (void) system(cmd);
+}
+
+static void setup(void) {
+        host_dir = test_mini_host(8, false, 0);
+        prof_dir = test_tmpdir();
+        for (int c = 0; c < 8; c++)
+                cpu_files(host_dir, c);
+        put(host_dir, CPU "/intel_pstate/no_turbo", "0\n");
+        put(host_dir, "dev/cpu_dma_latency", "2000000000\n");
+
+        put(host_dir, "sys/module/kvm/parameters/halt_poll_ns", "200000\n");
+        put(host_dir, "sys/module/kvm/parameters/nx_huge_pages", "N\n");
+        put_bytes(host_dir, "sys/module/kvm/parameters/kvmclock_periodic_sync", "Y\n", 2, 0444);
+        put(host_dir, "sys/module/kvm/parameters/enable_pmu", "Y\n");
+        put(host_dir, "sys/module/kvm_intel/parameters/ple_gap", "128\n");
+        put_bytes(host_dir, "sys/module/kvm_intel/parameters/nested", "Y\n", 2, 0444);
+        put(host_dir, "sys/module/kvm_intel/initstate", "live\n");
+
+        test_open_host(host_dir, &root, &host);
+}
+
+static void teardown(void) {
+        host = host_free(host);
+        root = root_free(root);
+        test_rmtree(host_dir);
+        test_rmtree(prof_dir);
+        free(host_dir);
+        free(prof_dir);
+}
+
+/* After changing the tree: discover again (the vendor, the online CPUs). */
+static void reopen(void) {
+        host = host_free(host);
+        root = root_free(root);
+        test_open_host(host_dir, &root, &host);
+}
+
+static Plan *plan_ok(const char *json) {
+        _cleanup_free_ char *path = test_profile(prof_dir, "p", json);
+        _cleanup_free_ char *err = NULL;
+        Plan *p = NULL;
+        int k = test_plan(root, host, path, &p, &err);
+        ck_assert_msg(k == 0, "plan failed: %d %s", k, strempty(err));
+        return p;
+}
+
+static void plan_error(const char *json, const char *pointer, const char *fragment) {
+        _cleanup_free_ char *path = test_profile(prof_dir, "bad", json);
+        _cleanup_free_ char *err = NULL, *want = NULL;
+        Plan *p = NULL;
+        int k = test_plan(root, host, path, &p, &err);
+        ck_assert_msg(k == -EINVAL, "expected -EINVAL, got %d (%s)", k, strempty(err));
+        ck_assert_ptr_null(p);
+        ck_assert(asprintf(&want, "bad.json: %s: ", pointer) >= 0);
+        ck_assert_msg(strstr(err, want), "error '%s' lacks '%s'", err, want);
+        ck_assert_msg(strstr(err, fragment), "error '%s' lacks '%s'", err, fragment);
+}
+
+static const Knob *knob(const Plan *p, const char *id) {
+        const Knob *k = plan_find(p, id);
+        ck_assert_msg(k, "no knob %s", id);
+        return k;
+}
+
+static void expect(const Plan *p, const char *id, const char *path, const char *current, const char *desired,
+                   bool changed, bool reboot) {
+        const Knob *k = knob(p, id);
+        ck_assert_str_eq(k->path, path);
+        if (current)
+                ck_assert_str_eq(k->current, current);
+        else
+                ck_assert_ptr_null(k->current);
+        ck_assert_str_eq(k->desired, desired);
+        ck_assert_msg(k->changed == changed, "%s: changed is %d", id, k->changed);
+        ck_assert_msg(k->reboot == reboot, "%s: reboot is %d", id, k->reboot);
+}
+
+static size_t count_prefix(const Plan *p, const char *prefix) {
+        size_t n = 0;
+        for (size_t i = 0; i < p->n_knobs; i++)
+                if (startswith(p->knobs[i].id, prefix))
+                        n++;
+        return n;
+}
+
+static size_t count_notes(const Plan *p, const char *fragment) {
+        size_t n = 0;
+        for (char **i = p->notes; i && *i; i++)
+                if (strstr(*i, fragment))
+                        n++;
+        return n;
+}
+
+static char *read_knob(const Plan *p, Domain d, const char *id) {
+        const Knob *k = knob(p, id);
+        char *v = (char *) 0x1;
+        int r = backend_for(d)->read(root, k, &v);
+        ck_assert_msg(r == 0, "read %s: %d", id, r);
+        return v;
+}
+
+/* ---- cpu ---- */
+
+static const char full[] =
+        "{\"cpus\": {\"isolated\": \"2-7\"},"
+        " \"cpu\": {\"cpus\": \"isolated\", \"governor\": \"performance\", \"energy_perf_bias\": \"performance\","
+        "          \"idle_max_latency_us\": 5, \"pm_qos_latency_us\": 0, \"no_turbo\": true}}";
+
+START_TEST(test_governor_epb) {
+        _cleanup_(plan_freep) Plan *p = plan_ok(full);
+
+        expect(p, "cpu/2/governor", CPU "/cpu2/cpufreq/scaling_governor", "powersave", "performance", true, false);
+        expect(p, "cpu/7/governor", CPU "/cpu7/cpufreq/scaling_governor", "powersave", "performance", true, false);
+        ck_assert_ptr_null(plan_find(p, "cpu/0/governor")); /* not selected */
+        ck_assert_ptr_null(plan_find(p, "cpu/1/governor"));
+        ck_assert_uint_eq(count_prefix(p, "cpu/"), 6 * (1 + 1 + 2) + 2);
+
+        /* names become the number the file shows; compared as numbers */
+        expect(p, "cpu/2/energy_perf_bias", CPU "/cpu2/power/energy_perf_bias", "6", "0", true, false);
+        expect(p, "cpu/3/energy_perf_bias", CPU "/cpu3/power/energy_perf_bias", "0", "0", false, false);
+        ck_assert_int_eq(knob(p, "cpu/2/energy_perf_bias")->domain, DOMAIN_CPU);
+}
+END_TEST
+
+START_TEST(test_epb_values) {
+        _cleanup_(plan_freep) Plan *a = plan_ok("{\"cpu\": {\"energy_perf_bias\": \"balance-power\"}}");
+        expect(a, "cpu/0/energy_perf_bias", CPU "/cpu0/power/energy_perf_bias", "6", "8", true, false);
+        _cleanup_(plan_freep) Plan *b = plan_ok("{\"cpu\": {\"energy_perf_bias\": \"normal\"}}");
+        expect(b, "cpu/0/energy_perf_bias", CPU "/cpu0/power/energy_perf_bias", "6", "6", false, false);
+        _cleanup_(plan_freep) Plan *c = plan_ok("{\"cpu\": {\"energy_perf_bias\": \"15\"}}");
+        expect(c, "cpu/7/energy_perf_bias", CPU "/cpu7/power/energy_perf_bias", "6", "15", true, false);
+        /* no "cpus": every online CPU */
+        ck_assert_uint_eq(count_prefix(c, "cpu/"), 8);
+
+        plan_error("{\"cpu\": {\"energy_perf_bias\": \"fast\"}}", "/cpu/energy_perf_bias", "balance-performance");
+        plan_error("{\"cpu\": {\"energy_perf_bias\": \"16\"}}", "/cpu/energy_perf_bias", "0 (performance) to 15");
+
+        /* AMD: no EPB files */
+        for (int cpu = 0; cpu < 8; cpu++) {
+                char rel[64];
+                snprintf(rel, sizeof(rel), CPU "/cpu%d/power", cpu);
+                rm(host_dir, rel);
+        }
+        _cleanup_(plan_freep) Plan *d = plan_ok("{\"cpu\": {\"energy_perf_bias\": \"performance\"}}");
+        ck_assert_uint_eq(count_prefix(d, "cpu/"), 0);
+        ck_assert_uint_eq(count_notes(d, "cpu: no energy_perf_bias"), 1);
+}
+END_TEST
+
+START_TEST(test_governor_unavailable) {
+        plan_error("{\"cpu\": {\"governor\": \"schedutil\"}}", "/cpu/governor",
+                   "governor \"schedutil\" is not available on this host; available: performance powersave");
+        /* a governor that is a prefix of an available one is not available */
+        plan_error("{\"cpu\": {\"governor\": \"perf\"}}", "/cpu/governor", "available: performance powersave");
+}
+END_TEST
+
+START_TEST(test_no_cpufreq) {
+        for (int cpu = 0; cpu < 8; cpu++) {
+                char rel[64];
+                snprintf(rel, sizeof(rel), CPU "/cpu%d/cpufreq", cpu);
+                rm(host_dir, rel);
+        }
+        _cleanup_(plan_freep) Plan *p = plan_ok(
+                "{\"cpu\": {\"governor\": \"schedutil\", \"energy_perf_bias\": \"performance\"}}");
+        /* one note for the host, not one per CPU; the governor is not checked without cpufreq */
+        ck_assert_uint_eq(count_prefix(p, "cpu/0/governor"), 0);
+        ck_assert_uint_eq(count_notes(p, "cpu: no cpufreq on this host; governor skipped"), 1);
+        ck_assert_uint_eq(count_notes(p, "cpufreq"), 1);
+        ck_assert_ptr_nonnull(plan_find(p, "cpu/0/energy_perf_bias"));
+
+        /* some CPUs only */
+        cpu_files(host_dir, 4);
+        _cleanup_(plan_freep) Plan *q = plan_ok("{\"cpu\": {\"governor\": \"performance\"}}");
+        ck_assert_uint_eq(count_prefix(q, "cpu/"), 1);
+        ck_assert_ptr_nonnull(plan_find(q, "cpu/4/governor"));
+        ck_assert_uint_eq(count_notes(q, "cpu: CPUs 0-3,5-7 have no cpufreq; governor not set there"), 1);
+}
+END_TEST
+
+START_TEST(test_idle) {
+        _cleanup_(plan_freep) Plan *p = plan_ok(full);
+
+        /* latency > 5 µs: C1E (10) and C6 (133); never C1 (2) or POLL */
+        expect(p, "cpu/2/idle/C1E/disable", CPU "/cpu2/cpuidle/state2/disable", "0", "1", true, false);
+        expect(p, "cpu/2/idle/C6/disable", CPU "/cpu2/cpuidle/state3/disable", "0", "1", true, false);
+        expect(p, "cpu/5/idle/C6/disable", CPU "/cpu5/cpuidle/state3/disable", "1", "1", false, false);
+        ck_assert_ptr_null(plan_find(p, "cpu/2/idle/C1/disable"));
+        ck_assert_ptr_null(plan_find(p, "cpu/2/idle/POLL/disable"));
+        ck_assert_ptr_null(plan_find(p, "cpu/0/idle/C6/disable"));
+        ck_assert_ptr_nonnull(strstr(knob(p, "cpu/2/idle/C6/disable")->note, "133"));
+
+        /* the threshold is exclusive: a state at exactly the limit stays enabled */
+        _cleanup_(plan_freep) Plan *q = plan_ok("{\"cpu\": {\"idle_max_latency_us\": 10}}");
+        ck_assert_ptr_null(plan_find(q, "cpu/0/idle/C1E/disable"));
+        ck_assert_ptr_nonnull(plan_find(q, "cpu/0/idle/C6/disable"));
+        ck_assert_uint_eq(count_prefix(q, "cpu/"), 8);
+
+        /* 0 µs: every state but POLL, even if state0 were a real C-state */
+        put(host_dir, CPU "/cpu1/cpuidle/state0/name", "C1_ACPI");
+        _cleanup_(plan_freep) Plan *r = plan_ok("{\"cpu\": {\"cpus\": \"1\", \"idle_max_latency_us\": 0}}");
+        ck_assert_uint_eq(count_prefix(r, "cpu/"), 3);
+        ck_assert_ptr_nonnull(plan_find(r, "cpu/1/idle/C1/disable"));
+        ck_assert_ptr_null(plan_find(r, "cpu/1/idle/C1_ACPI/disable"));
+
+        /* a deeper state named POLL is never disabled either */
+        put(host_dir, CPU "/cpu1/cpuidle/state1/name", "POLL");
+        _cleanup_(plan_freep) Plan *s = plan_ok("{\"cpu\": {\"cpus\": \"1\", \"idle_max_latency_us\": 0}}");
+        ck_assert_uint_eq(count_prefix(s, "cpu/"), 2);
+}
+END_TEST
+
+START_TEST(test_no_cpuidle) {
+        for (int cpu = 0; cpu < 8; cpu++) {
+                char rel[64];
+                snprintf(rel, sizeof(rel), CPU "/cpu%d/cpuidle", cpu);
+                rm(host_dir, rel);
+        }
+        _cleanup_(plan_freep) Plan *p = plan_ok("{\"cpu\": {\"idle_max_latency_us\": 5}}");
+        ck_assert_uint_eq(count_prefix(p, "cpu/"), 0);
+        ck_assert_uint_eq(count_notes(p, "cpu: no cpuidle on this host; idle_max_latency_us skipped"), 1);
+}
+END_TEST
+
+START_TEST(test_pm_qos) {
+        _cleanup_(plan_freep) Plan *p = plan_ok(full);
+        expect(p, "cpu/pm_qos", "dev/cpu_dma_latency", "2000000000", "0", true, false);
+
+        /* the 4 bytes a real /dev/cpu_dma_latency returns */
+        int32_t v = 42;
+        put_bytes(host_dir, "dev/cpu_dma_latency", &v, sizeof(v), 0600);
+        _cleanup_(plan_freep) Plan *q = plan_ok("{\"cpu\": {\"pm_qos_latency_us\": 42}}");
+        expect(q, "cpu/pm_qos", "dev/cpu_dma_latency", "42", "42", false, false);
+        v = 0;
+        put_bytes(host_dir, "dev/cpu_dma_latency", &v, sizeof(v), 0600);
+        _cleanup_free_ char *r = read_knob(q, DOMAIN_CPU, "cpu/pm_qos");
+        ck_assert_str_eq(r, "0");
+
+        rm(host_dir, "dev/cpu_dma_latency");
+        _cleanup_(plan_freep) Plan *s = plan_ok("{\"cpu\": {\"pm_qos_latency_us\": 20}}");
+        expect(s, "cpu/pm_qos", "dev/cpu_dma_latency", NULL, "20", true, false);
+        _cleanup_free_ char *gone = read_knob(s, DOMAIN_CPU, "cpu/pm_qos");
+        ck_assert_ptr_null(gone);
+
+        plan_error("{\"cpu\": {\"pm_qos_latency_us\": 4000000000}}", "/cpu/pm_qos_latency_us", "at most 2147483647");
+}
+END_TEST
+
+START_TEST(test_no_turbo) {
+        _cleanup_(plan_freep) Plan *p = plan_ok(full);
+        expect(p, "cpu/no_turbo", CPU "/intel_pstate/no_turbo", "0", "1", true, false);
+        _cleanup_(plan_freep) Plan *q = plan_ok("{\"cpu\": {\"no_turbo\": false}}");
+        expect(q, "cpu/no_turbo", CPU "/intel_pstate/no_turbo", "0", "0", false, false);
+
+        /* AMD (or intel_pstate off): cpufreq boost, inverted */
+        put(host_dir, "proc/cpuinfo", "processor\t: 0\nvendor_id\t: AuthenticAMD\n");
+        put(host_dir, CPU "/cpufreq/boost", "1\n");
+        reopen();
+        _cleanup_(plan_freep) Plan *a = plan_ok("{\"cpu\": {\"no_turbo\": true}}");
+        expect(a, "cpu/no_turbo", CPU "/cpufreq/boost", "1", "0", true, false);
+        _cleanup_(plan_freep) Plan *b = plan_ok("{\"cpu\": {\"no_turbo\": false}}");
+        expect(b, "cpu/no_turbo", CPU "/cpufreq/boost", "1", "1", false, false);
+
+        /* neither */
+        rm(host_dir, CPU "/cpufreq/boost");
+        _cleanup_(plan_freep) Plan *c = plan_ok("{\"cpu\": {\"no_turbo\": true}}");
+        ck_assert_ptr_null(plan_find(c, "cpu/no_turbo"));
+        ck_assert_uint_eq(count_notes(c, "cpu: no turbo control on this host"), 1);
+}
+END_TEST
+
+START_TEST(test_cpu_read) {
+        _cleanup_(plan_freep) Plan *p = plan_ok(full);
+        put(host_dir, CPU "/cpu2/cpufreq/scaling_governor", "performance\n");
+        _cleanup_free_ char *g = read_knob(p, DOMAIN_CPU, "cpu/2/governor");
+        ck_assert_str_eq(g, "performance");
+        _cleanup_free_ char *i = read_knob(p, DOMAIN_CPU, "cpu/5/idle/C6/disable");
+        ck_assert_str_eq(i, "1");
+        _cleanup_free_ char *q = read_knob(p, DOMAIN_CPU, "cpu/pm_qos");
+        ck_assert_str_eq(q, "2000000000");
+        rm(host_dir, CPU "/cpu2/cpufreq");
+        _cleanup_free_ char *gone = read_knob(p, DOMAIN_CPU, "cpu/2/governor");
+        ck_assert_ptr_null(gone);
+}
+END_TEST
+
+START_TEST(test_no_section) {
+        _cleanup_(plan_freep) Plan *p = plan_ok("{\"cpus\": {\"isolated\": \"2-7\"}}");
+        ck_assert_uint_eq(count_prefix(p, "cpu/"), 0);
+        ck_assert_uint_eq(count_prefix(p, "module/"), 0);
+        ck_assert_uint_eq(count_notes(p, "cpu:"), 0);
+        ck_assert_uint_eq(count_notes(p, "module:"), 0);
+}
+END_TEST
+
+START_TEST(test_many_cpus) {
+        /* 1024 CPUs with cpufreq and 4 idle states: each file once, well under a second. */
+        _cleanup_free_ char *dir = big_tmpdir();
+        put(dir, CPU "/online", "0-1023\n");
+        put(dir, "proc/cpuinfo", "vendor_id\t: GenuineIntel\n");
+        for (int c = 0; c < 1024; c++)
+                cpu_files(dir, c);
+        Root *r;
+        Host *h;
+        test_open_host(dir, &r, &h);
+        _cleanup_free_ char *path = test_profile(prof_dir, "big",
+                "{\"cpu\": {\"governor\": \"performance\", \"energy_perf_bias\": \"performance\", \"idle_max_latency_us\": 5}}");
+        _cleanup_free_ char *err = NULL;
+        Plan *p = NULL;
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        int k = test_plan(r, h, path, &p, &err);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        ck_assert_msg(k == 0, "%s", strempty(err));
+        double ms = (double) (b.tv_sec - a.tv_sec) * 1e3 + (double) (b.tv_nsec - a.tv_nsec) / 1e6;
+        fprintf(stderr, "cpu plan at 1024 CPUs: %zu knobs in %.0f ms\n", p->n_knobs, ms);
+        ck_assert_msg(ms < 2000, "plan took %.0f ms", ms);
+        ck_assert_uint_eq(count_prefix(p, "cpu/"), 1024 * 4);
+        expect(p, "cpu/1023/idle/C6/disable", CPU "/cpu1023/cpuidle/state3/disable", "0", "1", true, false);
+        plan_free(p);
+        host_free(h);
+        root_free(r);
+        big_rmtree(dir);
+}
+END_TEST
+
+/* ---- module ---- */
+
+START_TEST(test_modules) {
+        _cleanup_(plan_freep) Plan *p = plan_ok(
+                "{\"modules\": {\"kvm\": {\"halt_poll_ns\": 0, \"nx_huge_pages\": \"N\", \"kvmclock_periodic_sync\": false},"
+                "               \"kvm_intel\": {\"ple_gap\": 0}}}");
+        expect(p, "module/kvm/halt_poll_ns", "sys/module/kvm/parameters/halt_poll_ns", "200000", "0", true, false);
+        expect(p, "module/kvm/nx_huge_pages", "sys/module/kvm/parameters/nx_huge_pages", "N", "N", false, false);
+        expect(p, "module/kvm_intel/ple_gap", "sys/module/kvm_intel/parameters/ple_gap", "128", "0", true, false);
+        ck_assert_int_eq(knob(p, "module/kvm/halt_poll_ns")->domain, DOMAIN_MODULE);
+        ck_assert_ptr_null(knob(p, "module/kvm/halt_poll_ns")->note);
+
+        /* mode 0444: only at module load, so reboot and a modprobe.d note */
+        expect(p, "module/kvm/kvmclock_periodic_sync", "sys/module/kvm/parameters/kvmclock_periodic_sync", "Y", "N",
+               true, true);
+        ck_assert_ptr_nonnull(strstr(knob(p, "module/kvm/kvmclock_periodic_sync")->note, "/etc/modprobe.d/rtpart.conf"));
+        size_t reboot;
+        ck_assert_uint_eq(plan_count_changes(p, &reboot), 3);
+        ck_assert_uint_eq(reboot, 1);
+        ck_assert_uint_eq(count_prefix(p, "module/"), 4);
+}
+END_TEST
+
+START_TEST(test_module_values) {
+        /* booleans in every spelling compare with Y/N; a number param keeps numbers */
+        _cleanup_(plan_freep) Plan *p = plan_ok(
+                "{\"modules\": {\"kvm\": {\"nx_huge_pages\": \"off\", \"enable_pmu\": true, \"kvmclock_periodic_sync\": 1,"
+                "                         \"halt_poll_ns\": false},"
+                "               \"kvm-intel\": {\"nested\": \"Y\", \"ple_gap\": \"128\"}}}");
+        expect(p, "module/kvm/nx_huge_pages", "sys/module/kvm/parameters/nx_huge_pages", "N", "N", false, false);
+        expect(p, "module/kvm/enable_pmu", "sys/module/kvm/parameters/enable_pmu", "Y", "Y", false, false);
+        expect(p, "module/kvm/kvmclock_periodic_sync", "sys/module/kvm/parameters/kvmclock_periodic_sync", "Y", "1",
+               false, true);
+        expect(p, "module/kvm/halt_poll_ns", "sys/module/kvm/parameters/halt_poll_ns", "200000", "0", true, false);
+        /* "kvm-intel" is sysfs's kvm_intel */
+        expect(p, "module/kvm_intel/nested", "sys/module/kvm_intel/parameters/nested", "Y", "Y", false, true);
+        expect(p, "module/kvm_intel/ple_gap", "sys/module/kvm_intel/parameters/ple_gap", "128", "128", false, false);
+        ck_assert_uint_eq(plan_count_changes(p, NULL), 1);
+
+        /* null removes an inherited value */
+        _cleanup_(plan_freep) Plan *q = plan_ok("{\"modules\": {\"kvm\": {\"halt_poll_ns\": null, \"ple\": null}}}");
+        ck_assert_uint_eq(count_prefix(q, "module/"), 0);
+        ck_assert_uint_eq(count_notes(q, "module:"), 0);
+}
+END_TEST
+
+START_TEST(test_module_missing) {
+        /* not loaded: one note per module, no knobs, no error */
+        _cleanup_(plan_freep) Plan *p = plan_ok(
+                "{\"modules\": {\"kvm_amd\": {\"avic\": true, \"npt\": 1}, \"kvm\": {\"halt_poll_ns\": 0}}}");
+        ck_assert_uint_eq(count_notes(p, "module: kvm_amd is not loaded"), 1);
+        ck_assert_uint_eq(count_notes(p, "module:"), 1);
+        ck_assert_uint_eq(count_prefix(p, "module/kvm_amd/"), 0);
+        ck_assert_ptr_nonnull(plan_find(p, "module/kvm/halt_poll_ns"));
+
+        /* loaded, but no such parameter: the error lists what it has */
+        plan_error("{\"modules\": {\"kvm\": {\"halt_poll\": 0}}}", "/modules/kvm/halt_poll",
+                   "module kvm has no parameter \"halt_poll\"; its parameters are: enable_pmu, halt_poll_ns, "
+                   "kvmclock_periodic_sync, nx_huge_pages");
+        plan_error("{\"modules\": {\"kvm_intel\": {\"ple_gap\": 0, \"ple_window\": 0}}}", "/modules/kvm_intel/ple_window",
+                   "its parameters are: nested, ple_gap");
+        plan_error("{\"modules\": {\"kvm\": {\"../x\": 0}}}", "/modules/kvm/..~1x", "not a parameter name");
+}
+END_TEST
+
+START_TEST(test_module_read) {
+        _cleanup_(plan_freep) Plan *p = plan_ok("{\"modules\": {\"kvm\": {\"halt_poll_ns\": 0}}}");
+        put(host_dir, "sys/module/kvm/parameters/halt_poll_ns", "0\n");
+        _cleanup_free_ char *v = read_knob(p, DOMAIN_MODULE, "module/kvm/halt_poll_ns");
+        ck_assert_str_eq(v, "0");
+        rm(host_dir, "sys/module/kvm");
+        _cleanup_free_ char *gone = read_knob(p, DOMAIN_MODULE, "module/kvm/halt_poll_ns");
+        ck_assert_ptr_null(gone);
+}
+END_TEST
+
+/* ---- the committed fake hosts (tests/fixtures/hosts), when they are there ---- */
+
+static bool have_fixture(const char *name) {
+        char dir[4096];
+        struct stat st;
+        /* not fixture_host(): this runs in main(), outside a test, where ck_assert cannot */
+        snprintf(dir, sizeof(dir), "%s/hosts/%s", FIXTURE_DIR, name);
+        return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static const char fixture_profile[] =
+        "{\"cpu\": {\"governor\": \"performance\", \"idle_max_latency_us\": 10, \"no_turbo\": true},"
+        " \"modules\": {\"kvm\": {\"halt_poll_ns\": 0, \"kvmclock_periodic_sync\": false},"
+        "             \"kvm_intel\": {\"ple_gap\": 0}, \"kvm_amd\": {\"avic\": true}}}";
+
+static Plan *fixture_plan(const char *name, Root **ret_root, Host **ret_host) {
+        _cleanup_free_ char *dir = fixture_host(name);
+        test_open_host(dir, ret_root, ret_host);
+        _cleanup_free_ char *path = test_profile(prof_dir, "p", fixture_profile);
+        _cleanup_free_ char *err = NULL;
+        Plan *p = NULL;
+        ck_assert_msg(test_plan(*ret_root, *ret_host, path, &p, &err) == 0, "%s: %s", name, strempty(err));
+        return p;
+}
+
+/* Every knob's planned current value is what read returns and what the file holds. */
+static void check_reads(Root *r, const Plan *p) {
+        for (size_t i = 0; i < p->n_knobs; i++) {
+                const Knob *k = &p->knobs[i];
+                if (k->domain != DOMAIN_CPU && k->domain != DOMAIN_MODULE)
+                        continue;
+                _cleanup_free_ char *v = NULL;
+                ck_assert_int_eq(backend_for(k->domain)->read(r, k, &v), 0);
+                ck_assert_msg(value_equal(k->kind, v, k->current), "%s: read %s, planned %s", k->id, strempty(v),
+                              strempty(k->current));
+        }
+}
+
+START_TEST(test_fixture_intel) {
+        Root *r;
+        Host *h;
+        Plan *p = fixture_plan("intel-2s", &r, &h);
+        _cleanup_free_ char *gov = NULL;
+        ck_assert_int_eq(root_read_line(r, CPU "/cpu0/cpufreq/scaling_governor", &gov), 0);
+        expect(p, "cpu/0/governor", CPU "/cpu0/cpufreq/scaling_governor", gov, "performance",
+               !streq(gov, "performance"), false);
+        ck_assert_uint_eq(count_prefix(p, "cpu/") - count_prefix(p, "cpu/no_turbo"),
+                          cpu_set_count(&h->online) * (1 + count_prefix(p, "cpu/0/idle/")));
+        ck_assert_str_eq(knob(p, "cpu/no_turbo")->path, CPU "/intel_pstate/no_turbo");
+        ck_assert_str_eq(knob(p, "cpu/no_turbo")->desired, "1");
+        ck_assert(!knob(p, "module/kvm/halt_poll_ns")->reboot);
+        ck_assert(knob(p, "module/kvm/kvmclock_periodic_sync")->reboot);
+        ck_assert(knob(p, "module/kvm_intel/ple_gap")->reboot); /* 0444 in vmx.c */
+        ck_assert_uint_eq(count_notes(p, "module: kvm_amd is not loaded"), 1);
+        check_reads(r, p);
+        plan_free(p);
+        host_free(h);
+        root_free(r);
+}
+END_TEST
+
+START_TEST(test_fixture_epyc) {
+        Root *r;
+        Host *h;
+        Plan *p = fixture_plan("epyc", &r, &h);
+        ck_assert_str_eq(knob(p, "cpu/no_turbo")->path, CPU "/cpufreq/boost");
+        ck_assert_str_eq(knob(p, "cpu/no_turbo")->desired, "0");
+        ck_assert_ptr_nonnull(plan_find(p, "module/kvm_amd/avic"));
+        ck_assert_uint_eq(count_notes(p, "module: kvm_intel is not loaded"), 1);
+        ck_assert_uint_eq(count_prefix(p, "module/kvm_intel/"), 0);
+        check_reads(r, p);
+        plan_free(p);
+        host_free(h);
+        root_free(r);
+}
+END_TEST
+
+START_TEST(test_fixture_vm) {
+        Root *r;
+        Host *h;
+        Plan *p = fixture_plan("vm", &r, &h);
+        ck_assert_uint_eq(count_prefix(p, "module/"), 0);
+        ck_assert_uint_eq(count_notes(p, "module: kvm is not loaded"), 1);
+        ck_assert_uint_eq(count_notes(p, "cpu: no cpufreq on this host"), 1);
+        ck_assert_uint_eq(count_notes(p, "cpu: no turbo control"), 1);
+        ck_assert_uint_eq(count_prefix(p, "cpu/0/governor"), 0);
+        plan_free(p);
+        host_free(h);
+        root_free(r);
+}
+END_TEST
+
+int main(void) {
+        Suite *s = suite_create("backend-cpu");
+        TCase *c = tcase_create("cpu");
+        tcase_add_checked_fixture(c, setup, teardown);
+        tcase_set_timeout(c, 120);
+        tcase_add_test(c, test_governor_epb);
+        tcase_add_test(c, test_epb_values);
+        tcase_add_test(c, test_governor_unavailable);
+        tcase_add_test(c, test_no_cpufreq);
+        tcase_add_test(c, test_idle);
+        tcase_add_test(c, test_no_cpuidle);
+        tcase_add_test(c, test_pm_qos);
+        tcase_add_test(c, test_no_turbo);
+        tcase_add_test(c, test_cpu_read);
+        tcase_add_test(c, test_no_section);
+        tcase_add_test(c, test_many_cpus);
+        suite_add_tcase(s, c);
+        TCase *m = tcase_create("module");
+        tcase_add_checked_fixture(m, setup, teardown);
+        tcase_add_test(m, test_modules);
+        tcase_add_test(m, test_module_values);
+        tcase_add_test(m, test_module_missing);
+        tcase_add_test(m, test_module_read);
+        suite_add_tcase(s, m);
+        /* Each fixture test runs when its fake host has been generated. */
+        TCase *fx = tcase_create("fixtures");
+        tcase_add_checked_fixture(fx, setup, teardown);
+        const struct {
+                const char *host;
+                const TTest *test;
+        } fixture_tests[] = {
+                { "intel-2s", test_fixture_intel },
+                { "epyc", test_fixture_epyc },
+                { "vm", test_fixture_vm },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(fixture_tests); i++) {
+                if (have_fixture(fixture_tests[i].host))
+                        tcase_add_test(fx, fixture_tests[i].test);
+                else
+                        fprintf(stderr, "tests/fixtures/hosts/%s missing: its test is skipped\n", fixture_tests[i].host);
+        }
+        suite_add_tcase(s, fx);
+        return test_run(s);
+}
