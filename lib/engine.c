@@ -489,8 +489,9 @@ int engine_verify(Root *root, const char *running_cmdline, VerifyResult *ret) {
                 if (!b || !b->read)
                         continue;
                 k = b->read(root, &kn, &cur);
-                if (k == -ENOENT && kn.domain == DOMAIN_IRQ) {
-                        /* The IRQ is gone with its device: nothing to hold, nothing drifted. */
+                if ((k == -ENOENT || (k >= 0 && !cur)) && (kn.domain == DOMAIN_IRQ || kn.domain == DOMAIN_KTHREAD)) {
+                        /* The IRQ went with its device, the thread exited: nothing to hold, nothing
+                         * drifted. */
                         (void) strv_extend(&v.vanished, kn.id);
                         continue;
                 }
