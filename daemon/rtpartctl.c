@@ -167,15 +167,13 @@ static int verb_list(int argc, char **argv) {
 
         if (arg_json) {
                 json_t *arr = json_array();
-                for (size_t i = 0; i < n; i++) {
-                        _cleanup_free_ char *path = root_display_path(root, l[i].path);
+                for (size_t i = 0; i < n; i++)
                         json_array_append_new(arr, json_pack("{s:s, s:s?, s:s, s:s, s:b}",
                                                              "name", l[i].name,
                                                              "summary", l[i].summary,
-                                                             "path", path ? path : l[i].path,
-                                                             "origin", startswith(l[i].path, PROFILE_DIR_USER) ? "user" : "system",
+                                                             "path", l[i].path,
+                                                             "origin", l[i].user ? "user" : "system",
                                                              "overrides_system", l[i].shadows));
-                }
                 r = print_json(arr);
                 json_decref(arr);
         } else {
@@ -186,7 +184,7 @@ static int verb_list(int argc, char **argv) {
                         printf("No profiles found in /%s or /%s under %s.\n", PROFILE_DIR_USER, PROFILE_DIR_SYSTEM, arg_root);
                 for (size_t i = 0; i < n; i++)
                         printf("%-*s  %s%s\n", (int) w, l[i].name, l[i].summary ? l[i].summary : "(no summary)",
-                               startswith(l[i].path, PROFILE_DIR_USER) ? l[i].shadows ? "  [user, overrides shipped]" : "  [user]" : "");
+                               l[i].user ? l[i].shadows ? "  [user, overrides shipped]" : "  [user]" : "");
                 r = EXIT_OK;
         }
         profile_info_free_many(l, n);

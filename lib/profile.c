@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,47 @@ const char * const profile_dirs[] = {
 };
 
 #define MAX_INCLUDE_DEPTH 16
+
+/* Where names are looked up: the root's user and shipped directories; then, when --root is not this
+ * system, the profiles shipped with this program (installed, or its source tree when it runs from
+ * its build directory): shipped profiles belong to the program, not to the host it examines. */
+typedef struct SearchPath {
+        struct {
+                Root *root;
+                const char *dir;
+                bool user;
+        } d[8];
+        size_t n;
+        Root *program, *source;
+} SearchPath;
+
+static bool running_from_build_dir(void) {
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n <= 0)
+                return false;
+        exe[n] = 0;
+        return startswith(exe, BUILD_DIR "/");
+}
+
+static void search_path_done(SearchPath *sp) {
+        root_free(sp->program);
+        root_free(sp->source);
+        *sp = (SearchPath) {};
+}
+
+static void search_path_init(Root *root, SearchPath *sp) {
+        *sp = (SearchPath) {};
+        for (const char * const *dir = profile_dirs; *dir && sp->n < ELEMENTSOF(sp->d); dir++)
+                sp->d[sp->n++] = (typeof(sp->d[0])) { root, *dir, streq(*dir, PROFILE_DIR_USER) };
+        if (root->is_host)
+                return;
+        if (root_new("/", &sp->program) >= 0)
+                for (const char * const *dir = profile_dirs + 1; *dir && sp->n < ELEMENTSOF(sp->d); dir++)
+                        sp->d[sp->n++] = (typeof(sp->d[0])) { sp->program, *dir, false };
+        if (running_from_build_dir() && root_new(SOURCE_PROFILE_DIR, &sp->source) >= 0 && sp->n < ELEMENTSOF(sp->d))
+                sp->d[sp->n++] = (typeof(sp->d[0])) { sp->source, ".", false };
+}
 
 /* ---- errors ---- */
 
@@ -707,29 +749,40 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
                                 return read_profile_text(root, beside, NULL, loading, ret_text, ret_display, ret_dir, e);
                 }
                 k = -ENOENT;
-                for (const char * const *d = profile_dirs; *d; d++) {
+                SearchPath sp;
+                search_path_init(root, &sp);
+                for (size_t i = 0; i < sp.n; i++) {
                         _cleanup_free_ char *rel = NULL;
-                        if (asprintf(&rel, "%s/%s.json", *d, name_or_path) < 0)
+                        if (asprintf(&rel, "%s/%s.json", sp.d[i].dir, name_or_path) < 0) {
+                                search_path_done(&sp);
                                 return -ENOMEM;
-                        _cleanup_free_ char *cand = root_display_path(root, rel), *ckey = NULL;
-                        if (!cand || !(ckey = file_key(cand)))
+                        }
+                        _cleanup_free_ char *cand = root_display_path(sp.d[i].root, rel), *ckey = NULL;
+                        if (!cand || !(ckey = file_key(cand))) {
+                                search_path_done(&sp);
                                 return -ENOMEM;
+                        }
                         /* A user profile that includes the shipped profile of its own name gets
                          * the shipped one, not itself. */
                         if (strv_contains(loading, ckey))
                                 continue;
-                        k = root_read_file(root, rel, &text, NULL);
+                        k = root_read_file(sp.d[i].root, rel, &text, NULL);
                         if (k == -ENOENT)
                                 continue;
                         display = TAKE_PTR(cand);
                         char *slash = strrchr(display, '/');
                         dir = slash ? strndup(display, (size_t) (slash - display)) : strdup(".");
-                        if (!dir)
+                        if (!dir) {
+                                search_path_done(&sp);
                                 return -ENOMEM;
-                        if (k < 0)
+                        }
+                        if (k < 0) {
+                                search_path_done(&sp);
                                 return set_error(e, k, display, NULL, "cannot read profile: %s", strerror(-k));
+                        }
                         break;
                 }
+                search_path_done(&sp);
                 if (k == -ENOENT) {
                         _cleanup_free_ char *a = root_display_path(root, profile_dirs[0]);
                         _cleanup_free_ char *b = root_display_path(root, profile_dirs[1]);
@@ -956,43 +1009,49 @@ static int info_cmp(const void *a, const void *b) {
         return strcmp(((const ProfileInfo *) a)->name, ((const ProfileInfo *) b)->name);
 }
 
-static int profile_info_add(Root *root, const char *dir, const char *file, ProfileInfo **l, size_t *n) {
+static int profile_info_add(Root *root, const char *dir, bool user, const char *file, ProfileInfo **l, size_t *n) {
         size_t len = strlen(file);
-        _cleanup_free_ char *name = strndup(file, len - 5), *path = NULL, *text = NULL;
+        _cleanup_free_ char *name = strndup(file, len - 5), *rel = NULL, *text = NULL;
 
         if (!name)
                 return -ENOMEM;
         for (size_t i = 0; i < *n; i++)
                 if (streq((*l)[i].name, name)) {
-                        (*l)[i].shadows = true; /* an earlier directory (the user's) has it */
+                        (*l)[i].shadows = (*l)[i].shadows || (*l)[i].user; /* the user's hides a shipped one */
                         return 0;
                 }
-        if (asprintf(&path, "%s/%s", dir, file) < 0)
+        if (asprintf(&rel, "%s/%s", dir, file) < 0)
                 return -ENOMEM;
         char *summary = NULL;
-        if (root_read_file(root, path, &text, NULL) >= 0) {
+        if (root_read_file(root, rel, &text, NULL) >= 0) {
                 json_t *doc = json_loads(text, 0, NULL);
                 const char *s = json_string_value(json_object_get(doc, "summary"));
                 summary = s ? strdup(s) : NULL;
                 json_decref(doc);
         }
+        char *path = root_display_path(root, rel);
         ProfileInfo *m = realloc(*l, (*n + 1) * sizeof(ProfileInfo));
-        if (!m) {
+        if (!m || !path) {
                 free(summary);
+                free(path);
+                if (m)
+                        *l = m;
                 return -ENOMEM;
         }
         *l = m;
-        m[(*n)++] = (ProfileInfo) { .name = TAKE_PTR(name), .path = TAKE_PTR(path), .summary = summary };
+        m[(*n)++] = (ProfileInfo) { .name = TAKE_PTR(name), .path = path, .summary = summary, .user = user };
         return 0;
 }
 
 int profile_list(Root *root, ProfileInfo **ret, size_t *ret_n) {
         ProfileInfo *l = NULL;
         size_t n = 0;
+        SearchPath sp;
 
-        for (size_t di = 0; profile_dirs[di]; di++) {
+        search_path_init(root, &sp);
+        for (size_t di = 0; di < sp.n; di++) {
                 struct dirent **entries;
-                _cleanup_close_ int fd = root_open(root, profile_dirs[di], O_RDONLY | O_DIRECTORY, 0);
+                _cleanup_close_ int fd = root_open(sp.d[di].root, sp.d[di].dir, O_RDONLY | O_DIRECTORY, 0);
                 if (fd < 0)
                         continue;
                 int k = scandirat(fd, ".", &entries, NULL, alphasort);
@@ -1003,15 +1062,17 @@ int profile_list(Root *root, ProfileInfo **ret, size_t *ret_n) {
                         const char *f = entries[i]->d_name;
                         size_t len = strlen(f);
                         if (r >= 0 && len > 5 && streq(f + len - 5, ".json") && f[0] != '.')
-                                r = profile_info_add(root, profile_dirs[di], f, &l, &n);
+                                r = profile_info_add(sp.d[di].root, sp.d[di].dir, sp.d[di].user, f, &l, &n);
                         free(entries[i]);
                 }
                 free(entries);
                 if (r < 0) {
+                        search_path_done(&sp);
                         profile_info_free_many(l, n);
                         return r;
                 }
         }
+        search_path_done(&sp);
         if (n)
                 qsort(l, n, sizeof(ProfileInfo), info_cmp);
         *ret = l;

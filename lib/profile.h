@@ -39,11 +39,13 @@ int profile_load(Root *root, const char *name_or_path, Profile **ret, ProfileErr
 Profile *profile_free(Profile *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Profile *, profile_free);
 
-/* Every profile name found in profile_dirs (user ones shadow shipped ones), sorted. */
+/* Every profile name found in profile_dirs under the root (user ones shadow shipped ones) and, for
+ * a --root that is not this system, the profiles shipped with the program itself; sorted. */
 typedef struct ProfileInfo {
         char *name;
-        char *path;             /* root-relative */
+        char *path;             /* as a person finds it: ROOT/etc/rtpart/profiles/x.json */
         char *summary;          /* NULL if the file does not parse */
+        bool user;              /* from etc/rtpart/profiles */
         bool shadows;           /* a user profile that hides a shipped one of the same name */
 } ProfileInfo;
 int profile_list(Root *root, ProfileInfo **ret, size_t *ret_n);

@@ -407,8 +407,8 @@ int root_canonicalize(Root *r, const char *rel, char **ret) {
 
 char *root_display_path(Root *r, const char *rel) {
         char *s;
-        while (*rel == '/')
-                rel++;
+        while (*rel == '/' || (rel[0] == '.' && rel[1] == '/'))
+                rel += *rel == '/' ? 1 : 2;
         if (r->is_host || streq(r->path, "/"))
                 return asprintf(&s, "/%s", rel) < 0 ? NULL : s;
         size_t n = strlen(r->path);

@@ -288,12 +288,28 @@ START_TEST(test_lookup_and_list) {
         ProfileInfo *l;
         size_t n;
         ck_assert_int_eq(profile_list(root, &l, &n), 0);
-        ck_assert_uint_eq(n, 2);
-        ck_assert_str_eq(l[0].name, "alpha");
-        ck_assert_str_eq(l[0].summary, "user alpha");
-        ck_assert(l[0].shadows);
-        ck_assert_str_eq(l[1].name, "beta");
-        ck_assert(!l[1].shadows);
+        /* The root's two, then the program's own shipped profiles (this binary runs from its build
+         * directory, so those of the source tree), sorted by name. */
+        const ProfileInfo *alpha = NULL, *beta = NULL, *rvh = NULL;
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        ck_assert_int_lt(strcmp(l[i - 1].name, l[i].name), 0);
+                if (streq(l[i].name, "alpha"))
+                        alpha = &l[i];
+                if (streq(l[i].name, "beta"))
+                        beta = &l[i];
+                if (streq(l[i].name, "realtime-virtual-host"))
+                        rvh = &l[i];
+        }
+        ck_assert_ptr_nonnull(alpha);
+        ck_assert_str_eq(alpha->summary, "user alpha");
+        ck_assert(alpha->user && alpha->shadows);
+        ck_assert(strstr(alpha->path, "etc/rtpart/profiles/alpha.json"));
+        ck_assert_ptr_nonnull(beta);
+        ck_assert(!beta->user && !beta->shadows);
+        ck_assert_ptr_nonnull(rvh);
+        ck_assert(strstr(rvh->path, "profiles/realtime-virtual-host.json"));
+        ck_assert_uint_eq(n, 6);
         profile_info_free_many(l, n);
 }
 END_TEST
