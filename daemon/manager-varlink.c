@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "manager.h"
+
+/* org.rtpart.Manager: the calls of org.rtpart.Manager1, with the documents as the reply's
+ * parameters instead of a JSON string, and Watch (alias Monitor) streaming drift. */
+
+const char manager_varlink_description[] =
+        "# rtpartd: partitions and tunes a realtime (KVM) host, watches every value it set and\n"
+        "# reports (or corrects) drift. Every reply is the document `rtpartctl --json` prints for\n"
+        "# the same command. Reading is open to everyone; Apply, Revert and Correct need uid 0.\n"
+        "interface org.rtpart.Manager\n"
+        "\n"
+        "# One value that is not what the profile wants. A value that is not there is null.\n"
+        "type Drift (\n"
+        "  knob: string,\n"
+        "  domain: string,\n"
+        "  expected: ?string,\n"
+        "  actual: ?string\n"
+        ")\n"
+        "\n"
+        "type ProfileInfo (\n"
+        "  name: string,\n"
+        "  summary: ?string,\n"
+        "  path: string,\n"
+        "  origin: (user, system),\n"
+        "  overrides_system: bool\n"
+        ")\n"
+        "\n"
+        "type Change (\n"
+        "  knob: string,\n"
+        "  domain: string,\n"
+        "  current: ?string,\n"
+        "  desired: ?string,\n"
+        "  reboot: bool\n"
+        ")\n"
+        "\n"
+        "type Unchanged (\n"
+        "  knob: string,\n"
+        "  domain: string,\n"
+        "  value: ?string\n"
+        ")\n"
+        "\n"
+        "# The installed profiles: /etc/rtpart/profiles, then /usr/share/rtpart/profiles.\n"
+        "method ListProfiles() -> (profiles: []ProfileInfo)\n"
+        "\n"
+        "# What applying a profile (a name, or an absolute path) would change. Changes nothing.\n"
+        "method Plan(profile: string) -> (\n"
+        "  profile: string,\n"
+        "  cpus: (isolated: string, housekeeping: string),\n"
+        "  changes: []Change,\n"
+        "  unchanged: []Unchanged,\n"
+        "  notes: []string,\n"
+        "  summary: (changes: int, reboot: int, unchanged: int)\n"
+        ")\n"
+        "\n"
+        "# Applies a profile: all or nothing, originals journalled. Needs uid 0.\n"
+        "method Apply(profile: string) -> (\n"
+        "  ok: bool,\n"
+        "  profile: string,\n"
+        "  changed: int,\n"
+        "  unchanged: int,\n"
+        "  unmovable: int,\n"
+        "  skipped: int,\n"
+        "  restored: int,\n"
+        "  reboot_required: bool,\n"
+        "  recovered: bool,\n"
+        "  notes: []string\n"
+        ")\n"
+        "\n"
+        "# Reads every knob of the applied profile and compares.\n"
+        "method Verify() -> (\n"
+        "  profile: ?string,\n"
+        "  in_sync: bool,\n"
+        "  reboot_required: bool,\n"
+        "  drift: []Drift,\n"
+        "  reboot_pending: []string,\n"
+        "  unmovable: []string,\n"
+        "  checked: int\n"
+        ")\n"
+        "\n"
+        "# Puts back every original value and forgets the profile. Needs uid 0.\n"
+        "method Revert() -> (ok: bool, restored: int, failed: int, recovered: bool, notes: []string)\n"
+        "\n"
+        "# Writes every drifted knob back now, whatever the drift policy. Needs uid 0.\n"
+        "method Correct() -> (ok: bool, profile: string, written: int, corrected: []Drift, drift: int)\n"
+        "\n"
+        "# The applied profile, drift, pending reboot, unmovable items, and the daemon's own state.\n"
+        "method Status() -> (\n"
+        "  profile: ?string,\n"
+        "  applied_at: ?string,\n"
+        "  knobs: int,\n"
+        "  drift: int,\n"
+        "  reboot_required: bool,\n"
+        "  unmovable: []string,\n"
+        "  originals: int,\n"
+        "  last_error: ?object,\n"
+        "  transaction_open: bool,\n"
+        "  daemon: (watched_files: int, interval_s: int, drift_events: int, policy: string, streams: int)\n"
+        ")\n"
+        "\n"
+        "# Streams events; needs \"more\". The first reply is the current state (event \"status\"),\n"
+        "# then one reply per event: \"drift\" (new drift found), \"corrected\" (drift written back),\n"
+        "# \"applied\" (a profile was applied), \"reverted\".\n"
+        "method Watch() -> (\n"
+        "  event: (status, drift, corrected, applied, reverted),\n"
+        "  profile: ?string,\n"
+        "  in_sync: bool,\n"
+        "  drift_count: int,\n"
+        "  drift: []Drift\n"
+        ")\n"
+        "\n"
+        "# The same as Watch.\n"
+        "method Monitor() -> (\n"
+        "  event: (status, drift, corrected, applied, reverted),\n"
+        "  profile: ?string,\n"
+        "  in_sync: bool,\n"
+        "  drift_count: int,\n"
+        "  drift: []Drift\n"
+        ")\n"
+        "\n"
+        "# The profile is not valid for this host, or not found: \"FILE: POINTER: MESSAGE\".\n"
+        "error InvalidProfile (message: string)\n"
+        "\n"
+        "# The call changes the host and the caller is not root.\n"
+        "error PermissionDenied (message: string)\n"
+        "\n"
+        "# Correct was called with no profile applied.\n"
+        "error NotApplied (message: string)\n"
+        "\n"
+        "# The host refused a change (every change of the call was undone) or could not be read.\n"
+        "error Failed (message: string, details: ?object)\n";
+
+static int reply_error(VarlinkCall *call, ManagerError *e, int r) {
+        if (!e->name)
+                return r;
+        char name[128];
+        snprintf(name, sizeof(name), MANAGER_VARLINK_INTERFACE ".%s", e->name);
+        json_t *p = json_pack("{s:s}", "message", e->message ? e->message : e->name);
+        if (p && e->details)
+                json_object_set(p, "details", e->details);
+        manager_error_done(e);
+        return varlink_call_error(call, name, p);
+}
+
+static int check_root(VarlinkCall *call) {
+        uid_t uid;
+        if (varlink_call_get_peer_uid(call, &uid) >= 0 && uid == 0)
+                return 0;
+        char msg[256];
+        const char *method = strrchr(varlink_call_method(call), '.');
+        snprintf(msg, sizeof(msg), "%s changes the host and needs root (uid 0)", method ? method + 1 : "the call");
+        (void) varlink_call_error(call, MANAGER_VARLINK_INTERFACE ".PermissionDenied", json_pack("{s:s}", "message", msg));
+        return -EACCES;
+}
+
+static int method_list_profiles(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        ManagerError e = {};
+        json_t *doc = NULL;
+        int r = manager_list_profiles(userdata, &doc, &e);
+        if (r < 0)
+                return reply_error(call, &e, r);
+        return varlink_call_reply(call, json_pack("{s:o}", "profiles", doc));
+}
+
+static int method_plan(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        ManagerError e = {};
+        json_t *doc = NULL;
+        const char *profile = json_string_value(json_object_get(params, "profile"));
+        if (!profile)
+                return varlink_call_error_invalid_parameter(call, "profile");
+        int r = manager_plan(userdata, profile, &doc, &e);
+        if (r < 0)
+                return reply_error(call, &e, r);
+        return varlink_call_reply(call, doc);
+}
+
+static int method_apply(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        ManagerError e = {};
+        json_t *doc = NULL;
+        const char *profile = json_string_value(json_object_get(params, "profile"));
+        if (!profile)
+                return varlink_call_error_invalid_parameter(call, "profile");
+        if (check_root(call) < 0)
+                return 0;
+        int r = manager_apply(userdata, profile, &doc, &e);
+        if (r < 0)
+                return reply_error(call, &e, r);
+        return varlink_call_reply(call, doc);
+}
+
+typedef int (*ManagerCall)(Manager *m, json_t **ret, ManagerError *e);
+
+static int simple(VarlinkCall *call, Manager *m, ManagerCall f, bool privileged) {
+        ManagerError e = {};
+        json_t *doc = NULL;
+        if (privileged && check_root(call) < 0)
+                return 0;
+        int r = f(m, &doc, &e);
+        if (r < 0)
+                return reply_error(call, &e, r);
+        return varlink_call_reply(call, doc);
+}
+
+static int method_verify(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        return simple(call, userdata, manager_verify, false);
+}
+
+static int method_revert(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        return simple(call, userdata, manager_revert, true);
+}
+
+static int method_correct(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        return simple(call, userdata, manager_correct, true);
+}
+
+static int method_status(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        return simple(call, userdata, manager_status, false);
+}
+
+static json_t *event_json(Manager *m, const char *event, json_t *drift) {
+        return json_pack("{s:s, s:s?, s:b, s:I, s:o}", "event", event, "profile", manager_active_profile(m),
+                         "in_sync", manager_in_sync(m), "drift_count", (json_int_t) manager_drift_count(m),
+                         "drift", drift ? json_incref(drift) : json_array());
+}
+
+static void stream_remove(Manager *m, VarlinkCall *call) {
+        for (size_t i = 0; i < m->n_streams; i++)
+                if (m->streams[i] == call) {
+                        m->streams[i] = m->streams[--m->n_streams];
+                        varlink_call_unref(call);
+                        return;
+                }
+}
+
+static void on_stream_disconnect(VarlinkCall *call, void *userdata) {
+        stream_remove(userdata, call);
+}
+
+static int method_watch(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        Manager *m = userdata;
+        if (!(flags & VARLINK_CALL_MORE))
+                return varlink_call_error(call, VARLINK_ERROR_EXPECTED_MORE, NULL);
+        VarlinkCall **n = realloc(m->streams, (m->n_streams + 1) * sizeof(VarlinkCall *));
+        if (!n)
+                return -ENOMEM;
+        m->streams = n;
+        m->streams[m->n_streams++] = varlink_call_ref(call);
+        varlink_call_set_disconnect(call, on_stream_disconnect, m);
+        _cleanup_(json_decrefp) json_t *all = json_array();
+        const char *id;
+        json_t *v;
+        json_object_foreach(m->drift, id, v)
+                json_array_append(all, v);
+        return varlink_call_notify(call, event_json(m, "status", all));
+}
+
+void manager_varlink_emit(Manager *m, const char *event, json_t *drift) {
+        /* Backwards: a failed send drops the stream from the array. */
+        for (size_t i = m->n_streams; i-- > 0;) {
+                VarlinkCall *c = m->streams[i];
+                if (!varlink_call_is_connected(c) || varlink_call_notify(c, event_json(m, event, drift)) < 0) {
+                        varlink_call_set_disconnect(c, NULL, NULL);
+                        stream_remove(m, c);
+                }
+        }
+}
+
+static const VarlinkMethod manager_methods[] = {
+        { MANAGER_VARLINK_INTERFACE ".ListProfiles", method_list_profiles },
+        { MANAGER_VARLINK_INTERFACE ".Plan", method_plan },
+        { MANAGER_VARLINK_INTERFACE ".Apply", method_apply },
+        { MANAGER_VARLINK_INTERFACE ".Verify", method_verify },
+        { MANAGER_VARLINK_INTERFACE ".Revert", method_revert },
+        { MANAGER_VARLINK_INTERFACE ".Correct", method_correct },
+        { MANAGER_VARLINK_INTERFACE ".Status", method_status },
+        { MANAGER_VARLINK_INTERFACE ".Watch", method_watch },
+        { MANAGER_VARLINK_INTERFACE ".Monitor", method_watch },
+        {}
+};
+
+int manager_varlink_attach(Manager *m, VarlinkServer *server) {
+        int r = varlink_server_add_interface(server, MANAGER_VARLINK_INTERFACE, manager_varlink_description, manager_methods);
+        if (r < 0)
+                return r;
+        varlink_server_set_userdata(server, m);
+        m->varlink = server;
+        return 0;
+}
+
+void manager_varlink_detach(Manager *m) {
+        while (m->n_streams > 0) {
+                VarlinkCall *c = m->streams[m->n_streams - 1];
+                varlink_call_set_disconnect(c, NULL, NULL);
+                stream_remove(m, c);
+        }
+        free(m->streams);
+        m->streams = NULL;
+        m->varlink = NULL;
+}

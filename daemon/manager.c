@@ -1,0 +1,1234 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+
+#include "config.h"
+#include "host.h"
+#include "manager.h"
+#include "profile.h"
+#include "strv.h"
+
+/* How often one knob is written back per CORRECT_WINDOW before rtpartd stops fighting whoever
+ * keeps changing it (irqbalance, tuned, a script) and only reports. */
+#define CORRECT_BURST 10
+#define CORRECT_WINDOW_USEC (60 * 1000000ULL)
+#define DEFAULT_INTERVAL_USEC (60 * 1000000ULL)
+
+int log_max_level = LOG_INFO;
+
+void log_internal(int level, int error, const char *fmt, ...) {
+        char buf[2048];
+        va_list ap;
+
+        errno = error < 0 ? -error : error;
+        va_start(ap, fmt);
+        (void) vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "<%d>%s\n", level, buf);
+}
+
+static void close_fd(int *fd) {
+        if (*fd >= 0)
+                close(*fd);
+        *fd = -EBADF;
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+void manager_error_done(ManagerError *e) {
+        free(e->message);
+        json_decref(e->details);
+        *e = (ManagerError) {};
+}
+
+_printf_(3, 4)
+static int error_set(ManagerError *e, const char *name, const char *fmt, ...) {
+        va_list ap;
+        manager_error_done(e);
+        e->name = name;
+        va_start(ap, fmt);
+        if (vasprintf(&e->message, fmt, ap) < 0)
+                e->message = NULL;
+        va_end(ap);
+        return -EINVAL;
+}
+
+static const char * const drift_policy_table[_DRIFT_POLICY_MAX] = {
+        [DRIFT_REPORT] = "report",
+        [DRIFT_CORRECT] = "correct",
+};
+
+DriftPolicy drift_policy_from_string(const char *s) {
+        for (int i = 0; s && i < _DRIFT_POLICY_MAX; i++)
+                if (streq(drift_policy_table[i], s))
+                        return (DriftPolicy) i;
+        return _DRIFT_POLICY_INVALID;
+}
+
+const char *drift_policy_to_string(DriftPolicy p) {
+        return p >= 0 && p < _DRIFT_POLICY_MAX ? drift_policy_table[p] : NULL;
+}
+
+/* ---- JSON documents, as rtpartctl --json prints them ---- */
+
+static json_t *notes_json(char **notes) {
+        json_t *a = json_array();
+        for (char **n = notes; a && n && *n; n++)
+                json_array_append_new(a, json_string(*n));
+        return a;
+}
+
+static json_t *plan_json(const Plan *plan) {
+        _cleanup_free_ char *iso = cpu_set_format_list(&plan->isolated), *hk = cpu_set_format_list(&plan->housekeeping);
+        json_t *changes = json_array(), *unchanged = json_array();
+        size_t reboot;
+
+        for (size_t i = 0; i < plan->n_knobs; i++) {
+                const Knob *k = &plan->knobs[i];
+                if (k->changed)
+                        json_array_append_new(changes, json_pack("{s:s, s:s, s:s?, s:s?, s:b}",
+                                                                 "knob", k->id,
+                                                                 "domain", domain_to_string(k->domain),
+                                                                 "current", k->current,
+                                                                 "desired", k->desired,
+                                                                 "reboot", k->reboot));
+                else
+                        json_array_append_new(unchanged, json_pack("{s:s, s:s, s:s?}",
+                                                                   "knob", k->id,
+                                                                   "domain", domain_to_string(k->domain),
+                                                                   "value", k->current));
+        }
+        size_t n = plan_count_changes(plan, &reboot);
+        return json_pack("{s:s, s:{s:s, s:s}, s:o, s:o, s:o, s:{s:I, s:I, s:I}}",
+                         "profile", plan->profile,
+                         "cpus", "isolated", strempty(iso), "housekeeping", strempty(hk),
+                         "changes", changes,
+                         "unchanged", unchanged,
+                         "notes", notes_json(plan->notes),
+                         "summary", "changes", (json_int_t) n, "reboot", (json_int_t) reboot,
+                         "unchanged", (json_int_t) (plan->n_knobs - n));
+}
+
+static json_t *drift_entry(const char *knob, Domain d, const char *expected, const char *actual) {
+        return json_pack("{s:s, s:s, s:s?, s:s?}", "knob", knob, "domain", domain_to_string(d),
+                         "expected", expected, "actual", actual);
+}
+
+static json_t *verify_json(const VerifyResult *v) {
+        json_t *drift = json_array(), *pending = json_array(), *unmov = json_array();
+        for (size_t i = 0; i < v->n_drift; i++)
+                json_array_append_new(drift, drift_entry(v->drift[i].knob, v->drift[i].domain, v->drift[i].expected,
+                                                         v->drift[i].actual));
+        for (char **i = v->reboot_pending; i && *i; i++)
+                json_array_append_new(pending, json_string(*i));
+        for (char **i = v->unmovable; i && *i; i++)
+                json_array_append_new(unmov, json_string(*i));
+        return json_pack("{s:s?, s:b, s:b, s:o, s:o, s:o, s:I}", "profile", v->profile,
+                         "in_sync", v->n_drift == 0, "reboot_required", strv_length(v->reboot_pending) > 0,
+                         "drift", drift, "reboot_pending", pending, "unmovable", unmov,
+                         "checked", (json_int_t) v->checked);
+}
+
+/* ---- small helpers ---- */
+
+static int read_cmdline(Root *root, char **ret) {
+        int r = root_read_line(root, "proc/cmdline", ret);
+        if (r == -ENOENT)
+                return (*ret = strdup("")) ? 0 : -ENOMEM;
+        return r;
+}
+
+static int profile_failure(ManagerError *e, ProfileError *pe, int r) {
+        if (r == -ENOMEM) {
+                profile_error_done(pe);
+                return -ENOMEM;
+        }
+        _cleanup_free_ char *msg = profile_error_format(pe);
+        /* Content (and a name that is not found) is the caller's to fix; I/O is ours. */
+        error_set(e, r == -EINVAL || r == -ENOENT ? MANAGER_ERROR_INVALID_PROFILE : MANAGER_ERROR_FAILED, "%s",
+                  msg ? msg : "invalid profile");
+        profile_error_done(pe);
+        return r;
+}
+
+static bool is_path(const char *s) {
+        size_t n = strlen(s);
+        return strchr(s, '/') || (n > 5 && streq(s + n - 5, ".json"));
+}
+
+/* Host, profile, resolution and plan, with errors in the caller's words. */
+typedef struct Prepared {
+        Host *host;
+        Profile *profile;
+        Resolved *resolved;
+        Plan *plan;
+} Prepared;
+
+static void prepared_done(Prepared *p) {
+        plan_free(p->plan);
+        resolved_free(p->resolved);
+        profile_free(p->profile);
+        host_free(p->host);
+        *p = (Prepared) {};
+}
+
+static int prepare(Manager *m, const char *name, bool want_plan, Prepared *ret, ManagerError *e) {
+        Prepared p = {};
+        ProfileError pe = {};
+        int r;
+
+        if (!name || !*name)
+                return error_set(e, MANAGER_ERROR_INVALID_PROFILE, "no profile given; name one of ListProfiles or an absolute path");
+        if (is_path(name) && name[0] != '/')
+                return error_set(e, MANAGER_ERROR_INVALID_PROFILE,
+                                 "%s: rtpartd cannot resolve a relative path; give the absolute path or a profile name", name);
+        r = host_discover(m->root, 0, &p.host);
+        if (r < 0) {
+                error_set(e, MANAGER_ERROR_FAILED, "cannot read the host's topology under %s: %s", m->root->path, strerror(-r));
+                return r;
+        }
+        r = profile_load(m->root, name, &p.profile, &pe);
+        if (r >= 0)
+                r = profile_resolve(p.profile, p.host, &p.resolved, &pe);
+        if (r >= 0 && want_plan)
+                r = plan_build(p.resolved, m->root, &p.plan, &pe);
+        if (r < 0) {
+                if (pe.message || pe.file)
+                        r = profile_failure(e, &pe, r);
+                else {
+                        profile_error_done(&pe);
+                        error_set(e, MANAGER_ERROR_FAILED, "cannot build the plan for %s: %s", name, strerror(-r));
+                }
+                prepared_done(&p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+/* ---- the journal and what follows from it ---- */
+
+static const char *journal_profile(json_t *j) {
+        return json_string_value(json_object_get(j, "profile"));
+}
+
+/* What to load to apply the journal's profile again: the file it came from when that is an
+ * absolute path that still exists, else its name. */
+static const char *journal_profile_source(Manager *m) {
+        const char *path = json_string_value(json_object_get(m->journal, "profile_path"));
+        if (path && path[0] == '/' && access(path, R_OK) >= 0)
+                return path;
+        return journal_profile(m->journal);
+}
+
+static void settings_reset(Manager *m) {
+        for (int d = 0; d < _DOMAIN_MAX; d++)
+                m->policy[d] = DRIFT_REPORT;
+        m->profile_interval_usec = 0;
+}
+
+/* The resolved profile's "drift" section: policy, per-domain policies, interval_s. */
+static void settings_from_resolved(Manager *m, const Resolved *r) {
+        json_t *drift = json_object_get(r->doc, "drift");
+        DriftPolicy def = drift_policy_from_string(json_string_value(json_object_get(drift, "policy")));
+        if (def < 0)
+                def = DRIFT_REPORT;
+        for (int d = 0; d < _DOMAIN_MAX; d++)
+                m->policy[d] = def;
+        const char *key;
+        json_t *v;
+        json_object_foreach(json_object_get(drift, "domains"), key, v) {
+                Domain d = domain_from_string(key);
+                DriftPolicy p = drift_policy_from_string(json_string_value(v));
+                if (d >= 0 && p >= 0)
+                        m->policy[d] = p;
+        }
+        json_int_t s = json_integer_value(json_object_get(drift, "interval_s"));
+        m->profile_interval_usec = s > 0 ? (uint64_t) s * 1000000ULL : 0;
+}
+
+static void apply_interval(Manager *m) {
+        uint64_t usec = m->options.interval_usec ? m->options.interval_usec
+                        : m->profile_interval_usec ? m->profile_interval_usec : DEFAULT_INTERVAL_USEC;
+        if (m->watcher && watcher_get_interval(m->watcher) != usec)
+                (void) watcher_set_interval(m->watcher, usec);
+}
+
+static void pin_self(Manager *m, const CpuSet *housekeeping) {
+        if (!m->options.pin || !m->root->is_host || cpu_set_is_empty(housekeeping))
+                return;
+        int last = cpu_set_last(housekeeping);
+        size_t size = CPU_ALLOC_SIZE(last + 1);
+        cpu_set_t *set = CPU_ALLOC(last + 1);
+        if (!set)
+                return;
+        CPU_ZERO_S(size, set);
+        CPU_SET_FOREACH(cpu, housekeeping)
+                CPU_SET_S(cpu, size, set);
+        _cleanup_free_ char *list = cpu_set_format_list(housekeeping);
+        if (sched_setaffinity(0, size, set) < 0)
+                (void) log_warning_errno(-errno, "Cannot pin rtpartd to the housekeeping CPUs %s: %m", strempty(list));
+        else
+                log_debug("Pinned to housekeeping CPUs %s", strempty(list));
+        CPU_FREE(set);
+}
+
+/* Re-reads the profile's settings when the journal names another profile or content. */
+static void settings_refresh(Manager *m) {
+        const char *hash = json_string_value(json_object_get(m->journal, "hash"));
+        if (streq_ptr(hash, m->settings_hash))
+                return;
+        free(m->settings_hash);
+        m->settings_hash = hash ? strdup(hash) : NULL;
+        settings_reset(m);
+        const char *src = journal_profile_source(m);
+        if (src) {
+                Prepared p = {};
+                ManagerError e = {};
+                if (prepare(m, src, /* want_plan= */ false, &p, &e) >= 0) {
+                        settings_from_resolved(m, p.resolved);
+                        pin_self(m, &p.resolved->housekeeping);
+                } else
+                        log_warning("Cannot read the drift settings of %s: %s; reporting drift only", src, strempty(e.message));
+                manager_error_done(&e);
+                prepared_done(&p);
+        }
+        apply_interval(m);
+}
+
+static bool knob_watchable(const Knob *k) {
+        if (!k->path)
+                return false;
+        switch (k->domain) {
+        case DOMAIN_KTHREAD:    /* proc/PID/stat: the proc connector and the timer */
+        case DOMAIN_BOOT:
+                return false;
+        case DOMAIN_CPU:
+                return !streq(k->id, "cpu/pm_qos"); /* a character device */
+        default:
+                return true;
+        }
+}
+
+static void watch_refresh(Manager *m) {
+        _cleanup_(json_decrefp) json_t *key = json_array();
+        WatchFile *files = NULL;
+        size_t n = 0, i;
+        json_t *e;
+        char **extra = NULL;
+
+        if (!m->watcher || !key)
+                return;
+        json_array_foreach(json_object_get(m->journal, "applied"), i, e) {
+                Knob k;
+                if (state_entry_knob(e, NULL, &k) < 0 || !knob_watchable(&k))
+                        continue;
+                json_array_append_new(key, json_pack("[s, s]", k.id, k.path));
+                /* /proc/irq/N/smp_affinity is another inode over the same value: watch it too. */
+                size_t len = strlen(k.path);
+                if (k.domain == DOMAIN_IRQ && len > 5 && streq(k.path + len - 5, "_list")) {
+                        char *sib = strndup(k.path, len - 5);
+                        if (sib && strv_push(&extra, sib) >= 0)
+                                json_array_append_new(key, json_pack("[s, s]", k.id, sib));
+                }
+        }
+        if (m->watch_key && json_equal(m->watch_key, key)) {
+                /* The same files: only drop the events our own writes raised. */
+                watcher_flush(m->watcher);
+                strv_free(extra);
+                return;
+        }
+        files = calloc(json_array_size(key) + 1, sizeof(WatchFile));
+        if (!files) {
+                strv_free(extra);
+                return;
+        }
+        json_array_foreach(key, i, e)
+                files[n++] = (WatchFile) { json_string_value(json_array_get(e, 0)), json_string_value(json_array_get(e, 1)) };
+        size_t missing = 0;
+        int r = watcher_set_files(m->watcher, files, n, &missing);
+        if (r < 0)
+                (void) log_warning_errno(r, "Cannot watch the knob files: %m; only the safety timer looks at them");
+        else
+                log_debug("Watching %d knob files (%zu missing, left to the safety timer)", r, missing);
+        free(files);
+        strv_free(extra);
+        json_decref(m->watch_key);
+        m->watch_key = r >= 0 ? TAKE_PTR(key) : NULL;
+}
+
+static int journal_reload(Manager *m, bool *ret_changed) {
+        json_t *j = NULL;
+        int r = state_load(m->root, &j);
+        if (r < 0)
+                return r;
+        bool changed = !m->journal || !json_equal(j, m->journal);
+        if (ret_changed)
+                *ret_changed = changed;
+        if (!changed) {
+                json_decref(j);
+                return 0;
+        }
+        json_decref(m->journal);
+        m->journal = j;
+        json_t *index = json_object();
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(j, "applied"), i, e) {
+                const char *id = json_string_value(json_object_get(e, "knob"));
+                if (id && index)
+                        json_object_set_new(index, id, json_integer((json_int_t) i));
+        }
+        json_decref(m->applied_index);
+        m->applied_index = index;
+        const char *p = journal_profile(j);
+        if (!streq_ptr(p, m->profile)) {
+                free(m->profile);
+                m->profile = p ? strdup(p) : NULL;
+        }
+        /* Drift of knobs the journal no longer has is no drift. */
+        const char *id;
+        json_t *v, *tmp;
+        json_object_foreach_safe(m->drift, tmp, id, v)
+                if (!json_object_get(m->applied_index, id))
+                        json_object_del(m->drift, id);
+        settings_refresh(m);
+        watch_refresh(m);
+        return 0;
+}
+
+/* ---- properties ---- */
+
+const char *manager_active_profile(Manager *m) {
+        return m->profile;
+}
+
+unsigned manager_drift_count(Manager *m) {
+        return (unsigned) json_object_size(m->drift);
+}
+
+bool manager_in_sync(Manager *m) {
+        return manager_drift_count(m) == 0;
+}
+
+bool manager_reboot_required(Manager *m) {
+        return m->reboot_required;
+}
+
+static void properties_update(Manager *m) {
+        bool in_sync = manager_in_sync(m);
+        unsigned count = manager_drift_count(m);
+        if (m->emitted.valid && m->emitted.in_sync == in_sync && m->emitted.drift_count == count &&
+            m->emitted.reboot_required == m->reboot_required && streq_ptr(m->emitted.profile, m->profile))
+                return;
+        m->emitted.valid = true;
+        m->emitted.in_sync = in_sync;
+        m->emitted.drift_count = count;
+        m->emitted.reboot_required = m->reboot_required;
+        free(m->emitted.profile);
+        m->emitted.profile = m->profile ? strdup(m->profile) : NULL;
+        manager_dbus_emit_properties(m);
+        if (!m->profile)
+                (void) sd_notify(0, "STATUS=No profile applied; waiting for Apply");
+        else
+                (void) sd_notifyf(0, "STATUS=%s: %s%s; watching %zu files", m->profile,
+                                  in_sync ? "in sync" : "drift detected", m->reboot_required ? ", reboot pending" : "",
+                                  m->watcher ? watcher_n_files(m->watcher) : 0);
+}
+
+/* ---- drift ---- */
+
+static void emit(Manager *m, const char *signal, const char *event, json_t *drift) {
+        manager_dbus_emit_drift(m, signal, drift);
+        manager_varlink_emit(m, event, drift);
+}
+
+static bool correction_allowed(Manager *m, const char *id) {
+        uint64_t now = now_usec();
+        json_t *c = json_object_get(m->corrections, id);
+        json_int_t count = json_integer_value(json_array_get(c, 0));
+        uint64_t start = (uint64_t) json_integer_value(json_array_get(c, 1));
+        if (!c || now - start > CORRECT_WINDOW_USEC) {
+                json_object_set_new(m->corrections, id, json_pack("[I, I]", (json_int_t) 1, (json_int_t) now));
+                return true;
+        }
+        if (count >= CORRECT_BURST) {
+                if (count == CORRECT_BURST)
+                        log_warning("%s changed again after %d corrections within %llu s: something keeps setting it; "
+                                    "reporting only until that stops", id, CORRECT_BURST,
+                                    (unsigned long long) (CORRECT_WINDOW_USEC / 1000000ULL));
+                json_array_set_new(c, 0, json_integer(count + 1));
+                return false;
+        }
+        json_array_set_new(c, 0, json_integer(count + 1));
+        return true;
+}
+
+static int apply_selected(Manager *m, char **ids, size_t *ret_written, ManagerError *e);
+static void check_knobs(Manager *m, char **ids, json_t **ret_found);
+
+/* Folds one check's findings into what is known: checked (NULL: every knob) is what was read,
+ * found the drift among them. Reports what is new, corrects what the policy says to. */
+static void drift_update(Manager *m, json_t *found, char **checked) {
+        _cleanup_(json_decrefp) json_t *fresh = json_array(), *in_found = json_object();
+        size_t i;
+        json_t *e;
+        const char *id;
+        json_t *v, *tmp;
+
+        if (!fresh || !in_found)
+                return;
+        json_array_foreach(found, i, e)
+                json_object_set(in_found, json_string_value(json_object_get(e, "knob")), e);
+        if (!checked) {
+                json_object_foreach_safe(m->drift, tmp, id, v)
+                        if (!json_object_get(in_found, id))
+                                json_object_del(m->drift, id);
+        } else
+                for (char **c = checked; *c; c++)
+                        if (!json_object_get(in_found, *c))
+                                json_object_del(m->drift, *c);
+        json_object_foreach(in_found, id, v) {
+                json_t *old = json_object_get(m->drift, id);
+                if (old && json_equal(old, v))
+                        continue;
+                json_object_set(m->drift, id, v);
+                json_array_append(fresh, v);
+        }
+
+        if (json_array_size(fresh) > 0) {
+                m->drift_events++;
+                json_array_foreach(fresh, i, e)
+                        log_warning("Drift: %s is %s, the profile wants %s",
+                                    json_string_value(json_object_get(e, "knob")),
+                                    json_string_value(json_object_get(e, "actual")) ?: "(absent)",
+                                    json_string_value(json_object_get(e, "expected")) ?: "(absent)");
+                emit(m, "DriftDetected", "drift", fresh);
+        }
+
+        /* What the policy says to write back. */
+        _cleanup_strv_free_ char **fix = NULL;
+        json_array_foreach(fresh, i, e) {
+                Domain d = domain_from_string(json_string_value(json_object_get(e, "domain")));
+                const char *knob = json_string_value(json_object_get(e, "knob"));
+                if (d >= 0 && m->policy[d] == DRIFT_CORRECT && correction_allowed(m, knob))
+                        (void) strv_extend(&fix, knob);
+        }
+        if (fix) {
+                ManagerError err = {};
+                size_t written = 0;
+                int r = apply_selected(m, fix, &written, &err);
+                if (r < 0)
+                        log_error("Cannot correct the drift: %s", strempty(err.message));
+                manager_error_done(&err);
+                /* Read them again: what is back in line was corrected. */
+                _cleanup_(json_decrefp) json_t *still = NULL, *corrected = json_array(), *still_ids = json_object();
+                check_knobs(m, fix, &still);
+                json_array_foreach(still, i, e)
+                        json_object_set_new(still_ids, json_string_value(json_object_get(e, "knob")), json_true());
+                for (char **f = fix; *f; f++) {
+                        json_t *was = json_object_get(in_found, *f);
+                        if (json_object_get(still_ids, *f) || !was)
+                                continue;
+                        json_array_append(corrected, was);
+                        json_object_del(m->drift, *f);
+                        log_notice("Corrected: %s set back to %s", *f,
+                                   json_string_value(json_object_get(was, "expected")) ?: "(absent)");
+                }
+                json_array_foreach(still, i, e)
+                        json_object_set(m->drift, json_string_value(json_object_get(e, "knob")), e);
+                if (json_array_size(corrected) > 0)
+                        emit(m, "Corrected", "corrected", corrected);
+        }
+        properties_update(m);
+}
+
+/* Reads the given knobs of the journal and compares: the drift found, as verify --json spells it. */
+static void check_knobs(Manager *m, char **ids, json_t **ret_found) {
+        json_t *found = json_array();
+        for (char **id = ids; id && *id; id++) {
+                json_t *pos = json_object_get(m->applied_index, *id);
+                json_t *entry = pos ? json_array_get(json_object_get(m->journal, "applied"), (size_t) json_integer_value(pos)) : NULL;
+                Knob k;
+                if (!entry || state_entry_knob(entry, NULL, &k) < 0)
+                        continue;
+                const Backend *b = backend_for(k.domain);
+                if (!b || !b->read)
+                        continue;
+                const char *want = json_string_value(json_object_get(entry, "desired"));
+                _cleanup_free_ char *cur = NULL;
+                int r = b->read(m->root, &k, &cur);
+                if (r == -ENOENT && k.domain == DOMAIN_IRQ)
+                        continue; /* the IRQ left with its device: nothing to hold */
+                if (r < 0 && r != -ENOENT) {
+                        free(cur);
+                        cur = NULL;
+                }
+                if (!value_equal(k.kind, cur, want))
+                        json_array_append_new(found, drift_entry(k.id, k.domain, want, cur));
+        }
+        *ret_found = found;
+}
+
+static void check_some(Manager *m, char **ids) {
+        _cleanup_(json_decrefp) json_t *found = NULL;
+        check_knobs(m, ids, &found);
+        drift_update(m, found, ids);
+}
+
+static void check_domain(Manager *m, Domain d) {
+        _cleanup_strv_free_ char **ids = NULL;
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(m->journal, "applied"), i, e)
+                if (domain_from_string(json_string_value(json_object_get(e, "domain"))) == d)
+                        (void) strv_extend(&ids, json_string_value(json_object_get(e, "knob")));
+        if (ids)
+                check_some(m, ids);
+}
+
+/* Every knob, through the engine: drift, pending reboots, vanished objects. */
+static int check_all(Manager *m, VerifyResult *ret) {
+        _cleanup_free_ char *cmdline = NULL;
+        VerifyResult v = {};
+        int r = read_cmdline(m->root, &cmdline);
+        if (r >= 0)
+                r = engine_verify(m->root, cmdline, &v);
+        if (r < 0)
+                return r;
+        _cleanup_(json_decrefp) json_t *found = json_array();
+        for (size_t i = 0; i < v.n_drift; i++)
+                json_array_append_new(found, drift_entry(v.drift[i].knob, v.drift[i].domain, v.drift[i].expected, v.drift[i].actual));
+        m->reboot_required = strv_length(v.reboot_pending) > 0;
+        drift_update(m, found, NULL);
+        if (ret)
+                *ret = v;
+        else
+                verify_result_done(&v);
+        return 0;
+}
+
+/* ---- applying ---- */
+
+static bool knob_is_new(Manager *m, const Knob *k) {
+        return !json_object_get(m->applied_index, k->id) && !json_object_get(m->not_owned, k->id) &&
+               !json_object_get(json_object_get(m->journal, "unmovable"), k->id);
+}
+
+/* The engine puts back the original of every journalled knob a plan no longer has. For a knob
+ * whose object is gone (an IRQ of a removed device) that write fails and would undo the whole
+ * apply; for a selective re-apply nothing may be put back at all. Such knobs go into the plan
+ * unchanged, as the journal has them. */
+static int plan_keep_journalled(Manager *m, Plan *plan, bool only_vanished) {
+        _cleanup_(json_decrefp) json_t *in_plan = json_object();
+        size_t i;
+        json_t *e;
+        if (!in_plan)
+                return -ENOMEM;
+        for (size_t j = 0; j < plan->n_knobs; j++)
+                json_object_set_new(in_plan, plan->knobs[j].id, json_true());
+        json_array_foreach(json_object_get(m->journal, "applied"), i, e) {
+                Knob k;
+                if (state_entry_knob(e, NULL, &k) < 0 || json_object_get(in_plan, k.id))
+                        continue;
+                if (only_vanished && !(k.domain == DOMAIN_IRQ && k.path && !root_exists(m->root, k.path)))
+                        continue;
+                if (plan->n_knobs == plan->cap_knobs) {
+                        size_t cap = plan->cap_knobs ? plan->cap_knobs * 2 : 64;
+                        Knob *n = realloc(plan->knobs, cap * sizeof(Knob));
+                        if (!n)
+                                return -ENOMEM;
+                        plan->knobs = n;
+                        plan->cap_knobs = cap;
+                }
+                const char *want = json_string_value(json_object_get(e, "desired"));
+                Knob *nk = &plan->knobs[plan->n_knobs];
+                *nk = (Knob) {
+                        .id = strdup(k.id),
+                        .domain = k.domain,
+                        .kind = k.kind,
+                        .path = k.path ? strdup(k.path) : NULL,
+                        .current = want ? strdup(want) : NULL,
+                        .desired = want ? strdup(want) : NULL,
+                        .reboot = k.reboot,
+                };
+                if (!nk->id) {
+                        free(nk->path);
+                        free(nk->current);
+                        free(nk->desired);
+                        return -ENOMEM;
+                }
+                plan->n_knobs++;
+        }
+        return 0;
+}
+
+static int take_lock(Manager *m, int *ret, ManagerError *e) {
+        int fd = engine_lock(m->root, /* wait= */ true);
+        if (fd < 0) {
+                error_set(e, MANAGER_ERROR_FAILED, "cannot take the journal lock: %s", strerror(-fd));
+                return fd;
+        }
+        *ret = fd;
+        return 0;
+}
+
+static json_t *failure_json(const EngineResult *res, int r) {
+        return json_pack("{s:b, s:{s:s?, s:s?, s:i, s:s}, s:b, s:o}",
+                         "ok", 0,
+                         "error", "knob", res->failed_knob, "path", res->failed_path,
+                         "errno", res->failed_errno, "message", strerror(res->failed_errno ? res->failed_errno : -r),
+                         "rolled_back", res->rolled_back,
+                         "notes", notes_json(res->notes));
+}
+
+static int engine_failure(ManagerError *e, const EngineResult *res, int r) {
+        if (res->failed_knob)
+                error_set(e, MANAGER_ERROR_FAILED, "writing %s (%s) failed: %s; %s", res->failed_knob,
+                          res->failed_path ? res->failed_path : "no file", strerror(res->failed_errno),
+                          res->rollback_incomplete ? "the changes of this run were undone except those noted"
+                                                   : "every change of this run was undone");
+        else
+                error_set(e, MANAGER_ERROR_FAILED, "%s", strerror(-r));
+        e->details = failure_json(res, r);
+        return r;
+}
+
+/* Applies the journal's profile again, writing only the knobs in ids (drifted ones to correct)
+ * and knobs new to it (IRQs of a new device, new kernel threads). Nothing else is touched. */
+static int apply_selected(Manager *m, char **ids, size_t *ret_written, ManagerError *e) {
+        _cleanup_close_ int lock = -EBADF;
+        Prepared p = {};
+        EngineResult er = {};
+        const char *src = journal_profile_source(m);
+        int r;
+
+        *ret_written = 0;
+        if (!src)
+                return 0;
+        r = prepare(m, src, /* want_plan= */ true, &p, e);
+        if (r < 0)
+                return r;
+        size_t writes = 0;
+        _cleanup_strv_free_ char **fresh = NULL;
+        for (size_t i = 0; i < p.plan->n_knobs; i++) {
+                Knob *k = &p.plan->knobs[i];
+                if (!k->changed)
+                        continue;
+                if (strv_contains(ids, k->id))
+                        writes++;
+                else if (knob_is_new(m, k)) {
+                        writes++;
+                        (void) strv_extend(&fresh, k->id);
+                        log_debug("New knob %s: setting it to %s", k->id, strempty(k->desired));
+                } else if (json_object_get(m->applied_index, k->id))
+                        k->changed = false; /* drift the policy only reports stays as it is */
+                else
+                        k->id[0] = 0; /* neither journalled nor wanted: out of the plan below */
+        }
+        /* The engine records every knob of the plan as applied: one it must not write and does not
+         * own yet (a backend cannot write it here) leaves the plan. */
+        size_t kept = 0;
+        for (size_t i = 0; i < p.plan->n_knobs; i++) {
+                Knob *k = &p.plan->knobs[i];
+                if (k->id[0]) {
+                        p.plan->knobs[kept++] = *k;
+                        continue;
+                }
+                free(k->id);
+                free(k->path);
+                free(k->current);
+                free(k->desired);
+                free(k->note);
+        }
+        p.plan->n_knobs = kept;
+        if (writes == 0) {
+                prepared_done(&p);
+                return 0;
+        }
+        r = plan_keep_journalled(m, p.plan, /* only_vanished= */ false);
+        if (r >= 0)
+                r = take_lock(m, &lock, e);
+        if (r >= 0) {
+                r = engine_apply(m->root, p.host, p.resolved, p.plan, &er);
+                if (r < 0)
+                        engine_failure(e, &er, r);
+        }
+        *ret_written = er.written;
+        for (char **n = er.notes; n && *n; n++)
+                log_debug("%s", *n);
+        engine_result_done(&er);
+        prepared_done(&p);
+        close_fd(&lock);
+        (void) journal_reload(m, NULL);
+        /* New knobs the engine did not record (their backend cannot write them on this root)
+         * are not tried again until the next full apply. */
+        for (char **f = fresh; r >= 0 && f && *f; f++)
+                if (!json_object_get(m->applied_index, *f))
+                        json_object_set_new(m->not_owned, *f, json_true());
+        watcher_flush(m->watcher);
+        return r;
+}
+
+static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *e) {
+        _cleanup_close_ int lock = -EBADF;
+        Prepared p = {};
+        EngineResult er = {};
+        int r;
+
+        r = prepare(m, name, /* want_plan= */ true, &p, e);
+        if (r < 0)
+                return r;
+        r = plan_keep_journalled(m, p.plan, /* only_vanished= */ true);
+        if (r >= 0)
+                r = take_lock(m, &lock, e);
+        if (r < 0) {
+                prepared_done(&p);
+                return r;
+        }
+        r = engine_apply(m->root, p.host, p.resolved, p.plan, &er);
+        close_fd(&lock);
+        json_object_clear(m->not_owned);
+        if (r < 0) {
+                engine_failure(e, &er, r);
+                engine_result_done(&er);
+                prepared_done(&p);
+                (void) journal_reload(m, NULL);
+                return r;
+        }
+        size_t reboot = 0;
+        for (size_t i = 0; i < p.plan->n_knobs; i++)
+                if (p.plan->knobs[i].changed && p.plan->knobs[i].reboot)
+                        reboot++;
+        json_t *doc = json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:b, s:o}",
+                                "ok", 1, "profile", p.plan->profile,
+                                "changed", (json_int_t) er.written, "unchanged", (json_int_t) er.unchanged,
+                                "unmovable", (json_int_t) er.refused, "skipped", (json_int_t) er.skipped,
+                                "restored", (json_int_t) er.restored, "reboot_required", reboot > 0,
+                                "recovered", er.recovered, "notes", notes_json(er.notes));
+        log_info("Applied %s: %zu knobs changed, %zu already as desired%s", p.plan->profile, er.written, er.unchanged,
+                 reboot ? "; a reboot is needed for boot arguments" : "");
+        for (char **n = er.notes; n && *n; n++)
+                log_info("  %s", *n);
+
+        /* The settings come from this resolution (the journal's hash is its hash); the journal, the
+         * watches and drift follow. */
+        free(m->settings_hash);
+        m->settings_hash = state_hash(p.resolved->doc);
+        settings_from_resolved(m, p.resolved);
+        apply_interval(m);
+        pin_self(m, &p.resolved->housekeeping);
+        (void) journal_reload(m, NULL);
+        for (size_t i = 0; i < p.plan->n_knobs; i++)
+                if (knob_is_new(m, &p.plan->knobs[i]))
+                        json_object_set_new(m->not_owned, p.plan->knobs[i].id, json_true());
+        watcher_flush(m->watcher);
+        manager_dbus_emit_applied(m, p.plan->profile);
+        manager_varlink_emit(m, "applied", NULL);
+        (void) check_all(m, NULL);
+        engine_result_done(&er);
+        prepared_done(&p);
+        *ret = doc;
+        return doc ? 0 : -ENOMEM;
+}
+
+/* ---- the calls ---- */
+
+int manager_list_profiles(Manager *m, json_t **ret, ManagerError *e) {
+        ProfileInfo *l = NULL;
+        size_t n = 0;
+        int r = profile_list(m->root, &l, &n);
+        if (r < 0) {
+                error_set(e, MANAGER_ERROR_FAILED, "cannot list profiles: %s", strerror(-r));
+                return r;
+        }
+        json_t *arr = json_array();
+        for (size_t i = 0; arr && i < n; i++) {
+                _cleanup_free_ char *path = root_display_path(m->root, l[i].path);
+                json_array_append_new(arr, json_pack("{s:s, s:s?, s:s, s:s, s:b}",
+                                                     "name", l[i].name,
+                                                     "summary", l[i].summary,
+                                                     "path", path ? path : l[i].path,
+                                                     "origin", startswith(l[i].path, PROFILE_DIR_USER) ? "user" : "system",
+                                                     "overrides_system", l[i].shadows));
+        }
+        profile_info_free_many(l, n);
+        *ret = arr;
+        return arr ? 0 : -ENOMEM;
+}
+
+int manager_plan(Manager *m, const char *profile, json_t **ret, ManagerError *e) {
+        Prepared p = {};
+        int r = prepare(m, profile, /* want_plan= */ true, &p, e);
+        if (r < 0)
+                return r;
+        json_t *doc = plan_json(p.plan);
+        prepared_done(&p);
+        *ret = doc;
+        return doc ? 0 : -ENOMEM;
+}
+
+int manager_apply(Manager *m, const char *profile, json_t **ret, ManagerError *e) {
+        return apply_full(m, profile, ret, e);
+}
+
+int manager_correct(Manager *m, json_t **ret, ManagerError *e) {
+        _cleanup_strv_free_ char **ids = NULL;
+        const char *id;
+        json_t *v;
+        size_t written = 0, i;
+
+        if (!m->profile)
+                return error_set(e, MANAGER_ERROR_NOT_APPLIED, "no profile is applied: nothing to correct");
+        (void) check_all(m, NULL); /* may correct some already, per the policy */
+        json_object_foreach(m->drift, id, v)
+                (void) strv_extend(&ids, id);
+        json_t *corrected = json_array();
+        if (!corrected)
+                return -ENOMEM;
+        if (ids) {
+                _cleanup_(json_decrefp) json_t *before = json_deep_copy(m->drift), *still = NULL, *still_ids = json_object();
+                int r = apply_selected(m, ids, &written, e);
+                if (r < 0) {
+                        json_decref(corrected);
+                        return r;
+                }
+                check_knobs(m, ids, &still);
+                json_array_foreach(still, i, v)
+                        json_object_set_new(still_ids, json_string_value(json_object_get(v, "knob")), json_true());
+                json_object_foreach(before, id, v)
+                        if (!json_object_get(still_ids, id)) {
+                                json_array_append(corrected, v);
+                                json_object_del(m->drift, id);
+                        }
+                if (json_array_size(corrected) > 0) {
+                        log_notice("Corrected %zu drifted knob%s on request", json_array_size(corrected),
+                                   json_array_size(corrected) == 1 ? "" : "s");
+                        emit(m, "Corrected", "corrected", corrected);
+                }
+                properties_update(m);
+        }
+        *ret = json_pack("{s:b, s:s, s:I, s:o, s:I}", "ok", 1, "profile", m->profile, "written", (json_int_t) written,
+                         "corrected", corrected, "drift", (json_int_t) manager_drift_count(m));
+        return *ret ? 0 : -ENOMEM;
+}
+
+int manager_verify(Manager *m, json_t **ret, ManagerError *e) {
+        VerifyResult v = {};
+        (void) journal_reload(m, NULL);
+        int r = check_all(m, &v);
+        if (r < 0) {
+                error_set(e, MANAGER_ERROR_FAILED, "cannot verify: %s", r == -EBADMSG ? "the journal is not an rtpart journal" : strerror(-r));
+                return r;
+        }
+        *ret = verify_json(&v);
+        verify_result_done(&v);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int manager_revert(Manager *m, json_t **ret, ManagerError *e) {
+        _cleanup_close_ int lock = -EBADF;
+        _cleanup_(host_freep) Host *host = NULL;
+        EngineResult er = {};
+        int r = host_discover(m->root, 0, &host);
+        if (r < 0) {
+                error_set(e, MANAGER_ERROR_FAILED, "cannot read the host's topology: %s", strerror(-r));
+                return r;
+        }
+        r = take_lock(m, &lock, e);
+        if (r < 0)
+                return r;
+        r = engine_revert(m->root, host, &er);
+        close_fd(&lock);
+        json_t *doc = json_pack("{s:b, s:I, s:I, s:b, s:o}", "ok", r >= 0, "restored", (json_int_t) er.written,
+                                "failed", (json_int_t) er.failed, "recovered", er.recovered, "notes", notes_json(er.notes));
+        if (r < 0) {
+                if (er.failed_knob)
+                        error_set(e, MANAGER_ERROR_FAILED, "%zu knob%s could not be restored (first: %s: %s); they stay in "
+                                  "the journal and a later revert retries them", er.failed, er.failed == 1 ? "" : "s",
+                                  er.failed_knob, strerror(er.failed_errno));
+                else
+                        error_set(e, MANAGER_ERROR_FAILED, "revert failed: %s", strerror(-r));
+                e->details = doc;
+                doc = NULL;
+        } else
+                log_info("Reverted: %zu knobs restored to their original values", er.written);
+        engine_result_done(&er);
+        (void) journal_reload(m, NULL);
+        json_object_clear(m->drift);
+        m->reboot_required = false;
+        watcher_flush(m->watcher);
+        manager_varlink_emit(m, "reverted", NULL);
+        properties_update(m);
+        if (r < 0)
+                return r;
+        *ret = doc;
+        return doc ? 0 : -ENOMEM;
+}
+
+int manager_status(Manager *m, json_t **ret, ManagerError *e) {
+        VerifyResult v = {};
+        _cleanup_free_ char *cmdline = NULL;
+        json_t *state = NULL;
+        int r = read_cmdline(m->root, &cmdline);
+        if (r >= 0)
+                r = engine_verify(m->root, cmdline, &v);
+        if (r >= 0)
+                r = state_load(m->root, &state);
+        if (r < 0) {
+                verify_result_done(&v);
+                error_set(e, MANAGER_ERROR_FAILED, "cannot read the journal: %s", strerror(-r));
+                return r;
+        }
+        json_t *last = json_object_get(state, "last_error");
+        json_t *unmov = json_array();
+        for (char **i = v.unmovable; i && *i; i++)
+                json_array_append_new(unmov, json_string(*i));
+        json_t *doc = json_pack("{s:s?, s:s?, s:I, s:I, s:b, s:o, s:I, s:O, s:b}", "profile", v.profile,
+                                "applied_at", v.applied_at, "knobs", (json_int_t) v.checked,
+                                "drift", (json_int_t) v.n_drift, "reboot_required", strv_length(v.reboot_pending) > 0,
+                                "unmovable", unmov, "originals", (json_int_t) json_object_size(json_object_get(state, "originals")),
+                                "last_error", last ? last : json_null(), "transaction_open", v.transaction_open);
+        /* What only the daemon knows. */
+        if (doc)
+                json_object_set_new(doc, "daemon", json_pack("{s:I, s:I, s:I, s:s, s:I}",
+                                                              "watched_files", (json_int_t) (m->watcher ? watcher_n_files(m->watcher) : 0),
+                                                              "interval_s", (json_int_t) (m->watcher ? watcher_get_interval(m->watcher) / 1000000ULL : 0),
+                                                              "drift_events", (json_int_t) m->drift_events,
+                                                              "policy", drift_policy_to_string(m->policy[DOMAIN_SYSCTL]),
+                                                              "streams", (json_int_t) m->n_streams));
+        json_decref(state);
+        verify_result_done(&v);
+        *ret = doc;
+        return doc ? 0 : -ENOMEM;
+}
+
+/* ---- events ---- */
+
+static void on_knobs_changed(Watcher *w, char **knobs, void *userdata) {
+        Manager *m = userdata;
+        log_debug("Knob files changed: %zu knob(s), first %s", strv_length(knobs), strempty(knobs[0]));
+        check_some(m, knobs);
+}
+
+static uint64_t irq_signature(Root *root) {
+        DIR *d = NULL;
+        uint64_t sig = 0, n = 0;
+        if (root_opendir(root, "proc/irq", &d) < 0)
+                return 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                char *end;
+                unsigned long v = strtoul(de->d_name, &end, 10);
+                if (end == de->d_name || *end)
+                        continue;
+                sig += (uint64_t) (v + 1) * UINT64_C(0x9e3779b97f4a7c15);
+                n++;
+        }
+        closedir(d);
+        return sig ^ n;
+}
+
+/* New IRQs or kernel threads: knobs the journal does not have yet are set per the profile. */
+static void adopt_new(Manager *m, const char *why) {
+        ManagerError e = {};
+        size_t written = 0;
+        if (!m->profile)
+                return;
+        int r = apply_selected(m, NULL, &written, &e);
+        if (r < 0)
+                log_warning("Cannot place new objects (%s): %s", why, strempty(e.message));
+        else if (written > 0)
+                log_info("Placed %zu new knob%s per %s (%s)", written, written == 1 ? "" : "s", m->profile, why);
+        manager_error_done(&e);
+        m->irq_signature = irq_signature(m->root);
+}
+
+static void on_device_added(Watcher *w, const char *action, const char *devpath, void *userdata) {
+        Manager *m = userdata;
+        uint64_t sig = irq_signature(m->root);
+        log_debug("uevent %s %s", action, devpath);
+        if (sig != m->irq_signature)
+                adopt_new(m, "new IRQs");
+}
+
+static void on_kthreads_forked(Watcher *w, void *userdata) {
+        Manager *m = userdata;
+        log_debug("kthreadd forked: checking kernel threads");
+        check_domain(m, DOMAIN_KTHREAD);
+        adopt_new(m, "new kernel threads");
+}
+
+static void on_tick(Watcher *w, void *userdata) {
+        Manager *m = userdata;
+        (void) journal_reload(m, NULL);
+        if (!m->profile)
+                return;
+        (void) check_all(m, NULL);
+        /* /proc/irq/N appears at request_irq(), which no uevent announces (a NIC opened). */
+        if (irq_signature(m->root) != m->irq_signature)
+                adopt_new(m, "new IRQs");
+}
+
+static void on_journal_changed(Watcher *w, void *userdata) {
+        Manager *m = userdata;
+        bool changed = false;
+        _cleanup_free_ char *before = m->profile ? strdup(m->profile) : NULL;
+        if (journal_reload(m, &changed) < 0 || !changed)
+                return;
+        if (json_is_object(json_object_get(m->journal, "transaction")))
+                return; /* someone is applying; the commit will be another change */
+        log_info("The journal was changed by another program; active profile: %s", strempty(m->profile));
+        if (!streq_ptr(before, m->profile) && m->profile)
+                manager_dbus_emit_applied(m, m->profile);
+        if (m->profile)
+                (void) check_all(m, NULL);
+        else {
+                json_object_clear(m->drift);
+                m->reboot_required = false;
+        }
+        properties_update(m);
+}
+
+void manager_reload(Manager *m) {
+        on_tick(m->watcher, m);
+        properties_update(m);
+}
+
+/* ---- life cycle ---- */
+
+int manager_new(sd_event *event, Root *root, const ManagerOptions *options, Manager **ret) {
+        _cleanup_(manager_freep) Manager *m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->event = sd_event_ref(event);
+        m->root = root;
+        m->options = *options;
+        m->drift = json_object();
+        m->corrections = json_object();
+        m->applied_index = json_object();
+        m->not_owned = json_object();
+        if (!m->drift || !m->corrections || !m->applied_index || !m->not_owned)
+                return -ENOMEM;
+        settings_reset(m);
+        static const WatchCallbacks cb = {
+                .knobs_changed = on_knobs_changed,
+                .device_added = on_device_added,
+                .kthreads_forked = on_kthreads_forked,
+                .tick = on_tick,
+                .journal_changed = on_journal_changed,
+        };
+        int r = watcher_new(event, root, &cb, m, &m->watcher);
+        if (r < 0)
+                return r;
+        if (options->debounce_usec)
+                watcher_set_debounce(m->watcher, options->debounce_usec);
+        apply_interval(m);
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        manager_varlink_detach(m);
+        manager_dbus_detach(m);
+        watcher_free(m->watcher);
+        json_decref(m->journal);
+        json_decref(m->applied_index);
+        json_decref(m->watch_key);
+        json_decref(m->drift);
+        json_decref(m->corrections);
+        json_decref(m->not_owned);
+        free(m->profile);
+        free(m->settings_hash);
+        free(m->emitted.profile);
+        sd_event_unref(m->event);
+        free(m);
+        return NULL;
+}
+
+int manager_startup(Manager *m) {
+        _cleanup_(host_freep) Host *host = NULL;
+        int r;
+
+        /* 1. An apply or revert a crash interrupted is rolled back first. */
+        if (engine_transaction_open(m->root)) {
+                _cleanup_close_ int lock = -EBADF;
+                EngineResult er = {};
+                r = host_discover(m->root, 0, &host);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot read the host's topology under %s: %m", m->root->path);
+                lock = engine_lock(m->root, /* wait= */ true);
+                if (lock < 0)
+                        return log_error_errno(lock, "Cannot take the journal lock: %m");
+                r = engine_recover(m->root, host, &er);
+                if (r < 0)
+                        (void) log_error_errno(r, "Cannot roll back the interrupted transaction: %m");
+                for (char **n = er.notes; n && *n; n++)
+                        log_warning("%s", *n);
+                engine_result_done(&er);
+        }
+
+        /* 2. The journal. */
+        r = journal_reload(m, NULL);
+        if (r == -EBADMSG)
+                return log_error_errno(r, "The journal under %s is not an rtpart journal; refusing to touch it", m->root->path);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read the journal: %m");
+
+        /* 3. The active profile, again: after a reboot the runtime knobs are back at the kernel's
+         *    defaults, and IRQ numbers and kernel threads may differ. */
+        if (m->profile) {
+                _cleanup_(json_decrefp) json_t *doc = NULL;
+                ManagerError e = {};
+                const char *src = journal_profile_source(m);
+                log_info("Re-applying %s (%s)", m->profile, strempty(src));
+                r = apply_full(m, src, &doc, &e);
+                if (r < 0)
+                        log_error("Cannot re-apply %s: %s; watching what the journal holds", m->profile, strempty(e.message));
+                manager_error_done(&e);
+        } else
+                log_info("No profile applied; waiting for Apply");
+
+        /* 4. Watch. */
+        const char *dir;
+        Root *sr = state_root(m->root, &dir);
+        if (root_mkdir_p(sr, dir, 0755) >= 0) {
+                r = watcher_watch_journal(m->watcher, sr, dir);
+                if (r < 0)
+                        (void) log_warning_errno(r, "Cannot watch the journal directory: %m; changes by rtpartctl "
+                                                 "--no-daemon are seen at the next safety check");
+        }
+        if (m->options.uevents) {
+                r = watcher_enable_uevents(m->watcher);
+                if (r < 0)
+                        (void) log_warning_errno(r, "Cannot listen to kernel uevents: %m; new devices' IRQs are placed "
+                                                 "at the next safety check");
+        }
+        if (m->options.proc_connector && m->root->is_host) {
+                r = watcher_enable_proc_connector(m->watcher);
+                if (r < 0)
+                        (void) log_warning_errno(r, "Cannot listen to the proc connector: %m; new kernel threads are "
+                                                 "checked at the next safety check");
+        }
+        watch_refresh(m);
+        m->irq_signature = irq_signature(m->root);
+        if (m->profile)
+                (void) check_all(m, NULL);
+        properties_update(m);
+        log_info("Watching %zu knob files; safety check every %llu s", watcher_n_files(m->watcher),
+                 (unsigned long long) (watcher_get_interval(m->watcher) / 1000000ULL));
+        return 0;
+}

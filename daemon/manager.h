@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* rtpartd's logic: one Manager owns the root, the journal as last read, the drift it knows of and
+ * the watcher. The D-Bus (manager-dbus.c) and varlink (manager-varlink.c) sides call the same
+ * manager_* functions and only marshal: every answer is the JSON document `rtpartctl --json`
+ * prints for the same command. */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+#include <sys/types.h>
+
+#include "backend.h"
+#include "engine.h"
+#include "root.h"
+#include "varlink.h"
+#include "watch.h"
+
+/* ---- logging: stderr, one line each, with the syslog priority prefix journald reads ---- */
+
+#include <syslog.h>
+
+extern int log_max_level;
+void log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
+#define log_full_errno(level, error, ...)                                       \
+        ({                                                                      \
+                int _e = (error);                                               \
+                if ((level) <= log_max_level)                                   \
+                        log_internal((level), _e, __VA_ARGS__);                 \
+                _e < 0 ? _e : -_e;                                              \
+        })
+#define log_debug(...) (void) log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
+#define log_info(...) (void) log_full_errno(LOG_INFO, 0, __VA_ARGS__)
+#define log_notice(...) (void) log_full_errno(LOG_NOTICE, 0, __VA_ARGS__)
+#define log_warning(...) (void) log_full_errno(LOG_WARNING, 0, __VA_ARGS__)
+#define log_error(...) (void) log_full_errno(LOG_ERR, 0, __VA_ARGS__)
+#define log_warning_errno(e, ...) log_full_errno(LOG_WARNING, (e), __VA_ARGS__)
+#define log_error_errno(e, ...) log_full_errno(LOG_ERR, (e), __VA_ARGS__)
+
+/* ---- the manager ---- */
+
+typedef enum DriftPolicy {
+        DRIFT_REPORT,
+        DRIFT_CORRECT,
+        _DRIFT_POLICY_MAX,
+        _DRIFT_POLICY_INVALID = -EINVAL,
+} DriftPolicy;
+
+/* Why a call failed, in words for the caller. `name` is the last component of the error name
+ * on both interfaces: org.rtpart.Manager1.Error.<name> and org.rtpart.Manager.<name>. */
+typedef struct ManagerError {
+        const char *name;       /* MANAGER_ERROR_* */
+        char *message;
+        json_t *details;        /* a failed apply's document, or NULL */
+} ManagerError;
+
+#define MANAGER_ERROR_INVALID_PROFILE "InvalidProfile"  /* "FILE: POINTER: MESSAGE", or not found */
+#define MANAGER_ERROR_PERMISSION_DENIED "PermissionDenied"
+#define MANAGER_ERROR_NOT_APPLIED "NotApplied"          /* Correct with no active profile */
+#define MANAGER_ERROR_FAILED "Failed"                   /* the host refused; message says where */
+
+void manager_error_done(ManagerError *e);
+
+typedef struct Manager Manager;
+
+typedef struct ManagerOptions {
+        uint64_t interval_usec;         /* 0: the profile's drift.interval_s, else 60 s */
+        uint64_t debounce_usec;         /* 0: the watcher's default (20 ms) */
+        bool pin;                       /* pin the daemon to housekeeping CPUs (real host only) */
+        bool uevents, proc_connector;   /* kernel event sources beside inotify */
+} ManagerOptions;
+
+struct Manager {
+        sd_event *event;
+        Root *root;                     /* not owned */
+        ManagerOptions options;
+        Watcher *watcher;
+
+        json_t *journal;                /* state.json as last read */
+        json_t *applied_index;          /* knob id → index into journal.applied */
+        json_t *watch_key;              /* the (knob, path) list the watcher has */
+        char *profile;                  /* active profile (the journal's), NULL */
+        char *settings_hash;            /* the journal hash the settings below were read for */
+        DriftPolicy policy[_DOMAIN_MAX];
+        uint64_t profile_interval_usec;
+        uint64_t irq_signature;
+
+        json_t *drift;                  /* knob id → {knob, domain, expected, actual} */
+        json_t *corrections;            /* knob id → [count, window start] */
+        json_t *not_owned;              /* knobs a backend cannot write here (left out of the
+                                         * journal by the engine): not "new" again and again */
+        bool reboot_required;
+        uint64_t drift_events;          /* drift reports since start */
+        struct {
+                bool valid, in_sync, reboot_required;
+                unsigned drift_count;
+                char *profile;
+        } emitted;                      /* property values last announced */
+
+        /* the two front ends */
+        sd_bus *bus;
+        sd_bus_slot *bus_slot;
+        VarlinkServer *varlink;
+        VarlinkCall **streams;          /* open Watch/Monitor calls */
+        size_t n_streams;
+};
+
+int manager_new(sd_event *event, Root *root, const ManagerOptions *options, Manager **ret);
+Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
+
+/* Rolls back an interrupted transaction, re-applies the journal's profile against the host as it
+ * is now (the tuning survives a reboot), pins the daemon, and starts watching. */
+int manager_startup(Manager *m);
+
+/* The calls of both interfaces. Each returns 0 and the document, or a negative errno and e. */
+int manager_list_profiles(Manager *m, json_t **ret, ManagerError *e);
+int manager_plan(Manager *m, const char *profile, json_t **ret, ManagerError *e);
+int manager_apply(Manager *m, const char *profile, json_t **ret, ManagerError *e);
+int manager_verify(Manager *m, json_t **ret, ManagerError *e);
+int manager_revert(Manager *m, json_t **ret, ManagerError *e);
+int manager_status(Manager *m, json_t **ret, ManagerError *e);
+/* Writes every drifted knob back now, whatever the policy. */
+int manager_correct(Manager *m, json_t **ret, ManagerError *e);
+
+/* Properties. */
+const char *manager_active_profile(Manager *m);
+bool manager_in_sync(Manager *m);
+unsigned manager_drift_count(Manager *m);
+bool manager_reboot_required(Manager *m);
+
+/* Re-reads the journal and re-checks every knob (SIGHUP, the safety timer). */
+void manager_reload(Manager *m);
+
+DriftPolicy drift_policy_from_string(const char *s);
+const char *drift_policy_to_string(DriftPolicy p);
+
+/* ---- the front ends (manager-dbus.c, manager-varlink.c) ---- */
+
+#define MANAGER_DBUS_NAME "org.rtpart.Manager1"
+#define MANAGER_DBUS_PATH "/org/rtpart/Manager1"
+#define MANAGER_DBUS_INTERFACE "org.rtpart.Manager1"
+#define MANAGER_DBUS_ERROR_PREFIX "org.rtpart.Manager1.Error."
+#define MANAGER_VARLINK_INTERFACE "org.rtpart.Manager"
+
+/* Registers the object on a bus (the system bus, or one end of a socketpair in tests). */
+int manager_dbus_attach(Manager *m, sd_bus *bus);
+void manager_dbus_detach(Manager *m);
+/* drift: array of {knob, domain, expected, actual}. */
+void manager_dbus_emit_drift(Manager *m, const char *signal, json_t *drift);
+void manager_dbus_emit_applied(Manager *m, const char *profile);
+void manager_dbus_emit_properties(Manager *m);
+
+/* Adds org.rtpart.Manager to a varlink server. */
+int manager_varlink_attach(Manager *m, VarlinkServer *server);
+void manager_varlink_detach(Manager *m);
+/* To every open Watch call: {"event": "drift"|"corrected"|"applied"|"reverted", …}. */
+void manager_varlink_emit(Manager *m, const char *event, json_t *drift);
+extern const char manager_varlink_description[];

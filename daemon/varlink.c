@@ -1,0 +1,676 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "varlink.h"
+
+static const char varlink_service_description[] =
+        "# The Varlink Service Interface is provided by every varlink service. It\n"
+        "# describes the service and the interfaces it implements.\n"
+        "interface org.varlink.service\n"
+        "\n"
+        "# Get a list of all the interfaces a service provides and information\n"
+        "# about the implementation.\n"
+        "method GetInfo() -> (\n"
+        "  vendor: string,\n"
+        "  product: string,\n"
+        "  version: string,\n"
+        "  url: string,\n"
+        "  interfaces: []string\n"
+        ")\n"
+        "\n"
+        "# Get the description of an interface that is implemented by this service.\n"
+        "method GetInterfaceDescription(interface: string) -> (description: string)\n"
+        "\n"
+        "# The requested interface was not found.\n"
+        "error InterfaceNotFound (interface: string)\n"
+        "\n"
+        "# The requested method was not found\n"
+        "error MethodNotFound (method: string)\n"
+        "\n"
+        "# The interface defines the requested method, but the service does not\n"
+        "# implement it.\n"
+        "error MethodNotImplemented (method: string)\n"
+        "\n"
+        "# One of the passed parameters is invalid.\n"
+        "error InvalidParameter (parameter: string)\n"
+        "\n"
+        "# Client is denied access\n"
+        "error PermissionDenied ()\n"
+        "\n"
+        "# Method is expected to be called with 'more' set to true, but wasn't\n"
+        "error ExpectedMore ()\n";
+
+typedef struct VarlinkInterface {
+        const char *name;
+        const char *description;
+        const VarlinkMethod *methods;
+} VarlinkInterface;
+
+typedef struct VarlinkConnection VarlinkConnection;
+
+struct VarlinkServer {
+        sd_event *event;
+        void *userdata;
+        char *vendor, *product, *version, *url;
+        VarlinkInterface *interfaces;
+        size_t n_interfaces;
+        int listen_fd;
+        sd_event_source *listen_source;
+        char *bound_path;       /* a socket file we created, removed again on free */
+        VarlinkConnection *connections;
+        size_t n_connections;
+};
+
+struct VarlinkConnection {
+        VarlinkServer *server;
+        VarlinkConnection *next, *prev;
+        int fd;
+        sd_event_source *io, *defer;
+        uid_t uid;
+        bool uid_valid;
+        char *in;
+        size_t in_len, in_cap;
+        char *out;
+        size_t out_len, out_cap, out_off;
+        VarlinkCall *current;   /* the call being answered; later messages wait in `in` */
+        bool eof;               /* the peer sent everything it will send */
+        bool closing;           /* close once the output is written */
+        bool dead;              /* close now (I/O error, overrun) */
+};
+
+struct VarlinkCall {
+        unsigned n_ref;
+        VarlinkConnection *conn;        /* NULL once the connection is gone */
+        char *method;
+        VarlinkCallFlags flags;
+        bool done;
+        void (*disconnect)(VarlinkCall *c, void *userdata);
+        void *disconnect_userdata;
+};
+
+static void connection_update(VarlinkConnection *c);
+static void connection_free(VarlinkConnection *c);
+
+int varlink_server_new(sd_event *event, VarlinkServer **ret) {
+        VarlinkServer *s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->event = sd_event_ref(event);
+        s->listen_fd = -EBADF;
+        *ret = s;
+        return 0;
+}
+
+VarlinkServer *varlink_server_free(VarlinkServer *s) {
+        if (!s)
+                return NULL;
+        while (s->connections)
+                connection_free(s->connections);
+        sd_event_source_disable_unref(s->listen_source);
+        if (s->listen_fd >= 0)
+                close(s->listen_fd);
+        if (s->bound_path)
+                (void) unlink(s->bound_path);
+        free(s->bound_path);
+        free(s->interfaces);
+        free(s->vendor);
+        free(s->product);
+        free(s->version);
+        free(s->url);
+        sd_event_unref(s->event);
+        free(s);
+        return NULL;
+}
+
+static int set_string(char **p, const char *v) {
+        char *n = strdup(strempty(v));
+        if (!n)
+                return -ENOMEM;
+        free(*p);
+        *p = n;
+        return 0;
+}
+
+int varlink_server_set_info(VarlinkServer *s, const char *vendor, const char *product, const char *version,
+                            const char *url) {
+        if (set_string(&s->vendor, vendor) < 0 || set_string(&s->product, product) < 0 ||
+            set_string(&s->version, version) < 0 || set_string(&s->url, url) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+int varlink_server_add_interface(VarlinkServer *s, const char *name, const char *description,
+                                 const VarlinkMethod *methods) {
+        VarlinkInterface *n = realloc(s->interfaces, (s->n_interfaces + 1) * sizeof(VarlinkInterface));
+        if (!n)
+                return -ENOMEM;
+        s->interfaces = n;
+        s->interfaces[s->n_interfaces++] = (VarlinkInterface) { name, description, methods };
+        return 0;
+}
+
+void varlink_server_set_userdata(VarlinkServer *s, void *userdata) {
+        s->userdata = userdata;
+}
+
+size_t varlink_server_n_connections(VarlinkServer *s) {
+        return s->n_connections;
+}
+
+/* ---- calls ---- */
+
+VarlinkCall *varlink_call_ref(VarlinkCall *c) {
+        if (c)
+                c->n_ref++;
+        return c;
+}
+
+VarlinkCall *varlink_call_unref(VarlinkCall *c) {
+        if (!c || --c->n_ref > 0)
+                return NULL;
+        free(c->method);
+        free(c);
+        return NULL;
+}
+
+int varlink_call_get_peer_uid(VarlinkCall *c, uid_t *ret) {
+        if (!c->conn)
+                return -ENOTCONN;
+        if (!c->conn->uid_valid)
+                return -ENODATA;
+        *ret = c->conn->uid;
+        return 0;
+}
+
+const char *varlink_call_method(VarlinkCall *c) {
+        return c->method;
+}
+
+bool varlink_call_is_connected(VarlinkCall *c) {
+        return c->conn && !c->conn->dead;
+}
+
+void varlink_call_set_disconnect(VarlinkCall *c, void (*func)(VarlinkCall *c, void *userdata), void *userdata) {
+        c->disconnect = func;
+        c->disconnect_userdata = userdata;
+}
+
+/* Queues one message and its NUL; tries to write it right away. */
+static int connection_send(VarlinkConnection *c, json_t *msg) {
+        _cleanup_free_ char *text = json_dumps(msg, JSON_COMPACT);
+        if (!text)
+                return -ENOMEM;
+        size_t len = strlen(text) + 1;
+        if (c->out_len - c->out_off + len > VARLINK_OUTPUT_MAX) {
+                /* The peer stopped reading (a Watch client that hangs): drop it rather than grow. */
+                c->dead = true;
+                connection_update(c);
+                return -ENOBUFS;
+        }
+        if (c->out_off > 0 && c->out_off == c->out_len)
+                c->out_off = c->out_len = 0;
+        if (c->out_len + len > c->out_cap) {
+                size_t cap = MAX(c->out_cap * 2, c->out_len + len + 4096);
+                char *n = realloc(c->out, cap);
+                if (!n)
+                        return -ENOMEM;
+                c->out = n;
+                c->out_cap = cap;
+        }
+        memcpy(c->out + c->out_len, text, len);
+        c->out_len += len;
+
+        while (c->out_off < c->out_len) {
+                ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno != EAGAIN)
+                                c->dead = true;
+                        break;
+                }
+                c->out_off += (size_t) n;
+        }
+        connection_update(c);
+        return 0;
+}
+
+static int call_send(VarlinkCall *c, json_t *msg, bool final) {
+        _cleanup_(json_decrefp) json_t *m = msg;
+        if (!m)
+                return -ENOMEM;
+        if (c->done)
+                return -EALREADY;
+        if (final)
+                c->done = true;
+        VarlinkConnection *conn = c->conn;
+        if (!conn || conn->dead)
+                return -ENOTCONN;
+        int r = 0;
+        if (!(c->flags & VARLINK_CALL_ONEWAY))
+                r = connection_send(conn, m);
+        if (final && conn->current == c) {
+                conn->current = NULL;
+                varlink_call_unref(c);
+                /* Later pipelined calls wait in the buffer: go on with them from the loop. */
+                (void) sd_event_source_set_enabled(conn->defer, SD_EVENT_ONESHOT);
+        }
+        return r;
+}
+
+static json_t *params_or_empty(json_t *p) {
+        return p ? p : json_object();
+}
+
+int varlink_call_reply(VarlinkCall *c, json_t *parameters) {
+        return call_send(c, json_pack("{s:o}", "parameters", params_or_empty(parameters)), true);
+}
+
+int varlink_call_notify(VarlinkCall *c, json_t *parameters) {
+        if (!(c->flags & VARLINK_CALL_MORE)) {
+                json_decref(parameters);
+                return -EINVAL;
+        }
+        return call_send(c, json_pack("{s:o, s:b}", "parameters", params_or_empty(parameters), "continues", true), false);
+}
+
+int varlink_call_error(VarlinkCall *c, const char *error, json_t *parameters) {
+        return call_send(c, json_pack("{s:s, s:o}", "error", error, "parameters", params_or_empty(parameters)), true);
+}
+
+int varlink_call_error_invalid_parameter(VarlinkCall *c, const char *parameter) {
+        return varlink_call_error(c, VARLINK_ERROR_INVALID_PARAMETER, json_pack("{s:s}", "parameter", parameter));
+}
+
+/* ---- org.varlink.service ---- */
+
+static const VarlinkInterface *find_interface(VarlinkServer *s, const char *name, size_t len) {
+        for (size_t i = 0; i < s->n_interfaces; i++)
+                if (strlen(s->interfaces[i].name) == len && strncmp(s->interfaces[i].name, name, len) == 0)
+                        return &s->interfaces[i];
+        return NULL;
+}
+
+static int service_get_info(VarlinkCall *call, VarlinkServer *s) {
+        json_t *ifs = json_array();
+        if (!ifs)
+                return -ENOMEM;
+        json_array_append_new(ifs, json_string("org.varlink.service"));
+        for (size_t i = 0; i < s->n_interfaces; i++)
+                json_array_append_new(ifs, json_string(s->interfaces[i].name));
+        return varlink_call_reply(call, json_pack("{s:s, s:s, s:s, s:s, s:o}", "vendor", strempty(s->vendor),
+                                                  "product", strempty(s->product), "version", strempty(s->version),
+                                                  "url", strempty(s->url), "interfaces", ifs));
+}
+
+static int service_get_description(VarlinkCall *call, VarlinkServer *s, json_t *params) {
+        json_t *v = json_object_get(params, "interface");
+        const char *name = json_string_value(v);
+        if (!name)
+                return varlink_call_error_invalid_parameter(call, "interface");
+        if (streq(name, "org.varlink.service"))
+                return varlink_call_reply(call, json_pack("{s:s}", "description", varlink_service_description));
+        const VarlinkInterface *i = find_interface(s, name, strlen(name));
+        if (!i)
+                return varlink_call_error(call, VARLINK_ERROR_INTERFACE_NOT_FOUND, json_pack("{s:s}", "interface", name));
+        return varlink_call_reply(call, json_pack("{s:s}", "description", i->description));
+}
+
+/* ---- connections ---- */
+
+static void connection_fail(VarlinkConnection *c, const char *error, const char *parameter) {
+        /* A protocol violation: one error reply (not tied to a call), then the connection closes. */
+        _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:{s:s}}", "error", error, "parameters", "parameter", parameter);
+        if (m)
+                (void) connection_send(c, m);
+        c->closing = true;
+        connection_update(c);
+}
+
+static int connection_dispatch(VarlinkConnection *c, const char *text, size_t len) {
+        VarlinkServer *s = c->server;
+        json_error_t jerr;
+        _cleanup_(json_decrefp) json_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+        const char *method;
+        json_t *params, *more, *oneway;
+
+        if (!msg || !json_is_object(msg)) {
+                connection_fail(c, VARLINK_ERROR_INVALID_PARAMETER, msg ? "message is not a JSON object" : jerr.text);
+                return 0;
+        }
+        method = json_string_value(json_object_get(msg, "method"));
+        params = json_object_get(msg, "parameters");
+        more = json_object_get(msg, "more");
+        oneway = json_object_get(msg, "oneway");
+        if (!method) {
+                connection_fail(c, VARLINK_ERROR_INVALID_PARAMETER, "method");
+                return 0;
+        }
+        if ((params && !json_is_object(params)) || (more && !json_is_boolean(more)) ||
+            (oneway && !json_is_boolean(oneway)) || (json_is_true(more) && json_is_true(oneway))) {
+                connection_fail(c, VARLINK_ERROR_INVALID_PARAMETER,
+                                params && !json_is_object(params) ? "parameters" : json_is_true(oneway) ? "oneway" : "more");
+                return 0;
+        }
+
+        VarlinkCall *call = calloc(1, sizeof(*call));
+        if (!call)
+                return -ENOMEM;
+        *call = (VarlinkCall) {
+                .n_ref = 1,
+                .conn = c,
+                .method = strdup(method),
+                .flags = (json_is_true(more) ? VARLINK_CALL_MORE : 0) | (json_is_true(oneway) ? VARLINK_CALL_ONEWAY : 0),
+        };
+        if (!call->method) {
+                free(call);
+                return -ENOMEM;
+        }
+        c->current = call;
+        _cleanup_(json_decrefp) json_t *empty = params ? NULL : json_object();
+        if (!params)
+                params = empty;
+
+        /* Held until the end of this function: a synchronous final reply drops the connection's. */
+        _cleanup_(varlink_call_unrefp) VarlinkCall *hold = varlink_call_ref(call);
+        int r;
+        const char *dot = strrchr(method, '.');
+        if (streq(method, "org.varlink.service.GetInfo"))
+                r = service_get_info(call, s);
+        else if (streq(method, "org.varlink.service.GetInterfaceDescription"))
+                r = service_get_description(call, s, params);
+        else if (!dot || dot == method)
+                r = varlink_call_error(call, VARLINK_ERROR_INTERFACE_NOT_FOUND, json_pack("{s:s}", "interface", method));
+        else {
+                const VarlinkInterface *i = find_interface(s, method, (size_t) (dot - method));
+                const VarlinkMethod *m = NULL;
+                for (const VarlinkMethod *j = i ? i->methods : NULL; j && j->name && !m; j++)
+                        if (streq(j->name, method))
+                                m = j;
+                if (!i) {
+                        _cleanup_free_ char *iname = strndup(method, (size_t) (dot - method));
+                        r = varlink_call_error(call, VARLINK_ERROR_INTERFACE_NOT_FOUND,
+                                               json_pack("{s:s?}", "interface", iname));
+                } else if (!m)
+                        r = varlink_call_error(call, VARLINK_ERROR_METHOD_NOT_FOUND, json_pack("{s:s}", "method", method));
+                else
+                        r = m->func(call, params, call->flags, s->userdata);
+        }
+        if (r < 0 && !call->done)
+                (void) varlink_call_error(call, VARLINK_ERROR_SYSTEM, json_pack("{s:i}", "errno", -r));
+        if (call->flags & VARLINK_CALL_ONEWAY && !call->done) {
+                /* Nobody waits for an answer: the call is over as far as the connection goes. */
+                call->done = true;
+                if (c->current == call) {
+                        c->current = NULL;
+                        varlink_call_unref(call);
+                }
+        }
+        return 0;
+}
+
+/* Runs the complete messages in the input buffer, one call at a time. */
+static void connection_process(VarlinkConnection *c) {
+        size_t off = 0;
+        while (!c->current && !c->closing && !c->dead) {
+                char *nul = memchr(c->in + off, 0, c->in_len - off);
+                if (!nul) {
+                        if (c->in_len - off > VARLINK_MESSAGE_MAX)
+                                connection_fail(c, VARLINK_ERROR_INVALID_PARAMETER, "message too long");
+                        break;
+                }
+                size_t len = (size_t) (nul - (c->in + off));
+                if (connection_dispatch(c, c->in + off, len) < 0) {
+                        c->dead = true;
+                        break;
+                }
+                off += len + 1;
+        }
+        if (off > 0) {
+                memmove(c->in, c->in + off, c->in_len - off);
+                c->in_len -= off;
+        }
+        /* The peer is done sending and nothing is left to answer: close once flushed. A streaming
+         * call whose client shut down its side is over too. */
+        if (c->eof && (!c->current || (c->current->flags & VARLINK_CALL_MORE)) &&
+            !memchr(c->in, 0, c->in_len)) {
+                if (c->current)
+                        c->dead = true;
+                else
+                        c->closing = true;
+        }
+        connection_update(c);
+}
+
+static int connection_read(VarlinkConnection *c) {
+        for (;;) {
+                if (c->in_len >= VARLINK_MESSAGE_MAX + 1)
+                        return 0; /* enough to decide; the rest waits for the current call */
+                if (c->in_cap - c->in_len < 4096) {
+                        size_t cap = MIN(MAX(c->in_cap * 2, (size_t) 16384), (size_t) VARLINK_MESSAGE_MAX + 16384);
+                        char *n = realloc(c->in, cap);
+                        if (!n)
+                                return -ENOMEM;
+                        c->in = n;
+                        c->in_cap = cap;
+                }
+                ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, MSG_DONTWAIT);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                return 0;
+                        return -errno;
+                }
+                if (n == 0) {
+                        c->eof = true;
+                        return 0;
+                }
+                c->in_len += (size_t) n;
+        }
+}
+
+static int connection_write(VarlinkConnection *c) {
+        while (c->out_off < c->out_len) {
+                ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                return 0;
+                        return -errno;
+                }
+                c->out_off += (size_t) n;
+        }
+        c->out_off = c->out_len = 0;
+        return 0;
+}
+
+static void connection_update(VarlinkConnection *c) {
+        if (c->dead || (c->closing && c->out_off == c->out_len)) {
+                /* Freed from the loop, never under a caller that may still use the connection. */
+                (void) sd_event_source_set_enabled(c->defer, SD_EVENT_ONESHOT);
+                return;
+        }
+        uint32_t events = 0;
+        if (!c->eof && !c->closing && c->in_len <= VARLINK_MESSAGE_MAX)
+                events |= EPOLLIN;
+        if (c->out_off < c->out_len)
+                events |= EPOLLOUT;
+        (void) sd_event_source_set_io_events(c->io, events);
+}
+
+static int connection_on_io(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        VarlinkConnection *c = userdata;
+
+        if (revents & EPOLLOUT && connection_write(c) < 0)
+                c->dead = true;
+        if (!c->dead && revents & (EPOLLIN | EPOLLHUP)) {
+                if (connection_read(c) < 0)
+                        c->dead = true;
+                else if (revents & EPOLLHUP && !(revents & EPOLLIN))
+                        c->eof = true;
+        }
+        if (!c->dead)
+                connection_process(c);
+        if (c->dead || (c->closing && c->out_off == c->out_len))
+                connection_free(c);
+        return 0;
+}
+
+static int connection_on_defer(sd_event_source *src, void *userdata) {
+        VarlinkConnection *c = userdata;
+        if (!c->dead)
+                connection_process(c);
+        if (c->dead || (c->closing && c->out_off == c->out_len))
+                connection_free(c);
+        return 0;
+}
+
+static void connection_free(VarlinkConnection *c) {
+        VarlinkServer *s = c->server;
+        VarlinkCall *call = TAKE_PTR(c->current);
+        if (call) {
+                call->conn = NULL;
+                if (!call->done && call->disconnect)
+                        call->disconnect(call, call->disconnect_userdata);
+                varlink_call_unref(call);
+        }
+        if (c->prev)
+                c->prev->next = c->next;
+        else
+                s->connections = c->next;
+        if (c->next)
+                c->next->prev = c->prev;
+        s->n_connections--;
+        sd_event_source_disable_unref(c->io);
+        sd_event_source_disable_unref(c->defer);
+        close(c->fd);
+        free(c->in);
+        free(c->out);
+        free(c);
+}
+
+int varlink_server_add_connection(VarlinkServer *s, int fd) {
+        _cleanup_close_ int cfd = fd;
+        int r;
+
+        if (s->n_connections >= VARLINK_CONNECTIONS_MAX)
+                return -EMFILE;
+        int fl = fcntl(cfd, F_GETFL);
+        if (fl < 0 || fcntl(cfd, F_SETFL, fl | O_NONBLOCK) < 0 || fcntl(cfd, F_SETFD, FD_CLOEXEC) < 0)
+                return -errno;
+        VarlinkConnection *c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->server = s;
+        struct ucred uc;
+        socklen_t sl = sizeof(uc);
+        if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &uc, &sl) >= 0 && sl == sizeof(uc) && uc.uid != (uid_t) -1) {
+                c->uid = uc.uid;
+                c->uid_valid = true;
+        }
+        r = sd_event_add_io(s->event, &c->io, cfd, EPOLLIN, connection_on_io, c);
+        if (r >= 0)
+                r = sd_event_add_defer(s->event, &c->defer, connection_on_defer, c);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(c->defer, SD_EVENT_OFF);
+        if (r < 0) {
+                sd_event_source_disable_unref(c->io);
+                sd_event_source_disable_unref(c->defer);
+                free(c);
+                return r;
+        }
+        (void) sd_event_source_set_description(c->io, "varlink-connection");
+        c->fd = TAKE_FD(cfd);
+        c->next = s->connections;
+        if (c->next)
+                c->next->prev = c;
+        s->connections = c;
+        s->n_connections++;
+        return 0;
+}
+
+static int server_on_accept(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
+        VarlinkServer *s = userdata;
+        for (;;) {
+                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (cfd < 0)
+                        return 0; /* EAGAIN, or a connection that died before we took it */
+                /* Over the limit the new connection is closed at once: the old ones are served. */
+                (void) varlink_server_add_connection(s, cfd);
+        }
+}
+
+int varlink_server_listen_fd(VarlinkServer *s, int fd) {
+        _cleanup_close_ int lfd = fd;
+        if (s->listen_source)
+                return -EBUSY;
+        int fl = fcntl(lfd, F_GETFL);
+        if (fl < 0 || fcntl(lfd, F_SETFL, fl | O_NONBLOCK) < 0)
+                return -errno;
+        int r = sd_event_add_io(s->event, &s->listen_source, lfd, EPOLLIN, server_on_accept, s);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(s->listen_source, "varlink-listen");
+        s->listen_fd = TAKE_FD(lfd);
+        return 0;
+}
+
+int varlink_server_listen_address(VarlinkServer *s, const char *path, mode_t mode) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -EBADF, dfd = -EBADF;
+        _cleanup_free_ char *dir = NULL;
+        struct stat st;
+
+        if (!path || path[0] != '/')
+                return -EINVAL;
+        if (lstat(path, &st) >= 0) {
+                if (!S_ISSOCK(st.st_mode))
+                        return -EEXIST;
+                (void) unlink(path); /* left by an earlier run */
+        }
+        if (strlen(path) < sizeof(sa.sun_path))
+                strcpy(sa.sun_path, path);
+        else {
+                /* Too long for sun_path: bind through the directory's fd instead. */
+                const char *slash = strrchr(path, '/');
+                dir = strndup(path, (size_t) (slash - path));
+                if (!dir)
+                        return -ENOMEM;
+                dfd = open(*dir ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0)
+                        return -errno;
+                int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dfd, slash + 1);
+                if (n < 0 || (size_t) n >= sizeof(sa.sun_path))
+                        return -ENAMETOOLONG;
+        }
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        mode_t old = umask(~mode & 0777);
+        int r = bind(fd, (struct sockaddr *) &sa, sizeof(sa));
+        umask(old);
+        if (r < 0)
+                return -errno;
+        if (listen(fd, SOMAXCONN) < 0) {
+                r = -errno;
+                (void) unlink(path);
+                return r;
+        }
+        r = varlink_server_listen_fd(s, TAKE_FD(fd));
+        if (r < 0) {
+                (void) unlink(path);
+                return r;
+        }
+        free(s->bound_path);
+        s->bound_path = strdup(path);
+        return 0;
+}

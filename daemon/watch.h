@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* What makes rtpartd look at the host again, from kernel events, with no polling:
+ *
+ *   inotify     IN_MODIFY/IN_ATTRIB/IN_DELETE_SELF/IN_MOVE_SELF on every knob file. Each file is
+ *               pinned by an O_PATH fd: procfs makes a new inode for a /proc/sys file whose dentry
+ *               was reclaimed, and a watch on the old inode would never fire again (measured, see
+ *               watch.c). Events are coalesced for `debounce` (a burst of writes is one check).
+ *   uevents     NETLINK_KOBJECT_UEVENT, kernel group 1, through libnl: devices that are added or
+ *               bound may bring new IRQs.
+ *   proc conn.  NETLINK_CONNECTOR/CN_IDX_PROC with a BPF filter that lets through only forks by
+ *               kthreadd (new kernel threads); real host only.
+ *   timer       one safety re-check every `interval` for what no event announces (boot
+ *               configuration, writes the kernel makes itself, watches that could not be added).
+ *
+ * The watcher knows files and knob ids, not the journal: the manager gives it the set. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "macro.h"
+#include "root.h"
+
+typedef struct Watcher Watcher;
+
+typedef struct WatchCallbacks {
+        /* Knob files changed (NULL-terminated ids; the watcher frees them after the call). */
+        void (*knobs_changed)(Watcher *w, char **knobs, void *userdata);
+        /* A device was added or bound (coalesced; `action`/`devpath` of the last one). */
+        void (*device_added)(Watcher *w, const char *action, const char *devpath, void *userdata);
+        /* kthreadd forked (coalesced): new kernel threads exist. */
+        void (*kthreads_forked)(Watcher *w, void *userdata);
+        /* The safety timer. */
+        void (*tick)(Watcher *w, void *userdata);
+        /* The journal's directory changed (state.json replaced by someone). */
+        void (*journal_changed)(Watcher *w, void *userdata);
+} WatchCallbacks;
+
+typedef struct WatchFile {
+        const char *knob;
+        const char *path;       /* root-relative */
+} WatchFile;
+
+int watcher_new(sd_event *event, Root *root, const WatchCallbacks *cb, void *userdata, Watcher **ret);
+Watcher *watcher_free(Watcher *w);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Watcher *, watcher_free);
+
+/* Replaces the watched set (a fresh inotify instance: events of earlier writes, our own included,
+ * are dropped). Files that do not exist are left to the timer. Returns how many files are watched
+ * (ret_missing: how many could not be). */
+int watcher_set_files(Watcher *w, const WatchFile *files, size_t n, size_t *ret_missing);
+size_t watcher_n_files(Watcher *w);
+/* Throws away queued inotify events (after our own writes). */
+void watcher_flush(Watcher *w);
+
+void watcher_set_debounce(Watcher *w, uint64_t usec);
+int watcher_set_interval(Watcher *w, uint64_t usec);
+uint64_t watcher_get_interval(Watcher *w);
+
+/* Both are best effort: without the privilege or kernel support they return the error and the
+ * daemon goes on with inotify and the timer. */
+int watcher_enable_uevents(Watcher *w);
+int watcher_enable_proc_connector(Watcher *w);
+/* Watches the directory holding state.json (absolute path of that directory). */
+int watcher_watch_journal(Watcher *w, Root *state_root, const char *dir);

@@ -1,0 +1,547 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <systemd/sd-event.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "manager.h"
+#include "test-util.h"
+#include "varlink.h"
+
+/* The varlink server (framing, pipelining, "more", "oneway", errors, malformed and oversized
+ * input) with a small test interface, and org.rtpart.Manager on a copy of the vm fake host; the
+ * client end is a plain socket, driven here while the server runs in the same event loop. */
+
+static sd_event *event;
+
+typedef struct Client {
+        int fd;
+        char *buf;
+        size_t len, cap;
+        bool eof;
+} Client;
+
+static uint64_t now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+static void client_send_raw(Client *c, const void *data, size_t len) {
+        const char *p = data;
+        while (len > 0) {
+                ssize_t n = send(c->fd, p, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (n < 0 && errno == EAGAIN) {
+                        ck_assert_int_ge(sd_event_run(event, 10 * 1000), 0);
+                        continue;
+                }
+                if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
+                        return; /* the server gave up on us; what it said is still to be read */
+                ck_assert_msg(n > 0, "send: %s", strerror(errno));
+                p += n;
+                len -= (size_t) n;
+        }
+}
+
+static void client_send(Client *c, const char *json) {
+        client_send_raw(c, json, strlen(json) + 1);
+}
+
+static void client_fill(Client *c) {
+        for (;;) {
+                if (c->cap - c->len < 4096) {
+                        c->cap = c->cap * 2 + 65536;
+                        c->buf = realloc(c->buf, c->cap);
+                        ck_assert_ptr_nonnull(c->buf);
+                }
+                ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
+                if (n == 0)
+                        c->eof = true;
+                if (n <= 0)
+                        return;
+                c->len += (size_t) n;
+        }
+}
+
+/* The next message from the server, or NULL if the connection closed (or timeout). */
+static json_t *client_recv(Client *c, unsigned timeout_ms) {
+        uint64_t end = now_ms() + timeout_ms;
+        for (;;) {
+                client_fill(c);
+                char *nul = c->len ? memchr(c->buf, 0, c->len) : NULL;
+                if (nul) {
+                        size_t l = (size_t) (nul - c->buf);
+                        json_error_t err;
+                        json_t *m = json_loadb(c->buf, l, 0, &err);
+                        ck_assert_msg(m, "server sent invalid JSON: %s", err.text);
+                        memmove(c->buf, nul + 1, c->len - l - 1);
+                        c->len -= l + 1;
+                        return m;
+                }
+                if (c->eof || now_ms() > end)
+                        return NULL;
+                ck_assert_int_ge(sd_event_run(event, 10 * 1000), 0);
+        }
+}
+
+static json_t *client_call(Client *c, const char *json) {
+        client_send(c, json);
+        json_t *m = client_recv(c, 5000);
+        ck_assert_msg(m, "no reply to %s", json);
+        return m;
+}
+
+static const char *error_of(json_t *m) {
+        return json_string_value(json_object_get(m, "error"));
+}
+
+static json_t *params_of(json_t *m) {
+        return json_object_get(m, "parameters");
+}
+
+/* ---- a test interface ---- */
+
+static VarlinkCall *kept;
+static bool disconnected;
+
+static int t_echo(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        return varlink_call_reply(call, json_deep_copy(params));
+}
+
+static int t_count(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        json_int_t n = json_integer_value(json_object_get(params, "n"));
+        if (!(flags & VARLINK_CALL_MORE))
+                return varlink_call_error(call, VARLINK_ERROR_EXPECTED_MORE, NULL);
+        for (json_int_t i = 0; i < n; i++)
+                ck_assert_int_ge(varlink_call_notify(call, json_pack("{s:I}", "i", i)), 0);
+        return varlink_call_reply(call, json_pack("{s:I}", "i", n));
+}
+
+static int t_whoami(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        uid_t uid;
+        int r = varlink_call_get_peer_uid(call, &uid);
+        if (r < 0)
+                return r;
+        return varlink_call_reply(call, json_pack("{s:I}", "uid", (json_int_t) uid));
+}
+
+static void on_disconnect(VarlinkCall *call, void *userdata) {
+        disconnected = true;
+        kept = varlink_call_unref(kept);
+}
+
+static int t_hold(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        kept = varlink_call_ref(call);
+        varlink_call_set_disconnect(call, on_disconnect, NULL);
+        return varlink_call_notify(call, json_pack("{s:s}", "state", "holding"));
+}
+
+static int t_fail(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        return -EROFS;
+}
+
+static const VarlinkMethod test_methods[] = {
+        { "org.example.test.Echo", t_echo },
+        { "org.example.test.Count", t_count },
+        { "org.example.test.WhoAmI", t_whoami },
+        { "org.example.test.Hold", t_hold },
+        { "org.example.test.Fail", t_fail },
+        {}
+};
+
+static VarlinkServer *server;
+static Client client;
+
+static void proto_setup(void) {
+        int fds[2];
+        ck_assert_int_ge(sd_event_new(&event), 0);
+        ck_assert_int_ge(varlink_server_new(event, &server), 0);
+        ck_assert_int_ge(varlink_server_set_info(server, "rtpart", "test", "1", "https://example.org"), 0);
+        ck_assert_int_ge(varlink_server_add_interface(server, "org.example.test",
+                                                      "interface org.example.test\nmethod Echo() -> ()\n", test_methods), 0);
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+        ck_assert_int_ge(varlink_server_add_connection(server, fds[0]), 0);
+        client = (Client) { .fd = fds[1] };
+        kept = NULL;
+        disconnected = false;
+}
+
+static void proto_teardown(void) {
+        close(client.fd);
+        free(client.buf);
+        kept = varlink_call_unref(kept);
+        server = varlink_server_free(server);
+        event = sd_event_unref(event);
+}
+
+START_TEST(test_get_info) {
+        _cleanup_(json_decrefp) json_t *m = client_call(&client, "{\"method\":\"org.varlink.service.GetInfo\"}");
+        ck_assert_ptr_null(error_of(m));
+        json_t *p = params_of(m);
+        ck_assert_str_eq(json_string_value(json_object_get(p, "vendor")), "rtpart");
+        json_t *ifs = json_object_get(p, "interfaces");
+        ck_assert_int_eq(json_array_size(ifs), 2);
+        ck_assert_str_eq(json_string_value(json_array_get(ifs, 0)), "org.varlink.service");
+        ck_assert_str_eq(json_string_value(json_array_get(ifs, 1)), "org.example.test");
+
+        _cleanup_(json_decrefp) json_t *d = client_call(&client, "{\"method\":\"org.varlink.service.GetInterfaceDescription\","
+                                                                 "\"parameters\":{\"interface\":\"org.example.test\"}}");
+        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(params_of(d), "description")), "method Echo"));
+        _cleanup_(json_decrefp) json_t *s = client_call(&client, "{\"method\":\"org.varlink.service.GetInterfaceDescription\","
+                                                                 "\"parameters\":{\"interface\":\"org.varlink.service\"}}");
+        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(params_of(s), "description")), "error ExpectedMore"));
+        _cleanup_(json_decrefp) json_t *u = client_call(&client, "{\"method\":\"org.varlink.service.GetInterfaceDescription\","
+                                                                 "\"parameters\":{\"interface\":\"org.nope\"}}");
+        ck_assert_str_eq(error_of(u), VARLINK_ERROR_INTERFACE_NOT_FOUND);
+}
+END_TEST
+
+START_TEST(test_unknown_names_keep_the_connection) {
+        _cleanup_(json_decrefp) json_t *a = client_call(&client, "{\"method\":\"org.example.test.Nope\"}");
+        ck_assert_str_eq(error_of(a), VARLINK_ERROR_METHOD_NOT_FOUND);
+        _cleanup_(json_decrefp) json_t *b = client_call(&client, "{\"method\":\"org.nope.Call\"}");
+        ck_assert_str_eq(error_of(b), VARLINK_ERROR_INTERFACE_NOT_FOUND);
+        ck_assert_str_eq(json_string_value(json_object_get(params_of(b), "interface")), "org.nope");
+        _cleanup_(json_decrefp) json_t *c = client_call(&client, "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"x\":1}}");
+        ck_assert_ptr_null(error_of(c));
+        ck_assert_int_eq(json_integer_value(json_object_get(params_of(c), "x")), 1);
+        _cleanup_(json_decrefp) json_t *f = client_call(&client, "{\"method\":\"org.example.test.Fail\"}");
+        ck_assert_str_eq(error_of(f), VARLINK_ERROR_SYSTEM);
+        ck_assert_int_eq(json_integer_value(json_object_get(params_of(f), "errno")), EROFS);
+}
+END_TEST
+
+START_TEST(test_pipelined_calls_answer_in_order) {
+        /* Three calls in one write, the middle one streaming. */
+        const char msgs[] = "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":1}}\0"
+                            "{\"method\":\"org.example.test.Count\",\"parameters\":{\"n\":3},\"more\":true}\0"
+                            "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":2}}";
+        client_send_raw(&client, msgs, sizeof(msgs));
+        _cleanup_(json_decrefp) json_t *a = client_recv(&client, 5000);
+        ck_assert_int_eq(json_integer_value(json_object_get(params_of(a), "n")), 1);
+        for (int i = 0; i < 3; i++) {
+                _cleanup_(json_decrefp) json_t *c = client_recv(&client, 5000);
+                ck_assert_ptr_nonnull(c);
+                ck_assert(json_is_true(json_object_get(c, "continues")));
+                ck_assert_int_eq(json_integer_value(json_object_get(params_of(c), "i")), i);
+        }
+        _cleanup_(json_decrefp) json_t *last = client_recv(&client, 5000);
+        ck_assert_ptr_null(json_object_get(last, "continues"));
+        ck_assert_int_eq(json_integer_value(json_object_get(params_of(last), "i")), 3);
+        _cleanup_(json_decrefp) json_t *b = client_recv(&client, 5000);
+        ck_assert_int_eq(json_integer_value(json_object_get(params_of(b), "n")), 2);
+}
+END_TEST
+
+START_TEST(test_more_required) {
+        _cleanup_(json_decrefp) json_t *a = client_call(&client, "{\"method\":\"org.example.test.Count\",\"parameters\":{\"n\":3}}");
+        ck_assert_str_eq(error_of(a), VARLINK_ERROR_EXPECTED_MORE);
+}
+END_TEST
+
+START_TEST(test_oneway_gets_no_answer) {
+        client_send(&client, "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":1},\"oneway\":true}");
+        _cleanup_(json_decrefp) json_t *b = client_call(&client, "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":2}}");
+        ck_assert_int_eq(json_integer_value(json_object_get(params_of(b), "n")), 2);
+}
+END_TEST
+
+START_TEST(test_malformed_input_closes) {
+        static const char * const bad[] = {
+                "{\"method\":",                                 /* not JSON */
+                "[1,2,3]",                                      /* not an object */
+                "{\"parameters\":{}}",                          /* no method */
+                "{\"method\":\"org.example.test.Echo\",\"parameters\":[1]}",
+                "{\"method\":\"org.example.test.Echo\",\"more\":\"yes\"}",
+                "{\"method\":\"org.example.test.Echo\",\"more\":true,\"oneway\":true}",
+                "{\"method\":\"a\",\"method\":\"b\"}",          /* duplicate key */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                proto_teardown();
+                proto_setup();
+                client_send(&client, bad[i]);
+                _cleanup_(json_decrefp) json_t *m = client_recv(&client, 5000);
+                ck_assert_msg(m, "no error for %s", bad[i]);
+                ck_assert_str_eq(error_of(m), VARLINK_ERROR_INVALID_PARAMETER);
+                _cleanup_(json_decrefp) json_t *none = client_recv(&client, 5000);
+                ck_assert_msg(!none && client.eof, "connection not closed after %s", bad[i]);
+                ck_assert_int_eq(varlink_server_n_connections(server), 0);
+        }
+}
+END_TEST
+
+START_TEST(test_oversized_message_closes) {
+        size_t n = VARLINK_MESSAGE_MAX + 4096;
+        char *big = malloc(n);
+        ck_assert_ptr_nonnull(big);
+        memset(big, ' ', n);
+        const char *head = "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"x\":\"";
+        memcpy(big, head, strlen(head));
+        /* No NUL anywhere: the server must give up, not buffer for ever. */
+        client_send_raw(&client, big, n);
+        free(big);
+        _cleanup_(json_decrefp) json_t *m = client_recv(&client, 5000);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_str_eq(error_of(m), VARLINK_ERROR_INVALID_PARAMETER);
+        ck_assert_str_eq(json_string_value(json_object_get(params_of(m), "parameter")), "message too long");
+        ck_assert_ptr_null(client_recv(&client, 5000));
+        ck_assert(client.eof);
+}
+END_TEST
+
+START_TEST(test_peer_uid) {
+        _cleanup_(json_decrefp) json_t *m = client_call(&client, "{\"method\":\"org.example.test.WhoAmI\"}");
+        ck_assert_int_eq(json_integer_value(json_object_get(params_of(m), "uid")), geteuid());
+}
+END_TEST
+
+START_TEST(test_streaming_client_goes_away) {
+        _cleanup_(json_decrefp) json_t *m = client_call(&client, "{\"method\":\"org.example.test.Hold\",\"more\":true}");
+        ck_assert(json_is_true(json_object_get(m, "continues")));
+        ck_assert_ptr_nonnull(kept);
+        ck_assert(varlink_call_is_connected(kept));
+        close(client.fd);
+        client.fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        for (int i = 0; i < 100 && !disconnected; i++)
+                ck_assert_int_ge(sd_event_run(event, 10 * 1000), 0);
+        ck_assert(disconnected);
+        ck_assert_int_eq(varlink_server_n_connections(server), 0);
+}
+END_TEST
+
+START_TEST(test_listen_address_long_path) {
+        /* Longer than sun_path: bound through the directory's fd. */
+        _cleanup_free_ char *dir = test_tmpdir(), *deep = NULL, *cmd = NULL, *sock = NULL;
+        ck_assert(asprintf(&deep, "%s/%0100d/%0100d", dir, 0, 1) >= 0);
+        ck_assert(asprintf(&cmd, "mkdir -p '%s'", deep) >= 0);
+        ck_assert_int_eq(system(cmd), 0);
+        ck_assert(asprintf(&sock, "%s/org.example.test", deep) >= 0);
+        ck_assert_int_ge(varlink_server_listen_address(server, sock, 0666), 0);
+
+        int dfd = open(deep, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(dfd, 0);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/org.example.test", dfd);
+        Client c = { .fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) };
+        ck_assert_int_eq(connect(c.fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        close(dfd);
+        _cleanup_(json_decrefp) json_t *m = client_call(&c, "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":7}}");
+        ck_assert_int_eq(json_integer_value(json_object_get(params_of(m), "n")), 7);
+        close(c.fd);
+        free(c.buf);
+        server = varlink_server_free(server);
+        ck_assert_int_ne(access(sock, F_OK), 0); /* removed again */
+        test_rmtree(dir);
+}
+END_TEST
+
+/* ---- org.rtpart.Manager on a fake host ---- */
+
+static char *host_dir;
+static Root *mroot;
+static Manager *manager;
+
+static void manager_setup(void) {
+        _cleanup_free_ char *cmd = NULL;
+        proto_setup();
+        host_dir = test_copy_host("vm");
+        ck_assert(asprintf(&cmd, "mkdir -p '%s/usr/share/rtpart/profiles' '%s/etc/rtpart/profiles' && "
+                                 "cp '%s'/profiles/*.json '%s/usr/share/rtpart/profiles/'",
+                           host_dir, host_dir, SOURCE_DIR, host_dir) >= 0);
+        ck_assert_int_eq(system(cmd), 0);
+        test_write(host_dir, "etc/rtpart/profiles/rt-correct.json",
+                   "{\"summary\": \"realtime, drift corrected\", \"include\": \"realtime\", "
+                   "\"drift\": {\"policy\": \"report\", \"domains\": {\"sysctl\": \"correct\"}}}\n");
+        ck_assert_int_ge(root_new(host_dir, &mroot), 0);
+        ManagerOptions o = { .debounce_usec = 5000 };
+        ck_assert_int_ge(manager_new(event, mroot, &o, &manager), 0);
+        ck_assert_int_ge(manager_varlink_attach(manager, server), 0);
+        ck_assert_int_ge(manager_startup(manager), 0);
+}
+
+static void manager_teardown(void) {
+        manager = manager_free(manager);
+        proto_teardown();
+        mroot = root_free(mroot);
+        test_rmtree(host_dir);
+        free(host_dir);
+}
+
+/* A client whose SO_PEERCRED says uid 65534: the credentials of a socketpair are those of its
+ * creator, so create it with that effective uid. */
+static Client unprivileged_client(void) {
+        int fds[2];
+        ck_assert_int_eq(seteuid(65534), 0);
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+        ck_assert_int_eq(seteuid(0), 0);
+        ck_assert_int_ge(varlink_server_add_connection(server, fds[0]), 0);
+        return (Client) { .fd = fds[1] };
+}
+
+START_TEST(test_manager_read_calls) {
+        _cleanup_(json_decrefp) json_t *info = client_call(&client, "{\"method\":\"org.varlink.service.GetInterfaceDescription\","
+                                                                    "\"parameters\":{\"interface\":\"org.rtpart.Manager\"}}");
+        const char *desc = json_string_value(json_object_get(params_of(info), "description"));
+        ck_assert_ptr_nonnull(desc);
+        ck_assert_ptr_nonnull(strstr(desc, "interface org.rtpart.Manager\n"));
+        ck_assert_ptr_nonnull(strstr(desc, "method Watch() -> ("));
+
+        _cleanup_(json_decrefp) json_t *l = client_call(&client, "{\"method\":\"org.rtpart.Manager.ListProfiles\"}");
+        json_t *profiles = json_object_get(params_of(l), "profiles");
+        bool found = false;
+        size_t i;
+        json_t *p;
+        json_array_foreach(profiles, i, p)
+                found = found || streq(json_string_value(json_object_get(p, "name")), "realtime");
+        ck_assert(found);
+
+        _cleanup_(json_decrefp) json_t *plan = client_call(&client, "{\"method\":\"org.rtpart.Manager.Plan\","
+                                                                    "\"parameters\":{\"profile\":\"realtime\"}}");
+        ck_assert_ptr_null(error_of(plan));
+        ck_assert_str_eq(json_string_value(json_object_get(params_of(plan), "profile")), "realtime");
+        ck_assert_int_gt(json_array_size(json_object_get(params_of(plan), "changes")), 0);
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(params_of(plan), "cpus"), "isolated")), "1-3");
+
+        _cleanup_(json_decrefp) json_t *bad = client_call(&client, "{\"method\":\"org.rtpart.Manager.Plan\","
+                                                                   "\"parameters\":{\"profile\":\"no-such-profile\"}}");
+        ck_assert_str_eq(error_of(bad), "org.rtpart.Manager.InvalidProfile");
+        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(params_of(bad), "message")), "no-such-profile"));
+
+        _cleanup_(json_decrefp) json_t *noarg = client_call(&client, "{\"method\":\"org.rtpart.Manager.Plan\"}");
+        ck_assert_str_eq(error_of(noarg), VARLINK_ERROR_INVALID_PARAMETER);
+
+        _cleanup_(json_decrefp) json_t *st = client_call(&client, "{\"method\":\"org.rtpart.Manager.Status\"}");
+        ck_assert(json_is_null(json_object_get(params_of(st), "profile")));
+
+        _cleanup_(json_decrefp) json_t *w = client_call(&client, "{\"method\":\"org.rtpart.Manager.Watch\"}");
+        ck_assert_str_eq(error_of(w), VARLINK_ERROR_EXPECTED_MORE);
+}
+END_TEST
+
+START_TEST(test_manager_refuses_non_root) {
+        if (geteuid() != 0)
+                return; /* cannot make a peer of another uid */
+        Client c = unprivileged_client();
+        _cleanup_(json_decrefp) json_t *a = client_call(&c, "{\"method\":\"org.rtpart.Manager.Apply\","
+                                                             "\"parameters\":{\"profile\":\"realtime\"}}");
+        ck_assert_str_eq(error_of(a), "org.rtpart.Manager.PermissionDenied");
+        _cleanup_(json_decrefp) json_t *r = client_call(&c, "{\"method\":\"org.rtpart.Manager.Revert\"}");
+        ck_assert_str_eq(error_of(r), "org.rtpart.Manager.PermissionDenied");
+        _cleanup_(json_decrefp) json_t *v = client_call(&c, "{\"method\":\"org.rtpart.Manager.Verify\"}");
+        ck_assert_ptr_null(error_of(v));
+        close(c.fd);
+        free(c.buf);
+        _cleanup_free_ char *state = NULL;
+        ck_assert(asprintf(&state, "%s/var/lib/rtpart/state.json", host_dir) >= 0);
+        ck_assert_int_ne(access(state, F_OK), 0); /* nothing was applied */
+}
+END_TEST
+
+static char *read_knob(const char *rel) {
+        _cleanup_free_ char *path = NULL;
+        char buf[256] = {};
+        ck_assert(asprintf(&path, "%s/%s", host_dir, rel) >= 0);
+        FILE *f = fopen(path, "re");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_ptr_nonnull(fgets(buf, sizeof(buf), f));
+        fclose(f);
+        buf[strcspn(buf, "\n")] = 0;
+        return strdup(buf);
+}
+
+START_TEST(test_manager_watch_reports_and_corrects) {
+        if (geteuid() != 0)
+                return; /* Apply needs a root peer */
+        _cleanup_(json_decrefp) json_t *a = client_call(&client, "{\"method\":\"org.rtpart.Manager.Apply\","
+                                                                 "\"parameters\":{\"profile\":\"rt-correct\"}}");
+        ck_assert_msg(!error_of(a), "Apply: %s", json_dumps(a, 0));
+        ck_assert(json_is_true(json_object_get(params_of(a), "ok")));
+
+        Client w = { .fd = -1 };
+        int fds[2];
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+        ck_assert_int_ge(varlink_server_add_connection(server, fds[0]), 0);
+        w.fd = fds[1];
+        _cleanup_(json_decrefp) json_t *first = client_call(&w, "{\"method\":\"org.rtpart.Manager.Watch\",\"more\":true}");
+        ck_assert_str_eq(json_string_value(json_object_get(params_of(first), "event")), "status");
+        ck_assert(json_is_true(json_object_get(params_of(first), "in_sync")));
+
+        /* sysctl: corrected; irq: only reported. */
+        test_write(host_dir, "proc/sys/vm/swappiness", "60\n");
+        _cleanup_(json_decrefp) json_t *d = client_recv(&w, 2000);
+        ck_assert_msg(d, "no drift event within 2 s");
+        ck_assert_str_eq(json_string_value(json_object_get(params_of(d), "event")), "drift");
+        json_t *e = json_array_get(json_object_get(params_of(d), "drift"), 0);
+        ck_assert_str_eq(json_string_value(json_object_get(e, "knob")), "sysctl/vm.swappiness");
+        ck_assert_str_eq(json_string_value(json_object_get(e, "actual")), "60");
+        ck_assert_str_eq(json_string_value(json_object_get(e, "expected")), "10");
+        _cleanup_(json_decrefp) json_t *c = client_recv(&w, 2000);
+        ck_assert_msg(c, "no corrected event");
+        ck_assert_str_eq(json_string_value(json_object_get(params_of(c), "event")), "corrected");
+        ck_assert(json_is_true(json_object_get(params_of(c), "in_sync")));
+        _cleanup_free_ char *v = read_knob("proc/sys/vm/swappiness");
+        ck_assert_str_eq(v, "10");
+
+        test_write(host_dir, "proc/irq/default_smp_affinity", "f\n");
+        _cleanup_(json_decrefp) json_t *d2 = client_recv(&w, 2000);
+        ck_assert_msg(d2, "no drift event for the irq knob");
+        e = json_array_get(json_object_get(params_of(d2), "drift"), 0);
+        ck_assert_str_eq(json_string_value(json_object_get(e, "knob")), "irq/default_affinity");
+        ck_assert_int_eq(json_integer_value(json_object_get(params_of(d2), "drift_count")), 1);
+        _cleanup_(json_decrefp) json_t *none = client_recv(&w, 300);
+        ck_assert_ptr_null(none); /* report only: no correction */
+        _cleanup_free_ char *irq = read_knob("proc/irq/default_smp_affinity");
+        ck_assert_str_eq(irq, "f");
+
+        /* Correct on request, then Revert: the stream sees both. */
+        _cleanup_(json_decrefp) json_t *cr = client_call(&client, "{\"method\":\"org.rtpart.Manager.Correct\"}");
+        ck_assert_msg(!error_of(cr), "Correct: %s", json_dumps(cr, 0));
+        ck_assert_int_eq(json_integer_value(json_object_get(params_of(cr), "drift")), 0);
+        _cleanup_(json_decrefp) json_t *c2 = client_recv(&w, 2000);
+        ck_assert_str_eq(json_string_value(json_object_get(params_of(c2), "event")), "corrected");
+        _cleanup_(json_decrefp) json_t *rv = client_call(&client, "{\"method\":\"org.rtpart.Manager.Revert\"}");
+        ck_assert(json_is_true(json_object_get(params_of(rv), "ok")));
+        _cleanup_(json_decrefp) json_t *r2 = client_recv(&w, 2000);
+        ck_assert_str_eq(json_string_value(json_object_get(params_of(r2), "event")), "reverted");
+        _cleanup_free_ char *sw = read_knob("proc/sys/vm/swappiness");
+        ck_assert_str_eq(sw, "60"); /* the vm host's original */
+        close(w.fd);
+        free(w.buf);
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("varlink");
+        TCase *tc = tcase_create("protocol");
+        tcase_add_checked_fixture(tc, proto_setup, proto_teardown);
+        tcase_add_test(tc, test_get_info);
+        tcase_add_test(tc, test_unknown_names_keep_the_connection);
+        tcase_add_test(tc, test_pipelined_calls_answer_in_order);
+        tcase_add_test(tc, test_more_required);
+        tcase_add_test(tc, test_oneway_gets_no_answer);
+        tcase_add_test(tc, test_malformed_input_closes);
+        tcase_add_test(tc, test_oversized_message_closes);
+        tcase_add_test(tc, test_peer_uid);
+        tcase_add_test(tc, test_streaming_client_goes_away);
+        tcase_add_test(tc, test_listen_address_long_path);
+        suite_add_tcase(s, tc);
+
+        TCase *tm = tcase_create("manager");
+        tcase_add_checked_fixture(tm, manager_setup, manager_teardown);
+        tcase_set_timeout(tm, 60);
+        tcase_add_test(tm, test_manager_read_calls);
+        tcase_add_test(tm, test_manager_refuses_non_root);
+        tcase_add_test(tm, test_manager_watch_reports_and_corrects);
+        suite_add_tcase(s, tm);
+        return s;
+}
+
+int main(void) {
+        return test_run(suite());
+}
