@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "state.h"
 #include "strv.h"
 
 /* Boot arguments: one knob per kernel parameter. Their value is read from, and written to, the
@@ -247,48 +248,177 @@ static int bls_entries(Root *root, char ***ret) {
         return k;
 }
 
-/* Rewrites the "options" line of one entry (or a one-line file when whole_file). */
+/* Edits the arguments in text [b, e) in place: every occurrence of key goes; with a value, the
+ * first occurrence is replaced where it stood, or "key=value" is appended. Everything else —
+ * spacing, order, quoting — stays byte for byte. */
+static int edit_args(StrBuf *out, const char *b, const char *e, const char *key, const char *value) {
+        bool placed = false;
+        const char *p = b, *last_end = b;
+        StrBuf o = {};
+
+        while (p < e) {
+                const char *ws = p;
+                while (p < e && isspace((unsigned char) *p))
+                        p++;
+                const char *t = p;
+                bool quoted = false;
+                while (p < e && (quoted || !isspace((unsigned char) *p))) {
+                        if (*p == '"')
+                                quoted = !quoted;
+                        p++;
+                }
+                if (t == p)
+                        break;
+                _cleanup_free_ char *tok = strndup(t, (size_t) (p - t));
+                if (!tok) {
+                        strbuf_done(&o);
+                        return -ENOMEM;
+                }
+                if (!arg_is(tok, key)) {
+                        if (o.len)
+                                strbuf_appendf(&o, "%.*s", (int) (p - ws), ws);
+                        else    /* the first argument kept: no separator before it */
+                                strbuf_appendf(&o, "%.*s", (int) (p - t), t);
+                        last_end = p;
+                        continue;
+                }
+                if (value && !placed) {
+                        strbuf_appendf(&o, "%.*s", (int) (t - ws), ws);
+                        strbuf_appendf(&o, *value ? "%s=%s" : "%s", key, value);
+                        placed = true;
+                }
+                last_end = p;
+        }
+        if (value && !placed)
+                strbuf_appendf(&o, *value ? "%s%s=%s" : "%s%s", o.len ? " " : "", key, value);
+        strbuf_appendf(&o, "%.*s", (int) (e - last_end), last_end); /* trailing spaces */
+        if (o.oom) {
+                strbuf_done(&o);
+                return -ENOMEM;
+        }
+        strbuf_append(out, o.s ? o.s : "");
+        strbuf_done(&o);
+        return 0;
+}
+
+static bool is_options_line(const char *line) {
+        return startswith(line, "options") && (line[7] == ' ' || line[7] == '\t');
+}
+
+/* The arguments of a file: the options line of an entry, or the first line of a one-line file. */
+static char **file_args(const char *text, bool whole_file) {
+        _cleanup_free_ char *copy = strdup(text);
+        if (!copy)
+                return NULL;
+        for (char *line = copy, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                if (whole_file)
+                        return cmdline_split(line);
+                if (is_options_line(line))
+                        return cmdline_split(line + 8);
+        }
+        return cmdline_split("");
+}
+
+static bool same_args(char **a, char **b) {
+        if (strv_length(a) != strv_length(b))
+                return false;
+        strv_sort(a);
+        strv_sort(b);
+        for (size_t i = 0; a[i]; i++)
+                if (!streq(a[i], b[i]))
+                        return false;
+        return true;
+}
+
+/* Before rtpart first edits a bootloader file it keeps a copy beside its journal; once the file's
+ * arguments are back to the copy's (in any order), the copy itself is put back, byte for byte. */
+static int backup_path(Root *root, const char *path, Root **ret_root, char **ret) {
+        const char *dir;
+        *ret_root = state_root(root, &dir);
+        _cleanup_free_ char *flat = strdup(path);
+        if (!flat)
+                return -ENOMEM;
+        for (char *c = flat; *c; c++)
+                if (*c == '/')
+                        *c = '%';
+        return asprintf(ret, "%s/boot-backup/%s", dir, flat) < 0 ? -ENOMEM : 0;
+}
+
 static int edit_options_file(Root *root, const char *path, bool whole_file, const char *key, const char *value) {
-        _cleanup_free_ char *text = NULL;
+        _cleanup_free_ char *text = NULL, *bpath = NULL, *backup = NULL;
+        Root *sr;
         int k = root_read_file(root, path, &text, NULL);
         if (k < 0)
                 return k;
+        k = backup_path(root, path, &sr, &bpath);
+        if (k < 0)
+                return k;
+        if (root_read_file(sr, bpath, &backup, NULL) == -ENOENT) {
+                k = root_write_file_atomic(sr, bpath, text, strlen(text), 0600);
+                if (k < 0)
+                        return k;
+        }
+
         StrBuf b = {};
         bool done = false;
         for (char *line = text, *next; line && *line; line = next) {
                 next = strchr(line, '\n');
                 if (next)
                         *next++ = 0;
-                const char *opts = NULL;
-                if (whole_file && !done)
-                        opts = line;
-                else if (!whole_file && startswith(line, "options") && isspace((unsigned char) line[7]))
-                        opts = line + 8;
-                if (!opts) {
-                        strbuf_appendf(&b, "%s\n", line);
+                if ((whole_file && !done) || (!whole_file && !done && is_options_line(line))) {
+                        size_t skip = whole_file ? 0 : 7;
+                        const char *args = line + skip;
+                        if (!whole_file) {
+                                strbuf_append(&b, "options");
+                                /* keep the separator as it was */
+                                const char *a = args;
+                                while (*a == ' ' || *a == '\t')
+                                        a++;
+                                strbuf_appendf(&b, "%.*s", (int) (a - args), args);
+                                if (a == args)
+                                        strbuf_append(&b, " ");
+                                args = a;
+                        }
+                        k = edit_args(&b, args, args + strlen(args), key, value);
+                        if (k < 0) {
+                                strbuf_done(&b);
+                                return k;
+                        }
+                        strbuf_append(&b, next ? "\n" : "");
+                        done = true;
                         continue;
                 }
-                _cleanup_strv_free_ char **args = cmdline_split(opts);
-                if (!args || cmdline_set(&args, key, value) < 0) {
-                        strbuf_done(&b);
-                        return -ENOMEM;
-                }
-                _cleanup_free_ char *j = cmdline_join(args);
-                strbuf_appendf(&b, whole_file ? "%s%s\n" : "options%s%s\n", whole_file ? "" : " ", strempty(j));
-                done = true;
+                strbuf_appendf(&b, "%s%s", line, next ? "\n" : "");
         }
         if (!done) {
-                _cleanup_strv_free_ char **args = calloc(1, sizeof(char *));
-                if (!args || cmdline_set(&args, key, value) < 0) {
+                if (b.len && b.s[b.len - 1] != '\n')
+                        strbuf_append(&b, "\n");
+                strbuf_append(&b, whole_file ? "" : "options ");
+                k = edit_args(&b, "", "", key, value);
+                if (k < 0) {
                         strbuf_done(&b);
-                        return -ENOMEM;
+                        return k;
                 }
-                _cleanup_free_ char *j = cmdline_join(args);
-                strbuf_appendf(&b, whole_file ? "%s%s\n" : "options%s%s\n", whole_file ? "" : " ", strempty(j));
+                strbuf_append(&b, "\n");
         }
         _cleanup_free_ char *out = strbuf_steal(&b);
         if (!out)
                 return -ENOMEM;
+
+        /* Back to the original arguments? Then the original bytes. */
+        if (!backup && root_read_file(sr, bpath, &backup, NULL) < 0)
+                backup = NULL;
+        if (backup) {
+                _cleanup_strv_free_ char **now = file_args(out, whole_file), **was = file_args(backup, whole_file);
+                if (now && was && same_args(now, was)) {
+                        free(out);
+                        out = TAKE_PTR(backup);
+                        (void) root_unlink(sr, bpath);
+                }
+        }
         struct stat st;
         mode_t mode = root_stat(root, path, &st) >= 0 ? st.st_mode & 07777 : 0644;
         return root_write_file_atomic(root, path, out, strlen(out), mode);
@@ -316,7 +446,7 @@ static int bls_configured(Root *root, char **ret) {
                 next = strchr(line, '\n');
                 if (next)
                         *next++ = 0;
-                if (startswith(line, "options") && isspace((unsigned char) line[7])) {
+                if (is_options_line(line)) {
                         *ret = strdup(line + 8);
                         return *ret ? 0 : -ENOMEM;
                 }

@@ -240,7 +240,14 @@ int engine_apply(Root *root, const Host *host, const Resolved *resolved, const P
                 const char *ov = json_string_value(json_object_get(orig, "value"));
                 if (value_equal(kn.kind, cur, ov))
                         continue;
-                json_array_append_new(steps, step_new(&kn, cur, ov));
+                if (!cur && (kn.domain == DOMAIN_IRQ || kn.domain == DOMAIN_KTHREAD)) {
+                        /* Gone with its device or thread: nothing left to put back. */
+                        json_object_del(originals, id);
+                        continue;
+                }
+                json_t *st = step_new(&kn, cur, ov);
+                json_object_set_new(st, "restore", json_true());
+                json_array_append_new(steps, st);
                 res->restored++;
         }
 
@@ -255,8 +262,8 @@ int engine_apply(Root *root, const Host *host, const Resolved *resolved, const P
 
         /* 3. Write. */
         unsigned writes = 0;
-        _cleanup_(json_decrefp) json_t *skipped = json_object();
-        if (!skipped)
+        _cleanup_(json_decrefp) json_t *skipped = json_object(), *forget = json_array();
+        if (!skipped || !forget)
                 return -ENOMEM;
         json_array_foreach(steps, i, e) {
                 Knob kn;
@@ -274,10 +281,20 @@ int engine_apply(Root *root, const Host *host, const Resolved *resolved, const P
                         res->skipped++;
                         continue;
                 }
+                if (k == -ENOENT && json_is_true(json_object_get(e, "restore"))) {
+                        /* The previous profile's object vanished between read and write. */
+                        json_array_append_new(forget, json_string(kn.id));
+                        continue;
+                }
                 if (k < 0)
                         return fail(root, state, tx, &kn, k, i, touched, host, res);
                 touched[kn.domain] = true;
-                res->written++;
+                if (json_is_true(json_object_get(e, "restore")))
+                        /* Back at its original and no longer managed: forgotten on commit (a
+                         * rollback still needs it). */
+                        json_array_append_new(forget, json_string(kn.id));
+                else
+                        res->written++;
                 maybe_crash(++writes);
         }
         if (res->written > 0 || res->restored > 0)
@@ -303,6 +320,8 @@ int engine_apply(Root *root, const Host *host, const Resolved *resolved, const P
         }
 
         /* 4. Commit: the profile, what it wants of every knob, and no open transaction. */
+        json_array_foreach(forget, i, e)
+                json_object_del(originals, json_string_value(e));
         json_t *applied = json_array();
         for (size_t j = 0; j < plan->n_knobs; j++) {
                 const Knob *kn = &plan->knobs[j];
@@ -325,8 +344,10 @@ int engine_apply(Root *root, const Host *host, const Resolved *resolved, const P
         const char *old_hash = json_string_value(json_object_get(state, "hash"));
         bool same = streq_ptr(json_string_value(json_object_get(state, "profile")), plan->profile) && streq_ptr(old_hash, hash);
         json_object_set_new(state, "profile", json_string(plan->profile));
-        json_object_set_new(state, "profile_path", resolved->profile && resolved->profile->path ?
-                                                   json_string(resolved->profile->path) : json_null());
+        /* The real path, so that rtpartd (another working directory) finds the same file. */
+        _cleanup_free_ char *real = resolved->profile && resolved->profile->path ? realpath(resolved->profile->path, NULL) : NULL;
+        const char *ppath = real ? real : resolved->profile ? resolved->profile->path : NULL;
+        json_object_set_new(state, "profile_path", ppath ? json_string(ppath) : json_null());
         json_object_set_new(state, "hash", hash ? json_string(hash) : json_null());
         if (!same || res->written > 0 || !json_string_value(json_object_get(state, "applied_at")))
                 json_object_set_new(state, "applied_at", json_string(now));

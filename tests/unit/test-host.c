@@ -143,7 +143,10 @@ START_TEST(test_vm) {
 END_TEST
 
 START_TEST(test_big_generated) {
-        _cleanup_free_ char *dir = test_tmpdir(), *cmd = NULL, *host = NULL;
+        /* tmpfs: the big host is ~330k files, which a disk-backed /tmp writes 10x slower. */
+        _cleanup_free_ char *dir = strdup("/dev/shm/rtpart-test-XXXXXX"), *cmd = NULL, *host = NULL;
+        ck_assert_ptr_nonnull(dir);
+        ck_assert_ptr_nonnull(mkdtemp(dir));
         ck_assert(asprintf(&host, "%s/big", dir) >= 0);
         ck_assert(asprintf(&cmd, "python3 '%s/mkhost.py' big '%s' >/dev/null", FIXTURE_DIR, host) >= 0);
         ck_assert_int_eq(system(cmd), 0);
@@ -171,7 +174,9 @@ START_TEST(test_big_generated) {
         host_free(hc);
         host_free(h);
         root_free(root);
-        test_rmtree(dir);
+        free(cmd);
+        ck_assert(asprintf(&cmd, "rm -rf '%s'", dir) >= 0);
+        ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
