@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "pm-qos.h"
 #include "strv.h"
 
 /* CPU power management: what keeps an isolated CPU at one frequency and out of deep C-states.
@@ -20,8 +21,11 @@
  *   cpu/pm_qos                      dev/cpu_dma_latency (held open)         µs, decimal
  *   cpu/no_turbo                    intel_pstate/no_turbo "1", else cpufreq/boost "0"
  *
- * Desired values are what the file takes, so a write verb writes them as they are. Each file is
- * read once: on a 1024-CPU host this is a few thousand small reads. */
+ * Desired values are what the file takes, and the read verb returns what the file shows, which the
+ * file takes back: the write verb writes either as it is (knob_write_file()). Each file is read
+ * once: on a 1024-CPU host this is a few thousand small reads.
+ *
+ * cpu/pm_qos is no file but a request held open by a process: see pm-qos.h. */
 
 #define CPU_SYS "sys/devices/system/cpu"
 
@@ -74,6 +78,73 @@ static int read_optional(Root *root, const char *path, char **ret) {
                 return 1;
         }
         return k;
+}
+
+/* This process's PM QoS request (pm-qos.h). Under a fake root nothing is opened: fd stays -EBADF
+ * and the value is only remembered, for pm_qos_read() to fold in. */
+static struct {
+        bool enabled;
+        bool held;
+        bool fake;
+        int32_t us;
+        int fd;
+} holder = { .fd = -EBADF };
+
+void cpu_pm_qos_set_holder(bool enabled) {
+        if (!enabled)
+                cpu_pm_qos_release();
+        holder.enabled = enabled;
+}
+
+bool cpu_pm_qos_holder_enabled(void) {
+        return holder.enabled;
+}
+
+bool cpu_pm_qos_held(int32_t *ret_us) {
+        if (holder.held && ret_us)
+                *ret_us = holder.us;
+        return holder.held;
+}
+
+void cpu_pm_qos_release(void) {
+        if (holder.fd >= 0)
+                (void) close(holder.fd); /* drops the request */
+        holder.fd = -EBADF;
+        holder.held = holder.fake = false;
+        holder.us = 0;
+}
+
+int cpu_pm_qos_hold(Root *root, int32_t us) {
+        if (us < 0)
+                return -EINVAL; /* -1 is the kernel's "default"; other negatives mean nothing */
+        if (!root->is_host) {
+                if (!root_exists(root, "dev/cpu_dma_latency"))
+                        return -ENOENT;
+                cpu_pm_qos_release();
+                holder.held = holder.fake = true;
+                holder.us = us;
+                return 0;
+        }
+        if (holder.fake)
+                cpu_pm_qos_release();
+        if (holder.fd < 0) {
+                int fd = root_open(root, "dev/cpu_dma_latency", O_WRONLY | O_NOCTTY, 0);
+                if (fd < 0)
+                        return fd;
+                holder.fd = fd;
+        }
+        /* Exactly four bytes: the kernel takes them as a native s32 (any other length as hex text).
+         * The open fd's request is updated in place. */
+        ssize_t n = write(holder.fd, &us, sizeof(us));
+        if (n != (ssize_t) sizeof(us)) {
+                int k = n < 0 ? -errno : -EIO;
+                if (!holder.held)
+                        cpu_pm_qos_release(); /* do not keep a default request around */
+                return k;
+        }
+        holder.held = true;
+        holder.us = us;
+        return 0;
 }
 
 /* The current PM QoS CPU latency target. On a real host dev/cpu_dma_latency is a character
@@ -137,6 +208,9 @@ static int pm_qos_read(Root *root, const char *path, char **ret) {
                 memcpy(&v, buf, sizeof(v));
         else
                 return -EINVAL;
+        /* A fake tree's file is the other holders' target; ours is in memory (see pm-qos.h). */
+        if (!root->is_host && holder.held && holder.fake && holder.us < v)
+                v = holder.us;
         return asprintf(ret, "%" PRId32, v) < 0 ? -ENOMEM : 0;
 }
 
@@ -387,9 +461,63 @@ static int cpu_read(Root *root, const Knob *k, char **ret) {
         return r;
 }
 
+static int parse_us(const char *s, int32_t *ret) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        while (end != s && isspace((unsigned char) *end))
+                end++;
+        if (errno || end == s || *end || v < 0 || v > INT32_MAX)
+                return -EINVAL;
+        *ret = (int32_t) v;
+        return 0;
+}
+
+/* See pm-qos.h for what each value does. */
+static int pm_qos_write(Root *root, const Knob *k, const char *value) {
+        int32_t us;
+        int r;
+
+        if (!holder.enabled)
+                return KNOB_SKIPPED; /* rtpartctl: the request would die with this process */
+        if (!value) {
+                cpu_pm_qos_release();
+                return 0;
+        }
+        r = parse_us(value, &us);
+        if (r < 0)
+                return r;
+        if (us >= CPU_PM_QOS_DEFAULT_US) {
+                cpu_pm_qos_release();
+                return 0;
+        }
+        if (!holder.held) {
+                _cleanup_free_ char *cur = NULL;
+                if (pm_qos_read(root, k->path ? k->path : "dev/cpu_dma_latency", &cur) >= 0 && cur &&
+                    value_equal(VALUE_AUTO, cur, value))
+                        return 0; /* another holder asks for exactly this */
+        }
+        r = cpu_pm_qos_hold(root, us);
+        if (r == -ENOENT)
+                return KNOB_SKIPPED; /* no /dev/cpu_dma_latency (CONFIG_CPU_IDLE off) */
+        return r;
+}
+
+static int cpu_write(Root *root, const Knob *k, const char *value) {
+        if (streq(k->id, "cpu/pm_qos"))
+                return pm_qos_write(root, k, value);
+        int r = knob_write_file(root, k, value);
+        if (r == -ENOENT)
+                /* The CPU went offline (its cpufreq and cpuidle directories go with it) or the
+                 * driver went away: nothing takes the value now. */
+                return KNOB_SKIPPED;
+        return r;
+}
+
 const Backend backend_cpu = {
         .domain = DOMAIN_CPU,
         .name = "cpu",
         .plan = cpu_plan,
         .read = cpu_read,
+        .write = cpu_write,
 };

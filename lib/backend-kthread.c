@@ -2,9 +2,11 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <fnmatch.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "proc.h"
@@ -24,8 +26,13 @@
  * each later one gets the id suffixed with "#<pid>" ("kthread/nfsd/affinity#812"): those ids
  * cannot be stable, but they must stay unique, and the first thread keeps the id it would have on
  * its own. For affinity knobs only movable threads count (a pinned thread of the same name has no
- * affinity knob to collide with). The read verb finds the thread again by comm: the lowest PID
- * with that comm, or exactly the suffixed PID.
+ * affinity knob to collide with). The read and write verbs find the thread again by comm: the
+ * lowest PID with that comm, or exactly the suffixed PID (see kthread_find()).
+ *
+ * Writes are sched_setscheduler() and sched_setaffinity() on that thread: syscalls on this kernel's
+ * PIDs, so only under the real root ("/"); under a fake tree the write verb returns KNOB_SKIPPED
+ * and the engine neither owns nor journals the knob. Every value the read verb returns
+ * ("batch:0", "0-3,8") is one the write verb takes back.
  *
  * Threaded IRQ handlers ("irq/41-eth1-TxRx-0", every handler on PREEMPT_RT) get no affinity knob
  * either: whenever an IRQ's affinity changes, the kernel moves its thread to the IRQ's effective
@@ -221,12 +228,6 @@ fail:
         return k;
 }
 
-static int format_sched(unsigned policy, unsigned prio, char **ret) {
-        const char *name = proc_policy_to_string(policy);
-        int n = name ? asprintf(ret, "%s:%u", name, prio) : asprintf(ret, "%u:%u", policy, prio);
-        return n < 0 ? -ENOMEM : 0;
-}
-
 /* "kthread/<comm>/<what>" or, for a later thread of the same comm, "…#<pid>". */
 static int format_id(const char *comm, const char *what, int pid, int first_pid, char **ret) {
         int n = pid == first_pid ? asprintf(ret, "kthread/%s/%s", comm, what)
@@ -390,10 +391,10 @@ static int kthread_plan(PlanCtx *ctx) {
                         k = format_id(st->comm, "sched", st->pid, t->first_pid_sched, &id);
                         if (k < 0)
                                 return k;
-                        k = format_sched(st->policy, st->rt_priority, &cur);
+                        k = proc_sched_format(st->policy, st->rt_priority, &cur);
                         if (k < 0)
                                 return k;
-                        k = format_sched((unsigned) rule->policy, rule->priority, &want);
+                        k = proc_sched_format((unsigned) rule->policy, rule->priority, &want);
                         if (k < 0)
                                 return k;
                         k = plan_add(ctx, id, VALUE_AUTO, path, cur, want, false, &kn);
@@ -485,14 +486,33 @@ static int pid_from_path(const char *path) {
         return pid;
 }
 
-/* Is this PID still the kernel thread the knob names? */
-static int check_pid(Root *root, int pid, const char *comm, bool need_movable, ProcStat *ret) {
+/* A task of the calling process: itself, one of its threads, or a child process (and the
+ * child's threads, whose PPid is the caller too). Only on the real host, where PIDs are ours. */
+static bool caller_owns(Root *root, const ProcStat *st) {
+        char path[64];
+        pid_t self = getpid();
+
+        if (!root->is_host)
+                return false;
+        if (st->pid == self || st->ppid == self)
+                return true;
+        snprintf(path, sizeof(path), "proc/%d/task/%d", (int) self, st->pid);
+        return root_exists(root, path);
+}
+
+/* Is this PID still the thread the knob names? A kernel thread with the knob's comm, or, when the
+ * PID was given (explicit: the knob's path or "#pid"), a task of the caller with that comm. */
+static int check_pid(Root *root, int pid, const char *comm, bool need_movable, bool explicit, ProcStat *ret) {
         ProcStat st;
         int k = read_stat(root, pid, &st);
         if (k < 0)
                 return task_gone(k) || k == -EINVAL ? 0 : k;
-        bool movable = !(st.flags & PROC_PF_NO_SETAFFINITY) && !is_irq_thread(st.comm);
-        if (!streq(st.comm, comm) || !is_kthread(root, &st) || (need_movable && !movable)) {
+        bool ok = streq(st.comm, comm);
+        if (ok && !is_kthread(root, &st))
+                ok = explicit && caller_owns(root, &st);
+        if (ok && need_movable)
+                ok = !(st.flags & PROC_PF_NO_SETAFFINITY) && !is_irq_thread(st.comm);
+        if (!ok) {
                 proc_stat_done(&st);
                 return 0;
         }
@@ -501,16 +521,26 @@ static int check_pid(Root *root, int pid, const char *comm, bool need_movable, P
 }
 
 /* Finds the thread a knob names: exactly its suffixed PID, or the lowest PID with its comm
- * (tried first at the PID it had when planned, to spare a scan of /proc). Returns 1 and the stat,
- * or 0 if no such thread runs now. */
+ * (tried first at the PID it had when planned, to spare a scan of /proc). For an affinity knob
+ * the lowest movable thread with that comm counts, as when planning; only if every thread of that
+ * comm is pinned by the kernel is the lowest of those returned, so that a knob naming one by hand
+ * gets the kernel's refusal (KNOB_REFUSED) rather than "no such thread". Returns 1 and the stat,
+ * or 0 if no such thread runs now.
+ *
+ * The scan by comm considers kernel threads only. A user task is found only at a PID the knob
+ * gives and only if it belongs to the caller (see caller_owns()): that lets a test start a thread
+ * of its own and drive the verbs with a knob it builds, while a process that names itself
+ * "ksoftirqd/3" and waits for a kernel thread's old PID after a reboot gets no realtime priority
+ * from rtpart. */
 static int kthread_find(Root *root, const char *comm, bool affinity, int pid, int planned_pid, ProcStat *ret) {
         _cleanup_(kthread_list_done) KthreadList l = {};
+        Kthread *pinned = NULL;
         int k;
 
         if (pid > 0)
-                return check_pid(root, pid, comm, affinity, ret);
+                return check_pid(root, pid, comm, /* need_movable= */ false, /* explicit= */ true, ret);
         if (planned_pid > 0) {
-                k = check_pid(root, planned_pid, comm, affinity, ret);
+                k = check_pid(root, planned_pid, comm, affinity, /* explicit= */ true, ret);
                 if (k != 0)
                         return k;
         }
@@ -519,13 +549,22 @@ static int kthread_find(Root *root, const char *comm, bool affinity, int pid, in
                 return k;
         for (size_t i = 0; i < l.n; i++) {
                 Kthread *t = &l.items[i];
-                if (!streq(t->stat.comm, comm) || (affinity && !t->movable))
+                if (!streq(t->stat.comm, comm))
                         continue;
+                if (affinity && !t->movable) {
+                        if (!pinned && !is_irq_thread(comm))
+                                pinned = t;
+                        continue;
+                }
                 *ret = t->stat;
                 t->stat = (ProcStat) {}; /* taken */
                 return 1;
         }
-        return 0;
+        if (!pinned)
+                return 0;
+        *ret = pinned->stat;
+        pinned->stat = (ProcStat) {};
+        return 1;
 }
 
 static int kthread_read(Root *root, const Knob *kn, char **ret) {
@@ -546,7 +585,7 @@ static int kthread_read(Root *root, const Knob *kn, char **ret) {
                 return 0;
         }
         if (!affinity) {
-                k = format_sched(st.policy, st.rt_priority, ret);
+                k = proc_sched_format(st.policy, st.rt_priority, ret);
                 proc_stat_done(&st);
                 return k;
         }
@@ -565,9 +604,113 @@ static int kthread_read(Root *root, const Knob *kn, char **ret) {
         return 0;
 }
 
+static int set_affinity(int tid, const CpuSet *cpus) {
+        int last = cpu_set_last(cpus);
+        if (last < 0)
+                return -EINVAL;
+        size_t size = CPU_ALLOC_SIZE(last + 1);
+        cpu_set_t *set = CPU_ALLOC(last + 1);
+        if (!set)
+                return -ENOMEM;
+        CPU_ZERO_S(size, set);
+        CPU_SET_FOREACH(cpu, cpus)
+                CPU_SET_S((size_t) cpu, size, set);
+        int k = sched_setaffinity(tid, size, set) < 0 ? -errno : 0;
+        CPU_FREE(set);
+        return k;
+}
+
+static int set_sched(int tid, unsigned policy, unsigned priority) {
+        struct sched_param param = { .sched_priority = (int) priority };
+        int p = (int) policy;
+        /* Keep what the value does not spell: the reset-on-fork flag (nice stays on its own). */
+        int cur = sched_getscheduler(tid);
+        if (cur < 0)
+                return -errno;
+        if (cur & SCHED_RESET_ON_FORK)
+                p |= SCHED_RESET_ON_FORK;
+        return sched_setscheduler(tid, p, &param) < 0 ? -errno : 0;
+}
+
+/* Is the thread pinned by the kernel now? Asked after a refusal: the flag, not the errno, tells
+ * a per-CPU thread from a mask with no CPU the thread may use. */
+static bool is_pinned(Root *root, int tid) {
+        ProcStat st;
+        if (read_stat(root, tid, &st) < 0)
+                return false;
+        bool pinned = st.flags & PROC_PF_NO_SETAFFINITY;
+        proc_stat_done(&st);
+        return pinned;
+}
+
+/* Writes a knob with sched_setscheduler()/sched_setaffinity() on the thread the read verb finds.
+ *
+ *   not the real root        KNOB_SKIPPED: a fake tree's PIDs are nobody's threads
+ *   value NULL               0: the thread did not run when rtpart first read the knob, so there is
+ *                            nothing to put back
+ *   thread gone (not found,  KNOB_SKIPPED: nothing left to hold the value. On apply the knob is then
+ *   or ESRCH)                neither owned nor journalled; on rollback/revert there is nothing to
+ *                            restore (a thread that comes back starts with the kernel's defaults)
+ *   pinned (affinity)        KNOB_REFUSED
+ *
+ * Anything else the kernel says (EPERM without CAP_SYS_NICE or from a realtime cgroup budget, EINVAL
+ * for a mask without a usable CPU) is an error. */
+static int kthread_write(Root *root, const Knob *kn, const char *value) {
+        _cleanup_free_ char *comm = NULL;
+        unsigned policy = 0, prio = 0;
+        CpuSet cpus;
+        ProcStat st;
+        bool affinity;
+        int pid, k;
+
+        k = parse_id(kn->id, &comm, &affinity, &pid);
+        if (k < 0)
+                return k;
+        if (!root->is_host)
+                return KNOB_SKIPPED;
+        if (!value)
+                return 0;
+        if (affinity) {
+                k = cpu_set_parse_list(value, &cpus, NULL);
+                if (k < 0)
+                        return k;
+                if (cpu_set_is_empty(&cpus))
+                        return -EINVAL;
+        } else {
+                k = proc_sched_parse(value, &policy, &prio);
+                if (k < 0)
+                        return k;
+        }
+
+        k = kthread_find(root, comm, affinity, pid, pid_from_path(kn->path), &st);
+        if (k < 0)
+                return k;
+        if (k == 0)
+                return KNOB_SKIPPED;
+        int tid = st.pid;
+        proc_stat_done(&st);
+
+        k = affinity ? set_affinity(tid, &cpus) : set_sched(tid, policy, prio);
+        switch (-k) {
+        case 0:
+                return 0;
+        case ESRCH: /* exited between the lookup and the call */
+                return KNOB_SKIPPED;
+        case EINVAL:
+        case EPERM:
+                /* per-CPU kthread (PF_NO_SETAFFINITY): sched_setaffinity() will not move it */
+                if (affinity && is_pinned(root, tid))
+                        return KNOB_REFUSED;
+                return k;
+        default:
+                return k;
+        }
+}
+
 const Backend backend_kthread = {
         .domain = DOMAIN_KTHREAD,
         .name = "kthread",
         .plan = kthread_plan,
         .read = kthread_read,
+        .write = kthread_write,
 };

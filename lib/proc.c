@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,55 @@ int proc_policy_from_string(const char *s) {
                 if (policy_table[i] && streq(policy_table[i], s))
                         return (int) i;
         return -EINVAL;
+}
+
+int proc_sched_format(unsigned policy, unsigned priority, char **ret) {
+        const char *name = proc_policy_to_string(policy);
+        int n = name ? asprintf(ret, "%s:%u", name, priority) : asprintf(ret, "%u:%u", policy, priority);
+        return n < 0 ? -ENOMEM : 0;
+}
+
+/* A decimal number without sign, at most max; the whole string. */
+static int parse_uint(const char *s, size_t len, unsigned max, unsigned *ret) {
+        unsigned v = 0;
+        if (len == 0 || len > 10)
+                return -EINVAL;
+        for (size_t i = 0; i < len; i++) {
+                if (!isdigit((unsigned char) s[i]))
+                        return -EINVAL;
+                unsigned long long n = (unsigned long long) v * 10 + (unsigned) (s[i] - '0');
+                if (n > max)
+                        return -EINVAL;
+                v = (unsigned) n;
+        }
+        *ret = v;
+        return 0;
+}
+
+int proc_sched_parse(const char *s, unsigned *ret_policy, unsigned *ret_priority) {
+        unsigned policy, prio;
+
+        if (!s)
+                return -EINVAL;
+        const char *colon = strchr(s, ':');
+        if (!colon || colon == s)
+                return -EINVAL;
+        _cleanup_free_ char *name = strndup(s, (size_t) (colon - s));
+        if (!name)
+                return -ENOMEM;
+        int p = proc_policy_from_string(name);
+        if (p >= 0)
+                policy = (unsigned) p;
+        else if (parse_uint(name, strlen(name), INT_MAX, &policy) < 0)
+                return -EINVAL;
+        if (parse_uint(colon + 1, strlen(colon + 1), 99, &prio) < 0)
+                return -EINVAL;
+        bool rt = policy == PROC_SCHED_FIFO || policy == PROC_SCHED_RR;
+        if (rt ? prio == 0 : prio != 0)
+                return -EINVAL;
+        *ret_policy = policy;
+        *ret_priority = prio;
+        return 0;
 }
 
 static int parse_long(const char *s, const char **ret_end, long long *ret) {

@@ -52,3 +52,10 @@ int proc_status_parse(const char *text, ProcStatus *ret);
  * unknown; and back (-EINVAL if unknown). */
 const char *proc_policy_to_string(unsigned policy);
 int proc_policy_from_string(const char *s);
+
+/* A thread's scheduling as rtpart's kthread knobs spell it: "<policy>:<priority>" ("fifo:2",
+ * "other:0"); a policy without a name is its number ("7:0"). Parsing takes both spellings and
+ * checks what sched_setscheduler() would: 1…99 for fifo and rr, 0 for every other policy
+ * (-EINVAL otherwise). */
+int proc_sched_format(unsigned policy, unsigned priority, char **ret);
+int proc_sched_parse(const char *s, unsigned *ret_policy, unsigned *ret_priority);

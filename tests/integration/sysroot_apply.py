@@ -63,7 +63,7 @@ def install_profiles(root):
 
 class Host:
     def __init__(self, name):
-        self.tmp = tempfile.mkdtemp(prefix="rtpart-it-")
+        self.tmp = tempfile.mkdtemp(prefix="rtpart-it-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
         self.root = os.path.join(self.tmp, "root")
         shutil.copytree(os.path.join(HOSTS, name), self.root, symlinks=True)
         install_profiles(self.root)

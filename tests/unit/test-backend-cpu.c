@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pm-qos.h"
 #include "strv.h"
 #include "test-util.h"
 
@@ -127,6 +129,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
+        cpu_pm_qos_set_holder(false);
         host = host_free(host);
         root = root_free(root);
         test_rmtree(host_dir);
@@ -443,10 +446,12 @@ START_TEST(test_modules) {
         ck_assert_int_eq(knob(p, "module/kvm/halt_poll_ns")->domain, DOMAIN_MODULE);
         ck_assert_ptr_null(knob(p, "module/kvm/halt_poll_ns")->note);
 
-        /* mode 0444: only at module load, so reboot and a modprobe.d note */
-        expect(p, "module/kvm/kvmclock_periodic_sync", "sys/module/kvm/parameters/kvmclock_periodic_sync", "Y", "N",
+        /* mode 0444: only at module load, so reboot and a modprobe.d note; the current value is the
+         * configured one (no drop-in yet: absent), the running one is in the note */
+        expect(p, "module/kvm/kvmclock_periodic_sync", "sys/module/kvm/parameters/kvmclock_periodic_sync", NULL, "N",
                true, true);
         ck_assert_ptr_nonnull(strstr(knob(p, "module/kvm/kvmclock_periodic_sync")->note, "/etc/modprobe.d/rtpart.conf"));
+        ck_assert_ptr_nonnull(strstr(knob(p, "module/kvm/kvmclock_periodic_sync")->note, "running: Y"));
         size_t reboot;
         ck_assert_uint_eq(plan_count_changes(p, &reboot), 3);
         ck_assert_uint_eq(reboot, 1);
@@ -462,13 +467,23 @@ START_TEST(test_module_values) {
                 "               \"kvm-intel\": {\"nested\": \"Y\", \"ple_gap\": \"128\"}}}");
         expect(p, "module/kvm/nx_huge_pages", "sys/module/kvm/parameters/nx_huge_pages", "N", "N", false, false);
         expect(p, "module/kvm/enable_pmu", "sys/module/kvm/parameters/enable_pmu", "Y", "Y", false, false);
-        expect(p, "module/kvm/kvmclock_periodic_sync", "sys/module/kvm/parameters/kvmclock_periodic_sync", "Y", "1",
-               false, true);
+        /* load-time parameters compare with the drop-in, which has no line yet */
+        expect(p, "module/kvm/kvmclock_periodic_sync", "sys/module/kvm/parameters/kvmclock_periodic_sync", NULL, "1",
+               true, true);
         expect(p, "module/kvm/halt_poll_ns", "sys/module/kvm/parameters/halt_poll_ns", "200000", "0", true, false);
         /* "kvm-intel" is sysfs's kvm_intel */
-        expect(p, "module/kvm_intel/nested", "sys/module/kvm_intel/parameters/nested", "Y", "Y", false, true);
+        expect(p, "module/kvm_intel/nested", "sys/module/kvm_intel/parameters/nested", NULL, "Y", true, true);
         expect(p, "module/kvm_intel/ple_gap", "sys/module/kvm_intel/parameters/ple_gap", "128", "128", false, false);
-        ck_assert_uint_eq(plan_count_changes(p, NULL), 1);
+        ck_assert_uint_eq(plan_count_changes(p, NULL), 3);
+
+        /* with the drop-in saying so, they are in sync (the running "Y" is the form, "1" the same) */
+        put(host_dir, "etc/modprobe.d/rtpart.conf",
+            "options kvm kvmclock_periodic_sync=1\noptions kvm_intel nested=Y\n");
+        _cleanup_(plan_freep) Plan *c = plan_ok(
+                "{\"modules\": {\"kvm\": {\"kvmclock_periodic_sync\": 1}, \"kvm-intel\": {\"nested\": \"Y\"}}}");
+        expect(c, "module/kvm/kvmclock_periodic_sync", "sys/module/kvm/parameters/kvmclock_periodic_sync", "1", "1",
+               false, true);
+        expect(c, "module/kvm_intel/nested", "sys/module/kvm_intel/parameters/nested", "Y", "Y", false, true);
 
         /* null removes an inherited value */
         _cleanup_(plan_freep) Plan *q = plan_ok("{\"modules\": {\"kvm\": {\"halt_poll_ns\": null, \"ple\": null}}}");
@@ -504,6 +519,428 @@ START_TEST(test_module_read) {
         rm(host_dir, "sys/module/kvm");
         _cleanup_free_ char *gone = read_knob(p, DOMAIN_MODULE, "module/kvm/halt_poll_ns");
         ck_assert_ptr_null(gone);
+}
+END_TEST
+
+/* ---- writes ---- */
+
+/* Every entry under dir with its type, mode and content hash, one line each, sorted: two equal
+ * snapshots are byte-for-byte equal trees. */
+static char **snap_lines;
+static size_t snap_skip;
+
+static int snap_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        char buf[8192], line[8192];
+        uint64_t h = UINT64_C(0xcbf29ce484222325);
+        if (type == FTW_F) {
+                int fd = open(path, O_RDONLY | O_CLOEXEC);
+                ck_assert_msg(fd >= 0, "cannot read %s", path);
+                for (ssize_t n; (n = read(fd, buf, sizeof(buf))) > 0;)
+                        for (ssize_t i = 0; i < n; i++) {
+                                h ^= (unsigned char) buf[i];
+                                h *= UINT64_C(0x100000001b3);
+                        }
+                close(fd);
+        } else if (type == FTW_SL) {
+                ssize_t n = readlink(path, buf, sizeof(buf) - 1);
+                ck_assert(n >= 0);
+                buf[n] = 0;
+                for (char *c = buf; *c; c++) {
+                        h ^= (unsigned char) *c;
+                        h *= UINT64_C(0x100000001b3);
+                }
+        }
+        snprintf(line, sizeof(line), "%s %d %o %016llx", path + snap_skip, type, (unsigned) st->st_mode,
+                 (unsigned long long) h);
+        ck_assert_int_eq(strv_extend(&snap_lines, line), 0);
+        return 0;
+}
+
+static char *snapshot(const char *dir) {
+        snap_lines = NULL;
+        snap_skip = strlen(dir);
+        ck_assert_int_eq(nftw(dir, snap_entry, 32, FTW_PHYS), 0);
+        strv_sort(snap_lines);
+        StrBuf b = {};
+        for (char **l = snap_lines; l && *l; l++)
+                strbuf_appendf(&b, "%s\n", *l);
+        strv_free(snap_lines);
+        snap_lines = NULL;
+        return strbuf_steal(&b);
+}
+
+/* Lines of a differing snapshot, for the message. */
+static char *snapshot_diff(const char *a, const char *b) {
+        StrBuf out = {};
+        const char *sides[2] = { a, b }, *sign[2] = { "-", "+" };
+        for (int i = 0; i < 2; i++)
+                for (const char *l = sides[i]; *l;) {
+                        size_t n = strcspn(l, "\n");
+                        _cleanup_free_ char *line = strndup(l, n), *pat = NULL;
+                        ck_assert(asprintf(&pat, "%s\n", line) >= 0);
+                        /* whole lines only: each snapshot line ends with a newline */
+                        const char *other = sides[1 - i];
+                        bool found = startswith(other, pat);
+                        _cleanup_free_ char *mid = NULL;
+                        ck_assert(asprintf(&mid, "\n%s", pat) >= 0);
+                        found = found || strstr(other, mid);
+                        if (!found)
+                                strbuf_appendf(&out, "%s %s\n", sign[i], line);
+                        l += n + (l[n] ? 1 : 0);
+                }
+        return strbuf_steal(&out);
+}
+
+static void assert_same_tree(const char *before, const char *dir) {
+        _cleanup_free_ char *after = snapshot(dir);
+        if (!streq(before, after)) {
+                _cleanup_free_ char *d = snapshot_diff(before, after);
+                ck_abort_msg("the tree differs:\n%s", strempty(d));
+        }
+}
+
+static int write_knob(Root *r, const Knob *k, const char *value) {
+        return backend_for(k->domain)->write(r, k, value);
+}
+
+static char *read_value(Root *r, const Knob *k) {
+        char *v = (char *) 0x1;
+        int x = backend_for(k->domain)->read(r, k, &v);
+        ck_assert_msg(x == 0, "read %s: %d", k->id, x);
+        return v;
+}
+
+static char *file(const char *dir, const char *rel) {
+        _cleanup_free_ char *path = NULL;
+        ck_assert(asprintf(&path, "%s/%s", dir, rel) >= 0);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return NULL;
+        StrBuf b = {};
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof(buf) - 1, f)) > 0) {
+                buf[n] = 0;
+                strbuf_append(&b, buf);
+        }
+        fclose(f);
+        char *s = strbuf_steal(&b);
+        return s ? s : strdup("");
+}
+
+/* A changed cpu or module knob with a file behind it (not the PM QoS request). */
+static bool file_knob(const Knob *k) {
+        return (k->domain == DOMAIN_CPU || k->domain == DOMAIN_MODULE) && k->changed && !streq(k->id, "cpu/pm_qos");
+}
+
+/* Applies every changed cpu/module knob (desired, then read back), then restores each one's
+ * current value in reverse, as a revert does. */
+static void apply_and_restore(Root *r, const Plan *p, const char *dir, const char *before) {
+        size_t written = 0;
+        for (size_t i = 0; i < p->n_knobs; i++) {
+                const Knob *k = &p->knobs[i];
+                if (!file_knob(k))
+                        continue;
+                int x = write_knob(r, k, k->desired);
+                ck_assert_msg(x == 0, "write %s=%s: %d", k->id, k->desired, x);
+                _cleanup_free_ char *v = read_value(r, k);
+                ck_assert_msg(value_equal(k->kind, v, k->desired), "%s: wrote %s, read %s", k->id, k->desired,
+                              strempty(v));
+                written++;
+        }
+        ck_assert_uint_gt(written, 0);
+        for (size_t i = p->n_knobs; i-- > 0;) {
+                const Knob *k = &p->knobs[i];
+                if (!file_knob(k))
+                        continue;
+                int x = write_knob(r, k, k->current);
+                ck_assert_msg(x == 0, "restore %s=%s: %d", k->id, strempty(k->current), x);
+                _cleanup_free_ char *v = read_value(r, k);
+                ck_assert_msg(value_equal(k->kind, v, k->current), "%s: restored %s, read %s", k->id,
+                              strempty(k->current), strempty(v));
+        }
+        assert_same_tree(before, dir);
+}
+
+START_TEST(test_cpu_write) {
+        _cleanup_free_ char *before = snapshot(host_dir);
+        _cleanup_(plan_freep) Plan *p = plan_ok(full);
+        apply_and_restore(root, p, host_dir, before);
+
+        /* the files hold what the kernel would show */
+        ck_assert_int_eq(write_knob(root, knob(p, "cpu/2/governor"), "performance"), 0);
+        _cleanup_free_ char *g = file(host_dir, CPU "/cpu2/cpufreq/scaling_governor");
+        ck_assert_str_eq(g, "performance\n");
+        ck_assert_int_eq(write_knob(root, knob(p, "cpu/4/energy_perf_bias"), "0"), 0);
+        _cleanup_free_ char *e = file(host_dir, CPU "/cpu4/power/energy_perf_bias");
+        ck_assert_str_eq(e, "0\n");
+
+        /* the CPU went offline (no cpufreq directory): nothing takes the value */
+        rm(host_dir, CPU "/cpu3/cpufreq");
+        ck_assert_int_eq(write_knob(root, knob(p, "cpu/3/governor"), "performance"), KNOB_SKIPPED);
+        /* NULL: the file did not exist when rtpart came, nothing to put back */
+        ck_assert_int_eq(write_knob(root, knob(p, "cpu/3/governor"), NULL), 0);
+        /* a real failure is an error */
+        rm(host_dir, CPU "/cpu6/cpuidle/state3/disable");
+        _cleanup_free_ char *d = NULL;
+        ck_assert(asprintf(&d, "%s/" CPU "/cpu6/cpuidle/state3/disable", host_dir) >= 0);
+        ck_assert_int_eq(mkdir(d, 0755), 0);
+        ck_assert_int_eq(write_knob(root, knob(p, "cpu/6/idle/C6/disable"), "1"), -EISDIR);
+}
+END_TEST
+
+START_TEST(test_pm_qos_write) {
+        _cleanup_(plan_freep) Plan *p = plan_ok(full);
+        const Knob *k = knob(p, "cpu/pm_qos");
+
+        /* rtpartctl: nothing would hold the request */
+        ck_assert(!cpu_pm_qos_holder_enabled());
+        ck_assert_int_eq(write_knob(root, k, "0"), KNOB_SKIPPED);
+        ck_assert_int_eq(write_knob(root, k, "2000000000"), KNOB_SKIPPED);
+        ck_assert(!cpu_pm_qos_held(NULL));
+
+        /* rtpartd: held in this process; under a fake root only in memory, the file untouched */
+        cpu_pm_qos_set_holder(true);
+        ck_assert_int_eq(write_knob(root, k, "0"), 0);
+        int32_t us = -1;
+        ck_assert(cpu_pm_qos_held(&us));
+        ck_assert_int_eq(us, 0);
+        _cleanup_free_ char *v = read_value(root, k);
+        ck_assert_str_eq(v, "0");
+        _cleanup_free_ char *f = file(host_dir, "dev/cpu_dma_latency");
+        ck_assert_str_eq(f, "2000000000\n");
+        /* updated in place */
+        ck_assert_int_eq(write_knob(root, k, "3"), 0);
+        ck_assert(cpu_pm_qos_held(&us));
+        ck_assert_int_eq(us, 3);
+        /* back to the recorded default: released */
+        ck_assert_int_eq(write_knob(root, k, "2000000000"), 0);
+        ck_assert(!cpu_pm_qos_held(NULL));
+        _cleanup_free_ char *v2 = read_value(root, k);
+        ck_assert_str_eq(v2, "2000000000");
+        ck_assert_int_eq(write_knob(root, k, "7"), 0);
+        ck_assert_int_eq(write_knob(root, k, NULL), 0);
+        ck_assert(!cpu_pm_qos_held(NULL));
+
+        /* another holder already asks for exactly this: nothing to hold */
+        put(host_dir, "dev/cpu_dma_latency", "10\n");
+        ck_assert_int_eq(write_knob(root, k, "10"), 0);
+        ck_assert(!cpu_pm_qos_held(NULL));
+        /* a stricter value is held, and the target is the minimum */
+        ck_assert_int_eq(write_knob(root, k, "4"), 0);
+        _cleanup_free_ char *v3 = read_value(root, k);
+        ck_assert_str_eq(v3, "4");
+        cpu_pm_qos_release();
+
+        ck_assert_int_eq(write_knob(root, k, "-1"), -EINVAL);
+        ck_assert_int_eq(write_knob(root, k, "fast"), -EINVAL);
+        ck_assert_int_eq(write_knob(root, k, "4294967296"), -EINVAL);
+        ck_assert(!cpu_pm_qos_held(NULL));
+
+        /* no device: nothing to hold */
+        rm(host_dir, "dev/cpu_dma_latency");
+        ck_assert_int_eq(write_knob(root, k, "5"), KNOB_SKIPPED);
+        ck_assert_int_eq(cpu_pm_qos_hold(root, 5), -ENOENT);
+        ck_assert(!cpu_pm_qos_held(NULL));
+
+        /* turning the holder off drops the request */
+        put(host_dir, "dev/cpu_dma_latency", "2000000000\n");
+        ck_assert_int_eq(write_knob(root, k, "5"), 0);
+        cpu_pm_qos_set_holder(false);
+        ck_assert(!cpu_pm_qos_held(NULL));
+}
+END_TEST
+
+/* ---- module writes ---- */
+
+static const char module_profile[] =
+        "{\"modules\": {\"kvm\": {\"halt_poll_ns\": 0, \"kvmclock_periodic_sync\": false},"
+        "               \"kvm-intel\": {\"nested\": false, \"ple_gap\": 0}}}";
+
+#define DROPIN "etc/modprobe.d/rtpart.conf"
+
+START_TEST(test_module_write_runtime) {
+        _cleanup_free_ char *before = snapshot(host_dir);
+        _cleanup_(plan_freep) Plan *p = plan_ok(module_profile);
+        const Knob *k = knob(p, "module/kvm/halt_poll_ns");
+        ck_assert_int_eq(write_knob(root, k, "0"), 0);
+        _cleanup_free_ char *f = file(host_dir, "sys/module/kvm/parameters/halt_poll_ns");
+        ck_assert_str_eq(f, "0\n");
+        ck_assert_ptr_null(file(host_dir, DROPIN));
+        ck_assert_int_eq(write_knob(root, k, "200000"), 0);
+        assert_same_tree(before, host_dir);
+        /* NULL: unreadable when rtpart came, nothing to put back */
+        ck_assert_int_eq(write_knob(root, k, NULL), 0);
+        /* the module went away: nothing takes the value */
+        rm(host_dir, "sys/module/kvm");
+        ck_assert_int_eq(write_knob(root, k, "0"), KNOB_SKIPPED);
+        _cleanup_free_ char *gone = read_value(root, k);
+        ck_assert_ptr_null(gone);
+}
+END_TEST
+
+START_TEST(test_module_dropin) {
+        /* etc/modprobe.d exists (as on every real host): created, updated, removed; the directory stays */
+        put(host_dir, "etc/modprobe.d/other.conf", "options kvm ignore_msrs=1\n");
+        _cleanup_free_ char *before = snapshot(host_dir);
+        _cleanup_(plan_freep) Plan *p = plan_ok(module_profile);
+        const Knob *sync = knob(p, "module/kvm/kvmclock_periodic_sync"), *nested = knob(p, "module/kvm_intel/nested");
+        ck_assert_ptr_null(sync->current);
+        ck_assert_ptr_null(nested->current);
+
+        ck_assert_int_eq(write_knob(root, sync, "N"), 0);
+        ck_assert_int_eq(write_knob(root, nested, "N"), 0);
+        _cleanup_free_ char *c1 = file(host_dir, DROPIN);
+        ck_assert_ptr_nonnull(c1);
+        ck_assert_ptr_nonnull(strstr(c1, "\noptions kvm kvmclock_periodic_sync=N\noptions kvm_intel nested=N\n"));
+        ck_assert_ptr_null(strstr(c1, "created"));
+        ck_assert(startswith(c1, "# "));
+        /* the running value is untouched: it takes effect at the next load */
+        _cleanup_free_ char *running = file(host_dir, "sys/module/kvm/parameters/kvmclock_periodic_sync");
+        ck_assert_str_eq(running, "Y\n");
+        /* read returns the configured value */
+        _cleanup_free_ char *v = read_value(root, sync);
+        ck_assert_str_eq(v, "N");
+        _cleanup_free_ char *o = file(host_dir, "etc/modprobe.d/other.conf");
+        ck_assert_str_eq(o, "options kvm ignore_msrs=1\n");
+
+        /* update in place */
+        ck_assert_int_eq(write_knob(root, sync, "Y"), 0);
+        _cleanup_free_ char *c2 = file(host_dir, DROPIN);
+        ck_assert_ptr_nonnull(strstr(c2, "\noptions kvm kvmclock_periodic_sync=Y\noptions kvm_intel nested=N\n"));
+        ck_assert_int_eq(write_knob(root, sync, "N"), 0);
+        _cleanup_free_ char *c3 = file(host_dir, DROPIN);
+        ck_assert_str_eq(c3, c1);
+
+        /* a planned second time: in sync */
+        _cleanup_(plan_freep) Plan *q = plan_ok(module_profile);
+        ck_assert(!knob(q, "module/kvm/kvmclock_periodic_sync")->changed);
+        ck_assert(!knob(q, "module/kvm_intel/nested")->changed);
+
+        /* the journal's knobs carry no reboot flag: the file's mode decides */
+        Knob bare = *sync;
+        bare.reboot = false;
+        _cleanup_free_ char *v2 = read_value(root, &bare);
+        ck_assert_str_eq(v2, "N");
+
+        /* removed line by line, in any order; the last one takes the file with it */
+        ck_assert_int_eq(write_knob(root, &bare, NULL), 0);
+        _cleanup_free_ char *c4 = file(host_dir, DROPIN);
+        ck_assert_ptr_null(strstr(c4, "kvmclock_periodic_sync"));
+        ck_assert_ptr_nonnull(strstr(c4, "options kvm_intel nested=N\n"));
+        _cleanup_free_ char *v3 = read_value(root, sync);
+        ck_assert_ptr_null(v3);
+        ck_assert_int_eq(write_knob(root, nested, NULL), 0);
+        ck_assert_ptr_null(file(host_dir, DROPIN));
+        assert_same_tree(before, host_dir);
+        /* removing what is not there changes nothing */
+        ck_assert_int_eq(write_knob(root, nested, NULL), 0);
+        assert_same_tree(before, host_dir);
+}
+END_TEST
+
+START_TEST(test_module_dropin_no_dir) {
+        /* no etc/modprobe.d: rtpart creates it, says so in the file, and removes it with the file */
+        put(host_dir, "etc/hostname", "mini\n");
+        rm(host_dir, "etc/modprobe.d");
+        _cleanup_free_ char *before = snapshot(host_dir);
+        _cleanup_(plan_freep) Plan *p = plan_ok(module_profile);
+        const Knob *sync = knob(p, "module/kvm/kvmclock_periodic_sync");
+        ck_assert_int_eq(write_knob(root, sync, "N"), 0);
+        _cleanup_free_ char *c = file(host_dir, DROPIN);
+        ck_assert_ptr_nonnull(strstr(c, "# rtpart created /etc/modprobe.d"));
+        ck_assert_int_eq(write_knob(root, sync, NULL), 0);
+        assert_same_tree(before, host_dir);
+
+        /* … but not when something else went into the directory meanwhile */
+        ck_assert_int_eq(write_knob(root, sync, "N"), 0);
+        put(host_dir, "etc/modprobe.d/kvm.conf", "options kvm ignore_msrs=1\n");
+        ck_assert_int_eq(write_knob(root, sync, NULL), 0);
+        ck_assert_ptr_null(file(host_dir, DROPIN));
+        _cleanup_free_ char *kept = file(host_dir, "etc/modprobe.d/kvm.conf");
+        ck_assert_ptr_nonnull(kept);
+}
+END_TEST
+
+START_TEST(test_module_dropin_foreign) {
+        /* a drop-in someone wrote before rtpart: its lines and mode stay as they were */
+        const char text[] = "# local\noptions kvm-intel  nested=1 ple_gap=64\noptions kvm kvmclock_periodic_sync=Y\n";
+        put_bytes(host_dir, DROPIN, text, strlen(text), 0600);
+        put_bytes(host_dir, "sys/module/kvm_intel/parameters/ple_gap", "128\n", 4, 0444); /* as in vmx.c */
+        _cleanup_free_ char *before = snapshot(host_dir);
+        _cleanup_(plan_freep) Plan *p = plan_ok(module_profile);
+        const Knob *nested = knob(p, "module/kvm_intel/nested"), *ple = knob(p, "module/kvm_intel/ple_gap");
+        const Knob *sync = knob(p, "module/kvm/kvmclock_periodic_sync");
+        ck_assert_str_eq(nested->current, "1");
+        ck_assert_str_eq(sync->current, "Y");
+        ck_assert(ple->reboot);
+        ck_assert_str_eq(ple->current, "64");
+
+        ck_assert_int_eq(write_knob(root, nested, "N"), 0);
+        ck_assert_int_eq(write_knob(root, ple, "0"), 0);
+        ck_assert_int_eq(write_knob(root, sync, "N"), 0);
+        _cleanup_free_ char *c = file(host_dir, DROPIN);
+        ck_assert_str_eq(c, "# local\noptions kvm-intel  nested=N ple_gap=0\noptions kvm kvmclock_periodic_sync=N\n");
+        struct stat st;
+        _cleanup_free_ char *path = NULL;
+        ck_assert(asprintf(&path, "%s/" DROPIN, host_dir) >= 0);
+        ck_assert_int_eq(stat(path, &st), 0);
+        ck_assert_uint_eq(st.st_mode & 07777, 0600);
+
+        ck_assert_int_eq(write_knob(root, sync, "Y"), 0);
+        ck_assert_int_eq(write_knob(root, ple, "64"), 0);
+        ck_assert_int_eq(write_knob(root, nested, "1"), 0);
+        assert_same_tree(before, host_dir);
+
+        /* a value with spaces is quoted; one that would break the syntax is refused */
+        ck_assert_int_eq(write_knob(root, ple, "a b"), 0);
+        _cleanup_free_ char *q = file(host_dir, DROPIN);
+        ck_assert_ptr_nonnull(strstr(q, "ple_gap=\"a b\""));
+        _cleanup_free_ char *qv = read_value(root, ple);
+        ck_assert_str_eq(qv, "a b");
+        ck_assert_int_eq(write_knob(root, ple, "x\noptions evil y=1"), -EINVAL);
+        ck_assert_int_eq(write_knob(root, ple, "64"), 0);
+        assert_same_tree(before, host_dir);
+
+        /* the last line that sets a parameter wins, as with modprobe; NULL removes every one */
+        put(host_dir, DROPIN, "options kvm kvmclock_periodic_sync=Y\noptions kvm kvmclock_periodic_sync=N\n");
+        _cleanup_free_ char *last = read_value(root, sync);
+        ck_assert_str_eq(last, "N");
+        ck_assert_int_eq(write_knob(root, sync, "1"), 0);
+        _cleanup_free_ char *c2 = file(host_dir, DROPIN);
+        ck_assert_str_eq(c2, "options kvm kvmclock_periodic_sync=Y\noptions kvm kvmclock_periodic_sync=1\n");
+        ck_assert_int_eq(write_knob(root, sync, NULL), 0);
+        _cleanup_free_ char *c3 = file(host_dir, DROPIN);
+        ck_assert_str_eq(c3, ""); /* not rtpart's file: emptied, not removed */
+
+        /* a directory where the drop-in should be is an error, not a value */
+        rm(host_dir, DROPIN);
+        _cleanup_free_ char *dd = NULL;
+        ck_assert(asprintf(&dd, "%s/" DROPIN, host_dir) >= 0);
+        ck_assert_int_eq(mkdir(dd, 0755), 0);
+        ck_assert_int_eq(write_knob(root, sync, "N"), -EISDIR);
+}
+END_TEST
+
+START_TEST(test_module_unloaded) {
+        /* a load-time knob of a module that was unloaded since: still the drop-in */
+        _cleanup_(plan_freep) Plan *p = plan_ok(module_profile);
+        const Knob *sync = knob(p, "module/kvm/kvmclock_periodic_sync");
+        ck_assert_int_eq(write_knob(root, sync, "N"), 0);
+        rm(host_dir, "sys/module/kvm");
+        Knob bare = *sync;
+        bare.reboot = false;
+        _cleanup_free_ char *v = read_value(root, &bare);
+        ck_assert_str_eq(v, "N");
+        ck_assert_int_eq(write_knob(root, &bare, NULL), 0);
+        ck_assert_ptr_null(file(host_dir, DROPIN));
+        /* now nothing says it is load-time: a runtime knob of a module that is not there */
+        _cleanup_free_ char *v2 = read_value(root, &bare);
+        ck_assert_ptr_null(v2);
+        ck_assert_int_eq(write_knob(root, &bare, "N"), KNOB_SKIPPED);
+        ck_assert_int_eq(write_knob(root, sync, "N"), 0); /* the knob's reboot flag still says so */
+        _cleanup_free_ char *c = file(host_dir, DROPIN);
+        ck_assert_ptr_nonnull(strstr(c, "options kvm kvmclock_periodic_sync=N\n"));
 }
 END_TEST
 
@@ -568,6 +1005,34 @@ START_TEST(test_fixture_intel) {
 }
 END_TEST
 
+START_TEST(test_fixture_intel_write) {
+        /* on a copy of intel-2s: every cpu and module knob written, read back, restored; the tree is
+         * byte-for-byte the original */
+        _cleanup_free_ char *dir = test_copy_host("intel-2s");
+        _cleanup_free_ char *before = snapshot(dir);
+        Root *r;
+        Host *h;
+        test_open_host(dir, &r, &h);
+        _cleanup_free_ char *path = test_profile(prof_dir, "w",
+                "{\"cpu\": {\"governor\": \"performance\", \"energy_perf_bias\": \"performance\","
+                "          \"idle_max_latency_us\": 10, \"no_turbo\": true},"
+                " \"modules\": {\"kvm\": {\"halt_poll_ns\": 0, \"nx_huge_pages\": true,"
+                "                      \"kvmclock_periodic_sync\": false},"
+                "             \"kvm_intel\": {\"ple_gap\": 0}}}");
+        _cleanup_free_ char *err = NULL;
+        Plan *p = NULL;
+        ck_assert_msg(test_plan(r, h, path, &p, &err) == 0, "%s", strempty(err));
+        ck_assert(knob(p, "cpu/0/governor")->changed);
+        ck_assert(knob(p, "cpu/no_turbo")->changed);
+        ck_assert(knob(p, "module/kvm_intel/ple_gap")->changed);
+        apply_and_restore(r, p, dir, before);
+        plan_free(p);
+        host_free(h);
+        root_free(r);
+        test_rmtree(dir);
+}
+END_TEST
+
 START_TEST(test_fixture_epyc) {
         Root *r;
         Host *h;
@@ -615,22 +1080,32 @@ int main(void) {
         tcase_add_test(c, test_cpu_read);
         tcase_add_test(c, test_no_section);
         tcase_add_test(c, test_many_cpus);
+        tcase_add_test(c, test_cpu_write);
+        tcase_add_test(c, test_pm_qos_write);
         suite_add_tcase(s, c);
         TCase *m = tcase_create("module");
         tcase_add_checked_fixture(m, setup, teardown);
+        tcase_set_timeout(m, 60);
         tcase_add_test(m, test_modules);
         tcase_add_test(m, test_module_values);
         tcase_add_test(m, test_module_missing);
         tcase_add_test(m, test_module_read);
+        tcase_add_test(m, test_module_write_runtime);
+        tcase_add_test(m, test_module_dropin);
+        tcase_add_test(m, test_module_dropin_no_dir);
+        tcase_add_test(m, test_module_dropin_foreign);
+        tcase_add_test(m, test_module_unloaded);
         suite_add_tcase(s, m);
         /* Each fixture test runs when its fake host has been generated. */
         TCase *fx = tcase_create("fixtures");
         tcase_add_checked_fixture(fx, setup, teardown);
+        tcase_set_timeout(fx, 120); /* copies of a 42 MB fake host */
         const struct {
                 const char *host;
                 const TTest *test;
         } fixture_tests[] = {
                 { "intel-2s", test_fixture_intel },
+                { "intel-2s", test_fixture_intel_write },
                 { "epyc", test_fixture_epyc },
                 { "vm", test_fixture_vm },
         };

@@ -439,6 +439,72 @@ START_TEST(test_many) {
 }
 END_TEST
 
+/* ---- writes ---- */
+
+START_TEST(test_write_fake_root) {
+        /* Scheduling is a syscall on this kernel's PIDs: under a fake root every write is skipped
+         * (the engine then neither owns nor journals the knob), restores included, and the tree is
+         * left alone. */
+        _cleanup_(plan_freep) Plan *p = plan_ok(rvh);
+        _cleanup_free_ char *stat_before = NULL, *stat_after = NULL;
+        ck_assert_int_eq(root_read_file(root, "proc/10/stat", &stat_before, NULL), 0);
+        size_t n = 0;
+        for (size_t i = 0; i < p->n_knobs; i++) {
+                const Knob *k = &p->knobs[i];
+                if (k->domain != DOMAIN_KTHREAD)
+                        continue;
+                ck_assert_int_eq(backend_kthread.write(root, k, k->desired), KNOB_SKIPPED);
+                ck_assert_int_eq(backend_kthread.write(root, k, k->current), KNOB_SKIPPED);
+                n++;
+        }
+        ck_assert_uint_gt(n, 5);
+        ck_assert_int_eq(root_read_file(root, "proc/10/stat", &stat_after, NULL), 0);
+        ck_assert_str_eq(stat_before, stat_after);
+        _cleanup_free_ char *v = read_knob(p, "kthread/ksoftirqd/0/sched");
+        ck_assert_str_eq(v, "other:0");
+
+        /* a knob naming a pinned thread by hand reads its affinity (the write would get the
+         * kernel's refusal on a real host) */
+        Knob pin = {
+                .id = (char *) "kthread/ksoftirqd/0/affinity",
+                .domain = DOMAIN_KTHREAD,
+                .kind = VALUE_CPU_LIST,
+                .path = (char *) "proc/10/stat",
+        };
+        _cleanup_free_ char *pv = NULL;
+        ck_assert_int_eq(backend_kthread.read(root, &pin, &pv), 0);
+        ck_assert_str_eq(pv, "0");
+        ck_assert_int_eq(backend_kthread.write(root, &pin, "0"), KNOB_SKIPPED);
+
+        /* a knob id that is not the kthread backend's is an error, whatever the root */
+        Knob bad = *knob(p, "kthread/ksoftirqd/0/sched");
+        bad.id = (char *) "kthread/ksoftirqd/0/nice";
+        ck_assert_int_eq(backend_kthread.write(root, &bad, "fifo:2"), -EINVAL);
+        bad.id = (char *) "irq/41/affinity";
+        ck_assert_int_eq(backend_kthread.write(root, &bad, "0"), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_fixture_write) {
+        /* the committed RT host under --root: every kthread knob skipped, nothing written */
+        _cleanup_free_ char *dir = fixture_host("intel-2s");
+        Root *r;
+        Host *h;
+        test_open_host(dir, &r, &h);
+        _cleanup_free_ char *path = test_profile(prof_dir, "p", rvh_default_split);
+        _cleanup_free_ char *err = NULL;
+        Plan *p = NULL;
+        ck_assert_msg(test_plan(r, h, path, &p, &err) == 0, "%s", strempty(err));
+        ck_assert(!r->is_host);
+        for (size_t i = 0; i < p->n_knobs; i++)
+                if (p->knobs[i].domain == DOMAIN_KTHREAD)
+                        ck_assert_int_eq(backend_kthread.write(r, &p->knobs[i], p->knobs[i].desired), KNOB_SKIPPED);
+        plan_free(p);
+        host_free(h);
+        root_free(r);
+}
+END_TEST
+
 /* ---- the committed fake hosts (tests/fixtures/hosts), when they are there ---- */
 
 static bool have_fixture(const char *name) {
@@ -525,13 +591,15 @@ int main(void) {
         tcase_add_test(tc, test_priority_validation);
         tcase_add_test(tc, test_read);
         tcase_add_test(tc, test_many);
+        tcase_add_test(tc, test_write_fake_root);
         suite_add_tcase(s, tc);
         /* Each fixture test runs when its fake host has been generated. */
         TCase *fx = tcase_create("fixtures");
         tcase_add_checked_fixture(fx, setup, teardown);
-        if (have_fixture("intel-2s"))
+        if (have_fixture("intel-2s")) {
                 tcase_add_test(fx, test_fixture_rt);
-        else
+                tcase_add_test(fx, test_fixture_write);
+        } else
                 fprintf(stderr, "tests/fixtures/hosts/intel-2s missing: its test is skipped\n");
         if (have_fixture("vm"))
                 tcase_add_test(fx, test_fixture_vm);

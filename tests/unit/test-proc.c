@@ -141,6 +141,49 @@ START_TEST(test_policy_names) {
 }
 END_TEST
 
+START_TEST(test_sched_values) {
+        unsigned policy = 77, prio = 77;
+        char *s;
+
+        /* every value the kthread read verb produces parses back to what it came from */
+        static const struct {
+                unsigned policy, prio;
+                const char *text;
+        } round[] = {
+                { PROC_SCHED_OTHER, 0, "other:0" },
+                { PROC_SCHED_FIFO, 2, "fifo:2" },
+                { PROC_SCHED_RR, 99, "rr:99" },
+                { PROC_SCHED_BATCH, 0, "batch:0" },
+                { PROC_SCHED_IDLE, 0, "idle:0" },
+                { PROC_SCHED_DEADLINE, 0, "deadline:0" },
+                { 4, 0, "4:0" },
+                { 7, 0, "7:0" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(round); i++) {
+                ck_assert_int_eq(proc_sched_format(round[i].policy, round[i].prio, &s), 0);
+                ck_assert_str_eq(s, round[i].text);
+                free(s);
+                ck_assert_int_eq(proc_sched_parse(round[i].text, &policy, &prio), 0);
+                ck_assert_uint_eq(policy, round[i].policy);
+                ck_assert_uint_eq(prio, round[i].prio);
+        }
+        ck_assert_int_eq(proc_sched_parse("1:50", &policy, &prio), 0);
+        ck_assert_uint_eq(policy, PROC_SCHED_FIFO);
+        ck_assert_uint_eq(prio, 50);
+
+        /* what sched_setscheduler() would refuse, refused here; outputs untouched */
+        policy = prio = 77;
+        const char *bad[] = { "fifo:0", "fifo:100", "rr:", "other:1", "batch:5", "fifo", ":2", "", "FIFO:2",
+                              "fifo:-1", "fifo: 2", "fifo:2 ", "fifo:2x", "-1:0", "99999999999:0",
+                              "fifo:00000000002x" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                ck_assert_msg(proc_sched_parse(bad[i], &policy, &prio) == -EINVAL, "'%s' parsed", bad[i]);
+        ck_assert_int_eq(proc_sched_parse(NULL, &policy, &prio), -EINVAL);
+        ck_assert_uint_eq(policy, 77);
+        ck_assert_uint_eq(prio, 77);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("proc");
         TCase *tc = tcase_create("parse");
@@ -149,6 +192,7 @@ int main(void) {
         tcase_add_test(tc, test_stat_invalid);
         tcase_add_test(tc, test_status);
         tcase_add_test(tc, test_policy_names);
+        tcase_add_test(tc, test_sched_values);
         suite_add_tcase(s, tc);
         return test_run(s);
 }
