@@ -91,10 +91,11 @@ int state_entry_knob(json_t *entry, const char *id, Knob *ret) {
 }
 
 json_t *state_entry_new(const Knob *k, const char *value_key, const char *value) {
-        json_t *e = json_pack("{s:s, s:s, s:s?}",
+        json_t *e = json_pack("{s:s, s:s, s:s?, s:b}",
                               "domain", domain_to_string(k->domain),
                               "kind", value_kind_to_string(k->kind),
-                              "path", k->path);
+                              "path", k->path,
+                              "reboot", k->reboot);
         if (e && value_key)
                 json_object_set_new(e, value_key, value ? json_string(value) : json_null());
         return e;
