@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
+#include <fcntl.h>
 #include <dirent.h>
 #include <fnmatch.h>
 #include <sched.h>
@@ -69,6 +70,21 @@ static int read_stat(Root *root, int pid, ProcStat *ret) {
         if (k < 0)
                 return k;
         return proc_stat_parse(text, ret);
+}
+
+/* The scan's variant: thousands of threads on a big host, so a directory fd (short path walks)
+ * and a stack buffer (a stat line is a few hundred bytes) instead of a path and an allocation. */
+static int read_stat_at(Root *root, int proc_fd, int pid, ProcStat *ret) {
+        char path[32], buf[4096];
+        snprintf(path, sizeof(path), "%d/stat", pid);
+        _cleanup_close_ int fd = root_openat(root, proc_fd, path, O_RDONLY);
+        if (fd < 0)
+                return fd;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = 0;
+        return proc_stat_parse(buf, ret);
 }
 
 static int read_status(Root *root, int pid, ProcStatus *ret) {
@@ -167,9 +183,12 @@ static int kthread_scan(Root *root, KthreadList *ret) {
         k = list_pids(root, &pids, &n_pids);
         if (k < 0)
                 return k;
+        _cleanup_close_ int proc_fd = root_open(root, "proc", O_RDONLY | O_DIRECTORY, 0);
+        if (proc_fd < 0)
+                return proc_fd;
         for (size_t i = 0; i < n_pids; i++) {
                 ProcStat st;
-                k = read_stat(root, pids[i], &st);
+                k = read_stat_at(root, proc_fd, pids[i], &st);
                 if (task_gone(k) || k == -EINVAL)
                         continue; /* exited, or not a stat line (a fake tree's stray file) */
                 if (k < 0)

@@ -332,13 +332,20 @@ static int parse_interrupts_header(Host *h, const char *p, const char *eol) {
  * that format puts it, jump over all of them at once; otherwise (a count of 10+ digits, a short
  * row) walk them one by one. */
 static const char *skip_counts(const char *q, const char *eol, size_t ncols) {
-        const char *end = q + 11 * ncols;
-        if (end <= eol) {
+        /* The row starts "%*d: " (6.1) or "%*d:" (6.13+): the columns begin one byte after the
+         * colon, or right at it. */
+        for (size_t off = 1; off <= 1 && ncols > 0; off--) {
+                const char *c0 = q + off, *end = c0 + 11 * ncols;
+                if (end > eol)
+                        continue;
                 bool fixed = true;
                 for (size_t c = 0; c < ncols && fixed; c++)
-                        fixed = q[11 * c + 10] == ' ' && isdigit((unsigned char) q[11 * c + 9]);
+                        fixed = c0[11 * c + 10] == ' ' && isdigit((unsigned char) c0[11 * c + 9]) &&
+                                (c0[11 * c] == ' ' || isdigit((unsigned char) c0[11 * c]));
                 if (fixed)
                         return end;
+                if (off == 0)
+                        break;
         }
         for (size_t col = 0; col < ncols; col++) {
                 while (q < eol && *q == ' ')
