@@ -5,7 +5,10 @@
 #include <string.h>
 
 #include "backend.h"
+#include "cgroup.h"
+#include "proc.h"
 #include "strv.h"
+#include "systemd.h"
 
 /* cpusets: the profile's "partitions" become cgroups whose CPUs nothing else may use, and the
  * "confine" cgroups (systemd's slices) are kept on the housekeeping CPUs. Knobs:
@@ -20,11 +23,26 @@
  * cgroup v1 (Documentation/admin-guide/cgroup-v1/cpusets.rst):
  *   cpuset/<part>/cpus, /mems, /cpu_exclusive ("1"), /sched_load_balance ("0" isolated, "1" root)
  *   cpuset/rtpart-nrt/cpus, /mems, /sched_load_balance   the housekeeping cpuset every task moves to
+ *   cpuset/rtpart-nrt/tasks                              <v1>/rtpart-nrt/tasks: "movable" once no
+ *                                                        user-space task is left in the root cpuset,
+ *                                                        else "N user tasks in the root cpuset"
  *   cpuset/root/sched_load_balance                       <v1>/cpuset.sched_load_balance
  *
- * Knobs are listed in the order a writer applies them: CPUs before modes. */
+ * Knobs are listed in the order a writer applies them: CPUs before modes, the cgroup created by
+ * the first knob that needs it. Writing any knob of a cgroup as absent (NULL, the original of a
+ * cgroup rtpart created) removes the cgroup, its tasks moved to the root first; revert goes in
+ * reverse order, so the mode goes first and takes the cgroup with it.
+ *
+ * Where systemd runs and owns the tree (the real root with run/systemd/system), a confined
+ * slice's CPUs are set with AllowedCPUs= over D-Bus (systemd.h), never by writing its cgroup.
+ * Under a fake root the slice's cpuset.cpus is written directly as the stand-in for what systemd
+ * would write there. Writes under a fake root go through the fake tree emulation (fake-kernel.h),
+ * on the real host through the kernel (cgroup v2) or libcgroup (v1): see cgroup.h. */
 
 #define NRT_CPUSET "rtpart-nrt"
+#define NRT_MOVABLE "movable"
+
+static int cpuset_read(Root *root, const Knob *k, char **ret);
 
 static const char * const default_confine[] = { "system.slice", "user.slice", "init.scope", NULL };
 
@@ -343,12 +361,27 @@ static int plan_v2(PlanCtx *ctx, const CpusetConf *c) {
         }
         if (done && *done && h->systemd_running)
                 return plan_note(ctx, "cpuset: %s belong to systemd: apply confines them to CPUs %s through AllowedCPUs= "
-                                      "(over D-Bus, so systemd keeps it), and verify reads their cpuset.cpus",
-                                 done, c->confine_cpus);
+                                      "(over D-Bus, so systemd keeps it), and verify reads their cpuset.cpus%s",
+                                 done, c->confine_cpus,
+                                 ctx->root->is_host ? "" : "; under --root, with no systemd to ask, their cpuset.cpus is "
+                                                           "written directly in its place");
         return 0;
 }
 
 /* ---- cgroup v1 ---- */
+
+/* The knob that moves every movable task into the housekeeping cpuset; its value is computed
+ * (see cpuset_read), not a file's content. */
+static int add_nrt_tasks(PlanCtx *ctx, const char *v1) {
+        _cleanup_free_ char *path = NULL, *cur = NULL;
+        if (asprintf(&path, "%s/%s/tasks", v1, NRT_CPUSET) < 0)
+                return -ENOMEM;
+        Knob probe = { .id = (char *) "cpuset/" NRT_CPUSET "/tasks", .domain = DOMAIN_CPUSET, .path = path };
+        int k = cpuset_read(ctx->root, &probe, &cur);
+        if (k < 0 && k != -ENOENT && k != -EACCES && k != -EPERM)
+                return k;
+        return plan_add(ctx, probe.id, VALUE_AUTO, path, k < 0 ? NULL : cur, NRT_MOVABLE, false, NULL);
+}
 
 static int plan_v1(PlanCtx *ctx, const CpusetConf *c) {
         const char *v1 = ctx->host->cpuset_v1_mount;
@@ -413,6 +446,8 @@ static int plan_v1(PlanCtx *ctx, const CpusetConf *c) {
                         /* The root stops balancing: this cpuset balances the housekeeping CPUs. */
                         k = add_partition_file(ctx, v1, NRT_CPUSET, "sched_load_balance", f_balance, VALUE_AUTO, "1");
                 if (k >= 0)
+                        k = add_nrt_tasks(ctx, v1);
+                if (k >= 0)
                         k = plan_note(ctx, "cpuset: cgroup v1: apply moves every movable task into the housekeeping cpuset "
                                            "%s (CPUs %s); kernel threads bound to a CPU stay where they are. \"confine\" "
                                            "names cgroup v2 slices and is not used here",
@@ -451,7 +486,251 @@ static int cpuset_plan(PlanCtx *ctx) {
                               "cpuset controller nor a v1 cpuset); cpuset partitioning skipped");
 }
 
+/* ---- read and write ---- */
+
+/* A knob's parts: "cpuset/<name>/<what>" with path "<hier>/<name>/<file>", or "<hier>/<file>" for
+ * the hierarchy's root ("cpuset/root/…", name NULL). */
+typedef struct CpusetKnob {
+        char *hier;
+        char *name;
+        const char *what;
+        const char *file;
+} CpusetKnob;
+
+static void cpuset_knob_done(CpusetKnob *c) {
+        free(c->hier);
+        free(c->name);
+}
+
+static int cpuset_knob_parse(const Knob *k, CpusetKnob *ret) {
+        const char *id = k->id + strlen("cpuset/"), *slash = strchr(id, '/');
+        const char *file = k->path ? strrchr(k->path, '/') : NULL;
+        if (!startswith(k->id, "cpuset/") || !slash || !file)
+                return -EINVAL;
+        file++;
+        _cleanup_free_ char *name = strndup(id, (size_t) (slash - id));
+        if (!name)
+                return -ENOMEM;
+        size_t cut = strlen(file) + 1 + (streq(name, "root") ? 0 : strlen(name) + 1);
+        size_t len = strlen(k->path);
+        if (len <= cut)
+                return -EINVAL;
+        char *hier = strndup(k->path, len - cut);
+        if (!hier)
+                return -ENOMEM;
+        *ret = (CpusetKnob) {
+                .hier = hier,
+                .name = streq(name, "root") ? NULL : TAKE_PTR(name),
+                .what = slash + 1,
+                .file = file,
+        };
+        return 0;
+}
+
+static bool is_nrt_tasks(const CpusetKnob *c) {
+        return c->name && streq(c->name, NRT_CPUSET) && streq(c->what, "tasks");
+}
+
+/* PF_* flags of a thread, from its stat file (procfs lets a thread's id be opened directly; a
+ * fake tree has it below its process's task/ directory). */
+static int task_flags(Root *root, long tid, unsigned *ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        if (asprintf(&path, "proc/%ld/stat", tid) < 0)
+                return -ENOMEM;
+        if (root_read_file(root, path, &text, NULL) < 0) {
+                _cleanup_strv_free_ char **m = NULL;
+                free(path);
+                if (asprintf(&path, "proc/[0-9]*/task/%ld/stat", tid) < 0)
+                        return -ENOMEM;
+                int k = root_glob(root, path, &m);
+                if (k < 0)
+                        return k;
+                if (!m[0] || root_read_file(root, m[0], &text, NULL) < 0)
+                        return -ESRCH;
+        }
+        ProcStat ps;
+        int k = proc_stat_parse(text, &ps);
+        if (k < 0)
+                return k;
+        *ret = ps.flags;
+        proc_stat_done(&ps);
+        return 0;
+}
+
+/* cpuset/rtpart-nrt/tasks: NULL while the housekeeping cpuset does not exist; "movable" once no
+ * user-space task is left in the root cpuset; else how many are. Kernel threads do not count:
+ * which of them the kernel lets move differs between versions (PF_NO_SETAFFINITY ones never,
+ * kthreadd on newer kernels neither), and a value verify compares must not depend on that. */
+static int read_nrt_tasks(Root *root, const CpusetKnob *c, char **ret) {
+        _cleanup_free_ long *ids = NULL;
+        size_t n, user = 0;
+
+        if (!cgroup_exists(root, c->hier, c->name)) {
+                *ret = NULL;
+                return 0;
+        }
+        int k = cgroup_read_tasks(root, c->hier, NULL, &ids, &n);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < n; i++) {
+                unsigned flags;
+                if (task_flags(root, ids[i], &flags) >= 0 && !(flags & PROC_PF_KTHREAD))
+                        user++;
+        }
+        if (user == 0)
+                return (*ret = strdup(NRT_MOVABLE)) ? 0 : -ENOMEM;
+        return asprintf(ret, "%zu user task%s in the root cpuset", user, user == 1 ? "" : "s") < 0 ? -ENOMEM : 0;
+}
+
+/* "movable": every task of the root cpuset that the kernel lets go moves into rtpart-nrt, in
+ * passes until none is left to move (tasks fork meanwhile). Anything else (the original, or
+ * NULL): every task of rtpart-nrt goes back to the root. */
+static int write_nrt_tasks(Root *root, const CpusetKnob *c, const char *value) {
+        _cleanup_free_ long *ids = NULL;
+        size_t n;
+        int k;
+
+        if (!value || !streq(value, NRT_MOVABLE)) {
+                if (!cgroup_exists(root, c->hier, c->name))
+                        return 0;
+                k = cgroup_read_tasks(root, c->hier, c->name, &ids, &n);
+                if (k < 0)
+                        return k;
+                for (size_t i = 0; i < n; i++) {
+                        k = cgroup_move_task(root, c->hier, NULL, ids[i]);
+                        if (k < 0 && k != -ESRCH) /* ESRCH: exited meanwhile */
+                                return k;
+                }
+                return 0;
+        }
+        for (unsigned pass = 0; pass < 8; pass++) {
+                size_t moved = 0;
+                free(ids);
+                ids = NULL;
+                k = cgroup_read_tasks(root, c->hier, NULL, &ids, &n);
+                if (k < 0)
+                        return k;
+                for (size_t i = 0; i < n; i++) {
+                        k = cgroup_move_task(root, c->hier, c->name, ids[i]);
+                        switch (k) {
+                        case 0:
+                                moved++;
+                                break;
+                        case -EINVAL: /* a thread the kernel pins (PF_NO_SETAFFINITY, kthreadd): stays */
+                        case -ESRCH:  /* exited meanwhile */
+                                break;
+                        default:
+                                cpuset_status_set("moving task %ld into %s: %s", ids[i], c->name, strerror(-k));
+                                return k;
+                        }
+                }
+                if (moved == 0)
+                        break;
+        }
+        return 0;
+}
+
+static bool controller_enabled(const char *list, const char *ctrl) {
+        size_t n = strlen(ctrl);
+        for (const char *p = list; p && (p = strstr(p, ctrl)); p += n)
+                if ((p == list || p[-1] == ' ') && (p[n] == 0 || p[n] == ' ' || p[n] == '\n'))
+                        return true;
+        return false;
+}
+
+/* cgroup v2: the cpuset files of a child exist only while its parent enables the controller. */
+static int enable_cpuset(Root *root, const char *hier) {
+        _cleanup_free_ char *path = NULL, *cur = NULL;
+        if (asprintf(&path, "%s/cgroup.subtree_control", hier) < 0)
+                return -ENOMEM;
+        int k = root_read_line(root, path, &cur);
+        if (k < 0)
+                return k;
+        if (controller_enabled(cur, "cpuset"))
+                return 0;
+        return cgroup_write_file(root, hier, NULL, "cgroup.subtree_control", "+cpuset");
+}
+
+/* A confined slice's CPUs through systemd: AllowedCPUs=, reset when the original was empty. */
+static int write_allowed_cpus(const char *unit, const char *value) {
+        CpuSet s = {};
+        _cleanup_free_ char *err = NULL;
+        if (value && cpu_set_parse_list(value, &s, NULL) < 0)
+                return -EINVAL;
+        int k = systemd_set_allowed_cpus(NULL, unit, &s, &err);
+        if (k < 0)
+                cpuset_status_set("systemd refused AllowedCPUs= for %s: %s", unit, err ? err : strerror(-k));
+        return k;
+}
+
+static int cpuset_write(Root *root, const Knob *k, const char *value) {
+        _cleanup_(cpuset_knob_done) CpusetKnob c = {};
+        int r;
+
+        cpuset_status_clear();
+        r = cpuset_knob_parse(k, &c);
+        if (r < 0)
+                return r;
+        if (!c.name)
+                /* A file of the hierarchy's root (v1 sched_load_balance): always there. */
+                return value ? cgroup_write_file(root, c.hier, NULL, c.file, value) : 0;
+
+        bool v2 = cgroup_is_v2(root, c.hier);
+        if (!v2 && is_nrt_tasks(&c))
+                return write_nrt_tasks(root, &c, value);
+        if (v2 && streq(c.what, "cpus") && systemd_owns_cgroups(root) && systemd_is_unit_cgroup(c.name) &&
+            cgroup_exists(root, c.hier, c.name))
+                /* Never write into a cgroup systemd manages: it would overwrite it anyway. */
+                return write_allowed_cpus(c.name, value);
+
+        if (!value) {
+                /* The cgroup did not exist before rtpart: remove it (the partition ends first). */
+                if (!cgroup_exists(root, c.hier, c.name))
+                        return 0;
+                if (v2) {
+                        _cleanup_free_ char *p = NULL;
+                        if (asprintf(&p, "%s/%s/cpuset.cpus.partition", c.hier, c.name) < 0)
+                                return -ENOMEM;
+                        if (root_exists(root, p))
+                                (void) cgroup_write_file(root, c.hier, c.name, "cpuset.cpus.partition", "member");
+                }
+                return cgroup_rmdir(root, c.hier, c.name);
+        }
+
+        bool created = false;
+        if (!cgroup_exists(root, c.hier, c.name)) {
+                if (v2) {
+                        r = enable_cpuset(root, c.hier);
+                        if (r < 0)
+                                return r;
+                }
+                r = cgroup_mkdir(root, c.hier, c.name);
+                if (r < 0)
+                        return r;
+                created = true;
+        }
+        r = cgroup_write_file(root, c.hier, c.name, c.file, value);
+        if (r >= 0 && v2 && streq(c.what, "partition")) {
+                /* The kernel takes any partition mode and reports trouble only when read:
+                 * "isolated invalid (Cpu list in cpuset.cpus not exclusive)". */
+                _cleanup_free_ char *got = NULL;
+                r = root_read_line(root, k->path, &got);
+                if (r >= 0 && !streq(got, value)) {
+                        cpuset_status_set("%s", got);
+                        r = -EINVAL;
+                }
+        }
+        if (r < 0 && created)
+                /* A refused write leaves nothing behind: not the cgroup it created either (the
+                 * journal knows only of the write). */
+                (void) cgroup_rmdir(root, c.hier, c.name);
+        return r;
+}
+
 static int cpuset_read(Root *root, const Knob *k, char **ret) {
+        _cleanup_(cpuset_knob_done) CpusetKnob c = {};
+        if (cpuset_knob_parse(k, &c) >= 0 && is_nrt_tasks(&c) && !cgroup_is_v2(root, c.hier))
+                return read_nrt_tasks(root, &c, ret);
         int r = knob_read_file(root, k, ret);
         if (is_absent(r)) {
                 *ret = NULL;
@@ -465,4 +744,5 @@ const Backend backend_cpuset = {
         .name = "cpuset",
         .plan = cpuset_plan,
         .read = cpuset_read,
+        .write = cpuset_write,
 };

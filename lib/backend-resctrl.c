@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 #include "backend.h"
+#include "fake-kernel.h"
 #include "resctrl.h"
 #include "strv.h"
 
@@ -18,9 +23,21 @@
  *   resctrl/<group>/cpus             <mount>/<group>/cpus_list  CPU list
  *   resctrl/<group>/mode             <mount>/<group>/mode       "exclusive" or "shareable"
  *   resctrl/default/schemata/<RES>   <mount>/schemata           the root (default) group
+ *   resctrl/mount                    <mount>                    "mounted" or "mounted,cdp"
  *
  * RES is the resource's name in the schemata file (L3, L3CODE, L3DATA, MB), so that a writer
- * writes "RES:VALUE\n" to the path; the group's directory is the path's parent. */
+ * writes "RES:VALUE\n" to the path; the group's directory is the path's parent.
+ *
+ * Writing: resctrl/mount comes first and mounts resctrl (with -o cdp when a group splits code
+ * and data) on the real host where the kernel has it and nobody mounted it; revert unmounts it
+ * again if rtpart mounted it. Every other write holds flock(LOCK_EX) on the mount directory, as
+ * the kernel's documentation asks of every program changing resctrl. A group is created
+ * (mkdir) by the first of its knobs written; any of its knobs written as absent removes it
+ * (rmdir: the kernel gives its CPUs and tasks back to the default group), and the default
+ * group's schemata comes back through its own knob, written first and so reverted last. A
+ * refused write's reason, info/last_cmd_status, is kept for resctrl_last_status(). Under a fake
+ * root nothing is mounted (the knob is skipped) and the fake tree emulation (fake-kernel.h)
+ * stands in for the kernel. */
 
 #define RESCTRL_MOUNT_DEFAULT "sys/fs/resctrl"
 
@@ -753,6 +770,21 @@ static int cat_note_foreign(PlanCtx *ctx, const CatHost *ch, const CatGroup *gro
         return plan_note(ctx, "cat: resctrl groups not in this profile are left alone: %s", list);
 }
 
+/* resctrl/mount: as it is where resctrl is mounted (owned, so that verify sees it vanish), else
+ * mounted by apply. */
+static int add_mount(PlanCtx *ctx, const CatHost *ch, bool cdp) {
+        _cleanup_free_ char *cur = NULL;
+        Knob *kn;
+        int k = resctrl_read_mount(ctx->root, ch->mount, &cur);
+        if (k < 0)
+                return k;
+        k = plan_add(ctx, "resctrl/mount", VALUE_AUTO, ch->mount, cur, cur ? cur : cdp ? "mounted,cdp" : "mounted", false,
+                     &kn);
+        if (k >= 0 && !cur && !(kn->note = strdup(ctx->root->is_host ? "mount -t resctrl" : "not mounted under --root")))
+                return -ENOMEM;
+        return k;
+}
+
 static int cat_plan_unmounted(PlanCtx *ctx, const CatHost *ch, const CatGroup *groups, size_t n) {
         bool cdp = false;
         int k;
@@ -764,6 +796,8 @@ static int cat_plan_unmounted(PlanCtx *ctx, const CatHost *ch, const CatGroup *g
                       "directory the cache masks and bandwidth cannot be checked against this host, so only the "
                       "groups' CPUs are planned: mount it (mount -t resctrl%s resctrl /%s) and plan again to see them",
                       RESCTRL_MOUNT_DEFAULT, cdp ? " with -o cdp" : "", cdp ? " -o cdp" : "", RESCTRL_MOUNT_DEFAULT);
+        if (k >= 0)
+                k = add_mount(ctx, ch, cdp);
         if (k < 0)
                 return k;
         for (size_t i = 0; i < n; i++) {
@@ -835,6 +869,10 @@ static int resctrl_plan(PlanCtx *ctx) {
 
         const ResctrlResource *r = ch.cache;
         char a[24];
+
+        k = add_mount(ctx, &ch, rc->cdp);
+        if (k < 0)
+                return k;
 
         /* The default group first: exclusive mode is refused while it still shares the ways. */
         if (shrinking) {
@@ -933,10 +971,276 @@ static int resctrl_plan(PlanCtx *ctx) {
         return cat_note_foreign(ctx, &ch, groups, n);
 }
 
+/* ---- read and write ---- */
+
+static _Thread_local char status[512];
+
+const char *resctrl_last_status(void) {
+        return status[0] ? status : NULL;
+}
+
+_printf_(1, 2)
+static void status_set(const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        (void) vsnprintf(status, sizeof(status), fmt, ap);
+        va_end(ap);
+}
+
+static const char * const mount_options[] = { "cdp", "cdpl2", "mba_MBps" };
+
+int resctrl_read_mount(Root *root, const char *path, char **ret) {
+        _cleanup_free_ char *text = NULL;
+        bool mountinfo = true;
+        int k = root_read_file(root, "proc/self/mountinfo", &text, NULL);
+        if (k == -ENOENT) {
+                mountinfo = false; /* an old or minimal tree: /proc/mounts has the same facts */
+                k = root_read_file(root, "proc/mounts", &text, NULL);
+        }
+        if (k < 0)
+                return k == -ENOENT ? (*ret = NULL, 0) : k;
+        while (*path == '/')
+                path++;
+        for (char *line = text, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                /* id parent maj:min root mountpoint opts [optional…] - fstype source superopts */
+                char *f[32], *save = NULL;
+                size_t n = 0;
+                for (char *t = strtok_r(line, " ", &save); t && n < ELEMENTSOF(f); t = strtok_r(NULL, " ", &save))
+                        f[n++] = t;
+                /* mountinfo: the mount point is field 4, options 5 and dash+3; mounts: "source
+                 * mountpoint fstype options", as if the dash were field 0 (options at 3). */
+                size_t dash = 0, mp = 4, opts = 5;
+                for (size_t i = 6; mountinfo && i < n && !dash; i++)
+                        if (streq(f[i], "-"))
+                                dash = i;
+                if (!mountinfo) {
+                        if (n < 4)
+                                continue;
+                        dash = 1;
+                        mp = 1;
+                        opts = 3;
+                } else if (!dash)
+                        continue;
+                if (dash + 1 >= n || !streq(f[mountinfo ? dash + 1 : 2], "resctrl") || !streq(f[mp] + (f[mp][0] == '/'), path))
+                        continue;
+                StrBuf b = {};
+                strbuf_append(&b, "mounted");
+                for (size_t o = 0; o < ELEMENTSOF(mount_options); o++) {
+                        bool on = false;
+                        for (size_t i = 0; i < n; i++) {
+                                if (i != opts && !(mountinfo && i == dash + 3))
+                                        continue;
+                                _cleanup_free_ char *padded = NULL;
+                                if (asprintf(&padded, ",%s,", f[i]) < 0) {
+                                        strbuf_done(&b);
+                                        return -ENOMEM;
+                                }
+                                char want[32];
+                                snprintf(want, sizeof(want), ",%s,", mount_options[o]);
+                                on = on || strstr(padded, want);
+                        }
+                        if (on)
+                                strbuf_appendf(&b, ",%s", mount_options[o]);
+                }
+                *ret = strbuf_steal(&b);
+                return *ret ? 0 : -ENOMEM;
+        }
+        *ret = NULL;
+        return 0;
+}
+
+/* Whether dir holds resctrl groups rtpart did not remove (a mount it would take with it). */
+static int foreign_groups(Root *root, const char *mount, char **ret) {
+        DIR *d;
+        StrBuf b = {};
+        int k = root_opendir(root, mount, &d);
+        if (k < 0)
+                return k;
+        struct dirent *de;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.' && !streq(de->d_name, "info") && !streq(de->d_name, "mon_groups") &&
+                    !streq(de->d_name, "mon_data") && de->d_type == DT_DIR)
+                        strbuf_appendf(&b, "%s%s", b.len ? ", " : "", de->d_name);
+        closedir(d);
+        *ret = strbuf_steal(&b);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int write_mount(Root *root, const Knob *k, const char *value) {
+        _cleanup_free_ char *cur = NULL, *abs = NULL;
+        int r = resctrl_read_mount(root, k->path, &cur);
+        if (r < 0)
+                return r;
+        if (!!cur == !!value)
+                return 0; /* mounted (options are never changed under groups), or not */
+        if (!root->is_host)
+                return KNOB_SKIPPED; /* a fake tree has no kernel to mount anything */
+        if (asprintf(&abs, "/%s", k->path) < 0)
+                return -ENOMEM;
+        if (value) {
+                const char *opts = strchr(value, ',');
+                if (mount("resctrl", abs, "resctrl", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts ? opts + 1 : NULL) < 0) {
+                        r = -errno;
+                        status_set("mount -t resctrl%s%s resctrl %s: %s", opts ? " -o " : "", opts ? opts + 1 : "", abs,
+                                   strerror(-r));
+                        return r;
+                }
+                return 0;
+        }
+        /* Unmounting would destroy groups someone created since: then resctrl stays. */
+        _cleanup_free_ char *others = NULL;
+        r = foreign_groups(root, k->path, &others);
+        if (r < 0)
+                return r;
+        if (*others) {
+                status_set("resctrl stays mounted at %s: it holds groups rtpart did not create (%s)", abs, others);
+                return KNOB_SKIPPED;
+        }
+        if (umount2(abs, 0) < 0) {
+                r = -errno;
+                status_set("umount %s: %s", abs, strerror(-r));
+                return r;
+        }
+        return 0;
+}
+
+/* A knob's group and mount: "resctrl/<group>/…" at "<mount>/<group>/<file>", or the default group
+ * at "<mount>/schemata" (group NULL). */
+typedef struct ResctrlKnob {
+        char *mount;
+        char *group;
+        const char *file;
+        const char *resource;   /* schemata knobs: "L3", "MB", … */
+} ResctrlKnob;
+
+static void resctrl_knob_done(ResctrlKnob *c) {
+        free(c->mount);
+        free(c->group);
+}
+
 /* The resource a schemata knob is about: "resctrl/rt/schemata/L3" → "L3"; NULL for other knobs. */
 static const char *knob_resource(const Knob *k) {
         const char *s = strstr(k->id, "/schemata/");
         return s ? s + strlen("/schemata/") : NULL;
+}
+
+static int resctrl_knob_parse(const Knob *k, ResctrlKnob *ret) {
+        const char *id = k->id + strlen("resctrl/"), *slash = strchr(id, '/');
+        const char *file = k->path ? strrchr(k->path, '/') : NULL;
+        if (!startswith(k->id, "resctrl/") || !slash || !file)
+                return -EINVAL;
+        file++;
+        _cleanup_free_ char *group = strndup(id, (size_t) (slash - id));
+        if (!group)
+                return -ENOMEM;
+        bool def = streq(group, "default");
+        size_t cut = strlen(file) + 1 + (def ? 0 : strlen(group) + 1), len = strlen(k->path);
+        if (len <= cut)
+                return -EINVAL;
+        char *mount = strndup(k->path, len - cut);
+        if (!mount)
+                return -ENOMEM;
+        *ret = (ResctrlKnob) {
+                .mount = mount,
+                .group = def ? NULL : TAKE_PTR(group),
+                .file = file,
+                .resource = knob_resource(k),
+        };
+        return 0;
+}
+
+/* After a refusal: the kernel's reason, kept for resctrl_last_status(). */
+static void keep_last_cmd_status(Root *root, const char *mount) {
+        _cleanup_free_ char *p = NULL, *t = NULL;
+        if (asprintf(&p, "%s/info/last_cmd_status", mount) < 0 || root_read_line(root, p, &t) < 0)
+                return;
+        if (*t && !streq(t, "ok"))
+                status_set("%s", t);
+}
+
+static int group_exists(Root *root, const ResctrlKnob *c, int mfd) {
+        struct stat st;
+        return fstatat(mfd, c->group, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
+}
+
+static int resctrl_write(Root *root, const Knob *k, const char *value) {
+        _cleanup_(resctrl_knob_done) ResctrlKnob c = {};
+        _cleanup_free_ char *mounted = NULL, *data = NULL;
+        int r;
+
+        status[0] = 0;
+        if (streq(k->id, "resctrl/mount"))
+                return write_mount(root, k, value);
+        r = resctrl_knob_parse(k, &c);
+        if (r < 0)
+                return r;
+        r = resctrl_read_mount(root, c.mount, &mounted);
+        if (r < 0)
+                return r;
+        if (!mounted) {
+                if (!root->is_host)
+                        return KNOB_SKIPPED; /* resctrl not mounted in the fake tree: nothing to emulate */
+                status_set("resctrl is not mounted at /%s", c.mount);
+                return -ENODEV;
+        }
+
+        /* Serialize with every other program changing resctrl (libvirt, pqos, goresctrl). */
+        _cleanup_close_ int mfd = root_open(root, c.mount, O_RDONLY | O_DIRECTORY, 0);
+        if (mfd < 0)
+                return mfd;
+        if (flock(mfd, LOCK_EX) < 0)
+                return -errno;
+
+        if (!value) {
+                if (!c.group || !group_exists(root, &c, mfd))
+                        return 0; /* the default group is always there; the group is already gone */
+                if (root->is_host)
+                        r = unlinkat(mfd, c.group, AT_REMOVEDIR) < 0 ? -errno : 0;
+                else
+                        r = fake_resctrl_rmdir(root, c.mount, c.group);
+        } else {
+                bool created = false;
+                if (c.group && !group_exists(root, &c, mfd)) {
+                        if (root->is_host)
+                                r = mkdirat(mfd, c.group, 0755) < 0 && errno != EEXIST ? -errno : 0;
+                        else
+                                r = fake_resctrl_mkdir(root, c.mount, c.group);
+                        if (r < 0) {
+                                keep_last_cmd_status(root, c.mount); /* ENOSPC: "out of CLOSIDs" */
+                                return r;
+                        }
+                        created = true;
+                }
+                /* Schemata: only this resource's line, "L3:0=7f0;1=7f0"; the kernel keeps the rest. */
+                if (c.resource ? asprintf(&data, "%s:%s", c.resource, value) < 0 : !(data = strdup(value)))
+                        r = -ENOMEM;
+                else if (root->is_host)
+                        r = root_write_value(root, k->path, data);
+                else
+                        r = fake_resctrl_write(root, c.mount, c.group, c.file, data);
+                if (r < 0) {
+                        keep_last_cmd_status(root, c.mount);
+                        /* A refused write leaves nothing behind: not the group it created either
+                         * (the journal knows only of the write, not of the mkdir). */
+                        if (created) {
+                                _cleanup_free_ char *reason = strdup(status);
+                                if (root->is_host)
+                                        (void) unlinkat(mfd, c.group, AT_REMOVEDIR);
+                                else
+                                        (void) fake_resctrl_rmdir(root, c.mount, c.group);
+                                if (reason)
+                                        status_set("%s", reason);
+                        }
+                        return r;
+                }
+                return 0;
+        }
+        if (r < 0)
+                keep_last_cmd_status(root, c.mount);
+        return r;
 }
 
 static int resctrl_read(Root *root, const Knob *k, char **ret) {
@@ -946,6 +1250,8 @@ static int resctrl_read(Root *root, const Knob *k, char **ret) {
 
         if (!k->path)
                 return -ENOENT;
+        if (streq(k->id, "resctrl/mount"))
+                return resctrl_read_mount(root, k->path, ret);
         if (!res) {
                 r = knob_read_file(root, k, ret);
                 if (is_absent(r)) {
@@ -974,4 +1280,5 @@ const Backend backend_resctrl = {
         .name = "resctrl",
         .plan = resctrl_plan,
         .read = resctrl_read,
+        .write = resctrl_write,
 };

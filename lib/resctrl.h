@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* resctrl (Intel RDT / AMD QoS) text formats, shared by the resctrl backend, its tests and, later,
- * the write verb. A schemata value is what follows "RESOURCE:" on one line of a group's schemata
+/* resctrl (Intel RDT / AMD QoS) text formats and state, shared by the resctrl backend and its
+ * tests. A schemata value is what follows "RESOURCE:" on one line of a group's schemata
  * file, with the whitespace removed: "0=7f0;1=7f0" (cache masks in hex) or "0=100;1=100" (MB). */
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "root.h"
 
 /* Finds the line for `resource` ("L3", "L3CODE", "L3DATA", "MB", …) in the text of a schemata
  * file, as the kernel prints it ("    L3:0=7ff;1=7ff\n      MB:0=100;1=100\n"), and returns its
@@ -23,3 +25,14 @@ int resctrl_mask_parse(const char *s, uint64_t *ret);
 /* The same value on every domain: "0=7f0;1=7f0", cache masks zero-padded to the width the kernel
  * prints for `cbm_bits` bits (0 for a decimal value, as MB). */
 char *resctrl_schemata_format(const unsigned *domains, size_t n, uint64_t value, unsigned cbm_bits);
+
+/* The kernel's explanation of the resctrl backend's last failed write on this thread, or NULL:
+ * info/last_cmd_status after the refusal ("Overlaps with exclusive group", "out of CLOSIDs"), or
+ * rtpart's own reason (resctrl not mounted, foreign groups keep it mounted). Reset at the start of
+ * every write. */
+const char *resctrl_last_status(void);
+
+/* How resctrl is mounted at `path` according to the root's proc/self/mountinfo: "mounted",
+ * followed by ",cdp", ",cdpl2", ",mba_MBps" for the options rtpart cares about (in that order);
+ * NULL (0 returned) when nothing of type resctrl is mounted there. */
+int resctrl_read_mount(Root *root, const char *path, char **ret);

@@ -3,7 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgroup.h"
+#include "fake-kernel.h"
+#include "proc.h"
 #include "strv.h"
+#include "test-tree.h"
 #include "test-util.h"
 
 /* The cpuset backend's plan on fake hosts: intel-2s (cgroup v2 with cpuset.cpus.exclusive,
@@ -15,7 +19,7 @@ static Root *root;
 static Host *host;
 
 static void copy_host(const char *name) {
-        host_dir = test_copy_host(name);
+        host_dir = tree_copy_host(name);
         prof_dir = test_tmpdir();
 }
 
@@ -33,7 +37,8 @@ static void open_host(void) {
 static void teardown(void) {
         host = host_free(host);
         root = root_free(root);
-        test_rmtree(host_dir);
+        if (host_dir && !startswith(host_dir, FIXTURE_DIR))
+                tree_remove(host_dir);
         test_rmtree(prof_dir);
         free(host_dir);
         free(prof_dir);
@@ -212,7 +217,7 @@ START_TEST(test_intel_v2_errors) {
                  "/cpuset/partitions/0/mems", "not a list of NUMA nodes");
         plan_err("{\"cpus\": {\"isolated\": \"4-15,20-31\"}, \"cpuset\": {\"partitions\": ["
                  "{\"name\": \"root\", \"cpus\": \"4-7\"}]}}",
-                 "/cpuset/partitions/0/name", "\"root\" is reserved");
+                 "/cpuset/partitions/0", "\"root\" cannot be used as a group name");
         plan_err("{\"cpus\": {\"isolated\": \"4-15,20-31\"}, \"cpuset\": {\"partitions\": ["
                  "{\"name\": \"system.slice\", \"cpus\": \"4-7\"}]}}",
                  "/cpuset/partitions/0/name", "also in \"confine\"");
@@ -300,12 +305,18 @@ START_TEST(test_vm_v1) {
         knob(p, "cpuset/rtpart-nrt/cpus", path, "0-1");
         knob(p, "cpuset/rtpart-nrt/mems", NULL, "0");
         knob(p, "cpuset/rtpart-nrt/sched_load_balance", NULL, "1");
+        /* Moving every task into the housekeeping cpuset is a knob of its own, after its cpuset. */
+        snprintf(path, sizeof(path), "%s/rtpart-nrt/tasks", v1);
+        k = knob(p, "cpuset/rtpart-nrt/tasks", path, "movable");
+        ck_assert_ptr_null(k->current);
+        ck_assert(k->changed);
+        ck_assert_uint_lt(index_of(p, "cpuset/rtpart-nrt/mems"), index_of(p, "cpuset/rtpart-nrt/tasks"));
         snprintf(path, sizeof(path), "%s/cpuset.sched_load_balance", v1);
         k = knob(p, "cpuset/root/sched_load_balance", path, "0");
         ck_assert_str_eq(k->current, "1");
         ck_assert(k->changed);
         ck_assert_ptr_null(plan_find(p, "cpuset/system.slice/cpus"));
-        ck_assert_uint_eq(count_domain(p, DOMAIN_CPUSET), 12);
+        ck_assert_uint_eq(count_domain(p, DOMAIN_CPUSET), 13);
         ck_assert(has_note(p, "moves every movable task into the housekeeping cpuset rtpart-nrt"));
         /* CPUs before modes; the root stops balancing last. */
         ck_assert_uint_lt(index_of(p, "cpuset/rt/cpus"), index_of(p, "cpuset/rt/cpu_exclusive"));
@@ -329,7 +340,7 @@ START_TEST(test_vm_v1) {
                  "/cpuset/partitions/1/cpus", "CPUs 3 are also in partition \"a\"");
         plan_err("{\"cpus\": {\"isolated\": \"2-3\"}, \"cpuset\": {\"partitions\": ["
                  "{\"name\": \"rtpart-nrt\", \"cpus\": \"2-3\"}]}}",
-                 "/cpuset/partitions/0/name", "reserved");
+                 "/cpuset/partitions/0", "\"rtpart-nrt\" cannot be used as a group name");
         plan_err("{\"cpus\": {\"isolated\": \"2-3\"}, \"cpuset\": {\"partitions\": ["
                  "{\"name\": \"a\", \"cpus\": \"2\", \"mems\": \"1\"}]}}",
                  "/cpuset/partitions/0/mems", "NUMA node 1 does not exist on this host (nodes: 0)");
@@ -347,6 +358,215 @@ START_TEST(test_no_cgroup) {
 }
 END_TEST
 
+
+/* ---- write: apply, verify, revert through the engine on fake hosts ---- */
+
+START_TEST(test_apply_v2_intel) {
+        copy_host("intel-2s");
+        _cleanup_free_ char *before = tree_snapshot(host_dir), *drift = NULL;
+        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+                "{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
+                " \"cpuset\": {\"partitions\": [{\"name\": \"rtpart-rt\", \"cpus\": \"4-11\", \"mode\": \"isolated\"},"
+                " {\"name\": \"rtpart-vm\", \"cpus\": \"12-15,20-31\", \"mode\": \"root\", \"mems\": \"1\"}]}}");
+        ck_assert_int_eq(tree_apply(host_dir, prof, NULL), 0);
+
+        /* Partitions as the kernel shows them, the root's isolated CPUs, and the slices (under
+         * --root their cpuset.cpus stands in for systemd's AllowedCPUs=). */
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-rt/cpuset.cpus", "4-11\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-rt/cpuset.cpus.exclusive", "4-11\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-rt/cpuset.cpus.effective", "4-11\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-rt/cpuset.cpus.partition", "isolated\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-rt/cgroup.controllers", "cpuset cpu io memory pids\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-rt/cgroup.procs", "");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-vm/cpuset.cpus", "12-15,20-31\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-vm/cpuset.mems", "1\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-vm/cpuset.mems.effective", "1\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-vm/cpuset.cpus.partition", "root\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/cpuset.cpus.isolated", "4-11\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/system.slice/cpuset.cpus", "0-3,16-19\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/init.scope/cpuset.cpus", "0-3,16-19\n");
+        ck_assert_msg(tree_verify(host_dir, &drift) == 0, "drift: %s", strempty(drift));
+
+        /* The kernel invalidating the partition later is drift, with its reason. */
+        test_write(host_dir, "sys/fs/cgroup/rtpart-rt/cpuset.cpus.partition", "isolated invalid (Cpu list in cpuset.cpus not exclusive)\n");
+        ck_assert_uint_eq(tree_verify(host_dir, &drift), 1);
+        ck_assert_str_eq(drift, "cpuset/rtpart-rt/partition: expected 'isolated', actual "
+                                "'isolated invalid (Cpu list in cpuset.cpus not exclusive)'");
+
+        ck_assert_int_eq(tree_revert(host_dir), 0);
+        _cleanup_free_ char *after = tree_snapshot(host_dir);
+        tree_assert_same(before, after, "revert");
+}
+END_TEST
+
+/* The kernel takes "isolated" and then reads back "isolated invalid (reason)": a failed write,
+ * rolled back, with the kernel's reason. */
+START_TEST(test_v2_invalid_partition) {
+        copy_host("intel-2s");
+        test_write(host_dir, "sys/fs/cgroup/machine.slice/cpuset.cpus", "8-9\n");
+        _cleanup_free_ char *before = tree_snapshot(host_dir);
+        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+                "{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
+                " \"cpuset\": {\"confine\": [], \"partitions\": [{\"name\": \"rtpart-rt\", \"cpus\": \"4-11\"}]}}");
+        EngineResult res = {};
+        ck_assert_int_eq(tree_apply(host_dir, prof, &res), -EINVAL);
+        ck_assert_str_eq(res.failed_knob, "cpuset/rtpart-rt/partition");
+        ck_assert(res.rolled_back && !res.rollback_incomplete);
+        engine_result_done(&res);
+        _cleanup_free_ char *after = tree_snapshot(host_dir);
+        tree_assert_same(before, after, "rolled back");
+
+        open_host();
+        Knob cpus = { .id = (char *) "cpuset/rtpart-rt/cpus", .domain = DOMAIN_CPUSET, .kind = VALUE_CPU_LIST,
+                      .path = (char *) "sys/fs/cgroup/rtpart-rt/cpuset.cpus" };
+        Knob part = { .id = (char *) "cpuset/rtpart-rt/partition", .domain = DOMAIN_CPUSET, .kind = VALUE_AUTO,
+                      .path = (char *) "sys/fs/cgroup/rtpart-rt/cpuset.cpus.partition" };
+        ck_assert_int_eq(backend_cpuset.write(root, &cpus, "4-11"), 0);
+        ck_assert_int_eq(backend_cpuset.write(root, &part, "isolated"), -EINVAL);
+        ck_assert_str_eq(cpuset_last_status(), "isolated invalid (Cpu list in cpuset.cpus not exclusive)");
+        ck_assert_int_eq(backend_cpuset.write(root, &cpus, "4-7"), 0);
+        ck_assert_ptr_null(cpuset_last_status());
+        ck_assert_int_eq(backend_cpuset.write(root, &part, "isolated"), 0);
+        tree_assert_file(host_dir, "sys/fs/cgroup/cpuset.cpus.isolated", "4-7\n");
+        /* Absent again: member, then gone. */
+        ck_assert_int_eq(backend_cpuset.write(root, &part, NULL), 0);
+        ck_assert(!tree_exists(host_dir, "sys/fs/cgroup/rtpart-rt"));
+        tree_assert_file(host_dir, "sys/fs/cgroup/cpuset.cpus.isolated", "\n");
+}
+END_TEST
+
+START_TEST(test_v2_enable_controller) {
+        copy_host("epyc");
+        test_write(host_dir, "sys/fs/cgroup/cgroup.subtree_control", "cpu io memory pids\n");
+        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+                "{\"cpus\": {\"isolated\": \"4-31,36-63\"},"
+                " \"cpuset\": {\"confine\": [], \"partitions\": [{\"name\": \"rt\", \"cpus\": \"8-15\", \"mems\": \"0\"}]}}");
+        ck_assert_int_eq(tree_apply(host_dir, prof, NULL), 0);
+        tree_assert_file(host_dir, "sys/fs/cgroup/cgroup.subtree_control", "cpuset cpu io memory pids\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rt/cpuset.cpus.partition", "isolated\n");
+        ck_assert(!tree_exists(host_dir, "sys/fs/cgroup/rt/cpuset.cpus.exclusive")); /* before 6.7 */
+        ck_assert_uint_eq(tree_verify(host_dir, NULL), 0);
+        ck_assert_int_eq(tree_revert(host_dir), 0);
+        ck_assert(!tree_exists(host_dir, "sys/fs/cgroup/rt"));
+        /* Enabling the controller for the root's children is not a knob: it stays. */
+        tree_assert_file(host_dir, "sys/fs/cgroup/cgroup.subtree_control", "cpuset cpu io memory pids\n");
+}
+END_TEST
+
+static unsigned fixture_task_flags(const char *dir, const char *tid) {
+        _cleanup_free_ char *out = NULL;
+        ck_assert_int_eq(tree_sh(&out, "cd '%s' && cat proc/%s/stat 2>/dev/null || cat proc/*/task/%s/stat", dir, tid, tid), 0);
+        ProcStat ps;
+        ck_assert_int_eq(proc_stat_parse(out, &ps), 0);
+        unsigned f = ps.flags;
+        proc_stat_done(&ps);
+        return f;
+}
+
+START_TEST(test_apply_v1_vm) {
+        copy_host("vm");
+        _cleanup_free_ char *before = tree_snapshot(host_dir), *drift = NULL;
+        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+                "{\"cpus\": {\"isolated\": \"2-3\"},"
+                " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"2-3\", \"mode\": \"isolated\"}]}}");
+        ck_assert_int_eq(tree_apply(host_dir, prof, NULL), 0);
+
+        const char *v1 = "sys/fs/cgroup/cpuset";
+        char path[256];
+        snprintf(path, sizeof(path), "%s/rt/cpuset.cpus", v1);
+        tree_assert_file(host_dir, path, "2-3\n");
+        snprintf(path, sizeof(path), "%s/rt/cpuset.effective_cpus", v1);
+        tree_assert_file(host_dir, path, "2-3\n");
+        snprintf(path, sizeof(path), "%s/rt/cpuset.mems", v1);
+        tree_assert_file(host_dir, path, "0\n");
+        snprintf(path, sizeof(path), "%s/rt/cpuset.cpu_exclusive", v1);
+        tree_assert_file(host_dir, path, "1\n");
+        snprintf(path, sizeof(path), "%s/rt/cpuset.sched_load_balance", v1);
+        tree_assert_file(host_dir, path, "0\n");
+        snprintf(path, sizeof(path), "%s/rtpart-nrt/cpuset.cpus", v1);
+        tree_assert_file(host_dir, path, "0-1\n");
+        snprintf(path, sizeof(path), "%s/cpuset.sched_load_balance", v1);
+        tree_assert_file(host_dir, path, "0\n");
+
+        /* Every task moved but the ones the kernel pins (PF_NO_SETAFFINITY); cgroup.procs follows. */
+        snprintf(path, sizeof(path), "%s/tasks", v1);
+        _cleanup_free_ char *left = tree_read(host_dir, path);
+        snprintf(path, sizeof(path), "%s/rtpart-nrt/tasks", v1);
+        _cleanup_free_ char *moved = tree_read(host_dir, path);
+        ck_assert_ptr_nonnull(left);
+        ck_assert_ptr_nonnull(moved);
+        size_t n_left = 0, n_moved = 0;
+        char *save = NULL;
+        for (char *t = strtok_r(left, "\n", &save); t; t = strtok_r(NULL, "\n", &save), n_left++)
+                ck_assert_msg(fixture_task_flags(host_dir, t) & PROC_PF_NO_SETAFFINITY, "task %s stayed", t);
+        for (char *t = strtok_r(moved, "\n", &save); t; t = strtok_r(NULL, "\n", &save), n_moved++)
+                ck_assert_msg(!(fixture_task_flags(host_dir, t) & PROC_PF_NO_SETAFFINITY), "task %s moved", t);
+        ck_assert_uint_eq(n_left, 54);
+        ck_assert_uint_eq(n_moved, 26);
+        snprintf(path, sizeof(path), "%s/rtpart-nrt/cgroup.procs", v1);
+        _cleanup_free_ char *procs = tree_read(host_dir, path);
+        ck_assert_ptr_nonnull(strstr(procs, "\n401\n405\n")); /* 402-404 are threads of 401 */
+        ck_assert_msg(tree_verify(host_dir, &drift) == 0, "drift: %s", strempty(drift));
+
+        /* A user task back in the root cpuset is drift. */
+        open_host();
+        ck_assert_int_eq(cgroup_move_task(root, v1, NULL, 1), 0);
+        ck_assert_uint_eq(tree_verify(host_dir, &drift), 1);
+        ck_assert_str_eq(drift, "cpuset/rtpart-nrt/tasks: expected 'movable', actual '1 user task in the root cpuset'");
+
+        ck_assert_int_eq(tree_revert(host_dir), 0);
+        _cleanup_free_ char *after = tree_snapshot(host_dir);
+        tree_assert_same(before, after, "revert");
+}
+END_TEST
+
+/* Another exclusive cpuset the plan could not see: the kernel refuses overlapping CPUs. */
+START_TEST(test_v1_exclusive_conflict) {
+        copy_host("vm");
+        open_host();
+        const char *v1 = "sys/fs/cgroup/cpuset";
+        ck_assert_int_eq(fake_cgroup_mkdir(root, v1, "other"), 0);
+        ck_assert_int_eq(fake_cgroup_write(root, v1, "other", "cpuset.cpus", "3"), 0);
+        ck_assert_int_eq(fake_cgroup_write(root, v1, "other", "cpuset.mems", "0"), 0);
+        ck_assert_int_eq(fake_cgroup_write(root, v1, "other", "cpuset.cpu_exclusive", "1"), 0);
+        _cleanup_free_ char *before = tree_snapshot(host_dir);
+        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+                "{\"cpus\": {\"isolated\": \"2-3\"},"
+                " \"cpuset\": {\"confine\": [], \"partitions\": [{\"name\": \"rt\", \"cpus\": \"2-3\"}]}}");
+        EngineResult res = {};
+        ck_assert_int_eq(tree_apply(host_dir, prof, &res), -EINVAL);
+        ck_assert_str_eq(res.failed_knob, "cpuset/rt/cpus");
+        engine_result_done(&res);
+        _cleanup_free_ char *after = tree_snapshot(host_dir);
+        tree_assert_same(before, after, "rolled back");
+}
+END_TEST
+
+START_TEST(test_invalid_changes_nothing) {
+        copy_host("intel-2s");
+        _cleanup_free_ char *before = tree_snapshot(host_dir);
+        const char *bad[] = {
+                "{\"cpus\": {\"isolated\": \"4-15,20-31\"}, \"cpuset\": {\"partitions\": ["
+                "{\"name\": \"a\", \"cpus\": \"4-7\"}, {\"name\": \"b\", \"cpus\": \"6-9\"}]}}",
+                "{\"cpus\": {\"isolated\": \"4-15,20-31\"}, \"cpuset\": {\"partitions\": [{\"name\": \"a\", \"cpus\": \"2-5\"}]}}",
+                "{\"cpus\": {\"isolated\": \"4-15,20-31\"}, \"cpuset\": {\"partitions\": ["
+                "{\"name\": \"a\", \"cpus\": \"4-7\", \"mems\": \"0-2\"}]}}",
+                "{\"cpus\": {\"isolated\": \"4-15,20-31\"}, \"cpuset\": {\"partitions\": [{\"name\": \"root\", \"cpus\": \"4-7\"}]}}",
+                "{\"cpus\": {\"isolated\": \"4-15,20-31\"}, \"cpuset\": {\"confine_cpus\": \"!all\"}}",
+                "{\"cpus\": {\"isolated\": \"4-15,20-31\"}, \"cpuset\": {\"confine\": [\"../x\"]}}",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *prof = test_profile(prof_dir, "lab", bad[i]), *args = NULL, *out = NULL;
+                ck_assert(asprintf(&args, "apply '%s'", prof) >= 0);
+                int st = tree_ctl(host_dir, &out, args);
+                ck_assert_msg(st == 2, "exit %d for %s: %s", st, bad[i], strempty(out));
+                ck_assert_msg(strstr(out, "lab.json: /cpuset/"), "no pointer: %s", out);
+        }
+        _cleanup_free_ char *after = tree_snapshot(host_dir);
+        tree_assert_same(before, after, "refused profiles");
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("backend-cpuset");
         TCase *tc = tcase_create("plan");
@@ -360,6 +580,17 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_epyc_v2);
         tcase_add_test(tc, test_vm_v1);
         tcase_add_test(tc, test_no_cgroup);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("write");
+        tcase_add_checked_fixture(tc, NULL, teardown);
+        tcase_set_timeout(tc, 240);
+        tcase_add_test(tc, test_apply_v2_intel);
+        tcase_add_test(tc, test_v2_invalid_partition);
+        tcase_add_test(tc, test_v2_enable_controller);
+        tcase_add_test(tc, test_apply_v1_vm);
+        tcase_add_test(tc, test_v1_exclusive_conflict);
+        tcase_add_test(tc, test_invalid_changes_nothing);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -5,6 +5,7 @@
 
 #include "resctrl.h"
 #include "strv.h"
+#include "test-tree.h"
 #include "test-util.h"
 
 /* The resctrl backend's plan on fake hosts: intel-2s (cbm_mask 7ff, 11 ways, min_cbm_bits 1,
@@ -17,7 +18,7 @@ static Host *host;
 
 /* Copies a fixture; edit it with test_write()/sh() before open_host(). */
 static void copy_host(const char *name) {
-        host_dir = test_copy_host(name);
+        host_dir = tree_copy_host(name);
         prof_dir = test_tmpdir();
 }
 
@@ -35,7 +36,8 @@ static void open_host(void) {
 static void teardown(void) {
         host = host_free(host);
         root = root_free(root);
-        test_rmtree(host_dir);
+        if (host_dir && !startswith(host_dir, FIXTURE_DIR))
+                tree_remove(host_dir);
         test_rmtree(prof_dir);
         free(host_dir);
         free(prof_dir);
@@ -175,10 +177,15 @@ START_TEST(test_intel_ways_percent_mask) {
         knob(p, "resctrl/vm/mode", "sys/fs/resctrl/vm/mode", "shareable");
         knob(p, "resctrl/io/mode", "sys/fs/resctrl/io/mode", "shareable");
         ck_assert_ptr_null(plan_find(p, "resctrl/rt/schemata/MB"));
-        ck_assert_uint_eq(count_domain(p, DOMAIN_RESCTRL), 10);
+        ck_assert_uint_eq(count_domain(p, DOMAIN_RESCTRL), 11);
 
-        /* The default group comes before the groups whose mode needs it shrunk. */
-        ck_assert_str_eq(p->knobs[0].id, "resctrl/default/schemata/L3");
+        /* The mount first (owned as it is: mounted), then the default group, before the groups
+         * whose mode needs it shrunk. */
+        k = knob(p, "resctrl/mount", "sys/fs/resctrl", "mounted");
+        ck_assert_str_eq(k->current, "mounted");
+        ck_assert(!k->changed);
+        ck_assert_str_eq(p->knobs[0].id, "resctrl/mount");
+        ck_assert_str_eq(p->knobs[1].id, "resctrl/default/schemata/L3");
 }
 END_TEST
 
@@ -246,8 +253,8 @@ START_TEST(test_intel_group_errors) {
         /* CPUs belong to one group. */
         plan_err("{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"2-5\"}, {\"name\": \"b\", \"cpus\": \"5-6\"}]}}",
                  "/cat/groups/1/cpus", "CPUs 5 are also in group \"a\"");
-        plan_err("{\"cat\": {\"groups\": [{\"name\": \"default\", \"cpus\": \"2\"}]}}", "/cat/groups/0/name",
-                 "\"default\" names resctrl's root group");
+        plan_err("{\"cat\": {\"groups\": [{\"name\": \"default\", \"cpus\": \"2\"}]}}", "/cat/groups/0",
+                 "\"default\" cannot be used as a group name");
         /* Exclusive groups share no ways, either way round. */
         plan_err("{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"mask\": \"0x780\"}, \"exclusive\": true},"
                  " {\"name\": \"vm\", \"cpus\": \"3\", \"l3\": {\"mask\": \"0x700\"}}]}}",
@@ -457,12 +464,285 @@ START_TEST(test_not_mounted) {
                 "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-3\", \"l3\": {\"ways\": 4}}]}}");
         const Knob *k = knob(p, "resctrl/rt/cpus", "sys/fs/resctrl/rt/cpus_list", "2-3");
         ck_assert_ptr_null(k->current);
-        ck_assert_uint_eq(count_domain(p, DOMAIN_RESCTRL), 1);
+        /* Apply mounts it (not under --root: there is no kernel to mount anything). */
+        k = knob(p, "resctrl/mount", "sys/fs/resctrl", "mounted");
+        ck_assert_ptr_null(k->current);
+        ck_assert_uint_eq(count_domain(p, DOMAIN_RESCTRL), 2);
         ck_assert(has_note(p, "not mounted"));
         ck_assert(has_note(p, "cannot be checked"));
+        /* Groups that split code and data have it mounted with CDP. */
+        _cleanup_(plan_freep) Plan *q = plan_ok(
+                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-3\", \"l3code\": {\"ways\": 4}}]}}");
+        knob(q, "resctrl/mount", NULL, "mounted,cdp");
+        /* Under --root nothing is mounted and the groups wait for it: skipped, not written. */
+        k = plan_find(q, "resctrl/mount");
+        ck_assert_int_eq(backend_resctrl.write(root, k, k->desired), KNOB_SKIPPED);
+        k = plan_find(q, "resctrl/rt/cpus");
+        ck_assert_int_eq(backend_resctrl.write(root, k, k->desired), KNOB_SKIPPED);
+        ck_assert(!tree_exists(host_dir, "sys/fs/resctrl/rt"));
         /* CPUs are still checked. */
         plan_err("{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"1-2\"}, {\"name\": \"b\", \"cpus\": \"2-3\"}]}}",
                  "/cat/groups/1/cpus", "CPUs 2 are also in group \"a\"");
+}
+END_TEST
+
+
+/* ---- write: apply, verify, revert through the engine on fake hosts ---- */
+
+/* intel-2s with CDP on: resctrl mounted -o cdp, L3CODE/L3DATA of 8 CLOSIDs each. */
+static void make_cdp(void) {
+        sh("mv sys/fs/resctrl/info/L3 sys/fs/resctrl/info/L3CODE && cp -a sys/fs/resctrl/info/L3CODE sys/fs/resctrl/info/L3DATA");
+        test_write(host_dir, "sys/fs/resctrl/info/L3CODE/num_closids", "8\n");
+        test_write(host_dir, "sys/fs/resctrl/info/L3DATA/num_closids", "8\n");
+        /* show_doms(): names padded to the longest, "L3CODE". */
+        test_write(host_dir, "sys/fs/resctrl/schemata", "L3CODE:0=7ff;1=7ff\nL3DATA:0=7ff;1=7ff\n    MB:0=100;1=100\n");
+        test_write(host_dir, "sys/fs/resctrl/size",
+                   "L3CODE:0=11534336;1=11534336\nL3DATA:0=11534336;1=11534336\n    MB:0=100;1=100\n");
+        sh("sed -i 's/ - resctrl resctrl rw$/ - resctrl resctrl rw,cdp/' proc/1/mountinfo && "
+           "sed -i 's/^resctrl \\/sys\\/fs\\/resctrl resctrl rw,relatime /resctrl \\/sys\\/fs\\/resctrl resctrl rw,relatime,cdp /' proc/1/mounts");
+}
+
+START_TEST(test_apply_intel_cdp_mba) {
+        copy_host("intel-2s");
+        make_cdp();
+        _cleanup_free_ char *before = tree_snapshot(host_dir), *drift = NULL;
+        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+                "{\"cat\": {\"groups\": ["
+                " {\"name\": \"rt\", \"cpus\": \"2-7\", \"l3code\": {\"ways\": 3}, \"l3data\": {\"ways\": 2},"
+                "  \"exclusive\": true, \"mb\": 55},"
+                " {\"name\": \"vm\", \"cpus\": \"9-11\", \"l3\": {\"mask\": \"0x00c\"}, \"mb\": 30}]}}");
+
+        ck_assert_int_eq(tree_apply(host_dir, prof, NULL), 0);
+        /* The kernel's files: the default group shrunk to the ways outside rt, each group in the
+         * kernel's format (MB padded to 3 digits), CPUs taken from the default group. */
+        tree_assert_file(host_dir, "sys/fs/resctrl/schemata", "L3CODE:0=03f;1=03f\nL3DATA:0=03f;1=03f\n    MB:0=100;1=100\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/rt/schemata", "L3CODE:0=700;1=700\nL3DATA:0=0c0;1=0c0\n    MB:0= 60;1= 60\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/vm/schemata", "L3CODE:0=00c;1=00c\nL3DATA:0=00c;1=00c\n    MB:0= 30;1= 30\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/rt/size",
+                         "L3CODE:0=3145728;1=3145728\nL3DATA:0=2097152;1=2097152\n    MB:0=60;1=60\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/rt/cpus_list", "2-7\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/rt/cpus", "000000fc\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/vm/cpus_list", "9-11\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/cpus_list", "0-1,8,12-31\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/cpus", "fffff103\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/rt/mode", "exclusive\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/vm/mode", "shareable\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/rt/tasks", "");
+        tree_assert_file(host_dir, "sys/fs/resctrl/info/last_cmd_status", "ok\n");
+        ck_assert(tree_exists(host_dir, "sys/fs/resctrl/rt/mon_data/mon_L3_01/llc_occupancy"));
+
+        ck_assert_msg(tree_verify(host_dir, &drift) == 0, "drift: %s", strempty(drift));
+        /* A neighbour changing rt's bandwidth is drift, read through the kernel's padding. */
+        test_write(host_dir, "sys/fs/resctrl/rt/schemata", "L3CODE:0=700;1=700\nL3DATA:0=0c0;1=0c0\n    MB:0=100;1= 60\n");
+        ck_assert_uint_eq(tree_verify(host_dir, &drift), 1);
+        ck_assert_str_eq(drift, "resctrl/rt/schemata/MB: expected '0=60;1=60', actual '0=100;1=60'");
+
+        ck_assert_int_eq(tree_revert(host_dir), 0);
+        _cleanup_free_ char *after = tree_snapshot(host_dir);
+        tree_assert_same(before, after, "revert");
+}
+END_TEST
+
+START_TEST(test_apply_epyc) {
+        copy_host("epyc");
+        _cleanup_free_ char *before = tree_snapshot(host_dir), *drift = NULL;
+        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"1-15\", \"l3\": {\"mask\": \"0xf0f0\"}, \"exclusive\": true},"
+                " {\"name\": \"be\", \"cpus\": \"16-19\", \"l3\": {\"percent\": 25}}]}}");
+
+        ck_assert_int_eq(tree_apply(host_dir, prof, NULL), 0);
+        /* AMD takes sparse masks; MB starts at its default 2048 (1/8 GB/s units). */
+        tree_assert_file(host_dir, "sys/fs/resctrl/schemata",
+                         "    L3:0=0f0f;1=0f0f;2=0f0f;3=0f0f;4=0f0f;5=0f0f;6=0f0f;7=0f0f\n"
+                         "    MB:0=2048;1=2048;2=2048;3=2048;4=2048;5=2048;6=2048;7=2048\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/rt/schemata",
+                         "    L3:0=f0f0;1=f0f0;2=f0f0;3=f0f0;4=f0f0;5=f0f0;6=f0f0;7=f0f0\n"
+                         "    MB:0=2048;1=2048;2=2048;3=2048;4=2048;5=2048;6=2048;7=2048\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/be/schemata",
+                         "    L3:0=0f00;1=0f00;2=0f00;3=0f00;4=0f00;5=0f00;6=0f00;7=0f00\n"
+                         "    MB:0=2048;1=2048;2=2048;3=2048;4=2048;5=2048;6=2048;7=2048\n");
+        _cleanup_free_ char *size = tree_read(host_dir, "sys/fs/resctrl/rt/size");
+        ck_assert_ptr_nonnull(size);
+        ck_assert_msg(startswith(size, "    L3:0=16777216;1=16777216;"), "size: %s", size); /* 8 of 16 ways of 32 MiB */
+        tree_assert_file(host_dir, "sys/fs/resctrl/rt/cpus_list", "1-15\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/rt/cpus", "00000000,0000fffe\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/be/cpus_list", "16-19\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/cpus_list", "0,20-63\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/rt/mode", "exclusive\n");
+        ck_assert_msg(tree_verify(host_dir, &drift) == 0, "drift: %s", strempty(drift));
+        ck_assert_int_eq(tree_revert(host_dir), 0);
+        _cleanup_free_ char *after = tree_snapshot(host_dir);
+        tree_assert_same(before, after, "revert");
+}
+END_TEST
+
+/* The kernel refuses what the plan could not see (another program's exclusive group): the write
+ * fails with last_cmd_status kept, and apply undoes every write of the run. */
+START_TEST(test_kernel_refusal) {
+        copy_host("intel-2s");
+        test_write(host_dir, "sys/fs/resctrl/schemata", "    L3:0=1ff;1=1ff\n    MB:0=100;1=100\n");
+        test_write(host_dir, "sys/fs/resctrl/size", "    L3:0=9437184;1=9437184\n    MB:0=100;1=100\n");
+        sh("mkdir sys/fs/resctrl/other && cp sys/fs/resctrl/tasks sys/fs/resctrl/other/tasks && : > sys/fs/resctrl/other/tasks");
+        test_write(host_dir, "sys/fs/resctrl/other/schemata", "    L3:0=600;1=600\n    MB:0=100;1=100\n");
+        test_write(host_dir, "sys/fs/resctrl/other/mode", "exclusive\n");
+        test_write(host_dir, "sys/fs/resctrl/other/cpus_list", "\n");
+        test_write(host_dir, "sys/fs/resctrl/other/cpus", "00000000\n");
+        _cleanup_free_ char *before = tree_snapshot(host_dir);
+        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-5\", \"l3\": {\"mask\": \"0x300\"}, \"exclusive\": true}]}}");
+        EngineResult res = {};
+        ck_assert_int_eq(tree_apply(host_dir, prof, &res), -EINVAL);
+        ck_assert(res.rolled_back);
+        ck_assert(!res.rollback_incomplete);
+        ck_assert_str_eq(res.failed_knob, "resctrl/rt/schemata/L3");
+        engine_result_done(&res);
+        _cleanup_free_ char *after = tree_snapshot(host_dir);
+        tree_assert_same(before, after, "rolled back");
+
+        /* The write verb itself, and the kernel's reason. */
+        open_host();
+        Knob rt = { .id = (char *) "resctrl/rt/schemata/L3", .domain = DOMAIN_RESCTRL, .kind = VALUE_SCHEMATA,
+                    .path = (char *) "sys/fs/resctrl/rt/schemata" };
+        ck_assert_int_eq(backend_resctrl.write(root, &rt, "0=300;1=300"), -EINVAL);
+        ck_assert_str_eq(resctrl_last_status(), "Overlaps with exclusive group");
+        ck_assert_int_eq(backend_resctrl.write(root, &rt, "0=180;1=180"), 0);
+        ck_assert_ptr_null(resctrl_last_status());
+        Knob mode = { .id = (char *) "resctrl/rt/mode", .domain = DOMAIN_RESCTRL, .kind = VALUE_AUTO,
+                      .path = (char *) "sys/fs/resctrl/rt/mode" };
+        /* The default group (1ff) still shares 180: exclusive mode is refused until it shrinks. */
+        ck_assert_int_eq(backend_resctrl.write(root, &mode, "exclusive"), -EINVAL);
+        ck_assert_str_eq(resctrl_last_status(), "Schemata overlaps");
+        ck_assert_int_eq(backend_resctrl.write(root, &mode, NULL), 0);
+        ck_assert(!tree_exists(host_dir, "sys/fs/resctrl/rt"));
+        tree_assert_file(host_dir, "sys/fs/resctrl/cpus_list", "0-31\n");
+}
+END_TEST
+
+START_TEST(test_out_of_closids) {
+        copy_host("intel-2s");
+        test_write(host_dir, "sys/fs/resctrl/info/L3/num_closids", "2\n");
+        test_write(host_dir, "sys/fs/resctrl/info/MB/num_closids", "2\n");
+        sh("mkdir -p sys/fs/resctrl/other && cp sys/fs/resctrl/schemata sys/fs/resctrl/mode sys/fs/resctrl/other/");
+        _cleanup_free_ char *before = tree_snapshot(host_dir);
+        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-5\", \"l3\": {\"ways\": 2}}]}}");
+        EngineResult res = {};
+        ck_assert_int_eq(tree_apply(host_dir, prof, &res), -ENOSPC);
+        ck_assert(res.rolled_back);
+        engine_result_done(&res);
+        /* As on a real kernel, the refusal's reason stays in last_cmd_status. */
+        tree_assert_file(host_dir, "sys/fs/resctrl/info/last_cmd_status", "out of CLOSIDs\n");
+        test_write(host_dir, "sys/fs/resctrl/info/last_cmd_status", "ok\n");
+        _cleanup_free_ char *after = tree_snapshot(host_dir);
+        tree_assert_same(before, after, "rolled back");
+        open_host();
+        Knob cpus = { .id = (char *) "resctrl/rt/cpus", .domain = DOMAIN_RESCTRL, .kind = VALUE_CPU_LIST,
+                      .path = (char *) "sys/fs/resctrl/rt/cpus_list" };
+        ck_assert_int_eq(backend_resctrl.write(root, &cpus, "2-5"), -ENOSPC);
+        ck_assert_str_eq(resctrl_last_status(), "out of CLOSIDs");
+}
+END_TEST
+
+START_TEST(test_read_mount) {
+        copy_host("intel-2s");
+        make_cdp();
+        open_host();
+        char *v = NULL;
+        ck_assert_int_eq(resctrl_read_mount(root, "sys/fs/resctrl", &v), 0);
+        ck_assert_str_eq(v, "mounted,cdp");
+        free(v);
+        ck_assert_int_eq(resctrl_read_mount(root, "/sys/fs/resctrl", &v), 0);
+        ck_assert_str_eq(v, "mounted,cdp");
+        free(v);
+        ck_assert_int_eq(resctrl_read_mount(root, "sys/fs/cgroup", &v), 0);
+        ck_assert_ptr_null(v);
+        /* Without mountinfo, /proc/mounts. */
+        sh("rm proc/1/mountinfo");
+        ck_assert_int_eq(resctrl_read_mount(root, "sys/fs/resctrl", &v), 0);
+        ck_assert_str_eq(v, "mounted,cdp");
+        free(v);
+        sh("rm proc/1/mounts");
+        ck_assert_int_eq(resctrl_read_mount(root, "sys/fs/resctrl", &v), 0);
+        ck_assert_ptr_null(v);
+}
+END_TEST
+
+/* Every invalid request is refused (exit 2) before anything is written. */
+START_TEST(test_invalid_changes_nothing) {
+        copy_host("intel-2s");
+        _cleanup_free_ char *before = tree_snapshot(host_dir);
+        const char *bad[] = {
+                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"mask\": \"0x1000\"}}]}}",
+                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"mask\": \"0x505\"}}]}}",
+                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"ways\": 12}}]}}",
+                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3code\": {\"ways\": 2}}]}}",
+                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"mb\": 5}]}}",
+                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"ways\": 11}, \"exclusive\": true}]}}",
+                "{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"2\", \"l3\": {\"mask\": \"0x780\"}, \"exclusive\": true},"
+                " {\"name\": \"b\", \"cpus\": \"3\", \"l3\": {\"mask\": \"0x700\"}}]}}",
+                "{\"cat\": {\"groups\": [{\"name\": \"g0\", \"cpus\": \"1\"}, {\"name\": \"g1\", \"cpus\": \"2\"},"
+                " {\"name\": \"g2\", \"cpus\": \"3\"}, {\"name\": \"g3\", \"cpus\": \"4\"}, {\"name\": \"g4\", \"cpus\": \"5\"},"
+                " {\"name\": \"g5\", \"cpus\": \"6\"}, {\"name\": \"g6\", \"cpus\": \"7\"}, {\"name\": \"g7\", \"cpus\": \"9\"}]}}",
+                "{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"2-5\"}, {\"name\": \"b\", \"cpus\": \"5-6\"}]}}",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *prof = test_profile(prof_dir, "lab", bad[i]), *args = NULL, *out = NULL;
+                ck_assert(asprintf(&args, "apply '%s'", prof) >= 0);
+                int st = tree_ctl(host_dir, &out, args);
+                ck_assert_msg(st == 2, "exit %d for %s: %s", st, bad[i], strempty(out));
+                ck_assert_msg(strstr(out, "lab.json: /cat/groups/"), "no pointer: %s", out);
+        }
+        _cleanup_free_ char *after = tree_snapshot(host_dir);
+        tree_assert_same(before, after, "refused profiles");
+}
+END_TEST
+
+/* A crash (SIGKILL) after any single write of apply: the next run rolls back to the original. */
+START_TEST(test_crash_every_step) {
+        static const char *json =
+                "{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
+                " \"cpuset\": {\"partitions\": [{\"name\": \"rtpart-rt\", \"cpus\": \"isolated\"}]},"
+                " \"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"isolated\", \"l3\": {\"ways\": 6}, \"exclusive\": true,"
+                " \"mb\": 50}]}}";
+        copy_host("intel-2s");
+        _cleanup_free_ char *prof = test_profile(prof_dir, "lab", json), *before = tree_snapshot(host_dir);
+        _cleanup_free_ char *args = NULL, *out = NULL;
+        ck_assert(asprintf(&args, "--json plan '%s'", prof) >= 0);
+        ck_assert_int_eq(tree_ctl(host_dir, &out, args), 0);
+        size_t changes = 0;
+        for (const char *p = out; (p = strstr(p, "\"knob\"")); p++)
+                changes++;
+        ck_assert_uint_ge(changes, 8);
+        tree_remove(host_dir);
+        free(host_dir);
+        host_dir = NULL;
+        for (size_t n = 1; n <= changes; n++) {
+                host_dir = tree_copy_host("intel-2s");
+                _cleanup_free_ char *a = NULL, *o = NULL;
+                ck_assert(asprintf(&a, "apply '%s'", prof) >= 0);
+                char nb[16];
+                snprintf(nb, sizeof(nb), "%zu", n);
+                setenv("RTPART_TEST_CRASH_AFTER", nb, 1);
+                int st = tree_ctl(host_dir, &o, a);
+                unsetenv("RTPART_TEST_CRASH_AFTER");
+                if (st == 0) { /* fewer writes than knobs listed: done */
+                        tree_remove(host_dir);
+                        free(host_dir);
+                        host_dir = NULL;
+                        break;
+                }
+                free(o);
+                o = NULL;
+                ck_assert_int_eq(tree_ctl(host_dir, &o, "status"), 0);
+                ck_assert_msg(strstr(o, "rolled back"), "after crash %zu: %s", n, o);
+                _cleanup_free_ char *after = tree_snapshot(host_dir);
+                char what[64];
+                snprintf(what, sizeof(what), "crash after write %zu", n);
+                tree_assert_same(before, after, what);
+                tree_remove(host_dir);
+                free(host_dir);
+                host_dir = NULL;
+        }
 }
 END_TEST
 
@@ -487,6 +767,18 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_epyc_sparse_default);
         tcase_add_test(tc, test_vm_no_resctrl);
         tcase_add_test(tc, test_not_mounted);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("write");
+        tcase_add_checked_fixture(tc, NULL, teardown);
+        tcase_set_timeout(tc, 240);
+        tcase_add_test(tc, test_apply_intel_cdp_mba);
+        tcase_add_test(tc, test_apply_epyc);
+        tcase_add_test(tc, test_kernel_refusal);
+        tcase_add_test(tc, test_out_of_closids);
+        tcase_add_test(tc, test_invalid_changes_nothing);
+        tcase_add_test(tc, test_crash_every_step);
+        tcase_add_test(tc, test_read_mount);
         suite_add_tcase(s, tc);
         return s;
 }

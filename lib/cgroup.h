@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The cgroup operations of the cpuset backend, one function per operation, each with one small
+ * switch over how it is done:
+ *
+ *   real host, cgroup v2    system calls on cgroupfs (mkdir, write, rmdir)
+ *   real host, cgroup v1    libcgroup (cgroup_create_cgroup, cgroup_modify_cgroup,
+ *                           cgroup_attach_task_pid, cgroup_delete_cgroup); errors carry the
+ *                           kernel's errno (cgroup_get_last_errno() behind ECGOTHER)
+ *   fake tree (--root DIR)  the fake tree emulation of fake-kernel.h, since libcgroup cannot be
+ *                           pointed at a tree and plain directories have no kernel behind them
+ *
+ * hier is the hierarchy's root-relative mount ("sys/fs/cgroup" for v2, "sys/fs/cgroup/cpuset"
+ * for a v1 cpuset); name a cgroup directly below it, NULL for the hierarchy's root. Functions
+ * return 0 or a negative errno as the kernel gave it. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "root.h"
+
+/* cgroup v2 (cgroup.controllers in the hierarchy's root) rather than a v1 cpuset. */
+bool cgroup_is_v2(Root *r, const char *hier);
+bool cgroup_exists(Root *r, const char *hier, const char *name);
+/* Creates the cgroup (its parent must exist). An existing one is fine. */
+int cgroup_mkdir(Root *r, const char *hier, const char *name);
+/* Writes value (without a newline) to the cgroup's control file. */
+int cgroup_write_file(Root *r, const char *hier, const char *name, const char *file, const char *value);
+/* Moves a task into the cgroup (name NULL: the root): a thread id through v1's tasks file, a
+ * process through v2's cgroup.procs. */
+int cgroup_move_task(Root *r, const char *hier, const char *name, long id);
+/* The ids in the cgroup's tasks (v1) or cgroup.procs (v2) file. */
+int cgroup_read_tasks(Root *r, const char *hier, const char *name, long **ret, size_t *ret_n);
+/* Moves the cgroup's tasks to the root, then removes the cgroup. 0 if there is no such cgroup. */
+int cgroup_rmdir(Root *r, const char *hier, const char *name);
+
+/* The kernel's explanation of the cpuset backend's last refused write on this thread, or NULL:
+ * the partition state the kernel reported ("isolated invalid (Cpu list in cpuset.cpus not
+ * exclusive)"), or systemd's error message. Reset at the start of every write. */
+const char *cpuset_last_status(void);
+void cpuset_status_clear(void);
+void cpuset_status_set(const char *fmt, ...) _printf_(1, 2);
