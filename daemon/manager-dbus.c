@@ -39,13 +39,18 @@ static int reply_error(ManagerError *e, int r, sd_bus_error *error) {
 
 /* Changing the host needs uid 0: the D-Bus policy lets anyone call, the sender's credentials
  * decide. Over a direct connection (tests) they are the socket peer's. */
-static int check_root(sd_bus_message *msg, sd_bus_error *error) {
+static int sender_is_root(sd_bus_message *msg) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
         uid_t uid = (uid_t) -1;
         int r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds);
         if (r >= 0)
                 r = sd_bus_creds_get_euid(creds, &uid);
-        if (r < 0 || uid != 0)
+        return r < 0 ? r : uid == 0;
+}
+
+static int check_root(sd_bus_message *msg, sd_bus_error *error) {
+        int r = sender_is_root(msg);
+        if (r <= 0)
                 return sd_bus_error_setf(error, MANAGER_DBUS_ERROR_PREFIX MANAGER_ERROR_PERMISSION_DENIED,
                                          "%s changes the host and needs root (uid 0); the caller is %s",
                                          sd_bus_message_get_member(msg), r < 0 ? "unknown" : "not root");
@@ -91,6 +96,9 @@ static int method_plan(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         int r = sd_bus_message_read(msg, "s", &profile);
         if (r < 0)
                 return r;
+        if (manager_profile_is_path(profile) && sender_is_root(msg) <= 0)
+                return sd_bus_error_setf(error, MANAGER_DBUS_ERROR_PREFIX MANAGER_ERROR_PERMISSION_DENIED, "%s",
+                                         MANAGER_PLAN_PATH_DENIED);
         r = manager_plan(m, profile, &doc, &e);
         if (r < 0)
                 return reply_error(&e, r, error);

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "manager.h"
 
@@ -30,18 +31,32 @@ const char manager_varlink_description[] =
         "  overrides_system: bool\n"
         ")\n"
         "\n"
+        "# kind: how values compare (auto, cpu-list, cpu-mask, select, bootarg, schemata); note: shown\n"
+        "# beside the knob (an IRQ's handlers, why it takes a reboot).\n"
         "type Change (\n"
         "  knob: string,\n"
         "  domain: string,\n"
         "  current: ?string,\n"
         "  desired: ?string,\n"
-        "  reboot: bool\n"
+        "  reboot: bool,\n"
+        "  kind: string,\n"
+        "  note: ?string\n"
         ")\n"
         "\n"
         "type Unchanged (\n"
         "  knob: string,\n"
         "  domain: string,\n"
-        "  value: ?string\n"
+        "  value: ?string,\n"
+        "  kind: string,\n"
+        "  note: ?string\n"
+        ")\n"
+        "\n"
+        "# A write that failed: the knob and file (null when the failure was not a knob's), errno.\n"
+        "type WriteError (\n"
+        "  knob: ?string,\n"
+        "  path: ?string,\n"
+        "  errno: int,\n"
+        "  message: string\n"
         ")\n"
         "\n"
         "# The installed profiles: /etc/rtpart/profiles, then /usr/share/rtpart/profiles.\n"
@@ -51,6 +66,7 @@ const char manager_varlink_description[] =
         "method Plan(profile: string) -> (\n"
         "  profile: string,\n"
         "  cpus: (isolated: string, housekeeping: string),\n"
+        "  host: (cpus_online: int, nodes: int, cgroup: string, bootloader: string, systemd: bool),\n"
         "  changes: []Change,\n"
         "  unchanged: []Unchanged,\n"
         "  notes: []string,\n"
@@ -67,6 +83,7 @@ const char manager_varlink_description[] =
         "  skipped: int,\n"
         "  restored: int,\n"
         "  reboot_required: bool,\n"
+        "  reboot_changes: int,\n"
         "  recovered: bool,\n"
         "  notes: []string\n"
         ")\n"
@@ -79,11 +96,20 @@ const char manager_varlink_description[] =
         "  drift: []Drift,\n"
         "  reboot_pending: []string,\n"
         "  unmovable: []string,\n"
-        "  checked: int\n"
+        "  checked: int,\n"
+        "  transaction_open: bool\n"
         ")\n"
         "\n"
         "# Puts back every original value and forgets the profile. Needs uid 0.\n"
-        "method Revert() -> (ok: bool, restored: int, failed: int, recovered: bool, notes: []string)\n"
+        "method Revert() -> (\n"
+        "  ok: bool,\n"
+        "  restored: int,\n"
+        "  failed: int,\n"
+        "  skipped: int,\n"
+        "  recovered: bool,\n"
+        "  error: ?WriteError,\n"
+        "  notes: []string\n"
+        ")\n"
         "\n"
         "# Writes every drifted knob back now, whatever the drift policy. Needs uid 0.\n"
         "method Correct() -> (ok: bool, profile: string, written: int, corrected: []Drift, drift: int)\n"
@@ -104,9 +130,10 @@ const char manager_varlink_description[] =
         "\n"
         "# Streams events; needs \"more\". The first reply is the current state (event \"status\"),\n"
         "# then one reply per event: \"drift\" (new drift found), \"corrected\" (drift written back),\n"
-        "# \"applied\" (a profile was applied), \"reverted\".\n"
+        "# \"applied\" (a profile was applied), \"reverted\". time: when, UTC, to the millisecond.\n"
         "method Watch() -> (\n"
         "  event: (status, drift, corrected, applied, reverted),\n"
+        "  time: string,\n"
         "  profile: ?string,\n"
         "  in_sync: bool,\n"
         "  drift_count: int,\n"
@@ -116,6 +143,7 @@ const char manager_varlink_description[] =
         "# The same as Watch.\n"
         "method Monitor() -> (\n"
         "  event: (status, drift, corrected, applied, reverted),\n"
+        "  time: string,\n"
         "  profile: ?string,\n"
         "  in_sync: bool,\n"
         "  drift_count: int,\n"
@@ -125,13 +153,15 @@ const char manager_varlink_description[] =
         "# The profile is not valid for this host, or not found: \"FILE: POINTER: MESSAGE\".\n"
         "error InvalidProfile (message: string)\n"
         "\n"
-        "# The call changes the host and the caller is not root.\n"
+        "# The call changes the host, or Plan names a file (read as root), and the caller is not root.\n"
         "error PermissionDenied (message: string)\n"
         "\n"
         "# Correct was called with no profile applied.\n"
         "error NotApplied (message: string)\n"
         "\n"
         "# The host refused a change (every change of the call was undone) or could not be read.\n"
+        "# details: the document of a failed Apply ({ok: false, error: WriteError, rolled_back,\n"
+        "# rollback_incomplete, notes}) or Revert.\n"
         "error Failed (message: string, details: ?object)\n";
 
 static int reply_error(VarlinkCall *call, ManagerError *e, int r) {
@@ -146,9 +176,13 @@ static int reply_error(VarlinkCall *call, ManagerError *e, int r) {
         return varlink_call_error(call, name, p);
 }
 
-static int check_root(VarlinkCall *call) {
+static bool peer_is_root(VarlinkCall *call) {
         uid_t uid;
-        if (varlink_call_get_peer_uid(call, &uid) >= 0 && uid == 0)
+        return varlink_call_get_peer_uid(call, &uid) >= 0 && uid == 0;
+}
+
+static int check_root(VarlinkCall *call) {
+        if (peer_is_root(call))
                 return 0;
         char msg[256];
         const char *method = strrchr(varlink_call_method(call), '.');
@@ -172,6 +206,9 @@ static int method_plan(VarlinkCall *call, json_t *params, VarlinkCallFlags flags
         const char *profile = json_string_value(json_object_get(params, "profile"));
         if (!profile)
                 return varlink_call_error_invalid_parameter(call, "profile");
+        if (manager_profile_is_path(profile) && !peer_is_root(call))
+                return varlink_call_error(call, MANAGER_VARLINK_INTERFACE ".PermissionDenied",
+                                          json_pack("{s:s}", "message", MANAGER_PLAN_PATH_DENIED));
         int r = manager_plan(userdata, profile, &doc, &e);
         if (r < 0)
                 return reply_error(call, &e, r);
@@ -221,8 +258,22 @@ static int method_status(VarlinkCall *call, json_t *params, VarlinkCallFlags fla
         return simple(call, userdata, manager_status, false);
 }
 
+/* When an event happened, to the millisecond: "2026-12-03T05:05:28.123Z". */
+static char *now_iso8601_ms(char buf[static 48]) {
+        struct timespec ts;
+        struct tm tm;
+        char sec[24];
+        clock_gettime(CLOCK_REALTIME, &ts);
+        if (!gmtime_r(&ts.tv_sec, &tm) || strftime(sec, sizeof(sec), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+                return NULL;
+        snprintf(buf, 48, "%s.%03dZ", sec, (int) (ts.tv_nsec / 1000000L));
+        return buf;
+}
+
 static json_t *event_json(Manager *m, const char *event, json_t *drift) {
-        return json_pack("{s:s, s:s?, s:b, s:I, s:o}", "event", event, "profile", manager_active_profile(m),
+        char time[48];
+        return json_pack("{s:s, s:s?, s:s?, s:b, s:I, s:o}", "event", event, "time", now_iso8601_ms(time),
+                         "profile", manager_active_profile(m),
                          "in_sync", manager_in_sync(m), "drift_count", (json_int_t) manager_drift_count(m),
                          "drift", drift ? json_incref(drift) : json_array());
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
 #include <errno.h>
+#include <malloc.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "document.h"
 #include "host.h"
 #include "manager.h"
 #include "profile.h"
@@ -80,67 +82,13 @@ const char *drift_policy_to_string(DriftPolicy p) {
         return p >= 0 && p < _DRIFT_POLICY_MAX ? drift_policy_table[p] : NULL;
 }
 
-/* ---- JSON documents, as rtpartctl --json prints them ---- */
-
-static json_t *notes_json(char **notes) {
-        json_t *a = json_array();
-        for (char **n = notes; a && n && *n; n++)
-                json_array_append_new(a, json_string(*n));
-        return a;
-}
-
-static json_t *plan_json(const Plan *plan) {
-        _cleanup_free_ char *iso = cpu_set_format_list(&plan->isolated), *hk = cpu_set_format_list(&plan->housekeeping);
-        json_t *changes = json_array(), *unchanged = json_array();
-        size_t reboot;
-
-        for (size_t i = 0; i < plan->n_knobs; i++) {
-                const Knob *k = &plan->knobs[i];
-                if (k->changed)
-                        json_array_append_new(changes, json_pack("{s:s, s:s, s:s?, s:s?, s:b}",
-                                                                 "knob", k->id,
-                                                                 "domain", domain_to_string(k->domain),
-                                                                 "current", k->current,
-                                                                 "desired", k->desired,
-                                                                 "reboot", k->reboot));
-                else
-                        json_array_append_new(unchanged, json_pack("{s:s, s:s, s:s?}",
-                                                                   "knob", k->id,
-                                                                   "domain", domain_to_string(k->domain),
-                                                                   "value", k->current));
-        }
-        size_t n = plan_count_changes(plan, &reboot);
-        return json_pack("{s:s, s:{s:s, s:s}, s:o, s:o, s:o, s:{s:I, s:I, s:I}}",
-                         "profile", plan->profile,
-                         "cpus", "isolated", strempty(iso), "housekeeping", strempty(hk),
-                         "changes", changes,
-                         "unchanged", unchanged,
-                         "notes", notes_json(plan->notes),
-                         "summary", "changes", (json_int_t) n, "reboot", (json_int_t) reboot,
-                         "unchanged", (json_int_t) (plan->n_knobs - n));
-}
-
-static json_t *drift_entry(const char *knob, Domain d, const char *expected, const char *actual) {
-        return json_pack("{s:s, s:s, s:s?, s:s?}", "knob", knob, "domain", domain_to_string(d),
-                         "expected", expected, "actual", actual);
-}
-
-static json_t *verify_json(const VerifyResult *v) {
-        json_t *drift = json_array(), *pending = json_array(), *unmov = json_array();
-        for (size_t i = 0; i < v->n_drift; i++)
-                json_array_append_new(drift, drift_entry(v->drift[i].knob, v->drift[i].domain, v->drift[i].expected,
-                                                         v->drift[i].actual));
-        for (char **i = v->reboot_pending; i && *i; i++)
-                json_array_append_new(pending, json_string(*i));
-        for (char **i = v->unmovable; i && *i; i++)
-                json_array_append_new(unmov, json_string(*i));
-        return json_pack("{s:s?, s:b, s:b, s:o, s:o, s:o, s:I}", "profile", v->profile,
-                         "in_sync", v->n_drift == 0, "reboot_required", strv_length(v->reboot_pending) > 0,
-                         "drift", drift, "reboot_pending", pending, "unmovable", unmov,
-                         "checked", (json_int_t) v->checked);
-}
-
 /* ---- small helpers ---- */
+
+/* An apply builds the host's topology, the profile and the plan and frees them again: give the
+ * heap back, so that the daemon idles at its own size, not at its largest. */
+static void trim_memory(void) {
+        (void) malloc_trim(0);
+}
 
 static int read_cmdline(Root *root, char **ret) {
         int r = root_read_line(root, "proc/cmdline", ret);
@@ -162,7 +110,7 @@ static int profile_failure(ManagerError *e, ProfileError *pe, int r) {
         return r;
 }
 
-static bool is_path(const char *s) {
+bool manager_profile_is_path(const char *s) {
         size_t n = strlen(s);
         return strchr(s, '/') || (n > 5 && streq(s + n - 5, ".json"));
 }
@@ -190,7 +138,7 @@ static int prepare(Manager *m, const char *name, bool want_plan, Prepared *ret, 
 
         if (!name || !*name)
                 return error_set(e, MANAGER_ERROR_INVALID_PROFILE, "no profile given; name one of ListProfiles or an absolute path");
-        if (is_path(name) && name[0] != '/')
+        if (manager_profile_is_path(name) && name[0] != '/')
                 return error_set(e, MANAGER_ERROR_INVALID_PROFILE,
                                  "%s: rtpartd cannot resolve a relative path; give the absolute path or a profile name", name);
         r = host_discover(m->root, 0, &p.host);
@@ -476,7 +424,7 @@ static bool correction_allowed(Manager *m, const char *id) {
 }
 
 static int apply_selected(Manager *m, char **ids, size_t *ret_written, ManagerError *e);
-static void check_knobs(Manager *m, char **ids, json_t **ret_found);
+static int check_knobs(Manager *m, char **ids, json_t **ret_found);
 
 /* Folds one check's findings into what is known: checked (NULL: every knob) is what was read,
  * found the drift among them. Reports what is new, corrects what the policy says to. */
@@ -534,7 +482,8 @@ static void drift_update(Manager *m, json_t *found, char **checked) {
                 manager_error_done(&err);
                 /* Read them again: what is back in line was corrected. */
                 _cleanup_(json_decrefp) json_t *still = NULL, *corrected = json_array(), *still_ids = json_object();
-                check_knobs(m, fix, &still);
+                if (check_knobs(m, fix, &still) < 0)
+                        still = json_deep_copy(fresh); /* unknown: as it was */
                 json_array_foreach(still, i, e)
                         json_object_set_new(still_ids, json_string_value(json_object_get(e, "knob")), json_true());
                 for (char **f = fix; *f; f++) {
@@ -554,37 +503,38 @@ static void drift_update(Manager *m, json_t *found, char **checked) {
         properties_update(m);
 }
 
-/* Reads the given knobs of the journal and compares: the drift found, as verify --json spells it. */
-static void check_knobs(Manager *m, char **ids, json_t **ret_found) {
+/* Reads the given knobs of the journal and compares (the engine's verify of a subset): the drift
+ * found, as verify --json spells it. */
+static int check_knobs(Manager *m, char **ids, json_t **ret_found) {
+        _cleanup_free_ char *cmdline = NULL;
+        VerifyResult v = {};
+        int r = 0;
+        /* The running kernel's command line matters to boot knobs only, which no file event
+         * names: the common check reads nothing but the knobs. */
+        for (char **i = ids; i && *i && r >= 0 && !cmdline; i++)
+                if (startswith(*i, "boot/"))
+                        r = read_cmdline(m->root, &cmdline);
+        if (r >= 0 && !m->journal)
+                r = journal_reload(m, NULL);
+        if (r >= 0)
+                r = engine_verify_knobs_in(m->root, m->journal, strempty(cmdline), ids, strv_length(ids), &v);
+        if (r < 0)
+                return log_warning_errno(r, "Cannot check %s: %m", strempty(ids ? ids[0] : NULL));
         json_t *found = json_array();
-        for (char **id = ids; id && *id; id++) {
-                json_t *pos = json_object_get(m->applied_index, *id);
-                json_t *entry = pos ? json_array_get(json_object_get(m->journal, "applied"), (size_t) json_integer_value(pos)) : NULL;
-                Knob k;
-                if (!entry || state_entry_knob(entry, NULL, &k) < 0)
-                        continue;
-                const Backend *b = backend_for(k.domain);
-                if (!b || !b->read)
-                        continue;
-                const char *want = json_string_value(json_object_get(entry, "desired"));
-                _cleanup_free_ char *cur = NULL;
-                int r = b->read(m->root, &k, &cur);
-                if (r == -ENOENT && k.domain == DOMAIN_IRQ)
-                        continue; /* the IRQ left with its device: nothing to hold */
-                if (r < 0 && r != -ENOENT) {
-                        free(cur);
-                        cur = NULL;
-                }
-                if (!value_equal(k.kind, cur, want))
-                        json_array_append_new(found, drift_entry(k.id, k.domain, want, cur));
-        }
+        for (size_t i = 0; found && i < v.n_drift; i++)
+                json_array_append_new(found, document_drift(v.drift[i].knob, v.drift[i].domain, v.drift[i].expected,
+                                                            v.drift[i].actual));
+        verify_result_done(&v);
+        if (!found)
+                return -ENOMEM;
         *ret_found = found;
+        return 0;
 }
 
 static void check_some(Manager *m, char **ids) {
         _cleanup_(json_decrefp) json_t *found = NULL;
-        check_knobs(m, ids, &found);
-        drift_update(m, found, ids);
+        if (check_knobs(m, ids, &found) >= 0)
+                drift_update(m, found, ids);
 }
 
 static void check_domain(Manager *m, Domain d) {
@@ -609,7 +559,7 @@ static int check_all(Manager *m, VerifyResult *ret) {
                 return r;
         _cleanup_(json_decrefp) json_t *found = json_array();
         for (size_t i = 0; i < v.n_drift; i++)
-                json_array_append_new(found, drift_entry(v.drift[i].knob, v.drift[i].domain, v.drift[i].expected, v.drift[i].actual));
+                json_array_append_new(found, document_drift(v.drift[i].knob, v.drift[i].domain, v.drift[i].expected, v.drift[i].actual));
         m->reboot_required = strv_length(v.reboot_pending) > 0;
         drift_update(m, found, NULL);
         if (ret)
@@ -626,54 +576,6 @@ static bool knob_is_new(Manager *m, const Knob *k) {
                !json_object_get(json_object_get(m->journal, "unmovable"), k->id);
 }
 
-/* The engine puts back the original of every journalled knob a plan no longer has. For a knob
- * whose object is gone (an IRQ of a removed device) that write fails and would undo the whole
- * apply; for a selective re-apply nothing may be put back at all. Such knobs go into the plan
- * unchanged, as the journal has them. */
-static int plan_keep_journalled(Manager *m, Plan *plan, bool only_vanished) {
-        _cleanup_(json_decrefp) json_t *in_plan = json_object();
-        size_t i;
-        json_t *e;
-        if (!in_plan)
-                return -ENOMEM;
-        for (size_t j = 0; j < plan->n_knobs; j++)
-                json_object_set_new(in_plan, plan->knobs[j].id, json_true());
-        json_array_foreach(json_object_get(m->journal, "applied"), i, e) {
-                Knob k;
-                if (state_entry_knob(e, NULL, &k) < 0 || json_object_get(in_plan, k.id))
-                        continue;
-                if (only_vanished && !(k.domain == DOMAIN_IRQ && k.path && !root_exists(m->root, k.path)))
-                        continue;
-                if (plan->n_knobs == plan->cap_knobs) {
-                        size_t cap = plan->cap_knobs ? plan->cap_knobs * 2 : 64;
-                        Knob *n = realloc(plan->knobs, cap * sizeof(Knob));
-                        if (!n)
-                                return -ENOMEM;
-                        plan->knobs = n;
-                        plan->cap_knobs = cap;
-                }
-                const char *want = json_string_value(json_object_get(e, "desired"));
-                Knob *nk = &plan->knobs[plan->n_knobs];
-                *nk = (Knob) {
-                        .id = strdup(k.id),
-                        .domain = k.domain,
-                        .kind = k.kind,
-                        .path = k.path ? strdup(k.path) : NULL,
-                        .current = want ? strdup(want) : NULL,
-                        .desired = want ? strdup(want) : NULL,
-                        .reboot = k.reboot,
-                };
-                if (!nk->id) {
-                        free(nk->path);
-                        free(nk->current);
-                        free(nk->desired);
-                        return -ENOMEM;
-                }
-                plan->n_knobs++;
-        }
-        return 0;
-}
-
 static int take_lock(Manager *m, int *ret, ManagerError *e) {
         int fd = engine_lock(m->root, /* wait= */ true);
         if (fd < 0) {
@@ -684,15 +586,6 @@ static int take_lock(Manager *m, int *ret, ManagerError *e) {
         return 0;
 }
 
-static json_t *failure_json(const EngineResult *res, int r) {
-        return json_pack("{s:b, s:{s:s?, s:s?, s:i, s:s}, s:b, s:o}",
-                         "ok", 0,
-                         "error", "knob", res->failed_knob, "path", res->failed_path,
-                         "errno", res->failed_errno, "message", strerror(res->failed_errno ? res->failed_errno : -r),
-                         "rolled_back", res->rolled_back,
-                         "notes", notes_json(res->notes));
-}
-
 static int engine_failure(ManagerError *e, const EngineResult *res, int r) {
         if (res->failed_knob)
                 error_set(e, MANAGER_ERROR_FAILED, "writing %s (%s) failed: %s; %s", res->failed_knob,
@@ -701,17 +594,38 @@ static int engine_failure(ManagerError *e, const EngineResult *res, int r) {
                                                    : "every change of this run was undone");
         else
                 error_set(e, MANAGER_ERROR_FAILED, "%s", strerror(-r));
-        e->details = failure_json(res, r);
+        e->details = document_apply_failure(res, r);
         return r;
 }
 
-/* Applies the journal's profile again, writing only the knobs in ids (drifted ones to correct)
- * and knobs new to it (IRQs of a new device, new kernel threads). Nothing else is touched. */
+/* A knob the journal has is put back to what the journal says the applied profile wants (its file
+ * may have been edited since, without an apply). */
+static void knob_use_journal(Manager *m, Knob *k) {
+        json_t *pos = json_object_get(m->applied_index, k->id);
+        json_t *entry = pos ? json_array_get(json_object_get(m->journal, "applied"), (size_t) json_integer_value(pos)) : NULL;
+        if (!entry)
+                return;
+        const char *want = json_string_value(json_object_get(entry, "desired"));
+        if (streq_ptr(want, k->desired))
+                return;
+        char *n = want ? strdup(want) : NULL;
+        if (want && !n)
+                return;
+        free(k->desired);
+        k->desired = n;
+        k->changed = !value_equal(k->kind, k->current, k->desired);
+}
+
+/* Applies the journal's profile again to the knobs in ids (drift to correct) and to the knobs new
+ * to the journal (IRQs of a new device, new kernel threads), through the engine's subset apply:
+ * nothing else is touched. */
 static int apply_selected(Manager *m, char **ids, size_t *ret_written, ManagerError *e) {
         _cleanup_close_ int lock = -EBADF;
+        _cleanup_strv_free_ char **sel = NULL, **fresh = NULL;
         Prepared p = {};
         EngineResult er = {};
         const char *src = journal_profile_source(m);
+        size_t writes = 0;
         int r;
 
         *ret_written = 0;
@@ -720,49 +634,33 @@ static int apply_selected(Manager *m, char **ids, size_t *ret_written, ManagerEr
         r = prepare(m, src, /* want_plan= */ true, &p, e);
         if (r < 0)
                 return r;
-        size_t writes = 0;
-        _cleanup_strv_free_ char **fresh = NULL;
         for (size_t i = 0; i < p.plan->n_knobs; i++) {
                 Knob *k = &p.plan->knobs[i];
-                if (!k->changed)
-                        continue;
                 if (strv_contains(ids, k->id))
-                        writes++;
+                        knob_use_journal(m, k);
                 else if (knob_is_new(m, k)) {
-                        writes++;
-                        (void) strv_extend(&fresh, k->id);
-                        log_debug("New knob %s: setting it to %s", k->id, strempty(k->desired));
-                } else if (json_object_get(m->applied_index, k->id))
-                        k->changed = false; /* drift the policy only reports stays as it is */
-                else
-                        k->id[0] = 0; /* neither journalled nor wanted: out of the plan below */
-        }
-        /* The engine records every knob of the plan as applied: one it must not write and does not
-         * own yet (a backend cannot write it here) leaves the plan. */
-        size_t kept = 0;
-        for (size_t i = 0; i < p.plan->n_knobs; i++) {
-                Knob *k = &p.plan->knobs[i];
-                if (k->id[0]) {
-                        p.plan->knobs[kept++] = *k;
+                        /* Recorded even when already as desired: from now on it is watched. */
+                        if (strv_extend(&fresh, k->id) < 0)
+                                r = -ENOMEM;
+                        if (k->changed)
+                                log_debug("New knob %s: setting it to %s", k->id, strempty(k->desired));
+                } else
                         continue;
-                }
-                free(k->id);
-                free(k->path);
-                free(k->current);
-                free(k->desired);
-                free(k->note);
+                if (strv_extend(&sel, k->id) < 0)
+                        r = -ENOMEM;
+                if (k->changed)
+                        writes++;
         }
-        p.plan->n_knobs = kept;
-        if (writes == 0) {
+        if (r < 0 || (writes == 0 && !fresh)) {
                 prepared_done(&p);
-                return 0;
+                return r;
         }
-        r = plan_keep_journalled(m, p.plan, /* only_vanished= */ false);
-        if (r >= 0)
-                r = take_lock(m, &lock, e);
+        r = take_lock(m, &lock, e);
         if (r >= 0) {
-                r = engine_apply(m->root, p.host, p.resolved, p.plan, &er);
-                if (r < 0)
+                r = engine_apply_knobs(m->root, p.host, p.plan, sel, strv_length(sel), &er);
+                if (r == -ESTALE)
+                        error_set(e, MANAGER_ERROR_FAILED, "the applied profile changed meanwhile; nothing written");
+                else if (r < 0)
                         engine_failure(e, &er, r);
         }
         *ret_written = er.written;
@@ -778,6 +676,7 @@ static int apply_selected(Manager *m, char **ids, size_t *ret_written, ManagerEr
                 if (!json_object_get(m->applied_index, *f))
                         json_object_set_new(m->not_owned, *f, json_true());
         watcher_flush(m->watcher);
+        trim_memory();
         return r;
 }
 
@@ -790,9 +689,7 @@ static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *
         r = prepare(m, name, /* want_plan= */ true, &p, e);
         if (r < 0)
                 return r;
-        r = plan_keep_journalled(m, p.plan, /* only_vanished= */ true);
-        if (r >= 0)
-                r = take_lock(m, &lock, e);
+        r = take_lock(m, &lock, e);
         if (r < 0) {
                 prepared_done(&p);
                 return r;
@@ -807,17 +704,10 @@ static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *
                 (void) journal_reload(m, NULL);
                 return r;
         }
-        size_t reboot = 0;
-        for (size_t i = 0; i < p.plan->n_knobs; i++)
-                if (p.plan->knobs[i].changed && p.plan->knobs[i].reboot)
-                        reboot++;
-        json_t *doc = json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:b, s:o}",
-                                "ok", 1, "profile", p.plan->profile,
-                                "changed", (json_int_t) er.written, "unchanged", (json_int_t) er.unchanged,
-                                "unmovable", (json_int_t) er.refused, "skipped", (json_int_t) er.skipped,
-                                "restored", (json_int_t) er.restored, "reboot_required", reboot > 0,
-                                "recovered", er.recovered, "notes", notes_json(er.notes));
-        log_info("Applied %s: %zu knobs changed, %zu already as desired%s", p.plan->profile, er.written, er.unchanged,
+        json_t *doc = document_apply(p.plan, &er);
+        bool reboot = json_is_true(json_object_get(doc, "reboot_required"));
+        log_info("Applied %s: %zu knob%s changed, %zu already as desired%s", p.plan->profile, er.written,
+                 er.written == 1 ? "" : "s", er.unchanged,
                  reboot ? "; a reboot is needed for boot arguments" : "");
         for (char **n = er.notes; n && *n; n++)
                 log_info("  %s", *n);
@@ -839,6 +729,7 @@ static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *
         (void) check_all(m, NULL);
         engine_result_done(&er);
         prepared_done(&p);
+        trim_memory();
         *ret = doc;
         return doc ? 0 : -ENOMEM;
 }
@@ -853,16 +744,7 @@ int manager_list_profiles(Manager *m, json_t **ret, ManagerError *e) {
                 error_set(e, MANAGER_ERROR_FAILED, "cannot list profiles: %s", strerror(-r));
                 return r;
         }
-        json_t *arr = json_array();
-        for (size_t i = 0; arr && i < n; i++) {
-                _cleanup_free_ char *path = root_display_path(m->root, l[i].path);
-                json_array_append_new(arr, json_pack("{s:s, s:s?, s:s, s:s, s:b}",
-                                                     "name", l[i].name,
-                                                     "summary", l[i].summary,
-                                                     "path", path ? path : l[i].path,
-                                                     "origin", startswith(l[i].path, PROFILE_DIR_USER) ? "user" : "system",
-                                                     "overrides_system", l[i].shadows));
-        }
+        json_t *arr = document_list(l, n);
         profile_info_free_many(l, n);
         *ret = arr;
         return arr ? 0 : -ENOMEM;
@@ -873,7 +755,7 @@ int manager_plan(Manager *m, const char *profile, json_t **ret, ManagerError *e)
         int r = prepare(m, profile, /* want_plan= */ true, &p, e);
         if (r < 0)
                 return r;
-        json_t *doc = plan_json(p.plan);
+        json_t *doc = document_plan(p.plan, p.host);
         prepared_done(&p);
         *ret = doc;
         return doc ? 0 : -ENOMEM;
@@ -904,7 +786,12 @@ int manager_correct(Manager *m, json_t **ret, ManagerError *e) {
                         json_decref(corrected);
                         return r;
                 }
-                check_knobs(m, ids, &still);
+                if (check_knobs(m, ids, &still) < 0) {
+                        /* Cannot tell: as it was. */
+                        still = json_array();
+                        json_object_foreach(before, id, v)
+                                json_array_append(still, v);
+                }
                 json_array_foreach(still, i, v)
                         json_object_set_new(still_ids, json_string_value(json_object_get(v, "knob")), json_true());
                 json_object_foreach(before, id, v)
@@ -932,7 +819,7 @@ int manager_verify(Manager *m, json_t **ret, ManagerError *e) {
                 error_set(e, MANAGER_ERROR_FAILED, "cannot verify: %s", r == -EBADMSG ? "the journal is not an rtpart journal" : strerror(-r));
                 return r;
         }
-        *ret = verify_json(&v);
+        *ret = document_verify(&v);
         verify_result_done(&v);
         return *ret ? 0 : -ENOMEM;
 }
@@ -951,8 +838,7 @@ int manager_revert(Manager *m, json_t **ret, ManagerError *e) {
                 return r;
         r = engine_revert(m->root, host, &er);
         close_fd(&lock);
-        json_t *doc = json_pack("{s:b, s:I, s:I, s:b, s:o}", "ok", r >= 0, "restored", (json_int_t) er.written,
-                                "failed", (json_int_t) er.failed, "recovered", er.recovered, "notes", notes_json(er.notes));
+        json_t *doc = document_revert(&er, r);
         if (r < 0) {
                 if (er.failed_knob)
                         error_set(e, MANAGER_ERROR_FAILED, "%zu knob%s could not be restored (first: %s: %s); they stay in "
@@ -969,6 +855,8 @@ int manager_revert(Manager *m, json_t **ret, ManagerError *e) {
         json_object_clear(m->drift);
         m->reboot_required = false;
         watcher_flush(m->watcher);
+        host = host_free(host);
+        trim_memory();
         manager_varlink_emit(m, "reverted", NULL);
         properties_update(m);
         if (r < 0)
@@ -991,15 +879,7 @@ int manager_status(Manager *m, json_t **ret, ManagerError *e) {
                 error_set(e, MANAGER_ERROR_FAILED, "cannot read the journal: %s", strerror(-r));
                 return r;
         }
-        json_t *last = json_object_get(state, "last_error");
-        json_t *unmov = json_array();
-        for (char **i = v.unmovable; i && *i; i++)
-                json_array_append_new(unmov, json_string(*i));
-        json_t *doc = json_pack("{s:s?, s:s?, s:I, s:I, s:b, s:o, s:I, s:O, s:b}", "profile", v.profile,
-                                "applied_at", v.applied_at, "knobs", (json_int_t) v.checked,
-                                "drift", (json_int_t) v.n_drift, "reboot_required", strv_length(v.reboot_pending) > 0,
-                                "unmovable", unmov, "originals", (json_int_t) json_object_size(json_object_get(state, "originals")),
-                                "last_error", last ? last : json_null(), "transaction_open", v.transaction_open);
+        json_t *doc = document_status(&v, state);
         /* What only the daemon knows. */
         if (doc)
                 json_object_set_new(doc, "daemon", json_pack("{s:I, s:I, s:I, s:s, s:I}",
@@ -1228,6 +1108,7 @@ int manager_startup(Manager *m) {
         if (m->profile)
                 (void) check_all(m, NULL);
         properties_update(m);
+        trim_memory();
         log_info("Watching %zu knob files; safety check every %llu s", watcher_n_files(m->watcher),
                  (unsigned long long) (watcher_get_interval(m->watcher) / 1000000ULL));
         return 0;

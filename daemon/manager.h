@@ -68,7 +68,7 @@ typedef struct Manager Manager;
 
 typedef struct ManagerOptions {
         uint64_t interval_usec;         /* 0: the profile's drift.interval_s, else 60 s */
-        uint64_t debounce_usec;         /* 0: the watcher's default (20 ms) */
+        uint64_t debounce_usec;         /* 0: the watcher's default (5 ms) */
         bool pin;                       /* pin the daemon to housekeeping CPUs (real host only) */
         bool uevents, proc_connector;   /* kernel event sources beside inotify */
 } ManagerOptions;
@@ -125,6 +125,13 @@ int manager_revert(Manager *m, json_t **ret, ManagerError *e);
 int manager_status(Manager *m, json_t **ret, ManagerError *e);
 /* Writes every drifted knob back now, whatever the policy. */
 int manager_correct(Manager *m, json_t **ret, ManagerError *e);
+
+/* Whether a Plan/Apply argument names a file (else a profile name). rtpartd reads such a file as
+ * root: Plan takes one from root only (MANAGER_PLAN_PATH_DENIED), as Apply does anyway. */
+bool manager_profile_is_path(const char *profile);
+#define MANAGER_PLAN_PATH_DENIED                                                                  \
+        "rtpartd reads profile files as root, so only root may name one; give a profile name, or " \
+        "plan the file with rtpartctl --no-daemon"
 
 /* Properties. */
 const char *manager_active_profile(Manager *m);

@@ -44,7 +44,7 @@ static void help(void) {
                "                            under the root\n"
                "      --interval=SECONDS    Safety re-check period (default: the profile's\n"
                "                            drift.interval_s, else 60)\n"
-               "      --debounce=MSEC       Coalesce knob file events for MSEC (default 20)\n"
+               "      --debounce=MSEC       Coalesce knob file events for MSEC (default 5)\n"
                "  -v, --verbose             Log debug messages\n"
                "  -h, --help                Show this help\n"
                "      --version             Show the version\n"

@@ -94,3 +94,26 @@ bool varlink_call_is_connected(VarlinkCall *c);
 /* Called once if the connection closes while the call is still open (a streaming call's client
  * went away). */
 void varlink_call_set_disconnect(VarlinkCall *c, void (*func)(VarlinkCall *c, void *userdata), void *userdata);
+
+/* ---- a client (rtpartctl, tests) ---- */
+
+typedef struct VarlinkClient VarlinkClient;
+
+/* Connects to the unix socket at path (absolute; a path longer than sockaddr_un allows goes
+ * through its directory's fd). -ENOENT, -ECONNREFUSED …: nobody listens there. */
+int varlink_client_connect(const char *path, VarlinkClient **ret);
+VarlinkClient *varlink_client_free(VarlinkClient *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(VarlinkClient *, varlink_client_free);
+int varlink_client_get_fd(VarlinkClient *c);
+
+/* Sends one call (parameters may be NULL; the reference is taken in every case). */
+int varlink_client_send(VarlinkClient *c, const char *method, json_t *parameters, VarlinkCallFlags flags);
+/* The next message: 0 and *ret ({"parameters", "continues"} or {"error", "parameters"}).
+ * timeout_usec 0 only looks at what already arrived (-EAGAIN: no whole message yet), UINT64_MAX
+ * waits as long as it takes. -ECONNRESET: the server closed the connection; -ETIMEDOUT; -EBADMSG:
+ * not a JSON object, or a message beyond VARLINK_OUTPUT_MAX. */
+int varlink_client_recv(VarlinkClient *c, uint64_t timeout_usec, json_t **ret);
+/* One call and its reply: 0 with *ret_parameters (never NULL) and *ret_error NULL, or, for an error
+ * reply, *ret_error (the error's name) and its parameters. */
+int varlink_client_call(VarlinkClient *c, const char *method, json_t *parameters, uint64_t timeout_usec,
+                        json_t **ret_parameters, char **ret_error);

@@ -44,7 +44,7 @@
 #define WATCH_MASK (IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
 #define DEVICE_DELAY_USEC (250 * 1000ULL)      /* a driver binds, then requests its IRQs */
 #define KTHREAD_DELAY_USEC (500 * 1000ULL)     /* kthreadd forks, the thread then names itself */
-#define DEFAULT_DEBOUNCE_USEC (20 * 1000ULL)
+#define DEFAULT_DEBOUNCE_USEC (5 * 1000ULL)
 #define DEFAULT_INTERVAL_USEC (60 * 1000000ULL)
 
 typedef struct WatchEntry {
@@ -177,7 +177,9 @@ int watcher_new(sd_event *event, Root *root, const WatchCallbacks *cb, void *use
         w->debounce_usec = DEFAULT_DEBOUNCE_USEC;
         w->interval_usec = DEFAULT_INTERVAL_USEC;
 
-        r = sd_event_add_time_relative(event, &w->debounce_source, CLOCK_MONOTONIC, w->debounce_usec, 1000,
+        /* Accuracy of a microsecond: the debounce is all the latency of a drift report, and the
+         * timer runs only after an event. */
+        r = sd_event_add_time_relative(event, &w->debounce_source, CLOCK_MONOTONIC, w->debounce_usec, 1,
                                        on_debounce, w);
         if (r < 0)
                 return r;

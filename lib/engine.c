@@ -183,7 +183,14 @@ static int fail(Root *root, json_t *state, json_t *tx, const Knob *k, int err, s
         return r < 0 ? r : err;
 }
 
-int engine_apply(Root *root, const Host *host, const Resolved *resolved, const Plan *plan, EngineResult *res) {
+static bool in_filter(const json_t *only, const char *id) {
+        return !only || json_object_get(only, id);
+}
+
+/* engine_apply(), or with `only` (a set of knob ids) engine_apply_knobs(): the knobs of the plan
+ * named there are written and recorded; the rest of the journal stays as it is. */
+static int apply_core(Root *root, const Host *host, const Resolved *resolved, const Plan *plan, const json_t *only,
+                      EngineResult *res) {
         json_t *state = NULL;
         int k;
 
@@ -209,6 +216,8 @@ int engine_apply(Root *root, const Host *host, const Resolved *resolved, const P
          *    that this one no longer manages (back to its original). */
         for (size_t i = 0; i < plan->n_knobs; i++) {
                 const Knob *kn = &plan->knobs[i];
+                if (!in_filter(only, kn->id))
+                        continue;
                 if (!kn->changed) {
                         res->unchanged++;
                         continue;
@@ -224,7 +233,7 @@ int engine_apply(Root *root, const Host *host, const Resolved *resolved, const P
         json_t *prev = json_object_get(state, "applied");
         size_t i;
         json_t *e;
-        json_array_foreach(prev, i, e) {
+        json_array_foreach(only ? NULL : prev, i, e) {
                 const char *id = json_string_value(json_object_get(e, "knob"));
                 bool still = false;
                 for (size_t j = 0; id && j < plan->n_knobs && !still; j++)
@@ -322,23 +331,58 @@ int engine_apply(Root *root, const Host *host, const Resolved *resolved, const P
         /* 4. Commit: the profile, what it wants of every knob, and no open transaction. */
         json_array_foreach(forget, i, e)
                 json_object_del(originals, json_string_value(e));
-        json_t *applied = json_array();
+        json_t *applied = json_array(), *fresh = only ? json_object() : NULL;
         for (size_t j = 0; j < plan->n_knobs; j++) {
                 const Knob *kn = &plan->knobs[j];
-                if (json_object_get(unmovable, kn->id))
+                if (!in_filter(only, kn->id))
                         continue;
+                if (json_object_get(unmovable, kn->id)) {
+                        if (only)
+                                json_object_set_new(fresh, kn->id, json_null()); /* no longer applied */
+                        continue;
+                }
                 if (json_object_get(skipped, kn->id)) {
                         size_t x;
                         json_t *nid;
                         json_array_foreach(new_originals, x, nid)
                                 if (streq(json_string_value(nid), kn->id))
                                         json_object_del(originals, kn->id);
+                        if (only)
+                                json_object_set_new(fresh, kn->id, json_null());
                         continue;
                 }
                 json_t *a = state_entry_new(kn, "desired", kn->desired);
                 json_object_set_new(a, "knob", json_string(kn->id));
                 json_object_set_new(a, "reboot", json_boolean(kn->reboot));
-                json_array_append_new(applied, a);
+                if (only)
+                        json_object_set_new(fresh, kn->id, a);
+                else
+                        json_array_append_new(applied, a);
+        }
+        if (only) {
+                /* The journal's knobs in their order, those of the subset renewed (or gone, when
+                 * the kernel refused them or they cannot be written here; kept as they were when
+                 * the plan does not have them); new ones after. */
+                json_array_foreach(prev, i, e) {
+                        const char *id = json_string_value(json_object_get(e, "knob"));
+                        json_t *n = id ? json_object_get(fresh, id) : NULL;
+                        if (!n)
+                                json_array_append(applied, e);
+                        else if (json_is_object(n))
+                                json_array_append(applied, n);
+                        if (n)
+                                json_object_del(fresh, id);
+                }
+                for (size_t j = 0; j < plan->n_knobs; j++) {
+                        json_t *n = json_object_get(fresh, plan->knobs[j].id);
+                        if (json_is_object(n))
+                                json_array_append(applied, n);
+                }
+                json_decref(fresh);
+                json_object_set_new(state, "applied", applied);
+                json_object_set_new(state, "transaction", json_null());
+                json_object_set_new(state, "last_error", json_null());
+                return state_save(root, state);
         }
         _cleanup_free_ char *hash = state_hash(resolved->doc);
         const char *old_hash = json_string_value(json_object_get(state, "hash"));
@@ -355,6 +399,10 @@ int engine_apply(Root *root, const Host *host, const Resolved *resolved, const P
         json_object_set_new(state, "transaction", json_null());
         json_object_set_new(state, "last_error", json_null());
         return state_save(root, state);
+}
+
+int engine_apply(Root *root, const Host *host, const Resolved *resolved, const Plan *plan, EngineResult *res) {
+        return apply_core(root, host, resolved, plan, NULL, res);
 }
 
 int engine_revert(Root *root, const Host *host, EngineResult *res) {
@@ -473,14 +521,9 @@ bool engine_transaction_open(Root *root) {
         return open;
 }
 
-int engine_verify(Root *root, const char *running_cmdline, VerifyResult *ret) {
-        json_t *state = NULL;
+/* engine_verify() of the journal state, or with `only` (a set of knob ids) engine_verify_knobs(). */
+static int verify_core(Root *root, json_t *state, const char *running_cmdline, const json_t *only, VerifyResult *ret) {
         int k;
-
-        k = state_load(root, &state);
-        if (k < 0)
-                return k;
-        _cleanup_(json_decrefp) json_t *state_ref = state;
         VerifyResult v = {};
         const char *profile = json_string_value(json_object_get(state, "profile"));
         const char *at = json_string_value(json_object_get(state, "applied_at"));
@@ -501,7 +544,7 @@ int engine_verify(Root *root, const char *running_cmdline, VerifyResult *ret) {
         json_t *e;
         json_array_foreach(json_object_get(state, "applied"), i, e) {
                 Knob kn;
-                if (state_entry_knob(e, NULL, &kn) < 0)
+                if (!in_filter(only, json_string_value(json_object_get(e, "knob"))) || state_entry_knob(e, NULL, &kn) < 0)
                         continue;
                 const Backend *b = backend_for(kn.domain);
                 const char *want = json_string_value(json_object_get(e, "desired"));
@@ -549,4 +592,55 @@ int engine_verify(Root *root, const char *running_cmdline, VerifyResult *ret) {
         }
         *ret = v;
         return 0;
+}
+
+int engine_verify(Root *root, const char *running_cmdline, VerifyResult *ret) {
+        _cleanup_(json_decrefp) json_t *state = NULL;
+        int k = state_load(root, &state);
+        if (k < 0)
+                return k;
+        return verify_core(root, state, running_cmdline, NULL, ret);
+}
+
+static int id_set(char * const *ids, size_t n, json_t **ret) {
+        json_t *set = json_object();
+        if (!set)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (ids[i] && json_object_set_new(set, ids[i], json_true()) < 0) {
+                        json_decref(set);
+                        return -ENOMEM;
+                }
+        *ret = set;
+        return 0;
+}
+
+int engine_verify_knobs_in(Root *root, json_t *journal, const char *running_cmdline, char * const *ids, size_t n,
+                           VerifyResult *ret) {
+        _cleanup_(json_decrefp) json_t *only = NULL;
+        int k = id_set(ids, n, &only);
+        if (k < 0)
+                return k;
+        return verify_core(root, journal, running_cmdline, only, ret);
+}
+
+int engine_verify_knobs(Root *root, const char *running_cmdline, char * const *ids, size_t n, VerifyResult *ret) {
+        _cleanup_(json_decrefp) json_t *state = NULL;
+        int k = state_load(root, &state);
+        if (k < 0)
+                return k;
+        return engine_verify_knobs_in(root, state, running_cmdline, ids, n, ret);
+}
+
+int engine_apply_knobs(Root *root, const Host *host, const Plan *plan, char * const *ids, size_t n, EngineResult *res) {
+        _cleanup_(json_decrefp) json_t *only = NULL, *state = NULL;
+        int k = state_load(root, &state);
+        if (k < 0)
+                return k;
+        if (!streq_ptr(json_string_value(json_object_get(state, "profile")), plan->profile))
+                return -ESTALE; /* a subset of another profile than the applied one */
+        k = id_set(ids, n, &only);
+        if (k < 0)
+                return k;
+        return apply_core(root, host, NULL, plan, only, res);
 }

@@ -4,14 +4,21 @@
 rtpartd --root COPY --no-dbus --varlink-socket TMP/sock; Apply through varlink; a write behind
 its back to a knob file shows up on the Watch stream within 2 s (and the latency is measured);
 with drift policy "correct" the file is put back; a non-root peer is refused; malformed input gets
-an error and a closed connection while the daemon lives on; SIGTERM ends it cleanly. Only the
-processes this test started are ended, by PID.
+an error and a closed connection while the daemon lives on; SIGTERM ends it cleanly.
+
+rtpartctl through the daemon (rtpartd on its default socket under the root): plan, apply, verify,
+status and revert print the same JSON, text and exit status as rtpartctl --no-daemon on an
+identical copy; an invalid profile is exit 2 with "FILE: POINTER: MESSAGE"; a non-root apply is
+refused with exit 1; a socket nobody listens on is a silent fallback; rtpartctl watch prints a line
+for a tampered file and exits 0 on SIGINT, 1 without a daemon. Only the processes this test
+started are ended, by PID.
 
 Run by meson (suite sysroot) with RTPART_SOURCE_DIR and RTPART_BUILD_DIR set. Exits 77 (skip)
 with the reason when it cannot run here.
 """
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -25,6 +32,7 @@ import unittest
 SRC = os.environ.get("RTPART_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 BUILD = os.environ.get("RTPART_BUILD_DIR", os.path.join(SRC, "build"))
 DAEMON = os.environ.get("RTPARTD") or os.path.join(BUILD, "daemon", "rtpartd")
+CTL = os.environ.get("RTPARTCTL") or os.path.join(BUILD, "daemon", "rtpartctl")
 HOSTS = os.path.join(SRC, "tests", "fixtures", "hosts")
 PROFILES = os.path.join(SRC, "profiles")
 IFACE = "org.rtpart.Manager"
@@ -76,7 +84,7 @@ class Varlink:
 
 
 class Daemon:
-    def __init__(self, host="vm", extra_profiles=None):
+    def __init__(self, host="vm", extra_profiles=None, default_socket=False):
         self.tmp = tempfile.mkdtemp(prefix="rtpart-daemon-")
         os.chmod(self.tmp, 0o755)  # the non-root peer must reach the socket
         self.root = os.path.join(self.tmp, "root")
@@ -91,12 +99,16 @@ class Daemon:
         for name, doc in (extra_profiles or {}).items():
             with open(os.path.join(udir, name + ".json"), "w") as f:
                 json.dump(doc, f)
-        self.sock = os.path.join(self.tmp, "rtpartd.sock")
+        # The default socket is the one rtpartctl finds under --root by itself.
+        self.default_socket = default_socket
+        self.sock = os.path.join(self.root, "run", "rtpartd", "org.rtpart.Manager") if default_socket else \
+            os.path.join(self.tmp, "rtpartd.sock")
         self.log = open(os.path.join(self.tmp, "rtpartd.log"), "w+")
         self.proc = None
 
     def start(self, *args):
-        self.proc = subprocess.Popen([DAEMON, "--root", self.root, "--no-dbus", "--varlink-socket", self.sock] + list(args),
+        sock = [] if self.default_socket else ["--varlink-socket", self.sock]
+        self.proc = subprocess.Popen([DAEMON, "--root", self.root, "--no-dbus"] + sock + list(args),
                                      stdout=self.log, stderr=subprocess.STDOUT)
         end = time.monotonic() + 10
         while time.monotonic() < end:
@@ -222,7 +234,7 @@ class DaemonTest(unittest.TestCase):
         lat.sort()
         p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
         print(f"drift detection (write → varlink event): first {first_ms:.1f} ms, median {statistics.median(lat):.1f} ms, "
-              f"p99 {p99:.1f} ms over {len(lat)} writes (debounce 20 ms)")
+              f"p99 {p99:.1f} ms over {len(lat)} writes (debounce 5 ms, the default)")
 
         # Idle: no wake-ups between events.
         ctx0 = d.status_field("voluntary_ctxt_switches")
@@ -265,6 +277,37 @@ class DaemonTest(unittest.TestCase):
             self.assertIsNotNone(ev)
             kinds.append(ev["parameters"]["event"])
         self.assertEqual(int(d.read("proc/irq/default_smp_affinity"), 16), 1)
+        w.close()
+
+    def test_correct_writes_only_the_drift(self):
+        # Correct writes back what the journal holds, and nothing else: not a profile file edited
+        # since the apply, not the journal's profile or hash.
+        d = self.daemon(extra_profiles={"lab": {"summary": "lab", "include": "realtime",
+                                                "sysctl": {"vm.stat_interval": 10}}})
+        self.apply("lab")
+        with open(d.path("var/lib/rtpart/state.json")) as f:
+            before = json.load(f)
+        self.assertEqual(d.read("proc/sys/vm/stat_interval"), "10")
+        with open(d.path("etc/rtpart/profiles/lab.json"), "w") as f:
+            json.dump({"summary": "lab", "include": "realtime", "sysctl": {"vm.stat_interval": 20, "vm.swappiness": 5}}, f)
+        w = watch(d)
+        d.write("proc/sys/vm/swappiness", "60\n")
+        ev = w.recv(timeout=2)
+        self.assertEqual(ev["parameters"]["event"], "drift")
+        c = d.client()
+        r = c.call(IFACE + ".Correct")
+        c.close()
+        self.assertNotIn("error", r, r)
+        self.assertEqual(r["parameters"]["written"], 1)
+        self.assertEqual([x["knob"] for x in r["parameters"]["corrected"]], ["sysctl/vm.swappiness"])
+        self.assertEqual(d.read("proc/sys/vm/swappiness"), "10")  # the journal's value, not the file's 5
+        self.assertEqual(d.read("proc/sys/vm/stat_interval"), "10")  # not drifted: untouched
+        with open(d.path("var/lib/rtpart/state.json")) as f:
+            after = json.load(f)
+        for key in ("profile", "hash", "profile_path", "applied_at", "originals"):
+            self.assertEqual(after[key], before[key], key)
+        self.assertEqual(after["applied"], before["applied"])
+        self.assertIsNone(after["transaction"])
         w.close()
 
     def test_refusals_and_malformed_input(self):
@@ -329,6 +372,178 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(st["profile"], "realtime")
         self.assertEqual(st["drift"], 0)
         self.assertGreater(st["daemon"]["watched_files"], 0)
+
+
+def ctl(root, *args, user=None, cwd=None):
+    cmd = [CTL, "--root", root] + list(args)
+    if user is not None:
+        cmd = ["setpriv", "--reuid=" + str(user), "--regid=" + str(user), "--clear-groups"] + cmd
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+def without(doc, *keys):
+    return {k: v for k, v in doc.items() if k not in keys}
+
+
+class CtlTest(unittest.TestCase):
+    """rtpartctl through rtpartd (on the root's default socket) against rtpartctl --no-daemon on an
+    identical copy of the same host: the same output and exit status."""
+
+    def setUp(self):
+        self.d = Daemon(default_socket=True)
+        self.d.start()
+        self.twin = os.path.join(self.d.tmp, "twin")
+        shutil.copytree(os.path.join(HOSTS, "vm"), self.twin, symlinks=True)
+        shutil.copytree(os.path.join(self.d.root, "usr", "share", "rtpart"), os.path.join(self.twin, "usr", "share", "rtpart"),
+                        dirs_exist_ok=True)
+        shutil.copytree(os.path.join(self.d.root, "etc", "rtpart"), os.path.join(self.twin, "etc", "rtpart"),
+                        dirs_exist_ok=True)
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:  # our own rtpartctl watch processes, by PID
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            for f in (p.stdout, p.stderr):
+                if f:
+                    f.close()
+        if self._outcome.result and (self._outcome.result.failures or self._outcome.result.errors):
+            sys.stderr.write("---- rtpartd log ----\n" + self.d.logtext())
+        self.d.close()
+
+    def both(self, *args, json_out=True):
+        """The same command through the daemon (root) and directly (twin); root paths made alike."""
+        a = ctl(self.d.root, *((["--json"] if json_out else []) + list(args)))
+        b = ctl(self.twin, *((["--json", "--no-daemon"] if json_out else ["--no-daemon"]) + list(args)))
+        self.assertEqual(a.returncode, b.returncode, f"{args}: {a.stderr} / {b.stderr}")
+        self.assertEqual(a.stderr.replace(self.d.root, "ROOT"), b.stderr.replace(self.twin, "ROOT"), args)
+        out_a, out_b = a.stdout.replace(self.d.root, "ROOT"), b.stdout.replace(self.twin, "ROOT")
+        if json_out:
+            return json.loads(out_a), json.loads(out_b), a.returncode
+        return out_a, out_b, a.returncode
+
+    def test_same_output_through_the_daemon(self):
+        # The daemon answers: status says what only it knows.
+        st, st_direct, _ = self.both("status")
+        self.assertIn("daemon", st)
+        self.assertNotIn("daemon", st_direct)
+        self.assertEqual(without(st, "daemon"), st_direct)
+
+        for args in (("list",), ("plan", "realtime"), ("plan", "--all", "realtime-virtual-host")):
+            a, b, rc = self.both(*args)
+            self.assertEqual(a, b, args)
+            self.assertEqual(rc, 0)
+            a, b, rc = self.both(*args, json_out=False)
+            self.assertEqual(a, b, args)
+
+        a, b, rc = self.both("apply", "realtime")
+        self.assertEqual(a, b)
+        self.assertEqual(rc, 0)
+        self.assertGreater(a["changed"], 0)
+        self.assertIn("Applied realtime", self.d.logtext(), "the apply did not go through rtpartd")
+        a, b, rc = self.both("apply", "realtime", json_out=False)
+        self.assertEqual(a, b)
+
+        a, b, rc = self.both("verify")
+        self.assertEqual(a, b)
+        self.assertEqual(rc, 4)  # boot arguments wait for a reboot
+        for root in (self.d.root, self.twin):
+            with open(os.path.join(root, "proc/sys/vm/swappiness"), "w") as f:
+                f.write("60\n")
+        a, b, rc = self.both("verify")
+        self.assertEqual(a, b)
+        self.assertEqual(rc, 3)
+        self.assertEqual(a["drift"], [{"knob": "sysctl/vm.swappiness", "domain": "sysctl", "expected": "10", "actual": "60"}])
+        a, b, rc = self.both("verify", json_out=False)
+        self.assertEqual(a, b)
+        self.assertIn("sysctl/vm.swappiness", a)
+
+        st, st_direct, _ = self.both("status")
+        self.assertEqual(without(st, "daemon", "applied_at"), without(st_direct, "applied_at"))
+        a, b, rc = self.both("revert")
+        self.assertEqual(a, b)
+        self.assertEqual(rc, 0)
+        self.assertIn("Reverted", self.d.logtext())
+
+    def test_errors_through_the_daemon(self):
+        # An invalid profile, given as a relative path: exit 2, the file named as the user gave it.
+        bad = os.path.join(self.d.tmp, "lab")
+        os.makedirs(bad)
+        with open(os.path.join(bad, "lab.json"), "w") as f:
+            json.dump({"include": "base.json"}, f)
+        with open(os.path.join(bad, "base.json"), "w") as f:
+            json.dump({"irq": {"rules": [{"match": "*", "cpus": "999"}]}}, f)
+        for arg in ("lab.json", "./lab.json"):
+            a = ctl(self.d.root, "plan", arg, cwd=bad)
+            b = ctl(self.twin, "--no-daemon", "plan", arg, cwd=bad)
+            self.assertEqual((a.returncode, a.stderr), (b.returncode, b.stderr), arg)
+            self.assertEqual(a.returncode, 2)
+            self.assertRegex(a.stderr, r"^\./base\.json: /irq/rules/0/cpus: ")
+        a = ctl(self.d.root, "apply", "no-such-profile")
+        self.assertEqual(a.returncode, 2)
+        self.assertIn("no-such-profile", a.stderr)
+
+        # Not root: rtpartd refuses the change; reading is open.
+        if shutil.which("setpriv"):
+            p = ctl(self.d.root, "apply", "realtime", user=65534)
+            self.assertEqual(p.returncode, 1, p.stderr)
+            self.assertIn("needs root", p.stderr)
+            p = ctl(self.d.root, "--json", "status", user=65534)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("daemon", json.loads(p.stdout))
+        self.assertFalse(os.path.exists(self.d.path("var/lib/rtpart/state.json")), "a refused apply wrote the journal")
+
+        # A socket nobody listens on: rtpartctl works on the host directly, and says nothing.
+        self.d.stop()
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(self.d.sock)
+        s.close()
+        p = ctl(self.d.root, "--json", "status")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stderr, "")
+        self.assertNotIn("daemon", json.loads(p.stdout))
+        p = ctl(self.d.root, "watch")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("rtpartd is not running; watch needs it", p.stderr)
+        os.unlink(self.d.sock)
+
+    def watch(self, *args):
+        p = subprocess.Popen([CTL, "--root", self.d.root] + list(args) + ["watch"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        return p
+
+    def readline(self, p, timeout=5):
+        r, _, _ = select.select([p.stdout], [], [], timeout)
+        self.assertTrue(r, "no line from rtpartctl watch within %d s" % timeout)
+        return p.stdout.readline()
+
+    def test_watch(self):
+        self.assertEqual(ctl(self.d.root, "apply", "realtime").returncode, 0)
+        text = self.watch()
+        js = self.watch("--json")
+        # Both have subscribed once the daemon counts two streams.
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            st = json.loads(ctl(self.d.root, "--json", "status").stdout)
+            if st["daemon"]["streams"] == 2:
+                break
+            time.sleep(0.02)
+        self.assertEqual(st["daemon"]["streams"], 2)
+        self.d.write("proc/sys/vm/swappiness", "42\n")
+        line = self.readline(text)
+        self.assertRegex(line, r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z  sysctl/vm\.swappiness +expected 10, found 42$")
+        ev = json.loads(self.readline(js))
+        self.assertEqual(without(ev, "time"), {"event": "drift", "knob": "sysctl/vm.swappiness", "domain": "sysctl",
+                                               "expected": "10", "actual": "42"})
+        err = {}
+        for p in (text, js):
+            p.send_signal(signal.SIGINT)  # our own child, by PID
+            rc = p.wait(timeout=10)
+            err[p] = p.stderr.read()
+            self.assertEqual(rc, 0, err[p])
+        self.assertIn("Watching realtime", err[text])
 
 
 BUS_CONF = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
@@ -449,8 +664,8 @@ class DBusTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if not os.access(DAEMON, os.X_OK):
-        skip(f"{DAEMON} not built")
+    if not os.access(DAEMON, os.X_OK) or not os.access(CTL, os.X_OK):
+        skip(f"{DAEMON} or {CTL} not built")
     if not os.path.isdir(os.path.join(HOSTS, "vm")):
         skip("fixture host tests/fixtures/hosts/vm missing")
     if os.geteuid() != 0:

@@ -292,6 +292,8 @@ START_TEST(test_non_root_is_refused) {
         assert_error(call0(c2, "Correct"), MANAGER_DBUS_ERROR_PREFIX "PermissionDenied", NULL);
         _cleanup_(json_decrefp) json_t *v = reply_json(call0(c2, "Verify"));
         _cleanup_(json_decrefp) json_t *p = reply_json(call_s(c2, "Plan", "realtime"));
+        /* A file is read as root: only root names one. */
+        assert_error(call_s(c2, "Plan", "/etc/shadow.json"), MANAGER_DBUS_ERROR_PREFIX "PermissionDenied", "only root");
         _cleanup_free_ char *active = get_string(c2, "ActiveProfile");
         ck_assert_str_eq(active, "");
 

@@ -341,6 +341,78 @@ START_TEST(test_listen_address_long_path) {
 }
 END_TEST
 
+/* ---- the client, against the server in the same loop ---- */
+
+/* The next message for the client, running the server between looks. */
+static int client_next(VarlinkClient *c, json_t **ret) {
+        for (int i = 0; i < 500; i++) {
+                int r = varlink_client_recv(c, 0, ret);
+                if (r != -EAGAIN)
+                        return r;
+                ck_assert_int_ge(sd_event_run(event, 10 * 1000), 0);
+        }
+        return -ETIMEDOUT;
+}
+
+START_TEST(test_client) {
+        _cleanup_free_ char *dir = test_tmpdir(), *deep = NULL, *cmd = NULL, *sock = NULL;
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        json_t *m = NULL;
+
+        /* Nobody there: the caller's cue to work alone. */
+        ck_assert(asprintf(&sock, "%s/nobody", dir) >= 0);
+        ck_assert_int_eq(varlink_client_connect(sock, &c), -ENOENT);
+        ck_assert_int_eq(varlink_client_connect("relative", &c), -EINVAL);
+        free(sock);
+
+        /* A path longer than sun_path, as the server binds it. */
+        ck_assert(asprintf(&deep, "%s/%0100d", dir, 0) >= 0);
+        ck_assert(asprintf(&cmd, "mkdir -p '%s'", deep) >= 0);
+        ck_assert_int_eq(system(cmd), 0);
+        ck_assert(asprintf(&sock, "%s/org.example.test", deep) >= 0);
+        ck_assert_int_ge(varlink_server_listen_address(server, sock, 0666), 0);
+        ck_assert_int_eq(varlink_client_connect(sock, &c), 0);
+        ck_assert_int_eq(varlink_client_recv(c, 0, &m), -EAGAIN);
+
+        /* Pipelined: a call, a "more" call, an error; answered in order. */
+        ck_assert_int_eq(varlink_client_send(c, "org.example.test.Echo", json_pack("{s:s}", "x", "y"), 0), 0);
+        ck_assert_int_eq(varlink_client_send(c, "org.example.test.Count", json_pack("{s:i}", "n", 3), VARLINK_CALL_MORE), 0);
+        ck_assert_int_eq(varlink_client_send(c, "org.example.test.Fail", NULL, 0), 0);
+        ck_assert_int_eq(client_next(c, &m), 0);
+        ck_assert_str_eq(json_string_value(json_object_get(params_of(m), "x")), "y");
+        json_decref(m);
+        for (int i = 0; i <= 3; i++) {
+                ck_assert_int_eq(client_next(c, &m), 0);
+                ck_assert_int_eq(json_integer_value(json_object_get(params_of(m), "i")), i);
+                ck_assert(json_is_true(json_object_get(m, "continues")) == (i < 3));
+                json_decref(m);
+        }
+        ck_assert_int_eq(client_next(c, &m), 0);
+        ck_assert_str_eq(error_of(m), VARLINK_ERROR_SYSTEM);
+        json_decref(m);
+
+        /* The server goes away: the client hears it. */
+        server = varlink_server_free(server);
+        ck_assert_int_eq(varlink_client_recv(c, 1000 * 1000, &m), -ECONNRESET);
+        c = varlink_client_free(c);
+        test_rmtree(dir);
+}
+END_TEST
+
+START_TEST(test_client_call_timeout) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        _cleanup_free_ char *dir = test_tmpdir(), *sock = NULL, *error = NULL;
+        json_t *p = NULL;
+        ck_assert(asprintf(&sock, "%s/s", dir) >= 0);
+        ck_assert_int_ge(varlink_server_listen_address(server, sock, 0666), 0);
+        ck_assert_int_eq(varlink_client_connect(sock, &c), 0);
+        /* The loop does not run: nobody answers within the timeout. */
+        ck_assert_int_eq(varlink_client_call(c, "org.example.test.Echo", NULL, 20 * 1000, &p, &error), -ETIMEDOUT);
+        server = varlink_server_free(server);
+        test_rmtree(dir);
+}
+END_TEST
+
 /* ---- org.rtpart.Manager on a fake host ---- */
 
 static char *host_dir;
@@ -435,6 +507,13 @@ START_TEST(test_manager_refuses_non_root) {
         ck_assert_str_eq(error_of(r), "org.rtpart.Manager.PermissionDenied");
         _cleanup_(json_decrefp) json_t *v = client_call(&c, "{\"method\":\"org.rtpart.Manager.Verify\"}");
         ck_assert_ptr_null(error_of(v));
+        /* A file is read as root: only root names one; names are open to all. */
+        _cleanup_(json_decrefp) json_t *pf = client_call(&c, "{\"method\":\"org.rtpart.Manager.Plan\","
+                                                              "\"parameters\":{\"profile\":\"/etc/shadow.json\"}}");
+        ck_assert_str_eq(error_of(pf), "org.rtpart.Manager.PermissionDenied");
+        _cleanup_(json_decrefp) json_t *pn = client_call(&c, "{\"method\":\"org.rtpart.Manager.Plan\","
+                                                              "\"parameters\":{\"profile\":\"realtime\"}}");
+        ck_assert_ptr_null(error_of(pn));
         close(c.fd);
         free(c.buf);
         _cleanup_free_ char *state = NULL;
@@ -530,6 +609,8 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_peer_uid);
         tcase_add_test(tc, test_streaming_client_goes_away);
         tcase_add_test(tc, test_listen_address_long_path);
+        tcase_add_test(tc, test_client);
+        tcase_add_test(tc, test_client_call_timeout);
         suite_add_tcase(s, tc);
 
         TCase *tm = tcase_create("manager");

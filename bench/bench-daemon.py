@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+"""rtpartd benchmark: the daemon as a whole process, on a copy of the intel-2s fake host in /dev/shm.
+
+Reports, with the goals of issue 5 beside them:
+  - start to READY: from exec to the first answer on the varlink socket (org.varlink.service.GetInfo),
+    with an empty journal and with realtime-virtual-host applied (the start then re-applies it);
+    median over --starts starts,
+  - RSS after apply: VmRSS of rtpartd after Apply realtime-virtual-host over varlink,
+  - drift event latency: a write to proc/sys/vm/swappiness (open, write, close) → the Watch
+    event naming it; median and p99 over --writes writes, each a new value,
+  - coalescing: events per burst of 10 back-to-back writes to one file, and per burst of writes
+    to every IRQ affinity file of the profile (as irqbalance rewrites them),
+  - wake-ups while idle: voluntary context switches of rtpartd over --idle seconds with nothing
+    changing (a Watch stream open),
+for each --debounce value (default 5 and 20 ms), then the ratios between them.
+
+    python3 bench/bench-daemon.py [--build build] [--debounce 5,20] [--writes 200] [--idle 10]
+                                  [--starts 11] [--json out.json]
+
+Only the rtpartd processes this script starts are ended, by PID. Needs root (Apply over varlink
+is refused to other uids).
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(HERE)
+IFACE = "org.rtpart.Manager"
+PROFILE = "realtime-virtual-host"
+KNOB_FILE = "proc/sys/vm/swappiness"
+GOAL_LATENCY_MS = 10
+GOAL_RSS_KIB = 3 * 1024
+
+
+class Varlink:
+    def __init__(self, path, timeout=30):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.buf = b""
+
+    def send(self, method, parameters=None, more=False):
+        msg = {"method": method, "parameters": parameters or {}}
+        if more:
+            msg["more"] = True
+        self.sock.sendall(json.dumps(msg).encode() + b"\0")
+
+    def recv(self, timeout=None):
+        self.sock.settimeout(timeout)
+        while b"\0" not in self.buf:
+            data = self.sock.recv(1 << 20)
+            if not data:
+                return None
+            self.buf += data
+        msg, _, self.buf = self.buf.partition(b"\0")
+        return json.loads(msg)
+
+    def call(self, method, parameters=None):
+        self.send(method, parameters)
+        r = self.recv(timeout=120)
+        if r is None or "error" in r:
+            sys.exit(f"bench: {method} answered {r}")
+        return r["parameters"]
+
+    def close(self):
+        self.sock.close()
+
+
+class Daemon:
+    def __init__(self, exe, root, sock, log, args=()):
+        self.sock = sock
+        t0 = time.perf_counter()
+        self.proc = subprocess.Popen([exe, "--root", root, "--no-dbus", "--varlink-socket", sock] + list(args),
+                                     stdout=log, stderr=subprocess.STDOUT)
+        # Ready: the socket answers a call (it listens before the start-up work, and answers after).
+        end = time.monotonic() + 60
+        while True:
+            if self.proc.poll() is not None:
+                sys.exit(f"bench: rtpartd exited with {self.proc.returncode}; see {log.name}")
+            if time.monotonic() > end:
+                self.stop()
+                sys.exit("bench: rtpartd did not answer within 60 s")
+            try:
+                c = Varlink(sock, timeout=60)
+                c.send("org.varlink.service.GetInfo")
+                r = c.recv(timeout=60)
+                c.close()
+                if r and "parameters" in r:
+                    break
+            except OSError:
+                time.sleep(0.0005)
+        self.ready_ms = (time.perf_counter() - t0) * 1000
+
+    def status(self, field):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+        return None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # our own child, by PID
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def p99(values):
+    return statistics.quantiles(values, n=100)[98] if len(values) >= 2 else values[0]
+
+
+def line(name, value, unit, goal=None, lower_is_better=True, extra=""):
+    verdict = ""
+    if goal is not None:
+        ok = value <= goal if lower_is_better else value >= goal
+        ratio = f", {value / goal:.2f}x the goal" if goal else ""
+        verdict = f"  (goal <= {goal:g}{' ' + unit if unit else ''}: {'met' if ok else 'MISSED'}{ratio})"
+    print(f"{name:52s} {value:10.2f} {unit:4s}{extra}{verdict}", flush=True)
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def drain(w, seconds):
+    """Events arriving within `seconds` (the stream stays open)."""
+    events = []
+    end = time.monotonic() + seconds
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            return events
+        try:
+            ev = w.recv(timeout=left)
+        except socket.timeout:
+            return events
+        if ev is None:
+            sys.exit("bench: the Watch stream closed")
+        events.append(ev["parameters"])
+
+
+def measure_events(exe, root, sock, log, debounce, writes, idle_s):
+    d = Daemon(exe, root, sock, log, ["--debounce", str(debounce)])
+    res = {"debounce_ms": debounce}
+    try:
+        w = Varlink(sock)
+        w.send(IFACE + ".Watch", more=True)
+        first = w.recv(timeout=10)
+        assert first and first["parameters"]["event"] == "status", first
+        knob = os.path.join(root, KNOB_FILE)
+
+        # Latency: each write a new value, so each is new drift; the event names it.
+        lat = []
+        for i in range(writes + 5):
+            value = str(20 + i % 150 + (i // 150) * 1000)
+            t0 = time.perf_counter()
+            write(knob, value + "\n")
+            while True:
+                ev = w.recv(timeout=5)
+                if ev is None:
+                    sys.exit("bench: the Watch stream closed")
+                p = ev["parameters"]
+                if p["event"] == "drift" and any(x["knob"] == "sysctl/vm.swappiness" and x["actual"] == value
+                                                  for x in p["drift"]):
+                    break
+            if i >= 5:  # the first few warm the page cache and the allocator
+                lat.append((time.perf_counter() - t0) * 1000)
+        res["latency_median_ms"] = statistics.median(lat)
+        res["latency_p99_ms"] = p99(lat)
+        res["latency_min_ms"] = min(lat)
+
+        # Coalescing: a burst of 10 writes to one file; a burst over every IRQ affinity file.
+        per_burst = []
+        for b in range(20):
+            for j in range(10):
+                write(knob, f"{3000 + b * 10 + j}\n")
+            per_burst.append(len(drain(w, 0.2 + debounce / 1000)))
+        res["events_per_10_writes"] = statistics.mean(per_burst)
+        irq_files = sorted(f for f in (os.path.join(root, "proc", "irq", n, "smp_affinity_list")
+                                       for n in os.listdir(os.path.join(root, "proc", "irq")) if n.isdigit())
+                           if os.path.exists(f))
+        per_burst, knobs_seen = [], []
+        for b in range(10):
+            for f in irq_files:
+                write(f, "0-%d\n" % (1 + b % 2))
+            evs = drain(w, 0.3 + debounce / 1000)
+            per_burst.append(len(evs))
+            knobs_seen.append(sum(len(e["drift"]) for e in evs))
+        res["irq_files"] = len(irq_files)
+        res["events_per_irq_burst"] = statistics.mean(per_burst)
+
+        # Idle: nothing changes; the stream stays open.
+        drain(w, 0.5)
+        c0 = d.status("voluntary_ctxt_switches")
+        time.sleep(idle_s)
+        c1 = d.status("voluntary_ctxt_switches")
+        res["idle_wakeups"] = c1 - c0
+        res["idle_seconds"] = idle_s
+        w.close()
+    finally:
+        d.stop()
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(SRC, "build"))
+    ap.add_argument("--debounce", default="5,20", help="debounce values to compare, in ms (first: the default)")
+    ap.add_argument("--writes", type=int, default=200)
+    ap.add_argument("--idle", type=float, default=10)
+    ap.add_argument("--starts", type=int, default=11)
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args()
+
+    exe = os.path.join(args.build, "daemon", "rtpartd")
+    if not os.access(exe, os.X_OK):
+        sys.exit(f"bench: {exe} not found; build first (ninja -C build)")
+    if os.geteuid() != 0:
+        sys.exit("bench: Apply over varlink needs uid 0; run as root")
+    debounces = [int(x) for x in args.debounce.split(",") if x]
+
+    tmp = tempfile.mkdtemp(prefix="rtpart-bench-daemon-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    out = {"host": "intel-2s", "profile": PROFILE, "starts": {}, "events": []}
+    try:
+        root = os.path.join(tmp, "root")
+        shutil.copytree(os.path.join(SRC, "tests", "fixtures", "hosts", "intel-2s"), root, symlinks=True)
+        pdir = os.path.join(root, "usr", "share", "rtpart", "profiles")
+        os.makedirs(pdir, exist_ok=True)
+        for f in os.listdir(os.path.join(SRC, "profiles")):
+            if f.endswith(".json"):
+                shutil.copy(os.path.join(SRC, "profiles", f), pdir)
+        sock = os.path.join(tmp, "rtpartd.sock")
+        log = open(os.path.join(tmp, "rtpartd.log"), "w")
+        print(f"rtpartd on a copy of intel-2s in {tmp}, profile {PROFILE}", flush=True)
+
+        def starts(label):
+            times = []
+            for i in range(args.starts + 1):
+                d = Daemon(exe, root, sock, log)
+                d.stop()
+                if i:
+                    times.append(d.ready_ms)
+            med = statistics.median(times)
+            line(f"start to READY, {label}", med, "ms", extra=f"  (min {min(times):.2f}, max {max(times):.2f})")
+            out["starts"][label] = {"median_ms": med, "min_ms": min(times), "max_ms": max(times)}
+            return med
+
+        empty = starts("empty journal")
+        d = Daemon(exe, root, sock, log)
+        c = Varlink(sock)
+        a = c.call(IFACE + ".Apply", {"profile": PROFILE})
+        c.close()
+        rss = d.status("VmRSS")
+        anon, files = d.status("RssAnon"), d.status("RssFile")
+        pss = None
+        with open(f"/proc/{d.proc.pid}/smaps_rollup") as f:
+            for ln in f:
+                if ln.startswith("Pss:"):
+                    pss = int(ln.split()[1])
+        st_files = None
+        c = Varlink(sock)
+        st_files = c.call(IFACE + ".Status")["daemon"]["watched_files"]
+        c.close()
+        d.stop()
+        line("RSS after apply (VmRSS)", rss, "KiB", GOAL_RSS_KIB, extra=f"  ({a['changed']} knobs written, {st_files} files watched)")
+        print(f"{'  of which anonymous (RssAnon) / file-backed (RssFile)':52s} {anon:10.2f} KiB / {files} KiB; PSS {pss} KiB",
+              flush=True)
+        out["rss_kib"], out["rss_anon_kib"], out["rss_file_kib"], out["pss_kib"] = rss, anon, files, pss
+        applied = starts("profile applied (re-applied at start)")
+        print(f"{'  ratio applied / empty':52s} {applied / empty:10.2f} x", flush=True)
+
+        for deb in debounces:
+            print(f"-- debounce {deb} ms", flush=True)
+            r = measure_events(exe, root, sock, log, deb, args.writes, args.idle)
+            out["events"].append(r)
+            line("drift event latency, median", r["latency_median_ms"], "ms", GOAL_LATENCY_MS,
+                 extra=f"  (min {r['latency_min_ms']:.2f}, {args.writes} writes)")
+            line("drift event latency, p99", r["latency_p99_ms"], "ms")
+            line("events per burst of 10 writes to one file", r["events_per_10_writes"], "")
+            line(f"events per burst over {r['irq_files']} IRQ affinity files", r["events_per_irq_burst"], "")
+            line(f"voluntary context switches while idle for {args.idle:g} s", r["idle_wakeups"], "", 0)
+
+        if len(out["events"]) > 1:
+            base = out["events"][-1]
+            for r in out["events"][:-1]:
+                print(f"-- ratios, debounce {r['debounce_ms']} ms / {base['debounce_ms']} ms", flush=True)
+                for k in ("latency_median_ms", "latency_p99_ms", "events_per_10_writes", "events_per_irq_burst"):
+                    if base[k]:
+                        print(f"{'  ' + k:52s} {r[k] / base[k]:10.2f} x", flush=True)
+
+        c = None
+        d = Daemon(exe, root, sock, log)
+        c = Varlink(sock)
+        c.call(IFACE + ".Revert")
+        c.close()
+        d.stop()
+        log.close()
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(out, f, indent=2)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
