@@ -214,26 +214,11 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
 
         /* 1. What this run will write: every changed knob, and every knob of the previous profile
          *    that this one no longer manages (back to its original). */
-        for (size_t i = 0; i < plan->n_knobs; i++) {
-                const Knob *kn = &plan->knobs[i];
-                if (!in_filter(only, kn->id))
-                        continue;
-                if (!kn->changed) {
-                        res->unchanged++;
-                        continue;
-                }
-                if (json_object_get(unmovable, kn->id))
-                        continue; /* the kernel said no before; it will again */
-                json_array_append_new(steps, step_new(kn, kn->current, kn->desired));
-                if (!json_object_get(originals, kn->id)) {
-                        json_object_set_new(originals, kn->id, state_entry_new(kn, "value", kn->current));
-                        json_array_append_new(new_originals, json_string(kn->id));
-                }
-        }
         json_t *prev = json_object_get(state, "applied");
-        size_t i;
-        json_t *e;
-        json_array_foreach(only ? NULL : prev, i, e) {
+        /* Restores first, last applied first: a resctrl group goes before the default group it
+         * shrank, a cgroup before the slices it needed room from, and new values find them gone. */
+        for (size_t i = only ? 0 : json_array_size(prev); i-- > 0;) {
+                json_t *e = json_array_get(prev, i);
                 const char *id = json_string_value(json_object_get(e, "knob"));
                 bool still = false;
                 for (size_t j = 0; id && j < plan->n_knobs && !still; j++)
@@ -260,6 +245,22 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                 res->restored++;
         }
 
+        for (size_t i = 0; i < plan->n_knobs; i++) {
+                const Knob *kn = &plan->knobs[i];
+                if (!in_filter(only, kn->id))
+                        continue;
+                if (!kn->changed) {
+                        res->unchanged++;
+                        continue;
+                }
+                if (json_object_get(unmovable, kn->id))
+                        continue; /* the kernel said no before; it will again */
+                json_array_append_new(steps, step_new(kn, kn->current, kn->desired));
+                if (!json_object_get(originals, kn->id)) {
+                        json_object_set_new(originals, kn->id, state_entry_new(kn, "value", kn->current));
+                        json_array_append_new(new_originals, json_string(kn->id));
+                }
+        }
         /* 2. Journal the transaction before the first write. */
         bool touched[_DOMAIN_MAX] = {};
         if (json_array_size(steps) > 0) {
@@ -270,6 +271,8 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
         }
 
         /* 3. Write. */
+        size_t i;
+        json_t *e;
         unsigned writes = 0;
         _cleanup_(json_decrefp) json_t *skipped = json_object(), *forget = json_array();
         if (!skipped || !forget)
