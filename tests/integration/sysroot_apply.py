@@ -66,6 +66,8 @@ class Host:
         self.tmp = tempfile.mkdtemp(prefix="rtpart-it-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
         self.root = os.path.join(self.tmp, "root")
         shutil.copytree(os.path.join(HOSTS, name), self.root, symlinks=True)
+        subprocess.run([sys.executable, os.path.join(SRC, "tests", "fixtures", "apply-modes.py"), "--from", name,
+                        self.root], check=True)
         install_profiles(self.root)
 
     def run(self, *args, env=None, json_out=False):

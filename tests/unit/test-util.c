@@ -7,9 +7,31 @@
 #include "strv.h"
 #include "test-util.h"
 
+/* git keeps only 0644/0755: hosts/NAME.modes lists the files the kernel shows read-only (a
+ * module parameter's mode decides whether it is written now or at the next boot). */
+static void fixture_apply_modes(const char *tree, const char *name) {
+        _cleanup_free_ char *manifest = NULL;
+        ck_assert(asprintf(&manifest, "%s/hosts/%s.modes", FIXTURE_DIR, name) >= 0);
+        FILE *f = fopen(manifest, "re");
+        if (!f)
+                return;
+        char line[1024];
+        while (fgets(line, sizeof(line), f)) {
+                unsigned mode;
+                char rel[1000];
+                if (sscanf(line, "%o %999s", &mode, rel) != 2)
+                        continue;
+                _cleanup_free_ char *path = NULL;
+                ck_assert(asprintf(&path, "%s/%s", tree, rel) >= 0);
+                (void) chmod(path, (mode_t) mode);
+        }
+        fclose(f);
+}
+
 char *fixture_host(const char *name) {
         char *p;
         ck_assert(asprintf(&p, "%s/hosts/%s", FIXTURE_DIR, name) >= 0);
+        fixture_apply_modes(p, name);
         return p;
 }
 
