@@ -53,6 +53,9 @@ static int put(Root *r, const char *dir, const char *file, const char *text, mod
         _cleanup_free_ char *p = path_join(dir, file, NULL);
         if (!p)
                 return -ENOMEM;
+        int u = root_unshare_file(r, p);
+        if (u < 0)
+                return u;
         _cleanup_close_ int fd = root_open(r, p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode);
         if (fd < 0)
                 return fd;

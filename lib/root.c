@@ -448,7 +448,24 @@ static char *fake_tree_emulate(int fd, const char *value) {
         return out;
 }
 
+int root_unshare_file(Root *r, const char *rel) {
+        struct stat st;
+        if (r->is_host || root_stat(r, rel, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink <= 1)
+                return 0;
+        /* A fake tree may hard-link identical files to save space; a write must change this path
+         * only, as it would on the kernel's own filesystems: copy, then rename over. */
+        _cleanup_free_ char *text = NULL;
+        size_t n;
+        int k = root_read_file(r, rel, &text, &n);
+        if (k < 0)
+                return k;
+        return root_write_file_atomic(r, rel, text, n, st.st_mode & 07777);
+}
+
 int root_write_value(Root *r, const char *rel, const char *value) {
+        int u = root_unshare_file(r, rel);
+        if (u < 0)
+                return u;
         _cleanup_close_ int fd = root_open(r, rel, r->is_host ? O_WRONLY | O_NOCTTY : O_RDWR | O_NOCTTY, 0);
         _cleanup_free_ char *data = NULL;
         if (fd < 0)

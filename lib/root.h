@@ -59,6 +59,9 @@ char *root_display_path(Root *r, const char *rel);
 /* Writes value to an existing file (procfs, sysfs, cgroupfs): one write(2), O_TRUNC so that plain
  * files in fake trees hold exactly the value. Returns the kernel's errno on refusal. */
 int root_write_value(Root *r, const char *rel, const char *value);
+/* In a fake tree, gives rel an inode of its own if it shares one (a hard link), so that a write
+ * changes this path only. No-op on the real root. */
+int root_unshare_file(Root *r, const char *rel);
 /* Replaces a regular file atomically: temp file, fsync, rename, fsync of the directory. */
 int root_write_file_atomic(Root *r, const char *rel, const char *data, size_t size, mode_t mode);
 int root_unlink(Root *r, const char *rel);
