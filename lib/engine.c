@@ -205,6 +205,12 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
         json_t *originals = json_object_get(state, "originals");
         json_t *unmovable = json_object_get(state, "unmovable");
         json_t *steps = json_array(), *new_originals = json_array();
+        /* Hash sets beside the arrays: 10k+ knobs on a big host make pairwise scans quadratic. */
+        _cleanup_(json_decrefp) json_t *new_set = json_object(), *plan_ids = json_object();
+        if (!new_set || !plan_ids)
+                return -ENOMEM;
+        for (size_t j = 0; j < plan->n_knobs; j++)
+                json_object_set_new(plan_ids, plan->knobs[j].id, json_true());
         _cleanup_(json_decrefp) json_t *tx = json_pack("{s:s, s:s, s:s?, s:o, s:o}", "op", "apply", "profile", plan->profile,
                                                        "started", NULL, "steps", steps, "new_originals", new_originals);
         _cleanup_free_ char *now = state_now_iso8601();
@@ -220,9 +226,7 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
         for (size_t i = only ? 0 : json_array_size(prev); i-- > 0;) {
                 json_t *e = json_array_get(prev, i);
                 const char *id = json_string_value(json_object_get(e, "knob"));
-                bool still = false;
-                for (size_t j = 0; id && j < plan->n_knobs && !still; j++)
-                        still = streq(plan->knobs[j].id, id);
+                bool still = id && json_object_get(plan_ids, id);
                 json_t *orig = id ? json_object_get(originals, id) : NULL;
                 Knob kn;
                 if (still || !orig || state_entry_knob(orig, id, &kn) < 0)
@@ -259,6 +263,7 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                 if (!json_object_get(originals, kn->id)) {
                         json_object_set_new(originals, kn->id, state_entry_new(kn, "value", kn->current));
                         json_array_append_new(new_originals, json_string(kn->id));
+                        json_object_set_new(new_set, kn->id, json_true());
                 }
         }
         /* 2. Journal the transaction before the first write. */
@@ -345,11 +350,9 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                         continue;
                 }
                 if (json_object_get(skipped, kn->id)) {
-                        size_t x;
-                        json_t *nid;
-                        json_array_foreach(new_originals, x, nid)
-                                if (streq(json_string_value(nid), kn->id))
-                                        json_object_del(originals, kn->id);
+                        /* Not written: an original first recorded by this run goes again. */
+                        if (json_object_get(new_set, kn->id))
+                                json_object_del(originals, kn->id);
                         if (only)
                                 json_object_set_new(fresh, kn->id, json_null());
                         continue;
