@@ -62,24 +62,6 @@ static bool is_absent(int k) {
         return k == -ENOENT || k == -ENOTDIR;
 }
 
-_printf_(4, 5)
-static int part_fail(PlanCtx *ctx, size_t i, const char *key, const char *fmt, ...) {
-        char ptr[128];
-        _cleanup_free_ char *msg = NULL;
-        va_list ap;
-
-        if (key)
-                snprintf(ptr, sizeof(ptr), "/cpuset/partitions/%zu/%s", i, key);
-        else
-                snprintf(ptr, sizeof(ptr), "/cpuset/partitions/%zu", i);
-        va_start(ap, fmt);
-        int n = vasprintf(&msg, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-                return -ENOMEM;
-        return plan_fail(ctx, ptr, "%s", msg);
-}
-
 /* NUMA nodes memory may be placed on: node/online where sysfs has it (memory-only nodes have no
  * CPUs), else the nodes with CPUs, else node 0. */
 static int host_mem_nodes(PlanCtx *ctx, CpuSet *ret) {
@@ -220,26 +202,26 @@ static int cpuset_conf_parse(PlanCtx *ctx, json_t *sec, CpusetConf *c) {
                 if (!p->mode)
                         p->mode = "isolated";
                 if (!p->name || !p->cpus_list)
-                        return part_fail(ctx, i, NULL, "a partition needs \"name\" and \"cpus\"");
+                        return plan_fail_item(ctx, "/cpuset/partitions", i, NULL, "a partition needs \"name\" and \"cpus\"");
                 if (streq(p->name, "root") || streq(p->name, NRT_CPUSET))
-                        return part_fail(ctx, i, "name",
+                        return plan_fail_item(ctx, "/cpuset/partitions", i, "name",
                                          "\"%s\" is reserved: rtpart's knob ids use it for the %s; choose another name",
                                          p->name, streq(p->name, "root") ? "root cpuset" : "housekeeping cpuset of cgroup v1");
                 if (strv_contains(c->confine, p->name))
-                        return part_fail(ctx, i, "name",
+                        return plan_fail_item(ctx, "/cpuset/partitions", i, "name",
                                          "\"%s\" is also in \"confine\"; a partition and a confined cgroup are different "
                                          "cgroups", p->name);
                 if (cpu_set_parse_list(p->cpus_list, &p->cpus, NULL) < 0)
-                        return part_fail(ctx, i, "cpus", "\"%s\" is not a CPU list", p->cpus_list);
+                        return plan_fail_item(ctx, "/cpuset/partitions", i, "cpus", "\"%s\" is not a CPU list", p->cpus_list);
                 if (partition_is_root(p) && cpu_set_is_empty(&p->cpus))
-                        return part_fail(ctx, i, "cpus", "no CPUs: a partition in mode \"%s\" needs at least one CPU",
+                        return plan_fail_item(ctx, "/cpuset/partitions", i, "cpus", "no CPUs: a partition in mode \"%s\" needs at least one CPU",
                                          p->mode);
                 for (size_t j = 0; j < i; j++)
                         if (cpu_set_intersects(&p->cpus, &c->parts[j].cpus)) {
                                 CpuSet both = p->cpus;
                                 cpu_set_and(&both, &c->parts[j].cpus);
                                 _cleanup_free_ char *l = cpu_set_format_list(&both);
-                                return part_fail(ctx, i, "cpus",
+                                return plan_fail_item(ctx, "/cpuset/partitions", i, "cpus",
                                                  "CPUs %s are also in partition \"%s\" (/cpuset/partitions/%zu); "
                                                  "partitions do not share CPUs", strempty(l), c->parts[j].name, j);
                         }
@@ -247,7 +229,7 @@ static int cpuset_conf_parse(PlanCtx *ctx, json_t *sec, CpusetConf *c) {
                         CpuSet both = p->cpus;
                         cpu_set_and(&both, &c->confine_set);
                         _cleanup_free_ char *l = cpu_set_format_list(&both);
-                        return part_fail(ctx, i, "cpus",
+                        return plan_fail_item(ctx, "/cpuset/partitions", i, "cpus",
                                          "CPUs %s are also in confine_cpus (%s), where the system's cgroups run; take "
                                          "them out of the partition or out of confine_cpus",
                                          strempty(l), c->confine_cpus);
@@ -256,14 +238,14 @@ static int cpuset_conf_parse(PlanCtx *ctx, json_t *sec, CpusetConf *c) {
                         CpuSet m;
                         _cleanup_free_ char *nodes = cpu_set_format_list(&mem_nodes);
                         if (cpu_set_parse_list(p->mems, &m, NULL) < 0 || cpu_set_is_empty(&m))
-                                return part_fail(ctx, i, "mems",
+                                return plan_fail_item(ctx, "/cpuset/partitions", i, "mems",
                                                  "\"%s\" is not a list of NUMA nodes; write e.g. \"0\" or \"0-1\" (nodes: %s)",
                                                  p->mems, strempty(nodes));
                         CpuSet missing = m;
                         cpu_set_andnot(&missing, &mem_nodes);
                         if (!cpu_set_is_empty(&missing)) {
                                 _cleanup_free_ char *l = cpu_set_format_list(&missing);
-                                return part_fail(ctx, i, "mems", "NUMA node %s %s not exist on this host (nodes: %s)",
+                                return plan_fail_item(ctx, "/cpuset/partitions", i, "mems", "NUMA node %s %s not exist on this host (nodes: %s)",
                                                  strempty(l), cpu_set_count(&missing) > 1 ? "do" : "does",
                                                  strempty(nodes));
                         }
@@ -280,7 +262,7 @@ static int cpuset_conf_parse(PlanCtx *ctx, json_t *sec, CpusetConf *c) {
                         last = i;
                 }
         if (n > 0 && !cpu_set_is_empty(&taken) && cpu_set_is_empty(&left))
-                return part_fail(ctx, last, "cpus",
+                return plan_fail_item(ctx, "/cpuset/partitions", last, "cpus",
                                  "the partitions take every housekeeping CPU (%s); leave at least one for the system",
                                  c->hk_list);
         return 0;

@@ -256,24 +256,6 @@ typedef struct CatGroup {
         unsigned mb, mb_asked;
 } CatGroup;
 
-_printf_(4, 5)
-static int group_fail(PlanCtx *ctx, size_t i, const char *key, const char *fmt, ...) {
-        char ptr[128];
-        _cleanup_free_ char *msg = NULL;
-        va_list ap;
-
-        if (key)
-                snprintf(ptr, sizeof(ptr), "/cat/groups/%zu/%s", i, key);
-        else
-                snprintf(ptr, sizeof(ptr), "/cat/groups/%zu", i);
-        va_start(ap, fmt);
-        int n = vasprintf(&msg, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-                return -ENOMEM;
-        return plan_fail(ctx, ptr, "%s", msg);
-}
-
 static uint64_t group_ways(const CatGroup *g) {
         uint64_t u = 0;
         for (int s = 0; s < _SHARE_MAX; s++)
@@ -297,22 +279,22 @@ static int cat_groups_parse(PlanCtx *ctx, json_t *arr, CatGroup *groups, size_t 
                 g->name = json_string_value(json_object_get(v, "name"));
                 g->cpus_list = json_string_value(json_object_get(v, "cpus"));
                 if (!g->name || !g->cpus_list)
-                        return group_fail(ctx, i, NULL, "a group needs \"name\" and \"cpus\"");
+                        return plan_fail_item(ctx, "/cat/groups", i, NULL, "a group needs \"name\" and \"cpus\"");
                 if (streq(g->name, "mon_data"))
-                        return group_fail(ctx, i, "name",
+                        return plan_fail_item(ctx, "/cat/groups", i, "name",
                                           "\"mon_data\" is the resctrl root's monitoring directory; choose another name");
                 if (streq(g->name, "default"))
-                        return group_fail(ctx, i, "name",
+                        return plan_fail_item(ctx, "/cat/groups", i, "name",
                                           "\"default\" names resctrl's root group in rtpart's knob ids (resctrl/default/…); "
                                           "choose another name");
                 if (cpu_set_parse_list(g->cpus_list, &g->cpus, NULL) < 0)
-                        return group_fail(ctx, i, "cpus", "\"%s\" is not a CPU list", g->cpus_list);
+                        return plan_fail_item(ctx, "/cat/groups", i, "cpus", "\"%s\" is not a CPU list", g->cpus_list);
                 for (size_t j = 0; j < i; j++)
                         if (cpu_set_intersects(&g->cpus, &groups[j].cpus)) {
                                 CpuSet both = g->cpus;
                                 cpu_set_and(&both, &groups[j].cpus);
                                 _cleanup_free_ char *l = cpu_set_format_list(&both);
-                                return group_fail(ctx, i, "cpus",
+                                return plan_fail_item(ctx, "/cat/groups", i, "cpus",
                                                   "CPUs %s are also in group \"%s\" (/cat/groups/%zu); a CPU belongs to one "
                                                   "resctrl group, so give each group its own CPUs",
                                                   strempty(l), groups[j].name, j);
@@ -327,7 +309,7 @@ static int cat_groups_parse(PlanCtx *ctx, json_t *arr, CatGroup *groups, size_t 
                         if (ctx->host->vendor == CPU_VENDOR_AMD)
                                 /* AMD's MB values are absolute (1/8 GB/s units, info/MB/bandwidth_gran
                                  * 1, maximum about 2048): a percentage has no fixed translation. */
-                                return group_fail(ctx, i, "mb",
+                                return plan_fail_item(ctx, "/cat/groups", i, "mb",
                                                   "\"mb\" is a percentage of memory bandwidth (Intel MBA); on this AMD "
                                                   "host resctrl's MB is an absolute limit in 1/8 GB/s units, which rtpart "
                                                   "does not translate; remove \"mb\" or move it under \"vendor\": "
@@ -433,15 +415,15 @@ static int cat_check_resources(PlanCtx *ctx, const CatHost *ch, CatGroup *groups
                         if (!g->share[s].spec)
                                 continue;
                         if (!rc->l3.present && !rc->cdp)
-                                return group_fail(ctx, i, share_key[s],
+                                return plan_fail_item(ctx, "/cat/groups", i, share_key[s],
                                                   "this host's resctrl has no L3 cache allocation (no info/L3 under "
                                                   "/%s); remove \"%s\"", ch->mount, share_key[s]);
                         if (s != SHARE_L3 && !rc->cdp)
-                                return group_fail(ctx, i, share_key[s],
+                                return plan_fail_item(ctx, "/cat/groups", i, share_key[s],
                                                   "CDP is not enabled; mount resctrl with -o cdp or use \"l3\"");
                 }
                 if (g->has_mb && !rc->mb.present)
-                        return group_fail(ctx, i, "mb",
+                        return plan_fail_item(ctx, "/cat/groups", i, "mb",
                                           "this host's resctrl has no memory bandwidth allocation (no info/MB under /%s); "
                                           "remove \"mb\"", ch->mount);
         }
@@ -464,7 +446,7 @@ static int cat_check_resources(PlanCtx *ctx, const CatHost *ch, CatGroup *groups
         }
         _cleanup_free_ char *all_s = strbuf_steal(&all);
         if (limit > 0 && n > limit - 1)
-                return group_fail(ctx, limit - 1, NULL,
+                return plan_fail_item(ctx, "/cat/groups", limit - 1, NULL,
                                   "too many groups: this host's resctrl has %u CLOSIDs (info/%s/num_closids%s%s) and "
                                   "the default group holds one, so at most %u groups fit; merge or drop groups",
                                   limit, limit_by, n_res > 1 ? "; the kernel uses the smallest of " : "",
@@ -477,19 +459,19 @@ static int cat_check_mask(PlanCtx *ctx, const CatHost *ch, size_t i, const char 
         char a[24], b[24];
 
         if (m == 0)
-                return group_fail(ctx, i, key, "mask 0 selects no cache ways; this host has %u ways (cbm_mask %s)",
+                return plan_fail_item(ctx, "/cat/groups", i, key, "mask 0 selects no cache ways; this host has %u ways (cbm_mask %s)",
                                   r->cbm_bits, mask_str(b, r->cbm_mask, r->cbm_bits));
         if (m & ~r->cbm_mask)
-                return group_fail(ctx, i, key, "mask 0x%llx exceeds this host's cbm_mask %s (%u ways)",
+                return plan_fail_item(ctx, "/cat/groups", i, key, "mask 0x%llx exceeds this host's cbm_mask %s (%u ways)",
                                   (unsigned long long) m, mask_str(b, r->cbm_mask, r->cbm_bits), r->cbm_bits);
         if (popcount64(m) < ch->min_bits)
-                return group_fail(ctx, i, key,
+                return plan_fail_item(ctx, "/cat/groups", i, key,
                                   "mask %s has %u bit%s; this host's min_cbm_bits is %u: give at least %u ways",
                                   mask_str(a, m, r->cbm_bits), popcount64(m), popcount64(m) == 1 ? "" : "s",
                                   ch->min_bits, ch->min_bits);
         if (!ch->sparse && !mask_contiguous(m)) {
                 unsigned cnt = popcount64(m), top = 63U - (unsigned) __builtin_clzll(m);
-                return group_fail(ctx, i, key,
+                return plan_fail_item(ctx, "/cat/groups", i, key,
                                   "mask %s is not contiguous and this host's CPUs take only contiguous masks "
                                   "(info/%s/sparse_masks is not 1); use e.g. %s",
                                   mask_str(a, m, r->cbm_bits), ch->cache_name,
@@ -518,7 +500,7 @@ static int cat_compute_masks(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, 
                                 continue;
                         uint64_t m;
                         if (!json_is_string(mask) || resctrl_mask_parse(json_string_value(mask), &m) < 0)
-                                return group_fail(ctx, i, share_key[s],
+                                return plan_fail_item(ctx, "/cat/groups", i, share_key[s],
                                                   "\"%s\" is not a capacity bitmask; write hex digits such as \"0x7f0\"",
                                                   json_is_string(mask) ? json_string_value(mask) : "mask");
                         k = cat_check_mask(ctx, ch, i, share_key[s], m);
@@ -537,11 +519,11 @@ static int cat_compute_masks(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, 
                         if (ways) {
                                 want = (unsigned) json_integer_value(ways);
                                 if (want > r->cbm_bits)
-                                        return group_fail(ctx, i, share_key[s],
+                                        return plan_fail_item(ctx, "/cat/groups", i, share_key[s],
                                                           "%u ways exceed this host's %u ways (cbm_mask %s)", want,
                                                           r->cbm_bits, mask_str(a, r->cbm_mask, r->cbm_bits));
                                 if (want < ch->min_bits)
-                                        return group_fail(ctx, i, share_key[s],
+                                        return plan_fail_item(ctx, "/cat/groups", i, share_key[s],
                                                           "%u way%s is fewer than this host's min_cbm_bits %u", want,
                                                           want == 1 ? "" : "s", ch->min_bits);
                         } else if (pct) {
@@ -560,7 +542,7 @@ static int cat_compute_masks(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, 
                                                  " and an exclusive group cannot use the shareable_bits %s (ways I/O "
                                                  "devices and other agents fill)",
                                                  mask_str(b, r->shareable_bits, r->cbm_bits));
-                                return group_fail(ctx, i, share_key[s],
+                                return plan_fail_item(ctx, "/cat/groups", i, share_key[s],
                                                   "%u contiguous ways do not fit: this host has %u ways (cbm_mask %s), "
                                                   "%s are given to other groups%s; ask for fewer ways or give an explicit "
                                                   "\"mask\" to share ways with another group",
@@ -583,7 +565,7 @@ static int cat_check_exclusive(PlanCtx *ctx, const CatHost *ch, const CatGroup *
                 const CatGroup *g = &groups[i];
                 uint64_t u = group_ways(g);
                 if (g->exclusive && !group_first_share(g))
-                        return group_fail(ctx, i, "exclusive",
+                        return plan_fail_item(ctx, "/cat/groups", i, "exclusive",
                                           "an exclusive group needs cache ways of its own: give \"l3\" (or "
                                           "\"l3code\"/\"l3data\")");
                 if (!r || u == 0)
@@ -594,18 +576,18 @@ static int cat_check_exclusive(PlanCtx *ctx, const CatHost *ch, const CatGroup *
                         if (!(g->exclusive || o->exclusive) || !(u & w))
                                 continue;
                         if (o->exclusive)
-                                return group_fail(ctx, i, group_first_share(g),
+                                return plan_fail_item(ctx, "/cat/groups", i, group_first_share(g),
                                                   "ways %s overlap those of exclusive group \"%s\" (%s); an exclusive "
                                                   "group shares no ways with any other group",
                                                   mask_str(a, u, r->cbm_bits), o->name, mask_str(b, w, r->cbm_bits));
-                        return group_fail(ctx, i, group_first_share(g),
+                        return plan_fail_item(ctx, "/cat/groups", i, group_first_share(g),
                                           "this group is exclusive but its ways %s overlap those of group \"%s\" (%s); an "
                                           "exclusive group shares no ways with any other group",
                                           mask_str(a, u, r->cbm_bits), o->name, mask_str(b, w, r->cbm_bits));
                 }
                 if (g->exclusive && (u & r->shareable_bits)) {
                         uint64_t alt = mask_alloc_top(r->cbm_mask, r->cbm_bits, r->shareable_bits, popcount64(u));
-                        return group_fail(ctx, i, group_first_share(g),
+                        return plan_fail_item(ctx, "/cat/groups", i, group_first_share(g),
                                           "ways %s overlap this host's shareable_bits %s (ways I/O devices and other "
                                           "agents fill); the kernel refuses exclusive mode there; use e.g. %s",
                                           mask_str(a, u, r->cbm_bits), mask_str(b, r->shareable_bits, r->cbm_bits),
@@ -623,7 +605,7 @@ static int cat_check_mb(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_
                 if (!g->has_mb)
                         continue;
                 if (g->mb < mb->min_bandwidth)
-                        return group_fail(ctx, i, "mb",
+                        return plan_fail_item(ctx, "/cat/groups", i, "mb",
                                           "mb %u%% is below this host's min_bandwidth %u%%; use %u to 100", g->mb,
                                           mb->min_bandwidth, mb->min_bandwidth);
                 /* The kernel rounds up to the granularity (bw_validate()); say so beforehand. */
@@ -650,7 +632,7 @@ static int cat_default_mask(PlanCtx *ctx, const CatHost *ch, const CatGroup *gro
         uint64_t free_ways = r->cbm_mask & ~excl;
         uint64_t d = ch->sparse ? free_ways : mask_largest_run(free_ways);
         if (popcount64(d) < ch->min_bits)
-                return group_fail(ctx, last, group_first_share(&groups[last]),
+                return plan_fail_item(ctx, "/cat/groups", last, group_first_share(&groups[last]),
                                   "exclusive groups take %s of this host's cbm_mask %s, leaving the default group %s: "
                                   "fewer than min_cbm_bits %u; leave at least %u way%s (contiguous) outside exclusive groups",
                                   mask_str(a, excl, r->cbm_bits), mask_str(b, r->cbm_mask, r->cbm_bits),

@@ -101,6 +101,8 @@ int plan_add(PlanCtx *ctx, const char *id, ValueKind kind, const char *path, con
 int plan_note(PlanCtx *ctx, const char *fmt, ...) _printf_(2, 3);
 /* A profile error at a JSON pointer of the resolved profile (the file is found from the pointer). */
 int plan_fail(PlanCtx *ctx, const char *pointer, const char *fmt, ...) _printf_(3, 4);
+/* The same at item i of an array ("/cat/groups", 2, "l3" → /cat/groups/2/l3; key may be NULL). */
+int plan_fail_item(PlanCtx *ctx, const char *list, size_t i, const char *key, const char *fmt, ...) _printf_(5, 6);
 /* Writes a knob file (the value as the kernel takes it: a selection unwrapped). NULL: nothing. */
 int knob_write_file(Root *root, const Knob *k, const char *value);
 /* "always [madvise] never" → "madvise"; other values as they are. */

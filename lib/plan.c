@@ -148,16 +148,13 @@ int plan_note(PlanCtx *ctx, const char *fmt, ...) {
         return strv_push(&ctx->plan->notes, s);
 }
 
-int plan_fail(PlanCtx *ctx, const char *pointer, const char *fmt, ...) {
+static int plan_failv(PlanCtx *ctx, const char *pointer, const char *fmt, va_list ap) {
         ProfileError *e = ctx->error;
         if (!e)
                 return -EINVAL;
         profile_error_done(e);
-        va_list ap;
-        va_start(ap, fmt);
         if (vasprintf(&e->message, fmt, ap) < 0)
                 e->message = NULL;
-        va_end(ap);
         /* Find the file that set this pointer (or its closest parent). */
         const Profile *pr = ctx->resolved->profile;
         const char *file = pr ? pr->path : NULL;
@@ -179,6 +176,27 @@ int plan_fail(PlanCtx *ctx, const char *pointer, const char *fmt, ...) {
         e->pointer = strdup(pointer);
         e->code = -EINVAL;
         return -EINVAL;
+}
+
+int plan_fail(PlanCtx *ctx, const char *pointer, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = plan_failv(ctx, pointer, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+int plan_fail_item(PlanCtx *ctx, const char *list, size_t i, const char *key, const char *fmt, ...) {
+        char ptr[256];
+        if (key)
+                snprintf(ptr, sizeof(ptr), "%s/%zu/%s", list, i, key);
+        else
+                snprintf(ptr, sizeof(ptr), "%s/%zu", list, i);
+        va_list ap;
+        va_start(ap, fmt);
+        int r = plan_failv(ctx, ptr, fmt, ap);
+        va_end(ap);
+        return r;
 }
 
 int knob_read_file(Root *root, const Knob *k, char **ret) {
