@@ -81,8 +81,8 @@ json_t *document_apply(const Plan *plan, const EngineResult *er) {
 
 static json_t *error_entry(const EngineResult *er, int r) {
         int err = er->failed_errno ? er->failed_errno : -r;
-        return json_pack("{s:s?, s:s?, s:i, s:s}", "knob", er->failed_knob, "path", er->failed_path, "errno", err,
-                         "message", strerror(err));
+        return json_pack("{s:s?, s:s?, s:i, s:s, s:s?}", "knob", er->failed_knob, "path", er->failed_path, "errno", err,
+                         "message", strerror(err), "detail", er->failed_detail);
 }
 
 json_t *document_apply_failure(const EngineResult *er, int r) {

@@ -588,8 +588,10 @@ static int take_lock(Manager *m, int *ret, ManagerError *e) {
 
 static int engine_failure(ManagerError *e, const EngineResult *res, int r) {
         if (res->failed_knob)
-                error_set(e, MANAGER_ERROR_FAILED, "writing %s (%s) failed: %s; %s", res->failed_knob,
+                error_set(e, MANAGER_ERROR_FAILED, "writing %s (%s) failed: %s%s%s%s; %s", res->failed_knob,
                           res->failed_path ? res->failed_path : "no file", strerror(res->failed_errno),
+                          res->failed_detail ? " (kernel: " : "", strempty(res->failed_detail),
+                          res->failed_detail ? ")" : "",
                           res->rollback_incomplete ? "the changes of this run were undone except those noted"
                                                    : "every change of this run was undone");
         else

@@ -677,8 +677,9 @@ static int print_apply_failure(json_t *doc) {
         if (arg_json)
                 (void) print_json(doc);
         if (jstr(error, "knob"))
-                log_error("writing %s (%s) failed: %s; %s", jstr(error, "knob"), jstr(error, "path") ?: "no file",
-                          strempty(jstr(error, "message")),
+                log_error("writing %s (%s) failed: %s%s%s%s; %s", jstr(error, "knob"), jstr(error, "path") ?: "no file",
+                          strempty(jstr(error, "message")), jstr(error, "detail") ? " (kernel: " : "",
+                          strempty(jstr(error, "detail")), jstr(error, "detail") ? ")" : "",
                           jtrue(doc, "rollback_incomplete") ? "the changes of this run were undone except those noted below"
                                                             : "every change of this run was undone; the host is as it was before");
         else

@@ -727,4 +727,5 @@ const Backend backend_cpuset = {
         .plan = cpuset_plan,
         .read = cpuset_read,
         .write = cpuset_write,
+        .last_status = cpuset_last_status,
 };

@@ -1263,4 +1263,5 @@ const Backend backend_resctrl = {
         .plan = resctrl_plan,
         .read = resctrl_read,
         .write = resctrl_write,
+        .last_status = resctrl_last_status,
 };

@@ -81,6 +81,9 @@ typedef struct Backend {
         /* After a batch of writes to this domain: make them take effect (regenerate grub.cfg).
          * May set *ret_note for the user. NULL: nothing to do. */
         int (*flush)(Root *root, const Host *host, char **ret_note);
+        /* The kernel's own words on the last failed write (resctrl's info/last_cmd_status, a
+         * cpuset partition's "invalid (reason)"), or NULL. Optional. */
+        const char *(*last_status)(void);
 } Backend;
 
 #define KNOB_REFUSED 1

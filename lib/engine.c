@@ -13,6 +13,7 @@
 void engine_result_done(EngineResult *r) {
         free(r->failed_knob);
         free(r->failed_path);
+        free(r->failed_detail);
         strv_free(r->notes);
         *r = (EngineResult) {};
 }
@@ -163,15 +164,20 @@ static const char *refusal_reason(Domain d) {
 
 static int fail(Root *root, json_t *state, json_t *tx, const Knob *k, int err, size_t done, bool touched[_DOMAIN_MAX],
                 const Host *host, EngineResult *res) {
+        /* Read the kernel's reason before the undo writes replace it. */
+        const Backend *b = backend_for(k->domain);
+        const char *st = b && b->last_status ? b->last_status() : NULL;
+        _cleanup_free_ char *detail = st && *st ? strdup(st) : NULL;
         json_t *steps = json_object_get(tx, "steps");
         size_t fails = undo_steps(root, steps, done, touched, res);
         drop_new_originals(state, tx);
         _cleanup_free_ char *now = state_now_iso8601(), *msg = NULL;
-        if (asprintf(&msg, "writing %s failed: %s; every change of this run was undone%s", k->id, strerror(-err),
+        if (asprintf(&msg, "writing %s failed: %s%s%s%s; every change of this run was undone%s", k->id, strerror(-err),
+                     detail ? " (kernel: " : "", strempty(detail), detail ? ")" : "",
                      fails ? " except the ones noted" : "") < 0)
                 msg = NULL;
-        json_object_set_new(state, "last_error", json_pack("{s:s, s:s?, s:i, s:s?, s:s?}", "knob", k->id, "path", k->path,
-                                                           "errno", -err, "message", msg, "at", now));
+        json_object_set_new(state, "last_error", json_pack("{s:s, s:s?, s:i, s:s?, s:s?, s:s?}", "knob", k->id, "path", k->path,
+                                                           "errno", -err, "detail", detail, "message", msg, "at", now));
         json_object_set_new(state, "transaction", json_null());
         int r = state_save(root, state);
         flush_domains(root, host, touched, res);
@@ -180,6 +186,7 @@ static int fail(Root *root, json_t *state, json_t *tx, const Knob *k, int err, s
         res->failed_knob = strdup(k->id);
         res->failed_path = k->path ? strdup(k->path) : NULL;
         res->failed_errno = -err;
+        res->failed_detail = TAKE_PTR(detail);
         return r < 0 ? r : err;
 }
 

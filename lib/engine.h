@@ -22,6 +22,7 @@ typedef struct EngineResult {
         char *failed_knob;
         char *failed_path;
         int failed_errno;
+        char *failed_detail;    /* the kernel's reason, where it gives one (resctrl, cpuset) */
         char **notes;
 } EngineResult;
 
