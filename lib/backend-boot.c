@@ -78,38 +78,14 @@ static char *cmdline_join(char **l) {
         return strbuf_steal(&b);
 }
 
-/* ---- shell-style VAR="value" files (etc/default/grub) ---- */
-
-static char *shell_var(const char *text, const char *var) {
-        size_t n = strlen(var);
-        char *found = NULL;
-        for (const char *p = text; p && *p;) {
-                const char *eol = strchrnul(p, '\n');
-                while (p < eol && isspace((unsigned char) *p))
-                        p++;
-                if (strncmp(p, var, n) == 0 && p[n] == '=') {
-                        const char *v = p + n + 1, *e = eol;
-                        while (e > v && isspace((unsigned char) e[-1]))
-                                e--;
-                        if (e - v >= 2 && (*v == '"' || *v == '\'') && e[-1] == *v) {
-                                v++;
-                                e--;
-                        }
-                        free(found);
-                        found = strndup(v, (size_t) (e - v));
-                }
-                p = *eol ? eol + 1 : eol;
-        }
-        return found;
-}
 
 static int grub_base(Root *root, char **ret_linux, char **ret_default) {
         _cleanup_free_ char *text = NULL;
         int k = root_read_file(root, "etc/default/grub", &text, NULL);
         if (k < 0 && k != -ENOENT)
                 return k;
-        char *l = text ? shell_var(text, "GRUB_CMDLINE_LINUX") : NULL;
-        char *d = text ? shell_var(text, "GRUB_CMDLINE_LINUX_DEFAULT") : NULL;
+        char *l = text ? env_text_get(text, "GRUB_CMDLINE_LINUX") : NULL;
+        char *d = text ? env_text_get(text, "GRUB_CMDLINE_LINUX_DEFAULT") : NULL;
         *ret_linux = l ? l : strdup("");
         *ret_default = d ? d : strdup("");
         if (!*ret_linux || !*ret_default) {
@@ -127,7 +103,7 @@ static int grub_configured(Root *root, char **ret) {
         if (k < 0)
                 return k;
         if (root_read_file(root, GRUB_DROPIN, &drop, NULL) >= 0) {
-                char *dl = shell_var(drop, "GRUB_CMDLINE_LINUX"), *dd = shell_var(drop, "GRUB_CMDLINE_LINUX_DEFAULT");
+                char *dl = env_text_get(drop, "GRUB_CMDLINE_LINUX"), *dd = env_text_get(drop, "GRUB_CMDLINE_LINUX_DEFAULT");
                 if (dl) {
                         free(l);
                         l = dl;

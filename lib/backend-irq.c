@@ -148,42 +148,19 @@ static const char *irqbalance_file(Root *root) {
         return NULL;
 }
 
-/* Value of VAR=... in a shell environment file (last assignment wins; comments ignored). */
-static char *env_file_get(const char *text, const char *var) {
-        size_t n = strlen(var);
-        char *found = NULL;
-        for (const char *p = text; p && *p;) {
-                const char *eol = strchrnul(p, '\n');
-                while (p < eol && (*p == ' ' || *p == '\t'))
-                        p++;
-                if (strncmp(p, var, n) == 0 && p[n] == '=') {
-                        const char *v = p + n + 1, *e = eol;
-                        while (e > v && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
-                                e--;
-                        if (e > v && (*v == '"' || *v == '\'') && e[-1] == *v && e - v >= 2) {
-                                v++;
-                                e--;
-                        }
-                        free(found);
-                        found = strndup(v, (size_t) (e - v));
-                }
-                p = *eol ? eol + 1 : eol;
-        }
-        return found;
-}
 
 static int irqbalance_current(Root *root, const char *file, char **ret) {
         _cleanup_free_ char *text = NULL;
         int k = root_read_file(root, file, &text, NULL);
         if (k < 0)
                 return k;
-        _cleanup_free_ char *list = env_file_get(text, "IRQBALANCE_BANNED_CPULIST");
+        _cleanup_free_ char *list = env_text_get(text, "IRQBALANCE_BANNED_CPULIST");
         if (list) {
                 *ret = TAKE_PTR(list);
                 return 0;
         }
         /* The deprecated mask form. */
-        _cleanup_free_ char *mask = env_file_get(text, "IRQBALANCE_BANNED_CPUS");
+        _cleanup_free_ char *mask = env_text_get(text, "IRQBALANCE_BANNED_CPUS");
         CpuSet s;
         if (mask && cpu_set_parse_mask(mask, &s, NULL) >= 0) {
                 *ret = cpu_set_format_list(&s);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,4 +102,27 @@ char *strbuf_steal(StrBuf *b) {
 void strbuf_done(StrBuf *b) {
         free(b->s);
         *b = (StrBuf) {};
+}
+
+char *env_text_get(const char *text, const char *var) {
+        size_t n = strlen(var);
+        char *found = NULL;
+        for (const char *p = text; p && *p;) {
+                const char *eol = strchrnul(p, '\n');
+                while (p < eol && isspace((unsigned char) *p))
+                        p++;
+                if (strncmp(p, var, n) == 0 && p[n] == '=') {
+                        const char *v = p + n + 1, *e = eol;
+                        while (e > v && isspace((unsigned char) e[-1]))
+                                e--;
+                        if (e - v >= 2 && (*v == '"' || *v == '\'') && e[-1] == *v) {
+                                v++;
+                                e--;
+                        }
+                        free(found);
+                        found = strndup(v, (size_t) (e - v));
+                }
+                p = *eol ? eol + 1 : eol;
+        }
+        return found;
 }

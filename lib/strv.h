@@ -13,6 +13,11 @@ size_t strv_length(char * const *l);
 bool strv_contains(char * const *l, const char *s);
 void strv_sort(char **l);
 
+/* The value of VAR=... in the text of a shell-style environment file (/etc/default/grub,
+ * /etc/default/irqbalance): the last assignment wins, one level of quotes goes, comments and
+ * other lines are ignored. NULL if unset (or on OOM). */
+char *env_text_get(const char *text, const char *var);
+
 /* Growable string buffer for building output. */
 typedef struct StrBuf {
         char *s;
