@@ -194,6 +194,14 @@ static bool in_filter(const json_t *only, const char *id) {
         return !only || json_object_get(only, id);
 }
 
+/* What apply and revert start with: an interrupted transaction rolled back, then the journal. */
+static int recover_and_load(Root *root, const Host *host, EngineResult *res, json_t **ret) {
+        int k = engine_recover(root, host, res);
+        if (k < 0)
+                return k;
+        return state_load(root, ret);
+}
+
 /* engine_apply(), or with `only` (a set of knob ids) engine_apply_knobs(): the knobs of the plan
  * named there are written and recorded; the rest of the journal stays as it is. */
 static int apply_core(Root *root, const Host *host, const Resolved *resolved, const Plan *plan, const json_t *only,
@@ -201,10 +209,7 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
         json_t *state = NULL;
         int k;
 
-        k = engine_recover(root, host, res);
-        if (k < 0)
-                return k;
-        k = state_load(root, &state);
+        k = recover_and_load(root, host, res, &state);
         if (k < 0)
                 return k;
         _cleanup_(json_decrefp) json_t *state_ref = state;
@@ -422,10 +427,7 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
         json_t *state = NULL;
         int k;
 
-        k = engine_recover(root, host, res);
-        if (k < 0)
-                return k;
-        k = state_load(root, &state);
+        k = recover_and_load(root, host, res, &state);
         if (k < 0)
                 return k;
         _cleanup_(json_decrefp) json_t *state_ref = state;
