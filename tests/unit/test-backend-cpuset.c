@@ -46,23 +46,12 @@ static void teardown(void) {
 }
 
 static Plan *plan_ok(const char *json) {
-        _cleanup_free_ char *path = test_profile(prof_dir, "lab", json), *err = NULL;
-        Plan *p = NULL;
-        int k = test_plan(root, host, path, &p, &err);
-        ck_assert_msg(k == 0, "plan failed (%d): %s", k, strempty(err));
-        return p;
+        return test_plan_ok(root, host, prof_dir, "lab", json);
 }
 
+/* Expects plan_build to reject the profile at `pointer` with a message containing `fragment`. */
 static void plan_err(const char *json, const char *pointer, const char *fragment) {
-        _cleanup_free_ char *path = test_profile(prof_dir, "lab", json), *err = NULL, *want = NULL;
-        Plan *p = NULL;
-        int k = test_plan(root, host, path, &p, &err);
-        ck_assert_msg(k == -EINVAL, "expected -EINVAL, got %d (%s) for %s", k, strempty(err), json);
-        ck_assert_ptr_null(p);
-        ck_assert_ptr_nonnull(err);
-        ck_assert(asprintf(&want, "lab.json: %s: ", pointer) >= 0);
-        ck_assert_msg(strstr(err, want), "error '%s' lacks '%s'", err, want);
-        ck_assert_msg(strstr(err, fragment), "error '%s' lacks '%s'", err, fragment);
+        test_plan_err(root, host, prof_dir, "lab", json, pointer, fragment);
 }
 
 static const Knob *knob(const Plan *p, const char *id, const char *path, const char *desired) {
@@ -74,20 +63,6 @@ static const Knob *knob(const Plan *p, const char *id, const char *path, const c
         ck_assert_msg(streq_ptr(k->desired, desired), "%s: desired '%s', expected '%s'", id, strempty(k->desired),
                       strempty(desired));
         return k;
-}
-
-static size_t count_domain(const Plan *p, Domain d) {
-        size_t n = 0;
-        for (size_t i = 0; i < p->n_knobs; i++)
-                n += p->knobs[i].domain == d;
-        return n;
-}
-
-static bool has_note(const Plan *p, const char *fragment) {
-        for (char **n = p->notes; n && *n; n++)
-                if (strstr(*n, fragment))
-                        return true;
-        return false;
 }
 
 static size_t index_of(const Plan *p, const char *id) {
@@ -136,8 +111,8 @@ START_TEST(test_intel_v2) {
                 ck_assert_str_eq(k->note, "systemd AllowedCPUs=");
         }
         ck_assert_ptr_null(plan_find(p, "cpuset/machine.slice/cpus"));
-        ck_assert_uint_eq(count_domain(p, DOMAIN_CPUSET), 10);
-        ck_assert(has_note(p, "AllowedCPUs="));
+        ck_assert_uint_eq(plan_count_domain(p, DOMAIN_CPUSET), 10);
+        ck_assert(plan_has_note(p, "AllowedCPUs="));
 }
 END_TEST
 
@@ -184,7 +159,7 @@ START_TEST(test_intel_v2_confine) {
                 "{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
                 " \"cpuset\": {\"confine\": [], \"partitions\": [{\"name\": \"rt\", \"cpus\": \"4-7\"}]}}");
         ck_assert_ptr_null(plan_find(p, "cpuset/system.slice/cpus"));
-        ck_assert_uint_eq(count_domain(p, DOMAIN_CPUSET), 3);
+        ck_assert_uint_eq(plan_count_domain(p, DOMAIN_CPUSET), 3);
 
         /* A section without partitions only confines; a cgroup the host lacks is noted. */
         _cleanup_(plan_freep) Plan *q = plan_ok(
@@ -193,8 +168,8 @@ START_TEST(test_intel_v2_confine) {
         knob(q, "cpuset/system.slice/cpus", "sys/fs/cgroup/system.slice/cpuset.cpus", "0-1");
         ck_assert_ptr_null(plan_find(q, "cpuset/nosuch.slice/cpus"));
         ck_assert_ptr_null(plan_find(q, "cpuset/user.slice/cpus"));
-        ck_assert_uint_eq(count_domain(q, DOMAIN_CPUSET), 1);
-        ck_assert(has_note(q, "not on this host, so not confined: nosuch.slice"));
+        ck_assert_uint_eq(plan_count_domain(q, DOMAIN_CPUSET), 1);
+        ck_assert(plan_has_note(q, "not on this host, so not confined: nosuch.slice"));
 }
 END_TEST
 
@@ -239,8 +214,8 @@ START_TEST(test_intel_v2_no_controller) {
         _cleanup_(plan_freep) Plan *p = plan_ok(
                 "{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
                 " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"4-7\"}]}}");
-        ck_assert_uint_eq(count_domain(p, DOMAIN_CPUSET), 0);
-        ck_assert(has_note(p, "cpuset controller is not in /sys/fs/cgroup/cgroup.controllers"));
+        ck_assert_uint_eq(plan_count_domain(p, DOMAIN_CPUSET), 0);
+        ck_assert(plan_has_note(p, "cpuset controller is not in /sys/fs/cgroup/cgroup.controllers"));
 }
 END_TEST
 
@@ -251,7 +226,7 @@ START_TEST(test_intel_v2_subtree_control) {
         _cleanup_(plan_freep) Plan *p = plan_ok(
                 "{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
                 " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"4-7\"}]}}");
-        ck_assert(has_note(p, "+cpuset"));
+        ck_assert(plan_has_note(p, "+cpuset"));
         knob(p, "cpuset/rt/cpus", NULL, "4-7");
 }
 END_TEST
@@ -273,7 +248,7 @@ START_TEST(test_epyc_v2) {
         knob(p, "cpuset/misc/partition", NULL, "member");
         knob(p, "cpuset/system.slice/cpus", NULL, "0-3,32-35");
         knob(p, "cpuset/init.scope/cpus", NULL, "0-3,32-35");
-        ck_assert_uint_eq(count_domain(p, DOMAIN_CPUSET), 8);
+        ck_assert_uint_eq(plan_count_domain(p, DOMAIN_CPUSET), 8);
 }
 END_TEST
 
@@ -316,8 +291,8 @@ START_TEST(test_vm_v1) {
         ck_assert_str_eq(k->current, "1");
         ck_assert(k->changed);
         ck_assert_ptr_null(plan_find(p, "cpuset/system.slice/cpus"));
-        ck_assert_uint_eq(count_domain(p, DOMAIN_CPUSET), 13);
-        ck_assert(has_note(p, "moves every movable task into the housekeeping cpuset rtpart-nrt"));
+        ck_assert_uint_eq(plan_count_domain(p, DOMAIN_CPUSET), 13);
+        ck_assert(plan_has_note(p, "moves every movable task into the housekeeping cpuset rtpart-nrt"));
         /* CPUs before modes; the root stops balancing last. */
         ck_assert_uint_lt(index_of(p, "cpuset/rt/cpus"), index_of(p, "cpuset/rt/cpu_exclusive"));
         ck_assert_uint_lt(index_of(p, "cpuset/rt/mems"), index_of(p, "cpuset/rt/cpu_exclusive"));
@@ -333,7 +308,7 @@ START_TEST(test_vm_v1) {
         knob(q, "cpuset/m/cpus", NULL, "3");
         knob(q, "cpuset/m/mems", NULL, "0");
         ck_assert_ptr_null(plan_find(q, "cpuset/m/cpu_exclusive"));
-        ck_assert_uint_eq(count_domain(q, DOMAIN_CPUSET), 6);
+        ck_assert_uint_eq(plan_count_domain(q, DOMAIN_CPUSET), 6);
 
         plan_err("{\"cpus\": {\"isolated\": \"2-3\"}, \"cpuset\": {\"partitions\": ["
                  "{\"name\": \"a\", \"cpus\": \"2-3\"}, {\"name\": \"b\", \"cpus\": \"3\"}]}}",
@@ -353,8 +328,8 @@ START_TEST(test_no_cgroup) {
         open_host();
         _cleanup_(plan_freep) Plan *p = plan_ok(
                 "{\"cpus\": {\"isolated\": \"2-3\"}, \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"2-3\"}]}}");
-        ck_assert_uint_eq(count_domain(p, DOMAIN_CPUSET), 0);
-        ck_assert(has_note(p, "no cgroup cpuset hierarchy"));
+        ck_assert_uint_eq(plan_count_domain(p, DOMAIN_CPUSET), 0);
+        ck_assert(plan_has_note(p, "no cgroup cpuset hierarchy"));
 }
 END_TEST
 

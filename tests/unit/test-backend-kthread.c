@@ -139,25 +139,11 @@ static void teardown(void) {
 }
 
 static Plan *plan_ok(const char *json) {
-        _cleanup_free_ char *path = test_profile(prof_dir, "p", json);
-        _cleanup_free_ char *err = NULL;
-        Plan *p = NULL;
-        int k = test_plan(root, host, path, &p, &err);
-        ck_assert_msg(k == 0, "plan failed: %d %s", k, strempty(err));
-        return p;
+        return test_plan_ok(root, host, prof_dir, "p", json);
 }
 
 static void plan_error(const char *json, const char *pointer, const char *fragment) {
-        _cleanup_free_ char *path = test_profile(prof_dir, "bad", json);
-        _cleanup_free_ char *err = NULL, *want = NULL;
-        Plan *p = NULL;
-        int k = test_plan(root, host, path, &p, &err);
-        ck_assert_msg(k == -EINVAL, "expected -EINVAL, got %d (%s)", k, strempty(err));
-        ck_assert_ptr_null(p);
-        ck_assert_ptr_nonnull(err);
-        ck_assert(asprintf(&want, "bad.json: %s: ", pointer) >= 0);
-        ck_assert_msg(strstr(err, want), "error '%s' lacks '%s'", err, want);
-        ck_assert_msg(strstr(err, fragment), "error '%s' lacks '%s'", err, fragment);
+        test_plan_err(root, host, prof_dir, "bad", json, pointer, fragment);
 }
 
 static const Knob *knob(const Plan *p, const char *id) {
@@ -177,21 +163,6 @@ static void expect(const Plan *p, const char *id, const char *path, const char *
         ck_assert_str_eq(k->desired, desired);
         ck_assert_msg(k->changed == changed, "%s: changed is %d", id, k->changed);
         ck_assert(!k->reboot);
-}
-
-static size_t count_domain(const Plan *p, Domain d) {
-        size_t n = 0;
-        for (size_t i = 0; i < p->n_knobs; i++)
-                if (p->knobs[i].domain == d)
-                        n++;
-        return n;
-}
-
-static bool has_note(const Plan *p, const char *fragment) {
-        for (char **n = p->notes; n && *n; n++)
-                if (strstr(*n, fragment))
-                        return true;
-        return false;
 }
 
 /* realtime-virtual-host's rules, plus two to test first-match and rules without a policy */
@@ -238,11 +209,11 @@ START_TEST(test_affinity) {
         ck_assert_ptr_null(plan_find(p, "kthread/ksoftirqd/0/affinity"));
         ck_assert_ptr_null(plan_find(p, "kthread/rcuc/0/affinity"));
         ck_assert_ptr_null(plan_find(p, "kthread/kworker/0:1-events/affinity"));
-        ck_assert_msg(has_note(p, "kthread: 6 per-CPU kernel threads are pinned by the kernel"), "pinned note missing");
+        ck_assert_msg(plan_has_note(p, "kthread: 6 per-CPU kernel threads are pinned by the kernel"), "pinned note missing");
 
         /* IRQ threads follow their IRQ: no affinity knob of ours */
         ck_assert_ptr_null(plan_find(p, "kthread/irq/41-eth1-TxRx/affinity"));
-        ck_assert_msg(has_note(p, "kthread: 1 IRQ threads follow their IRQ's affinity"), "IRQ thread note missing");
+        ck_assert_msg(plan_has_note(p, "kthread: 1 IRQ threads follow their IRQ's affinity"), "IRQ thread note missing");
 
         /* user space is never touched */
         ck_assert_ptr_null(plan_find(p, "kthread/systemd/affinity"));
@@ -251,7 +222,7 @@ START_TEST(test_affinity) {
 
         /* 4 sched (ksoftirqd ×2, rcuc, ktimers) + 2 dup sched; affinity: kthreadd, kswapd0,
          * nfsd ×2, dup (the movable one), odd, flagless, child2 */
-        ck_assert_uint_eq(count_domain(p, DOMAIN_KTHREAD), 6 + 8);
+        ck_assert_uint_eq(plan_count_domain(p, DOMAIN_KTHREAD), 6 + 8);
 }
 END_TEST
 
@@ -294,8 +265,8 @@ END_TEST
 
 START_TEST(test_no_section) {
         _cleanup_(plan_freep) Plan *p = plan_ok("{\"cpus\": {\"isolated\": \"2-7\"}, \"sysctl\": {}}");
-        ck_assert_uint_eq(count_domain(p, DOMAIN_KTHREAD), 0);
-        ck_assert(!has_note(p, "kthread:"));
+        ck_assert_uint_eq(plan_count_domain(p, DOMAIN_KTHREAD), 0);
+        ck_assert(!plan_has_note(p, "kthread:"));
 }
 END_TEST
 
@@ -304,8 +275,8 @@ START_TEST(test_no_proc) {
         ck_assert(asprintf(&cmd, "rm -rf '%s/proc/'[0-9]*", host_dir) >= 0);
         ck_assert_int_eq(system(cmd), 0);
         _cleanup_(plan_freep) Plan *p = plan_ok(rvh);
-        ck_assert_uint_eq(count_domain(p, DOMAIN_KTHREAD), 0);
-        ck_assert(has_note(p, "kthread: no kernel threads found"));
+        ck_assert_uint_eq(plan_count_domain(p, DOMAIN_KTHREAD), 0);
+        ck_assert(plan_has_note(p, "kthread: no kernel threads found"));
 }
 END_TEST
 
@@ -430,8 +401,8 @@ START_TEST(test_many) {
         expect(p, "kthread/ksoftirqd/1023/sched", "proc/4069/stat", "other:0", "fifo:2", true);
         expect(p, "kthread/worker499/affinity", "proc/10499/stat", "0-7", "0-1", true);
         expect(p, "kthread/worker499/affinity#10999", "proc/10999/stat", "0-7", "0-1", true);
-        ck_assert_uint_eq(count_domain(p, DOMAIN_KTHREAD), 3072 + 1001);
-        ck_assert(has_note(p, "kthread: 3072 per-CPU kernel threads"));
+        ck_assert_uint_eq(plan_count_domain(p, DOMAIN_KTHREAD), 3072 + 1001);
+        ck_assert(plan_has_note(p, "kthread: 3072 per-CPU kernel threads"));
         plan_free(p);
         host_free(h);
         root_free(r);
@@ -534,8 +505,8 @@ START_TEST(test_fixture_rt) {
         ck_assert_ptr_null(plan_find(p, "kthread/ksoftirqd/0/affinity"));
         ck_assert_ptr_null(plan_find(p, "kthread/rcuc/1/affinity"));
         ck_assert_ptr_nonnull(plan_find(p, "kthread/kswapd0/affinity"));
-        ck_assert(has_note(p, "per-CPU kernel threads are pinned by the kernel"));
-        ck_assert(has_note(p, "IRQ threads follow their IRQ's affinity"));
+        ck_assert(plan_has_note(p, "per-CPU kernel threads are pinned by the kernel"));
+        ck_assert(plan_has_note(p, "IRQ threads follow their IRQ's affinity"));
         for (size_t i = 0; i < p->n_knobs; i++) {
                 const Knob *k = &p->knobs[i];
                 if (k->domain != DOMAIN_KTHREAD)

@@ -52,24 +52,12 @@ static void sh(const char *cmd) {
 }
 
 static Plan *plan_ok(const char *json) {
-        _cleanup_free_ char *path = test_profile(prof_dir, "lab", json), *err = NULL;
-        Plan *p = NULL;
-        int k = test_plan(root, host, path, &p, &err);
-        ck_assert_msg(k == 0, "plan failed (%d): %s", k, strempty(err));
-        return p;
+        return test_plan_ok(root, host, prof_dir, "lab", json);
 }
 
 /* Expects plan_build to reject the profile at `pointer` with a message containing `fragment`. */
 static void plan_err(const char *json, const char *pointer, const char *fragment) {
-        _cleanup_free_ char *path = test_profile(prof_dir, "lab", json), *err = NULL, *want = NULL;
-        Plan *p = NULL;
-        int k = test_plan(root, host, path, &p, &err);
-        ck_assert_msg(k == -EINVAL, "expected -EINVAL, got %d (%s) for %s", k, strempty(err), json);
-        ck_assert_ptr_null(p);
-        ck_assert_ptr_nonnull(err);
-        ck_assert(asprintf(&want, "lab.json: %s: ", pointer) >= 0);
-        ck_assert_msg(strstr(err, want), "error '%s' lacks '%s'", err, want);
-        ck_assert_msg(strstr(err, fragment), "error '%s' lacks '%s'", err, fragment);
+        test_plan_err(root, host, prof_dir, "lab", json, pointer, fragment);
 }
 
 static const Knob *knob(const Plan *p, const char *id, const char *path, const char *desired) {
@@ -81,20 +69,6 @@ static const Knob *knob(const Plan *p, const char *id, const char *path, const c
         ck_assert_msg(streq_ptr(k->desired, desired), "%s: desired '%s', expected '%s'", id, strempty(k->desired),
                       strempty(desired));
         return k;
-}
-
-static size_t count_domain(const Plan *p, Domain d) {
-        size_t n = 0;
-        for (size_t i = 0; i < p->n_knobs; i++)
-                n += p->knobs[i].domain == d;
-        return n;
-}
-
-static bool has_note(const Plan *p, const char *fragment) {
-        for (char **n = p->notes; n && *n; n++)
-                if (strstr(*n, fragment))
-                        return true;
-        return false;
 }
 
 /* ---- parsers ---- */
@@ -177,7 +151,7 @@ START_TEST(test_intel_ways_percent_mask) {
         knob(p, "resctrl/vm/mode", "sys/fs/resctrl/vm/mode", "shareable");
         knob(p, "resctrl/io/mode", "sys/fs/resctrl/io/mode", "shareable");
         ck_assert_ptr_null(plan_find(p, "resctrl/rt/schemata/MB"));
-        ck_assert_uint_eq(count_domain(p, DOMAIN_RESCTRL), 11);
+        ck_assert_uint_eq(plan_count_domain(p, DOMAIN_RESCTRL), 11);
 
         /* The mount first (owned as it is: mounted), then the default group, before the groups
          * whose mode needs it shrunk. */
@@ -204,7 +178,7 @@ START_TEST(test_intel_no_shrink) {
                 "[{\"name\": \"rt\", \"cpus\": \"2-5\", \"l3\": {\"ways\": 2}, \"exclusive\": true}]}}");
         ck_assert_ptr_null(plan_find(q, "resctrl/default/schemata/L3"));
         knob(q, "resctrl/rt/schemata/L3", NULL, "0=600;1=600");
-        ck_assert(has_note(q, "shrink_default is false"));
+        ck_assert(plan_has_note(q, "shrink_default is false"));
 }
 END_TEST
 
@@ -215,7 +189,7 @@ START_TEST(test_intel_mb) {
                 " {\"name\": \"be\", \"cpus\": \"3\", \"mb\": 30}]}}");
         const Knob *k = knob(p, "resctrl/rt/schemata/MB", "sys/fs/resctrl/rt/schemata", "0=60;1=60");
         ck_assert_int_eq(k->kind, VALUE_SCHEMATA);
-        ck_assert(has_note(p, "mb 55% is rounded up to 60%"));
+        ck_assert(plan_has_note(p, "mb 55% is rounded up to 60%"));
         knob(p, "resctrl/be/schemata/MB", NULL, "0=30;1=30");
         ck_assert_ptr_null(plan_find(p, "resctrl/rt/schemata/L3"));
 
@@ -321,7 +295,7 @@ START_TEST(test_intel_shareable_bits) {
         knob(p, "resctrl/be/schemata/L3", NULL, "0=600;1=600");
         /* The default group keeps the largest contiguous run outside rt: 0x01f (0x600 is smaller). */
         knob(p, "resctrl/default/schemata/L3", NULL, "0=01f;1=01f");
-        ck_assert(has_note(p, "stay unused"));
+        ck_assert(plan_has_note(p, "stay unused"));
 }
 END_TEST
 
@@ -379,7 +353,7 @@ START_TEST(test_intel_existing_groups) {
         k = knob(p, "resctrl/rt/mode", NULL, "exclusive");
         ck_assert_str_eq(k->current, "shareable");
         ck_assert(k->changed);
-        ck_assert(has_note(p, "not in this profile are left alone: other"));
+        ck_assert(plan_has_note(p, "not in this profile are left alone: other"));
 
         /* The read verb re-reads one resource's line. */
         char *v = NULL;
@@ -449,8 +423,8 @@ START_TEST(test_vm_no_resctrl) {
         use_host("vm");
         _cleanup_(plan_freep) Plan *p = plan_ok(
                 "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-3\", \"l3\": {\"ways\": 4}, \"mb\": 50}]}}");
-        ck_assert_uint_eq(count_domain(p, DOMAIN_RESCTRL), 0);
-        ck_assert(has_note(p, "cat: resctrl is not available on this host"));
+        ck_assert_uint_eq(plan_count_domain(p, DOMAIN_RESCTRL), 0);
+        ck_assert(plan_has_note(p, "cat: resctrl is not available on this host"));
 }
 END_TEST
 
@@ -467,9 +441,9 @@ START_TEST(test_not_mounted) {
         /* Apply mounts it (not under --root: there is no kernel to mount anything). */
         k = knob(p, "resctrl/mount", "sys/fs/resctrl", "mounted");
         ck_assert_ptr_null(k->current);
-        ck_assert_uint_eq(count_domain(p, DOMAIN_RESCTRL), 2);
-        ck_assert(has_note(p, "not mounted"));
-        ck_assert(has_note(p, "cannot be checked"));
+        ck_assert_uint_eq(plan_count_domain(p, DOMAIN_RESCTRL), 2);
+        ck_assert(plan_has_note(p, "not mounted"));
+        ck_assert(plan_has_note(p, "cannot be checked"));
         /* Groups that split code and data have it mounted with CDP. */
         _cleanup_(plan_freep) Plan *q = plan_ok(
                 "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-3\", \"l3code\": {\"ways\": 4}}]}}");

@@ -124,6 +124,41 @@ const Knob *plan_find(const Plan *p, const char *id) {
         return NULL;
 }
 
+size_t plan_count_domain(const Plan *p, Domain d) {
+        size_t n = 0;
+        for (size_t i = 0; i < p->n_knobs; i++)
+                n += p->knobs[i].domain == d;
+        return n;
+}
+
+bool plan_has_note(const Plan *p, const char *fragment) {
+        for (char **n = p->notes; n && *n; n++)
+                if (strstr(*n, fragment))
+                        return true;
+        return false;
+}
+
+Plan *test_plan_ok(Root *root, const Host *host, const char *dir, const char *name, const char *json) {
+        _cleanup_free_ char *path = test_profile(dir, name, json), *err = NULL;
+        Plan *p = NULL;
+        int k = test_plan(root, host, path, &p, &err);
+        ck_assert_msg(k == 0, "plan failed (%d): %s", k, strempty(err));
+        return p;
+}
+
+void test_plan_err(Root *root, const Host *host, const char *dir, const char *name, const char *json,
+                   const char *pointer, const char *fragment) {
+        _cleanup_free_ char *path = test_profile(dir, name, json), *err = NULL, *want = NULL;
+        Plan *p = NULL;
+        int k = test_plan(root, host, path, &p, &err);
+        ck_assert_msg(k == -EINVAL, "expected -EINVAL, got %d (%s) for %s", k, strempty(err), json);
+        ck_assert_ptr_null(p);
+        ck_assert_ptr_nonnull(err);
+        ck_assert(asprintf(&want, "%s.json: %s: ", name, pointer) >= 0);
+        ck_assert_msg(strstr(err, want), "error '%s' lacks '%s'", err, want);
+        ck_assert_msg(strstr(err, fragment), "error '%s' lacks '%s'", err, fragment);
+}
+
 int test_run(Suite *s) {
         SRunner *sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

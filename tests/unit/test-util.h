@@ -30,6 +30,13 @@ int test_resolve(Root *root, const Host *host, const char *profile, Profile **re
 /* Same, plus the plan. */
 int test_plan(Root *root, const Host *host, const char *profile, Plan **ret_plan, char **ret_error);
 const Knob *plan_find(const Plan *p, const char *id);
+size_t plan_count_domain(const Plan *p, Domain d);
+bool plan_has_note(const Plan *p, const char *fragment);
+/* Writes json as profile NAME.json into dir and plans it: must succeed / must be refused with
+ * -EINVAL at `pointer` ("NAME.json: POINTER: …") with a message containing `fragment`. */
+Plan *test_plan_ok(Root *root, const Host *host, const char *dir, const char *name, const char *json);
+void test_plan_err(Root *root, const Host *host, const char *dir, const char *name, const char *json,
+                   const char *pointer, const char *fragment);
 
 /* Runs a suite, returns the exit status for main(). */
 int test_run(Suite *s);
