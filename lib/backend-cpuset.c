@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "cgroup.h"
@@ -105,13 +106,19 @@ static int add_file(PlanCtx *ctx, const char *id, const char *dir, const char *f
         return plan_add(ctx, id, kind, path, cur, want, false, ret);
 }
 
-static int add_partition_file(PlanCtx *ctx, const char *base, const char *name, const char *what, const char *file,
-                              ValueKind kind, const char *want) {
+/* Knob cpuset/<name>/<what> for <base>/<cgroup>/<file>; cgroup NULL: the cgroup is named `name`. */
+static int add_cgroup_file(PlanCtx *ctx, const char *base, const char *name, const char *cgroup, const char *what,
+                           const char *file, ValueKind kind, const char *want) {
         _cleanup_free_ char *id = NULL, *dir = NULL;
 
-        if (asprintf(&id, "cpuset/%s/%s", name, what) < 0 || asprintf(&dir, "%s/%s", base, name) < 0)
+        if (asprintf(&id, "cpuset/%s/%s", name, what) < 0 || asprintf(&dir, "%s/%s", base, cgroup ?: name) < 0)
                 return -ENOMEM;
         return add_file(ctx, id, dir, file, kind, want, NULL);
+}
+
+static int add_partition_file(PlanCtx *ctx, const char *base, const char *name, const char *what, const char *file,
+                              ValueKind kind, const char *want) {
+        return add_cgroup_file(ctx, base, name, NULL, what, file, kind, want);
 }
 
 /* ---- the profile ---- */
@@ -207,6 +214,11 @@ static int cpuset_conf_parse(PlanCtx *ctx, json_t *sec, CpusetConf *c) {
                         return plan_fail_item(ctx, "/cpuset/partitions", i, "name",
                                          "\"%s\" is reserved: rtpart's knob ids use it for the %s; choose another name",
                                          p->name, streq(p->name, "root") ? "root cpuset" : "housekeeping cpuset of cgroup v1");
+                if (systemd_is_unit_cgroup(p->name))
+                        return plan_fail_item(ctx, "/cpuset/partitions", i, "name",
+                                         "\"%s\" is a systemd unit name; name the partition without the suffix (where "
+                                         "systemd runs, partition \"rt\" is the slice rt.slice, which rtpart creates)",
+                                         p->name);
                 if (strv_contains(c->confine, p->name))
                         return plan_fail_item(ctx, "/cpuset/partitions", i, "name",
                                          "\"%s\" is also in \"confine\"; a partition and a confined cgroup are different "
@@ -296,16 +308,30 @@ static int plan_v2(PlanCtx *ctx, const CpusetConf *c) {
 
         for (size_t i = 0; i < c->n_parts; i++) {
                 const Partition *p = &c->parts[i];
-                k = add_partition_file(ctx, cg, p->name, "cpus", "cpuset.cpus", VALUE_CPU_LIST, p->cpus_list);
+                /* Where systemd owns the tree, the partition is a slice systemd creates (see
+                 * cpuset_write), directly under the root: the parent of an isolated partition must
+                 * be a partition root, and the root always is. */
+                _cleanup_free_ char *slice = h->systemd_running ? systemd_partition_slice(p->name) : NULL;
+                if (h->systemd_running && !slice)
+                        return -ENOMEM;
+                k = add_cgroup_file(ctx, cg, p->name, slice, "cpus", "cpuset.cpus", VALUE_CPU_LIST, p->cpus_list);
                 if (k >= 0 && has_exclusive && partition_is_root(p))
-                        k = add_partition_file(ctx, cg, p->name, "cpus.exclusive", "cpuset.cpus.exclusive", VALUE_CPU_LIST,
-                                               p->cpus_list);
+                        k = add_cgroup_file(ctx, cg, p->name, slice, "cpus.exclusive", "cpuset.cpus.exclusive",
+                                            VALUE_CPU_LIST, p->cpus_list);
                 if (k >= 0 && p->mems)
-                        k = add_partition_file(ctx, cg, p->name, "mems", "cpuset.mems", VALUE_CPU_LIST, p->mems);
+                        k = add_cgroup_file(ctx, cg, p->name, slice, "mems", "cpuset.mems", VALUE_CPU_LIST, p->mems);
                 /* Read verbatim: "isolated invalid (Cpu list in cpuset.cpus not exclusive)" differs
                  * from "isolated", as it should. */
                 if (k >= 0)
-                        k = add_partition_file(ctx, cg, p->name, "partition", "cpuset.cpus.partition", VALUE_AUTO, p->mode);
+                        k = add_cgroup_file(ctx, cg, p->name, slice, "partition", "cpuset.cpus.partition", VALUE_AUTO,
+                                            p->mode);
+                if (k >= 0 && slice)
+                        k = plan_note(ctx, "cpuset: systemd owns the cgroup tree, so partition %s is the slice %s: systemd "
+                                           "creates it and sets its CPUs (AllowedCPUs=), rtpart sets its partition mode; "
+                                           "start realtime work in it with Slice=%s or systemd-run --slice=%s%s",
+                                      p->name, slice, slice, slice,
+                                      ctx->root->is_host ? "" : " (under --root, with no systemd to ask, rtpart makes "
+                                                                "the cgroup itself in its place)");
                 if (k < 0)
                         return k;
         }
@@ -470,11 +496,13 @@ static int cpuset_plan(PlanCtx *ctx) {
 
 /* ---- read and write ---- */
 
-/* A knob's parts: "cpuset/<name>/<what>" with path "<hier>/<name>/<file>", or "<hier>/<file>" for
- * the hierarchy's root ("cpuset/root/…", name NULL). */
+/* A knob's parts: "cpuset/<knob name>/<what>" with path "<hier>/<name>/<file>", or "<hier>/<file>"
+ * for the hierarchy's root ("cpuset/root/…", name NULL). The cgroup's name is the knob's, except
+ * for a partition where systemd owns the tree: its slice (systemd_partition_slice()). */
 typedef struct CpusetKnob {
         char *hier;
-        char *name;
+        char *name;             /* the cgroup directory */
+        bool slice;             /* a partition's slice, made by systemd */
         const char *what;
         const char *file;
 } CpusetKnob;
@@ -490,19 +518,30 @@ static int cpuset_knob_parse(const Knob *k, CpusetKnob *ret) {
         if (!startswith(k->id, "cpuset/") || !slash || !file)
                 return -EINVAL;
         file++;
-        _cleanup_free_ char *name = strndup(id, (size_t) (slash - id));
-        if (!name)
+        _cleanup_free_ char *knob_name = strndup(id, (size_t) (slash - id));
+        if (!knob_name)
                 return -ENOMEM;
-        size_t cut = strlen(file) + 1 + (streq(name, "root") ? 0 : strlen(name) + 1);
-        size_t len = strlen(k->path);
-        if (len <= cut)
-                return -EINVAL;
-        char *hier = strndup(k->path, len - cut);
-        if (!hier)
+        bool is_root = streq(knob_name, "root");
+        /* <hier>/<name>/<file>: the cgroup is the directory the file is in. */
+        size_t dir_len = (size_t) (file - 1 - k->path);
+        const char *name = NULL;
+        if (!is_root) {
+                name = memrchr(k->path, '/', dir_len);
+                if (!name || name == k->path)
+                        return -EINVAL;
+                name++;
+        }
+        char *hier = strndup(k->path, is_root ? dir_len : (size_t) (name - 1 - k->path));
+        char *dir = is_root ? NULL : strndup(name, (size_t) (file - 1 - name));
+        if (!hier || (!is_root && !dir)) {
+                free(hier);
+                free(dir);
                 return -ENOMEM;
+        }
         *ret = (CpusetKnob) {
                 .hier = hier,
-                .name = streq(name, "root") ? NULL : TAKE_PTR(name),
+                .name = dir,
+                .slice = dir && !streq(dir, knob_name),
                 .what = slash + 1,
                 .file = file,
         };
@@ -633,16 +672,126 @@ static int enable_cpuset(Root *root, const char *hier) {
         return cgroup_write_file(root, hier, NULL, "cgroup.subtree_control", "+cpuset");
 }
 
+/* systemd answers a property change before it writes the cgroup: wait, up to 5 s, until the
+ * cgroup's file shows `value` (a CPU or node list; NULL: until the cgroup is gone). */
+static int wait_for_systemd(Root *root, const CpusetKnob *c, const char *file, const char *value) {
+        _cleanup_free_ char *path = NULL;
+        CpuSet want = {};
+        if (asprintf(&path, "%s/%s/%s", c->hier, c->name, file) < 0)
+                return -ENOMEM;
+        if (value && cpu_set_parse_list(value, &want, NULL) < 0)
+                return -EINVAL;
+        for (unsigned i = 0; i < 2500; i++) {
+                _cleanup_free_ char *got = NULL;
+                CpuSet s;
+                int k = root_read_line(root, path, &got);
+                if (!value ? is_absent(k) && !cgroup_exists(root, c->hier, c->name)
+                           : k >= 0 && cpu_set_parse_list(got, &s, NULL) >= 0 && cpu_set_equal(&s, &want))
+                        return 0;
+                (void) usleep(2000);
+        }
+        cpuset_status_set("systemd accepted the change of %s but its %s did not follow within 5 s", c->name, file);
+        return -ETIMEDOUT;
+}
+
 /* A confined slice's CPUs through systemd: AllowedCPUs=, reset when the original was empty. */
-static int write_allowed_cpus(const char *unit, const char *value) {
+static int write_allowed_cpus(Root *root, const CpusetKnob *c, const char *value) {
         CpuSet s = {};
         _cleanup_free_ char *err = NULL;
         if (value && cpu_set_parse_list(value, &s, NULL) < 0)
                 return -EINVAL;
-        int k = systemd_set_allowed_cpus(NULL, unit, &s, &err);
-        if (k < 0)
-                cpuset_status_set("systemd refused AllowedCPUs= for %s: %s", unit, err ? err : strerror(-k));
-        return k;
+        int k = systemd_set_allowed_cpus(NULL, c->name, &s, &err);
+        if (k < 0) {
+                cpuset_status_set("systemd refused AllowedCPUs= for %s: %s", c->name, err ? err : strerror(-k));
+                return k;
+        }
+        /* An empty AllowedCPUs= leaves cpuset.cpus empty too. */
+        return wait_for_systemd(root, c, "cpuset.cpus", value ?: "");
+}
+
+static int check_partition(Root *root, const Knob *k, const char *value);
+
+/* Whether a cgroup or any below it holds a task: cgroup.events "populated 1". */
+static bool cgroup_populated(Root *root, const CpusetKnob *c) {
+        _cleanup_free_ char *text = NULL, *path = NULL;
+        if (asprintf(&path, "%s/%s/cgroup.events", c->hier, c->name) < 0 ||
+            root_read_file(root, path, &text, NULL) < 0)
+                return false;
+        return strstr(text, "populated 1") != NULL;
+}
+
+/* A partition's slice where systemd owns the tree. systemd makes and removes it and writes its
+ * CPUs and memory nodes (AllowedCPUs=, AllowedMemoryNodes=, for now only: rtpartd makes it again at
+ * boot); rtpart writes only cpuset.cpus.partition (unless systemd has CPUSetPartition=) and
+ * cpuset.cpus.exclusive, files systemd leaves alone. */
+static int write_partition_slice(Root *root, const Knob *k, const CpusetKnob *c, const char *value) {
+        _cleanup_free_ char *err = NULL;
+        bool exists = cgroup_exists(root, c->hier, c->name);
+        CpuSet s = {};
+        int r;
+
+        if (!value) {
+                if (!exists)
+                        return 0;
+                if (cgroup_populated(root, c)) {
+                        /* Stopping the slice would stop every unit in it: the realtime work itself. */
+                        cpuset_status_set("%s still runs tasks; stop them or move them out of the slice first (rtpart "
+                                          "does not stop them)", c->name);
+                        return -EBUSY;
+                }
+                (void) cgroup_write_file(root, c->hier, c->name, "cpuset.cpus.partition", "member");
+                r = systemd_stop_unit(NULL, c->name, &err);
+                if (r < 0) {
+                        cpuset_status_set("systemd refused to stop %s: %s", c->name, err ? err : strerror(-r));
+                        return r;
+                }
+                return wait_for_systemd(root, c, "cgroup.procs", NULL);
+        }
+
+        if (streq(c->what, "cpus") || streq(c->what, "mems")) {
+                bool cpus = streq(c->what, "cpus");
+                if (cpu_set_parse_list(value, &s, NULL) < 0)
+                        return -EINVAL;
+                if (cpus && !exists) {
+                        const char *id = k->id + strlen("cpuset/");
+                        _cleanup_free_ char *desc = NULL;
+                        if (asprintf(&desc, "rtpart cpuset partition %.*s", (int) strcspn(id, "/"), id) < 0)
+                                return -ENOMEM;
+                        r = systemd_start_slice(NULL, c->name, desc, &s, &err);
+                } else
+                        r = systemd_set_cpus(NULL, c->name, cpus ? "AllowedCPUs" : "AllowedMemoryNodes", &s,
+                                             /* runtime= */ true, &err);
+                if (r < 0) {
+                        cpuset_status_set("systemd refused %s %s for %s: %s", exists ? "to set" : "to start with",
+                                          cpus ? "AllowedCPUs=" : "AllowedMemoryNodes=", c->name,
+                                          err ? err : strerror(-r));
+                        return r;
+                }
+                return wait_for_systemd(root, c, c->file, value);
+        }
+
+        if (!exists) {
+                cpuset_status_set("%s does not exist: its CPUs come first", c->name);
+                return -ENOENT;
+        }
+        if (streq(c->what, "partition") && systemd_set_partition(NULL, c->name, value, NULL) >= 0)
+                return check_partition(root, k, value);
+        r = cgroup_write_file(root, c->hier, c->name, c->file, value);
+        if (r >= 0 && streq(c->what, "partition"))
+                r = check_partition(root, k, value);
+        return r;
+}
+
+/* The kernel takes any partition mode and reports trouble only when read:
+ * "isolated invalid (Cpu list in cpuset.cpus not exclusive)". */
+static int check_partition(Root *root, const Knob *k, const char *value) {
+        _cleanup_free_ char *got = NULL;
+        int r = root_read_line(root, k->path, &got);
+        if (r >= 0 && !streq(got, value)) {
+                cpuset_status_set("%s", got);
+                r = -EINVAL;
+        }
+        return r;
 }
 
 static int cpuset_write(Root *root, const Knob *k, const char *value) {
@@ -660,10 +809,12 @@ static int cpuset_write(Root *root, const Knob *k, const char *value) {
         bool v2 = cgroup_is_v2(root, c.hier);
         if (!v2 && is_nrt_tasks(&c))
                 return write_nrt_tasks(root, &c, value);
+        if (v2 && c.slice && systemd_owns_cgroups(root))
+                return write_partition_slice(root, k, &c, value);
         if (v2 && streq(c.what, "cpus") && systemd_owns_cgroups(root) && systemd_is_unit_cgroup(c.name) &&
             cgroup_exists(root, c.hier, c.name))
                 /* Never write into a cgroup systemd manages: it would overwrite it anyway. */
-                return write_allowed_cpus(c.name, value);
+                return write_allowed_cpus(root, &c, value);
 
         if (!value) {
                 /* The cgroup did not exist before rtpart: remove it (the partition ends first). */
@@ -692,16 +843,8 @@ static int cpuset_write(Root *root, const Knob *k, const char *value) {
                 created = true;
         }
         r = cgroup_write_file(root, c.hier, c.name, c.file, value);
-        if (r >= 0 && v2 && streq(c.what, "partition")) {
-                /* The kernel takes any partition mode and reports trouble only when read:
-                 * "isolated invalid (Cpu list in cpuset.cpus not exclusive)". */
-                _cleanup_free_ char *got = NULL;
-                r = root_read_line(root, k->path, &got);
-                if (r >= 0 && !streq(got, value)) {
-                        cpuset_status_set("%s", got);
-                        r = -EINVAL;
-                }
-        }
+        if (r >= 0 && v2 && streq(c.what, "partition"))
+                r = check_partition(root, k, value);
         if (r < 0 && created)
                 /* A refused write leaves nothing behind: not the cgroup it created either (the
                  * journal knows only of the write). */

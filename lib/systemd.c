@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "strv.h"
 #include "systemd.h"
 
 bool systemd_owns_cgroups(Root *r) {
@@ -33,43 +35,142 @@ int systemd_cpu_set_to_bytes(const CpuSet *cpus, uint8_t **ret, size_t *ret_n) {
         return 0;
 }
 
-int systemd_set_allowed_cpus(sd_bus *bus, const char *unit, const CpuSet *cpus, char **ret_error) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *own = NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        _cleanup_free_ uint8_t *bytes = NULL;
-        size_t n;
-        int k;
+char *systemd_partition_slice(const char *name) {
+        StrBuf b = {};
+        for (const char *p = name; *p; p++) {
+                unsigned char ch = (unsigned char) *p;
+                if (ch == '/')
+                        strbuf_append(&b, "-");
+                else if ((ch < 128 && (isalnum(ch) || ch == ':' || ch == '_' || ch == '.')) && !(ch == '.' && p == name))
+                        strbuf_appendf(&b, "%c", ch);
+                else
+                        strbuf_appendf(&b, "\\x%02x", ch);
+        }
+        strbuf_append(&b, ".slice");
+        return strbuf_steal(&b);
+}
 
-        if (!bus) {
-                k = sd_bus_open_system(&own);
+/* A call to systemd's manager; *bus NULL: on a system bus connection of its own (*own). */
+static int new_call(sd_bus **bus, sd_bus **own, const char *method, sd_bus_message **ret) {
+        if (!*bus) {
+                int k = sd_bus_open_system(own);
                 if (k < 0)
                         return k;
-                bus = own;
+                *bus = *own;
         }
-        k = systemd_cpu_set_to_bytes(cpus, &bytes, &n);
-        if (k < 0)
-                return k;
-        k = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                           "org.freedesktop.systemd1.Manager", "SetUnitProperties");
-        if (k >= 0)
-                k = sd_bus_message_append(m, "sb", unit, /* runtime= */ 0);
-        if (k >= 0)
-                k = sd_bus_message_open_container(m, 'a', "(sv)");
+        return sd_bus_message_new_method_call(*bus, ret, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                                              "org.freedesktop.systemd1.Manager", method);
+}
+
+/* Appends ("Name", <ay>) for a CPU or NUMA node set to an open a(sv). */
+static int append_set(sd_bus_message *m, const char *property, const CpuSet *set) {
+        _cleanup_free_ uint8_t *bytes = NULL;
+        size_t n;
+        int k = systemd_cpu_set_to_bytes(set, &bytes, &n);
         if (k >= 0)
                 k = sd_bus_message_open_container(m, 'r', "sv");
         if (k >= 0)
-                k = sd_bus_message_append(m, "s", "AllowedCPUs");
+                k = sd_bus_message_append(m, "s", property);
         if (k >= 0)
                 k = sd_bus_message_open_container(m, 'v', "ay");
         if (k >= 0)
                 k = sd_bus_message_append_array(m, 'y', bytes, n);
-        for (int i = 0; i < 3 && k >= 0; i++)
+        for (int i = 0; i < 2 && k >= 0; i++)
+                k = sd_bus_message_close_container(m);
+        return k;
+}
+
+static int call(sd_bus *bus, sd_bus_message *m, char **ret_error, char **ret_error_name) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int k = sd_bus_call(bus, m, 0, &error, &reply);
+        if (k < 0 && ret_error && error.message)
+                *ret_error = strdup(error.message);
+        if (k < 0 && ret_error_name && error.name)
+                *ret_error_name = strdup(error.name);
+        return k < 0 ? k : 0;
+}
+
+int systemd_set_cpus(sd_bus *bus, const char *unit, const char *property, const CpuSet *cpus, bool runtime,
+                     char **ret_error) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *own = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int k = new_call(&bus, &own, "SetUnitProperties", &m);
+        if (k >= 0)
+                k = sd_bus_message_append(m, "sb", unit, (int) runtime);
+        if (k >= 0)
+                k = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (k >= 0)
+                k = append_set(m, property, cpus);
+        if (k >= 0)
                 k = sd_bus_message_close_container(m);
         if (k < 0)
                 return k;
-        k = sd_bus_call(bus, m, 0, &error, &reply);
-        if (k < 0 && ret_error && error.message)
-                *ret_error = strdup(error.message);
-        return k < 0 ? k : 0;
+        return call(bus, m, ret_error, NULL);
+}
+
+int systemd_set_allowed_cpus(sd_bus *bus, const char *unit, const CpuSet *cpus, char **ret_error) {
+        return systemd_set_cpus(bus, unit, "AllowedCPUs", cpus, /* runtime= */ false, ret_error);
+}
+
+int systemd_start_slice(sd_bus *bus, const char *unit, const char *description, const CpuSet *cpus,
+                        char **ret_error) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *own = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *start = NULL;
+        _cleanup_free_ char *name = NULL, *msg = NULL;
+        int k = new_call(&bus, &own, "StartTransientUnit", &m);
+        if (k >= 0)
+                k = sd_bus_message_append(m, "ss", unit, "fail");
+        if (k >= 0)
+                k = sd_bus_message_open_container(m, 'a', "(sv)");
+        if (k >= 0)
+                k = sd_bus_message_append(m, "(sv)", "Description", "s", description);
+        if (k >= 0)
+                k = append_set(m, "AllowedCPUs", cpus);
+        if (k >= 0)
+                k = sd_bus_message_close_container(m);
+        if (k >= 0)
+                k = sd_bus_message_append(m, "a(sa(sv))", 0);
+        if (k < 0)
+                return k;
+        k = call(bus, m, &msg, &name);
+        if (k >= 0)
+                return 0;
+        if (!name || !streq(name, "org.freedesktop.systemd1.UnitExists")) {
+                if (ret_error)
+                        *ret_error = TAKE_PTR(msg);
+                return k;
+        }
+        /* Already known to systemd (a unit named it in Slice= and so made it exist): give it the
+         * CPUs for now and start it. */
+        k = systemd_set_cpus(bus, unit, "AllowedCPUs", cpus, /* runtime= */ true, ret_error);
+        if (k >= 0)
+                k = new_call(&bus, &own, "StartUnit", &start);
+        if (k >= 0)
+                k = sd_bus_message_append(start, "ss", unit, "replace");
+        if (k >= 0)
+                k = call(bus, start, ret_error, NULL);
+        return k;
+}
+
+int systemd_stop_unit(sd_bus *bus, const char *unit, char **ret_error) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *own = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int k = new_call(&bus, &own, "StopUnit", &m);
+        if (k >= 0)
+                k = sd_bus_message_append(m, "ss", unit, "fail");
+        if (k < 0)
+                return k;
+        return call(bus, m, ret_error, NULL);
+}
+
+int systemd_set_partition(sd_bus *bus, const char *unit, const char *mode, char **ret_error) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *own = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int k = new_call(&bus, &own, "SetUnitProperties", &m);
+        if (k >= 0)
+                k = sd_bus_message_append(m, "sba(sv)", unit, 1, 1, "CPUSetPartition", "s", mode);
+        if (k < 0)
+                return k;
+        return call(bus, m, ret_error, NULL);
 }

@@ -21,6 +21,31 @@ bool systemd_is_unit_cgroup(const char *name);
  * CPUs). bus NULL: the system bus. On failure *ret_error (optional) gets systemd's message. */
 int systemd_set_allowed_cpus(sd_bus *bus, const char *unit, const CpuSet *cpus, char **ret_error);
 
+/* Sets a CPU or NUMA node set property of a unit ("AllowedCPUs", "AllowedMemoryNodes"), for now
+ * only (runtime) or also across reboots. */
+int systemd_set_cpus(sd_bus *bus, const char *unit, const char *property, const CpuSet *cpus, bool runtime,
+                     char **ret_error);
+
+/* The slice that stands for the cpuset partition `name` where systemd owns the cgroup tree:
+ * `name` escaped as systemd escapes unit names ("rtpart-rt" → "rtpart\x2drt.slice": a '-' would
+ * make it the child of another slice, and a partition's parent must be the root) plus ".slice". */
+char *systemd_partition_slice(const char *name);
+
+/* Starts the transient slice `unit` with AllowedCPUs= `cpus` (StartTransientUnit): systemd makes
+ * its cgroup and writes its cpuset.cpus. When the unit already exists (a unit's Slice= named it),
+ * sets its AllowedCPUs= for now and starts it. Returns once systemd accepted the job; the cgroup
+ * appears when the job runs. */
+int systemd_start_slice(sd_bus *bus, const char *unit, const char *description, const CpuSet *cpus,
+                        char **ret_error);
+
+/* StopUnit(unit, "fail"): systemd removes the unit's cgroup. */
+int systemd_stop_unit(sd_bus *bus, const char *unit, char **ret_error);
+
+/* CPUSetPartition= (member|root|isolated) for now, where systemd has the property (from 2026);
+ * older systemd refuses it and the caller writes cpuset.cpus.partition itself, the one cpuset file
+ * of the slice systemd does not manage there. */
+int systemd_set_partition(sd_bus *bus, const char *unit, const char *mode, char **ret_error);
+
 /* The "ay" systemd uses for CPU sets (cpu_set_to_dbus()): bit c%8 of byte c/8 is CPU c; as many
  * bytes as the highest CPU needs, none for the empty set. */
 int systemd_cpu_set_to_bytes(const CpuSet *cpus, uint8_t **ret, size_t *ret_n);

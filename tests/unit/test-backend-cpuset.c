@@ -83,17 +83,20 @@ START_TEST(test_intel_v2) {
                 " \"cpuset\": {\"partitions\": [{\"name\": \"rtpart-rt\", \"cpus\": \"4-11\", \"mode\": \"isolated\"},"
                 " {\"name\": \"rtpart-vm\", \"cpus\": \"12-15,20-31\", \"mode\": \"root\", \"mems\": \"1\"}]}}");
 
-        const Knob *k = knob(p, "cpuset/rtpart-rt/cpus", "sys/fs/cgroup/rtpart-rt/cpuset.cpus", "4-11");
+        const Knob *k = knob(p, "cpuset/rtpart-rt/cpus", "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus", "4-11");
         ck_assert_int_eq(k->kind, VALUE_CPU_LIST);
         ck_assert_ptr_null(k->current);
         ck_assert(k->changed);
-        k = knob(p, "cpuset/rtpart-rt/cpus.exclusive", "sys/fs/cgroup/rtpart-rt/cpuset.cpus.exclusive", "4-11");
+        k = knob(p, "cpuset/rtpart-rt/cpus.exclusive", "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.exclusive", "4-11");
         ck_assert_int_eq(k->kind, VALUE_CPU_LIST);
-        knob(p, "cpuset/rtpart-rt/partition", "sys/fs/cgroup/rtpart-rt/cpuset.cpus.partition", "isolated");
+        knob(p, "cpuset/rtpart-rt/partition", "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.partition", "isolated");
+        /* systemd runs there: each partition is a slice of its own, directly under the root. */
+        ck_assert(plan_has_note(p, "partition rtpart-rt is the slice rtpart\\x2drt.slice: systemd creates it"));
+        ck_assert(plan_has_note(p, "systemd-run --slice=rtpart\\x2drt.slice (under --root"));
         ck_assert_ptr_null(plan_find(p, "cpuset/rtpart-rt/mems"));
-        knob(p, "cpuset/rtpart-vm/cpus", "sys/fs/cgroup/rtpart-vm/cpuset.cpus", "12-15,20-31");
+        knob(p, "cpuset/rtpart-vm/cpus", "sys/fs/cgroup/rtpart\\x2dvm.slice/cpuset.cpus", "12-15,20-31");
         knob(p, "cpuset/rtpart-vm/cpus.exclusive", NULL, "12-15,20-31");
-        knob(p, "cpuset/rtpart-vm/mems", "sys/fs/cgroup/rtpart-vm/cpuset.mems", "1");
+        knob(p, "cpuset/rtpart-vm/mems", "sys/fs/cgroup/rtpart\\x2dvm.slice/cpuset.mems", "1");
         knob(p, "cpuset/rtpart-vm/partition", NULL, "root");
         /* CPUs before the partition mode. */
         ck_assert_uint_lt(index_of(p, "cpuset/rtpart-rt/cpus"), index_of(p, "cpuset/rtpart-rt/partition"));
@@ -118,9 +121,9 @@ END_TEST
 
 START_TEST(test_intel_v2_current) {
         copy_host("intel-2s");
-        test_write(host_dir, "sys/fs/cgroup/rtpart-rt/cpuset.cpus", "4-15,20-31\n");
-        test_write(host_dir, "sys/fs/cgroup/rtpart-rt/cpuset.cpus.exclusive", "\n");
-        test_write(host_dir, "sys/fs/cgroup/rtpart-rt/cpuset.cpus.partition",
+        test_write(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus", "4-15,20-31\n");
+        test_write(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.exclusive", "\n");
+        test_write(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.partition",
                    "isolated invalid (Cpu list in cpuset.cpus not exclusive)\n");
         test_write(host_dir, "sys/fs/cgroup/system.slice/cpuset.cpus", "0-3,16-19\n");
         open_host();
@@ -139,13 +142,13 @@ START_TEST(test_intel_v2_current) {
 
         /* The read verb sees later changes, and an absent file as NULL. */
         char *v = NULL;
-        test_write(host_dir, "sys/fs/cgroup/rtpart-rt/cpuset.cpus.partition", "isolated\n");
+        test_write(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.partition", "isolated\n");
         ck_assert_int_eq(backend_cpuset.read(root, k = plan_find(p, "cpuset/rtpart-rt/partition"), &v), 0);
         ck_assert_str_eq(v, "isolated");
         ck_assert(value_equal(k->kind, v, k->desired));
         free(v);
         _cleanup_free_ char *cmd = NULL;
-        ck_assert(asprintf(&cmd, "rm -rf '%s/sys/fs/cgroup/rtpart-rt'", host_dir) >= 0);
+        ck_assert(asprintf(&cmd, "rm -rf '%s/sys/fs/cgroup/rtpart\\x2drt.slice'", host_dir) >= 0);
         ck_assert_int_eq(system(cmd), 0);
         ck_assert_int_eq(backend_cpuset.read(root, k, &v), 0);
         ck_assert_ptr_null(v);
@@ -195,6 +198,9 @@ START_TEST(test_intel_v2_errors) {
                  "/cpuset/partitions/0", "\"root\" cannot be used as a group name");
         plan_err("{\"cpus\": {\"isolated\": \"4-15,20-31\"}, \"cpuset\": {\"partitions\": ["
                  "{\"name\": \"system.slice\", \"cpus\": \"4-7\"}]}}",
+                 "/cpuset/partitions/0/name", "\"system.slice\" is a systemd unit name; name the partition without");
+        plan_err("{\"cpus\": {\"isolated\": \"4-15,20-31\"}, \"cpuset\": {\"confine\": [\"lab\"], \"partitions\": ["
+                 "{\"name\": \"lab\", \"cpus\": \"4-7\"}]}}",
                  "/cpuset/partitions/0/name", "also in \"confine\"");
         plan_err("{\"cpus\": {\"isolated\": \"4-15,20-31\"}, \"cpuset\": {\"partitions\": ["
                  "{\"name\": \"a\", \"cpus\": \"!all\", \"mode\": \"isolated\"}]}}",
@@ -239,9 +245,9 @@ START_TEST(test_epyc_v2) {
                 "{\"cpus\": {\"isolated\": \"4-31,36-63\"},"
                 " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"8-15\", \"mems\": \"0\"},"
                 " {\"name\": \"misc\", \"cpus\": \"16-17\", \"mode\": \"member\"}]}}");
-        knob(p, "cpuset/rt/cpus", "sys/fs/cgroup/rt/cpuset.cpus", "8-15");
-        knob(p, "cpuset/rt/mems", "sys/fs/cgroup/rt/cpuset.mems", "0");
-        knob(p, "cpuset/rt/partition", "sys/fs/cgroup/rt/cpuset.cpus.partition", "isolated");
+        knob(p, "cpuset/rt/cpus", "sys/fs/cgroup/rt.slice/cpuset.cpus", "8-15");
+        knob(p, "cpuset/rt/mems", "sys/fs/cgroup/rt.slice/cpuset.mems", "0");
+        knob(p, "cpuset/rt/partition", "sys/fs/cgroup/rt.slice/cpuset.cpus.partition", "isolated");
         /* No cpuset.cpus.isolated in the root: no cpuset.cpus.exclusive either. */
         ck_assert_ptr_null(plan_find(p, "cpuset/rt/cpus.exclusive"));
         knob(p, "cpuset/misc/cpus", NULL, "16-17");
@@ -347,23 +353,23 @@ START_TEST(test_apply_v2_intel) {
 
         /* Partitions as the kernel shows them, the root's isolated CPUs, and the slices (under
          * --root their cpuset.cpus stands in for systemd's AllowedCPUs=). */
-        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-rt/cpuset.cpus", "4-11\n");
-        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-rt/cpuset.cpus.exclusive", "4-11\n");
-        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-rt/cpuset.cpus.effective", "4-11\n");
-        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-rt/cpuset.cpus.partition", "isolated\n");
-        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-rt/cgroup.controllers", "cpuset cpu io memory pids\n");
-        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-rt/cgroup.procs", "");
-        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-vm/cpuset.cpus", "12-15,20-31\n");
-        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-vm/cpuset.mems", "1\n");
-        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-vm/cpuset.mems.effective", "1\n");
-        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart-vm/cpuset.cpus.partition", "root\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus", "4-11\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.exclusive", "4-11\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.effective", "4-11\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.partition", "isolated\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cgroup.controllers", "cpuset cpu io memory pids\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cgroup.procs", "");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2dvm.slice/cpuset.cpus", "12-15,20-31\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2dvm.slice/cpuset.mems", "1\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2dvm.slice/cpuset.mems.effective", "1\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2dvm.slice/cpuset.cpus.partition", "root\n");
         tree_assert_file(host_dir, "sys/fs/cgroup/cpuset.cpus.isolated", "4-11\n");
         tree_assert_file(host_dir, "sys/fs/cgroup/system.slice/cpuset.cpus", "0-3,16-19\n");
         tree_assert_file(host_dir, "sys/fs/cgroup/init.scope/cpuset.cpus", "0-3,16-19\n");
         ck_assert_msg(tree_verify(host_dir, &drift) == 0, "drift: %s", strempty(drift));
 
         /* The kernel invalidating the partition later is drift, with its reason. */
-        test_write(host_dir, "sys/fs/cgroup/rtpart-rt/cpuset.cpus.partition", "isolated invalid (Cpu list in cpuset.cpus not exclusive)\n");
+        test_write(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.partition", "isolated invalid (Cpu list in cpuset.cpus not exclusive)\n");
         ck_assert_uint_eq(tree_verify(host_dir, &drift), 1);
         ck_assert_str_eq(drift, "cpuset/rtpart-rt/partition: expected 'isolated', actual "
                                 "'isolated invalid (Cpu list in cpuset.cpus not exclusive)'");
@@ -393,9 +399,9 @@ START_TEST(test_v2_invalid_partition) {
 
         open_host();
         Knob cpus = { .id = (char *) "cpuset/rtpart-rt/cpus", .domain = DOMAIN_CPUSET, .kind = VALUE_CPU_LIST,
-                      .path = (char *) "sys/fs/cgroup/rtpart-rt/cpuset.cpus" };
+                      .path = (char *) "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus" };
         Knob part = { .id = (char *) "cpuset/rtpart-rt/partition", .domain = DOMAIN_CPUSET, .kind = VALUE_AUTO,
-                      .path = (char *) "sys/fs/cgroup/rtpart-rt/cpuset.cpus.partition" };
+                      .path = (char *) "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.partition" };
         ck_assert_int_eq(backend_cpuset.write(root, &cpus, "4-11"), 0);
         ck_assert_int_eq(backend_cpuset.write(root, &part, "isolated"), -EINVAL);
         ck_assert_str_eq(cpuset_last_status(), "isolated invalid (Cpu list in cpuset.cpus not exclusive)");
@@ -405,13 +411,16 @@ START_TEST(test_v2_invalid_partition) {
         tree_assert_file(host_dir, "sys/fs/cgroup/cpuset.cpus.isolated", "4-7\n");
         /* Absent again: member, then gone. */
         ck_assert_int_eq(backend_cpuset.write(root, &part, NULL), 0);
-        ck_assert(!tree_exists(host_dir, "sys/fs/cgroup/rtpart-rt"));
+        ck_assert(!tree_exists(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice"));
         tree_assert_file(host_dir, "sys/fs/cgroup/cpuset.cpus.isolated", "\n");
 }
 END_TEST
 
 START_TEST(test_v2_enable_controller) {
+        /* Without systemd the partition is a cgroup of its own name. */
         copy_host("epyc");
+        _cleanup_free_ char *out = NULL;
+        ck_assert_int_eq(tree_sh(&out, "rm -r '%s/run/systemd'", host_dir), 0);
         test_write(host_dir, "sys/fs/cgroup/cgroup.subtree_control", "cpu io memory pids\n");
         _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
                 "{\"cpus\": {\"isolated\": \"4-31,36-63\"},"
