@@ -83,6 +83,31 @@ class Varlink:
         self.sock.close()
 
 
+def terminate(p, timeout=10):
+    """Ends a process this test started, by its PID: SIGTERM, then SIGKILL after timeout s."""
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    return p.returncode
+
+
+def call_ok(sock, method, parameters=None, timeout=60):
+    """One call of org.rtpart.Manager on a connection of its own: the reply's parameters; an
+    error reply fails the test."""
+    c = Varlink(sock, timeout=timeout)
+    try:
+        r = c.call(IFACE + "." + method, parameters)
+    finally:
+        c.close()
+    if r is None or "error" in r:
+        raise AssertionError(f"{method}: {r}")
+    return r["parameters"]
+
+
 class Daemon:
     def __init__(self, host="vm", extra_profiles=None, default_socket=False):
         self.tmp = tempfile.mkdtemp(prefix="rtpart-daemon-")
@@ -153,14 +178,7 @@ class Daemon:
         return None
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)  # our own child, by PID
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode if self.proc else None
+        return terminate(self.proc) if self.proc else None
 
     def close(self):
         self.stop()
@@ -193,12 +211,9 @@ class DaemonTest(unittest.TestCase):
         return self.d
 
     def apply(self, profile):
-        c = self.d.client()
-        r = c.call(IFACE + ".Apply", {"profile": profile})
-        c.close()
-        self.assertNotIn("error", r, r)
-        self.assertTrue(r["parameters"]["ok"])
-        return r["parameters"]
+        p = call_ok(self.d.sock, "Apply", {"profile": profile})
+        self.assertTrue(p["ok"])
+        return p
 
     def test_report_drift_with_latency(self):
         d = self.daemon()
@@ -603,13 +618,7 @@ class DBusTest(unittest.TestCase):
 
     def tearDown(self):
         for p in (self.proc, self.bus):  # our own children, by PID
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            terminate(p)
         self.d.close()
 
     def busctl(self, *args, user=None):
