@@ -125,7 +125,8 @@ const char manager_varlink_description[] =
         "  originals: int,\n"
         "  last_error: ?object,\n"
         "  transaction_open: bool,\n"
-        "  daemon: (watched_files: int, interval_s: int, drift_events: int, policy: string, streams: int)\n"
+        "  daemon: (watched_files: int, interval_s: int, drift_events: int, policy: string, streams: int,\n"
+        "          task_check: bool, tasks_on_isolated: int)\n"
         ")\n"
         "\n"
         "# Streams events; needs \"more\". The first reply is the current state (event \"status\"),\n"
@@ -305,6 +306,8 @@ static int method_watch(VarlinkCall *call, json_t *params, VarlinkCallFlags flag
         const char *id;
         json_t *v;
         json_object_foreach(m->drift, id, v)
+                json_array_append(all, v);
+        json_object_foreach(m->tasks, id, v)
                 json_array_append(all, v);
         return varlink_call_notify(call, event_json(m, "status", all));
 }

@@ -16,6 +16,7 @@
 #include "manager.h"
 #include "profile.h"
 #include "strv.h"
+#include "task.h"
 
 /* How often one knob is written back per CORRECT_WINDOW before rtpartd stops fighting whoever
  * keeps changing it (irqbalance, tuned, a script) and only reports. */
@@ -184,6 +185,7 @@ static void settings_reset(Manager *m) {
         for (int d = 0; d < _DOMAIN_MAX; d++)
                 m->policy[d] = DRIFT_REPORT;
         m->profile_interval_usec = 0;
+        manager_task_settings(m, NULL);
 }
 
 /* The resolved profile's "drift" section: policy, per-domain policies, interval_s. */
@@ -204,6 +206,7 @@ static void settings_from_resolved(Manager *m, const Resolved *r) {
         }
         json_int_t s = json_integer_value(json_object_get(drift, "interval_s"));
         m->profile_interval_usec = s > 0 ? (uint64_t) s * 1000000ULL : 0;
+        manager_task_settings(m, r);
 }
 
 static void apply_interval(Manager *m) {
@@ -216,20 +219,12 @@ static void apply_interval(Manager *m) {
 static void pin_self(Manager *m, const CpuSet *housekeeping) {
         if (!m->options.pin || !m->root->is_host || cpu_set_is_empty(housekeeping))
                 return;
-        int last = cpu_set_last(housekeeping);
-        size_t size = CPU_ALLOC_SIZE(last + 1);
-        cpu_set_t *set = CPU_ALLOC(last + 1);
-        if (!set)
-                return;
-        CPU_ZERO_S(size, set);
-        CPU_SET_FOREACH(cpu, housekeeping)
-                CPU_SET_S(cpu, size, set);
         _cleanup_free_ char *list = cpu_set_format_list(housekeeping);
-        if (sched_setaffinity(0, size, set) < 0)
-                (void) log_warning_errno(-errno, "Cannot pin rtpartd to the housekeeping CPUs %s: %m", strempty(list));
+        int r = task_set_affinity(0, housekeeping);
+        if (r < 0)
+                (void) log_warning_errno(r, "Cannot pin rtpartd to the housekeeping CPUs %s: %m", strempty(list));
         else
                 log_debug("Pinned to housekeeping CPUs %s", strempty(list));
-        CPU_FREE(set);
 }
 
 /* Re-reads the profile's settings when the journal names another profile or content. */
@@ -363,7 +358,7 @@ const char *manager_active_profile(Manager *m) {
 }
 
 unsigned manager_drift_count(Manager *m) {
-        return (unsigned) json_object_size(m->drift);
+        return (unsigned) (json_object_size(m->drift) + json_object_size(m->tasks));
 }
 
 bool manager_in_sync(Manager *m) {
@@ -374,7 +369,7 @@ bool manager_reboot_required(Manager *m) {
         return m->reboot_required;
 }
 
-static void properties_update(Manager *m) {
+void manager_properties_update(Manager *m) {
         bool in_sync = manager_in_sync(m);
         unsigned count = manager_drift_count(m);
         if (m->emitted.valid && m->emitted.in_sync == in_sync && m->emitted.drift_count == count &&
@@ -397,12 +392,12 @@ static void properties_update(Manager *m) {
 
 /* ---- drift ---- */
 
-static void emit(Manager *m, const char *signal, const char *event, json_t *drift) {
+void manager_emit(Manager *m, const char *signal, const char *event, json_t *drift) {
         manager_dbus_emit_drift(m, signal, drift);
         manager_varlink_emit(m, event, drift);
 }
 
-static bool correction_allowed(Manager *m, const char *id) {
+bool manager_correction_allowed(Manager *m, const char *id) {
         uint64_t now = now_usec();
         json_t *c = json_object_get(m->corrections, id);
         json_int_t count = json_integer_value(json_array_get(c, 0));
@@ -462,7 +457,7 @@ static void drift_update(Manager *m, json_t *found, char **checked) {
                                     json_string_value(json_object_get(e, "knob")),
                                     json_string_value(json_object_get(e, "actual")) ?: "(absent)",
                                     json_string_value(json_object_get(e, "expected")) ?: "(absent)");
-                emit(m, "DriftDetected", "drift", fresh);
+                manager_emit(m, "DriftDetected", "drift", fresh);
         }
 
         /* What the policy says to write back. */
@@ -470,7 +465,7 @@ static void drift_update(Manager *m, json_t *found, char **checked) {
         json_array_foreach(fresh, i, e) {
                 Domain d = domain_from_string(json_string_value(json_object_get(e, "domain")));
                 const char *knob = json_string_value(json_object_get(e, "knob"));
-                if (d >= 0 && m->policy[d] == DRIFT_CORRECT && correction_allowed(m, knob))
+                if (d >= 0 && m->policy[d] == DRIFT_CORRECT && manager_correction_allowed(m, knob))
                         (void) strv_extend(&fix, knob);
         }
         if (fix) {
@@ -498,9 +493,9 @@ static void drift_update(Manager *m, json_t *found, char **checked) {
                 json_array_foreach(still, i, e)
                         json_object_set(m->drift, json_string_value(json_object_get(e, "knob")), e);
                 if (json_array_size(corrected) > 0)
-                        emit(m, "Corrected", "corrected", corrected);
+                        manager_emit(m, "Corrected", "corrected", corrected);
         }
-        properties_update(m);
+        manager_properties_update(m);
 }
 
 /* Reads the given knobs of the journal and compares (the engine's verify of a subset): the drift
@@ -562,6 +557,7 @@ static int check_all(Manager *m, VerifyResult *ret) {
                 json_array_append_new(found, document_drift(v.drift[i].knob, v.drift[i].domain, v.drift[i].expected, v.drift[i].actual));
         m->reboot_required = strv_length(v.reboot_pending) > 0;
         drift_update(m, found, NULL);
+        manager_task_scan(m);
         if (ret)
                 *ret = v;
         else
@@ -804,9 +800,9 @@ int manager_correct(Manager *m, json_t **ret, ManagerError *e) {
                 if (json_array_size(corrected) > 0) {
                         log_notice("Corrected %zu drifted knob%s on request", json_array_size(corrected),
                                    json_array_size(corrected) == 1 ? "" : "s");
-                        emit(m, "Corrected", "corrected", corrected);
+                        manager_emit(m, "Corrected", "corrected", corrected);
                 }
-                properties_update(m);
+                manager_properties_update(m);
         }
         *ret = json_pack("{s:b, s:s, s:I, s:o, s:I}", "ok", 1, "profile", m->profile, "written", (json_int_t) written,
                          "corrected", corrected, "drift", (json_int_t) manager_drift_count(m));
@@ -860,7 +856,7 @@ int manager_revert(Manager *m, json_t **ret, ManagerError *e) {
         host = host_free(host);
         trim_memory();
         manager_varlink_emit(m, "reverted", NULL);
-        properties_update(m);
+        manager_properties_update(m);
         if (r < 0)
                 return r;
         *ret = doc;
@@ -884,12 +880,15 @@ int manager_status(Manager *m, json_t **ret, ManagerError *e) {
         json_t *doc = document_status(&v, state);
         /* What only the daemon knows. */
         if (doc)
-                json_object_set_new(doc, "daemon", json_pack("{s:I, s:I, s:I, s:s, s:I}",
+                json_object_set_new(doc, "daemon", json_pack("{s:I, s:I, s:I, s:s, s:I, s:b, s:I}",
                                                               "watched_files", (json_int_t) (m->watcher ? watcher_n_files(m->watcher) : 0),
                                                               "interval_s", (json_int_t) (m->watcher ? watcher_get_interval(m->watcher) / 1000000ULL : 0),
                                                               "drift_events", (json_int_t) m->drift_events,
                                                               "policy", drift_policy_to_string(m->policy[DOMAIN_SYSCTL]),
-                                                              "streams", (json_int_t) m->n_streams));
+                                                              "streams", (json_int_t) m->n_streams,
+                                                              "task_check", m->task_check,
+                                                              "tasks_on_isolated",
+                                                              (json_int_t) (json_object_size(m->tasks) + m->tasks_unlisted)));
         json_decref(state);
         verify_result_done(&v);
         *ret = doc;
@@ -952,6 +951,11 @@ static void on_kthreads_forked(Watcher *w, void *userdata) {
         adopt_new(m, "new kernel threads");
 }
 
+static void on_tasks_changed(Watcher *w, const int *pids, size_t n_pids, const int *gone, size_t n_gone,
+                             bool overflow, void *userdata) {
+        manager_task_events(userdata, pids, n_pids, gone, n_gone, overflow);
+}
+
 static void on_tick(Watcher *w, void *userdata) {
         Manager *m = userdata;
         (void) journal_reload(m, NULL);
@@ -980,12 +984,12 @@ static void on_journal_changed(Watcher *w, void *userdata) {
                 json_object_clear(m->drift);
                 m->reboot_required = false;
         }
-        properties_update(m);
+        manager_properties_update(m);
 }
 
 void manager_reload(Manager *m) {
         on_tick(m->watcher, m);
-        properties_update(m);
+        manager_properties_update(m);
 }
 
 /* ---- life cycle ---- */
@@ -1001,13 +1005,15 @@ int manager_new(sd_event *event, Root *root, const ManagerOptions *options, Mana
         m->corrections = json_object();
         m->applied_index = json_object();
         m->not_owned = json_object();
-        if (!m->drift || !m->corrections || !m->applied_index || !m->not_owned)
+        m->tasks = json_object();
+        if (!m->drift || !m->corrections || !m->applied_index || !m->not_owned || !m->tasks)
                 return -ENOMEM;
         settings_reset(m);
         static const WatchCallbacks cb = {
                 .knobs_changed = on_knobs_changed,
                 .device_added = on_device_added,
                 .kthreads_forked = on_kthreads_forked,
+                .tasks_changed = on_tasks_changed,
                 .tick = on_tick,
                 .journal_changed = on_journal_changed,
         };
@@ -1033,6 +1039,8 @@ Manager *manager_free(Manager *m) {
         json_decref(m->drift);
         json_decref(m->corrections);
         json_decref(m->not_owned);
+        json_decref(m->tasks);
+        task_rules_done(&m->task_rules);
         free(m->profile);
         free(m->settings_hash);
         free(m->emitted.profile);
@@ -1109,7 +1117,7 @@ int manager_startup(Manager *m) {
         m->irq_signature = irq_signature(m->root);
         if (m->profile)
                 (void) check_all(m, NULL);
-        properties_update(m);
+        manager_properties_update(m);
         trim_memory();
         log_info("Watching %zu knob files; safety check every %llu s", watcher_n_files(m->watcher),
                  (unsigned long long) (watcher_get_interval(m->watcher) / 1000000ULL));

@@ -16,6 +16,7 @@
 #include "backend.h"
 #include "engine.h"
 #include "root.h"
+#include "task.h"
 #include "varlink.h"
 #include "watch.h"
 
@@ -94,6 +95,14 @@ struct Manager {
                                          * journal by the engine): not "new" again and again */
         bool reboot_required;
         uint64_t drift_events;          /* drift reports since start */
+
+        /* User tasks on isolated CPUs (manager-task.c). */
+        TaskRules task_rules;
+        CpuSet task_housekeeping;       /* where a task is moved, and its "expected" value */
+        DriftPolicy task_policy;        /* drift.domains.task only: never drift.policy's */
+        bool task_check;                /* the real host, isolated CPUs, not every task allowed */
+        json_t *tasks;                  /* "task/PID" → {knob, domain, expected, actual} */
+        uint64_t tasks_unlisted;        /* found beyond MANAGER_TASKS_MAX at the last check */
         struct {
                 bool valid, in_sync, reboot_required;
                 unsigned drift_count;
@@ -141,6 +150,28 @@ bool manager_reboot_required(Manager *m);
 
 /* Re-reads the journal and re-checks every knob (SIGHUP, the safety timer). */
 void manager_reload(Manager *m);
+
+/* ---- inside the daemon: manager.c for manager-task.c ---- */
+
+/* Announces changed properties (D-Bus PropertiesChanged, sd_notify STATUS). */
+void manager_properties_update(Manager *m);
+/* A D-Bus signal (DriftDetected, Corrected) and the varlink stream event (drift, corrected). */
+void manager_emit(Manager *m, const char *signal, const char *event, json_t *drift);
+/* Whether one more correction of id fits the rate limit (10 a minute). */
+bool manager_correction_allowed(Manager *m, const char *id);
+
+/* ---- user tasks on isolated CPUs (manager-task.c) ---- */
+
+#define MANAGER_TASKS_MAX 1024U         /* task drift entries kept */
+#define MANAGER_TASKS_BURST 16U         /* task drift entries in one DriftDetected signal or event */
+
+/* Reads the task settings of a resolved profile (NULL: none applied) and turns the proc
+ * connector's task events on or off to match. */
+void manager_task_settings(Manager *m, const Resolved *r);
+/* Looks at every process (and every task already reported). */
+void manager_task_scan(Manager *m);
+/* The proc connector's findings (watch.h, tasks_changed). */
+void manager_task_events(Manager *m, const int *pids, size_t n_pids, const int *gone, size_t n_gone, bool overflow);
 
 DriftPolicy drift_policy_from_string(const char *s);
 const char *drift_policy_to_string(DriftPolicy p);

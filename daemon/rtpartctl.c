@@ -786,6 +786,9 @@ static int print_status(json_t *doc) {
                 printf("Daemon:      rtpartd watches %zu files, checks everything every %zu s; %zu drift event%s "
                        "since it started\n", jsize(daemon, "watched_files"), jsize(daemon, "interval_s"),
                        jsize(daemon, "drift_events"), jsize(daemon, "drift_events") == 1 ? "" : "s");
+        if (jtrue(daemon, "task_check"))
+                printf("Tasks:       %zu user task%s may run on isolated CPUs (rtpartctl watch names them)\n",
+                       jsize(daemon, "tasks_on_isolated"), jsize(daemon, "tasks_on_isolated") == 1 ? "" : "s");
         return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAILED;
 }
 

@@ -44,6 +44,7 @@
 #define WATCH_MASK (IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
 #define DEVICE_DELAY_USEC (250 * 1000ULL)      /* a driver binds, then requests its IRQs */
 #define KTHREAD_DELAY_USEC (500 * 1000ULL)     /* kthreadd forks, the thread then names itself */
+#define TASK_PENDING_MAX 4096U                  /* task ids kept per debounce; beyond: overflow */
 #define DEFAULT_DEBOUNCE_USEC (5 * 1000ULL)
 #define DEFAULT_INTERVAL_USEC (60 * 1000000ULL)
 
@@ -82,6 +83,11 @@ struct Watcher {
 
         int proc_fd;
         sd_event_source *proc_source, *kthread_source;
+        bool task_events;
+        sd_event_source *task_source;
+        int *task_pids, *task_gone;
+        size_t n_task_pids, n_task_gone;
+        bool task_overflow;
 
         int journal_fd;
         sd_event_source *journal_source;
@@ -138,6 +144,9 @@ Watcher *watcher_free(Watcher *w) {
         free(w->device_path);
         sd_event_source_disable_unref(w->proc_source);
         sd_event_source_disable_unref(w->kthread_source);
+        sd_event_source_disable_unref(w->task_source);
+        free(w->task_pids);
+        free(w->task_gone);
         if (w->proc_fd >= 0) {
                 /* The kernel counts listeners; one that leaves without saying so keeps the proc
                  * connector busy for every process on the host. */
@@ -528,15 +537,52 @@ static int on_kthread_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+static int on_task_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Watcher *w = userdata;
+        _cleanup_free_ int *pids = TAKE_PTR(w->task_pids), *gone = TAKE_PTR(w->task_gone);
+        size_t n_pids = w->n_task_pids, n_gone = w->n_task_gone;
+        bool overflow = w->task_overflow;
+
+        w->n_task_pids = w->n_task_gone = 0;
+        w->task_overflow = false;
+        if (w->cb.tasks_changed && w->task_events)
+                w->cb.tasks_changed(w, pids, n_pids, gone, n_gone, overflow, w->userdata);
+        return 0;
+}
+
+/* Keeps a task id for the next tasks_changed; past TASK_PENDING_MAX only "look at all" is kept. */
+static void task_push(Watcher *w, int **list, size_t *n, int pid) {
+        if (w->task_overflow || pid <= 0)
+                return;
+        if (*n > 0 && (*list)[*n - 1] == pid)
+                return; /* a fork and its exec, back to back */
+        if (*n >= TASK_PENDING_MAX) {
+                w->task_overflow = true;
+                return;
+        }
+        if (*n % 256 == 0) {
+                int *m = realloc(*list, (*n + 256) * sizeof(int));
+                if (!m) {
+                        w->task_overflow = true;
+                        return;
+                }
+                *list = m;
+        }
+        (*list)[(*n)++] = pid;
+}
+
 static int on_proc(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Watcher *w = userdata;
         char buf[4096] __attribute__((aligned(8)));
-        bool any = false;
+        bool kthreads = false, tasks = false;
 
         for (;;) {
                 ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
                 if (n < 0 && errno == ENOBUFS) {
-                        any = true; /* overrun: events were lost, look anyway */
+                        /* Overrun: events were lost, look anyway. */
+                        kthreads = true;
+                        if (w->task_events)
+                                tasks = w->task_overflow = true;
                         continue;
                 }
                 if (n <= 0)
@@ -547,15 +593,87 @@ static int on_proc(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                             cn->id.idx != CN_IDX_PROC)
                                 continue;
                         struct proc_event *ev = (struct proc_event *) cn->data;
-                        if (ev->what == PROC_EVENT_FORK && ev->event_data.fork.parent_tgid == 2)
-                                any = true;
+                        switch (ev->what) {
+                        case PROC_EVENT_FORK:
+                                if (ev->event_data.fork.parent_tgid == 2)
+                                        kthreads = true;
+                                else if (w->task_events) {
+                                        task_push(w, &w->task_pids, &w->n_task_pids, ev->event_data.fork.child_pid);
+                                        tasks = true;
+                                }
+                                break;
+                        case PROC_EVENT_EXEC:
+                        case PROC_EVENT_COMM:
+                                /* exec and comm carry the task's id at the same place */
+                                if (w->task_events) {
+                                        task_push(w, &w->task_pids, &w->n_task_pids, ev->event_data.exec.process_pid);
+                                        tasks = true;
+                                }
+                                break;
+                        case PROC_EVENT_EXIT:
+                                if (w->task_events) {
+                                        task_push(w, &w->task_gone, &w->n_task_gone, ev->event_data.exit.process_pid);
+                                        tasks = true;
+                                }
+                                break;
+                        default:
+                                break;
+                        }
                 }
         }
-        if (any && sd_event_source_get_enabled(w->kthread_source, NULL) == 0) {
+        if (kthreads && sd_event_source_get_enabled(w->kthread_source, NULL) == 0) {
                 (void) sd_event_source_set_time_relative(w->kthread_source, KTHREAD_DELAY_USEC);
                 (void) sd_event_source_set_enabled(w->kthread_source, SD_EVENT_ONESHOT);
         }
+        /* Leading edge, like the knob files: a burst of forks is one check, `debounce` after the
+         * first of them. */
+        if (tasks && sd_event_source_get_enabled(w->task_source, NULL) == 0) {
+                (void) sd_event_source_set_time_relative(w->task_source, w->debounce_usec);
+                (void) sd_event_source_set_enabled(w->task_source, SD_EVENT_ONESHOT);
+        }
         return 0;
+}
+
+/* In the kernel, not here: only what is asked for wakes rtpartd. BPF loads words in network byte
+ * order, so the constants are compared as htonl() of themselves. */
+static int proc_attach_filter(int fd, bool tasks) {
+        const unsigned base = NLMSG_LENGTH(0) + offsetof(struct cn_msg, data);
+        /* Forks whose parent is kthreadd (PID 2): new kernel threads. */
+        struct sock_filter kthreads_only[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, base + offsetof(struct proc_event, what)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, htonl(PROC_EVENT_FORK), 0, 3),
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, base + offsetof(struct proc_event, event_data.fork.parent_tgid)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, htonl(2), 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
+                BPF_STMT(BPF_RET | BPF_K, 0),
+        };
+        /* Every fork, exec, comm change and exit; not uid/gid/sid/ptrace/coredump changes. */
+        struct sock_filter with_tasks[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, base + offsetof(struct proc_event, what)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, htonl(PROC_EVENT_FORK), 3, 0),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, htonl(PROC_EVENT_EXEC), 2, 0),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, htonl(PROC_EVENT_EXIT), 1, 0),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, htonl(PROC_EVENT_COMM), 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
+                BPF_STMT(BPF_RET | BPF_K, 0),
+        };
+        struct sock_fprog prog = tasks ? (struct sock_fprog) { .len = ELEMENTSOF(with_tasks), .filter = with_tasks }
+                                       : (struct sock_fprog) { .len = ELEMENTSOF(kthreads_only), .filter = kthreads_only };
+        /* A second SO_ATTACH_FILTER replaces the first. */
+        return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ? -errno : 0;
+}
+
+int watcher_set_task_events(Watcher *w, bool on) {
+        if (w->task_events == on)
+                return 0;
+        w->task_events = on;
+        if (!on) {
+                w->n_task_pids = w->n_task_gone = 0;
+                w->task_overflow = false;
+                if (w->task_source)
+                        (void) sd_event_source_set_enabled(w->task_source, SD_EVENT_OFF);
+        }
+        return w->proc_fd >= 0 ? proc_attach_filter(w->proc_fd, on) : 0;
 }
 
 int watcher_enable_proc_connector(Watcher *w) {
@@ -570,21 +688,11 @@ int watcher_enable_proc_connector(Watcher *w) {
         struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC };
         if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
                 return -errno;
-
-        /* In the kernel, not here: only forks whose parent is kthreadd (PID 2) wake us. BPF loads
-         * words in network byte order, so the constants are compared as htonl() of themselves. */
-        const unsigned base = NLMSG_LENGTH(0) + offsetof(struct cn_msg, data);
-        struct sock_filter filter[] = {
-                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, base + offsetof(struct proc_event, what)),
-                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, htonl(PROC_EVENT_FORK), 0, 3),
-                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, base + offsetof(struct proc_event, event_data.fork.parent_tgid)),
-                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, htonl(2), 0, 1),
-                BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
-                BPF_STMT(BPF_RET | BPF_K, 0),
-        };
-        struct sock_fprog prog = { .len = ELEMENTSOF(filter), .filter = filter };
-        if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0)
-                return -errno;
+        r = proc_attach_filter(fd, w->task_events);
+        if (r < 0)
+                return r;
+        /* Every fork on the host can reach this socket: room for a burst between two reads. */
+        (void) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &(int) { 1024 * 1024 }, sizeof(int));
 
         send_proc_op(fd, PROC_CN_MCAST_LISTEN);
         r = sd_event_add_io(w->event, &w->proc_source, fd, EPOLLIN, on_proc, w);
@@ -596,6 +704,12 @@ int watcher_enable_proc_connector(Watcher *w) {
         if (r < 0)
                 return r;
         (void) sd_event_source_set_enabled(w->kthread_source, SD_EVENT_OFF);
+        r = sd_event_add_time_relative(w->event, &w->task_source, CLOCK_MONOTONIC, w->debounce_usec, 1,
+                                       on_task_timer, w);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(w->task_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(w->task_source, "watch-tasks");
         w->proc_fd = TAKE_FD(fd);
         return 0;
 }

@@ -10,7 +10,9 @@
  *   uevents     NETLINK_KOBJECT_UEVENT, kernel group 1, through libnl: devices that are added or
  *               bound may bring new IRQs.
  *   proc conn.  NETLINK_CONNECTOR/CN_IDX_PROC with a BPF filter that lets through only forks by
- *               kthreadd (new kernel threads); real host only.
+ *               kthreadd (new kernel threads); real host only. With task events on (the profile
+ *               has isolated CPUs to keep user tasks off), also every fork, exec, comm change and
+ *               exit: the ids of tasks that may have landed on isolated CPUs, and of tasks gone.
  *   timer       one safety re-check every `interval` for what no event announces (boot
  *               configuration, writes the kernel makes itself, watches that could not be added).
  *
@@ -32,6 +34,11 @@ typedef struct WatchCallbacks {
         void (*device_added)(Watcher *w, const char *action, const char *devpath, void *userdata);
         /* kthreadd forked (coalesced): new kernel threads exist. */
         void (*kthreads_forked)(Watcher *w, void *userdata);
+        /* User tasks were forked, exec'd or renamed (ids to check) or exited (ids gone), coalesced
+         * for `debounce`. overflow: events were lost or more came than are kept, so every task
+         * needs a look. The arrays are the watcher's, valid during the call. */
+        void (*tasks_changed)(Watcher *w, const int *pids, size_t n_pids, const int *gone, size_t n_gone,
+                              bool overflow, void *userdata);
         /* The safety timer. */
         void (*tick)(Watcher *w, void *userdata);
         /* The journal's directory changed (state.json replaced by someone). */
@@ -63,5 +70,8 @@ uint64_t watcher_get_interval(Watcher *w);
  * daemon goes on with inotify and the timer. */
 int watcher_enable_uevents(Watcher *w);
 int watcher_enable_proc_connector(Watcher *w);
+/* Whether the proc connector also passes user tasks' events (tasks_changed); may be set before
+ * the proc connector is enabled. */
+int watcher_set_task_events(Watcher *w, bool on);
 /* Watches the directory holding state.json (absolute path of that directory). */
 int watcher_watch_journal(Watcher *w, Root *state_root, const char *dir);

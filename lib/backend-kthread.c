@@ -12,6 +12,7 @@
 #include "backend.h"
 #include "proc.h"
 #include "strv.h"
+#include "task.h"
 
 /* Kernel threads: scheduling policy/priority of the ones a rule names (ksoftirqd, rcuc, ktimers …
  * rank above realtime vCPUs), and the CPU affinity of every kernel thread the kernel lets us move,
@@ -623,22 +624,6 @@ static int kthread_read(Root *root, const Knob *kn, char **ret) {
         return 0;
 }
 
-static int set_affinity(int tid, const CpuSet *cpus) {
-        int last = cpu_set_last(cpus);
-        if (last < 0)
-                return -EINVAL;
-        size_t size = CPU_ALLOC_SIZE(last + 1);
-        cpu_set_t *set = CPU_ALLOC(last + 1);
-        if (!set)
-                return -ENOMEM;
-        CPU_ZERO_S(size, set);
-        CPU_SET_FOREACH(cpu, cpus)
-                CPU_SET_S((size_t) cpu, size, set);
-        int k = sched_setaffinity(tid, size, set) < 0 ? -errno : 0;
-        CPU_FREE(set);
-        return k;
-}
-
 static int set_sched(int tid, unsigned policy, unsigned priority) {
         struct sched_param param = { .sched_priority = (int) priority };
         int p = (int) policy;
@@ -709,7 +694,7 @@ static int kthread_write(Root *root, const Knob *kn, const char *value) {
         int tid = st.pid;
         proc_stat_done(&st);
 
-        k = affinity ? set_affinity(tid, &cpus) : set_sched(tid, policy, prio);
+        k = affinity ? task_set_affinity(tid, &cpus) : set_sched(tid, policy, prio);
         switch (-k) {
         case 0:
                 return 0;

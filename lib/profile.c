@@ -288,6 +288,7 @@ static const Field drift_fields[] = {
         { "policy", &s_drift_policy },
         { "domains", &s_drift_domains },
         { "interval_s", &s_interval },
+        { "task_allow", &s_strings_array },
         {}
 };
 
@@ -583,6 +584,18 @@ static int validate_names(const char *file, const json_t *doc, const char *base,
                                 _cleanup_free_ char *pk = p ? json_pointer_append(p, key) : NULL;
                                 return set_error(e, -EINVAL, file, pk, "\"%s\" is not a module name, e.g. \"kvm_intel\"", key);
                         }
+        }
+        size_t ai;
+        json_array_foreach(json_object_get(json_object_get(doc, "drift"), "task_allow"), ai, v) {
+                const char *entry = json_string_value(v);
+                if (entry && (!*entry || streq(entry, "!"))) {
+                        _cleanup_free_ char *p = NULL;
+                        if (asprintf(&p, "%s/drift/task_allow/%zu", base, ai) < 0)
+                                return -ENOMEM;
+                        return set_error(e, -EINVAL, file, p,
+                                         "an empty entry matches nothing; give a comm pattern (\"qemu-*\"), a cgroup "
+                                         "(\"/machine.slice\") or an exception (\"!stress*\")");
+                }
         }
         const char *lists[][2] = { { "cpuset", "partitions" }, { "cat", "groups" } };
         for (size_t l = 0; l < ELEMENTSOF(lists); l++) {

@@ -6,6 +6,16 @@ its back to a knob file shows up on the Watch stream within 2 s (and the latency
 with drift policy "correct" the file is put back; a non-root peer is refused; malformed input gets
 an error and a closed connection while the daemon lives on; SIGTERM ends it cleanly.
 
+varlink through socat (suite sysroot, needs socat): GetInfo and GetInterfaceDescription, pipelined
+calls answered in order, a message split across writes, Monitor with "more" until the client hangs
+up, and malformed input (bad JSON, no method, a message with no NUL past the 1 MiB bound) answered
+with org.varlink.service.InvalidParameter and the connection closed by rtpartd; an unknown method or
+interface is an error of that call only.
+
+The non-root peer of the refusal tests (varlink, rtpartctl, D-Bus on a private dbus-daemon with the
+project's policy file) is a real user, rtpart-test, created with useradd when missing and removed
+at the end only if this run created it.
+
 rtpartctl through the daemon (rtpartd on its default socket under the root): plan, apply, verify,
 status and revert print the same JSON, text and exit status as rtpartctl --no-daemon on an
 identical copy; an invalid profile is exit 2 with "FILE: POINTER: MESSAGE"; a non-root apply is
@@ -18,6 +28,7 @@ with the reason when it cannot run here.
 """
 import json
 import os
+import pwd
 import select
 import shutil
 import signal
@@ -41,6 +52,61 @@ IFACE = "org.rtpart.Manager"
 def skip(reason):
     print(f"SKIP: {reason}")
     sys.exit(77)
+
+
+class TestUser:
+    """A real unprivileged account, the peer the refusal tests speak as: created with useradd when
+    it does not exist, and removed at the end only if this run created it."""
+
+    NAME = "rtpart-test"
+    uid = gid = None
+    created = False
+    error = None
+
+    @classmethod
+    def get(cls, test):
+        """(uid, gid); skips the test with the reason when there can be no such user."""
+        if cls.uid is None and cls.error is None:
+            try:
+                pw = pwd.getpwnam(cls.NAME)
+            except KeyError:
+                useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+                p = subprocess.run([useradd, "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+                                    "--shell", "/usr/sbin/nologin", "--comment", "rtpart test peer", cls.NAME],
+                                   capture_output=True, text=True) if os.access(useradd, os.X_OK) else None
+                if not p or p.returncode != 0:
+                    cls.error = f"cannot create the test user {cls.NAME}: {p.stderr.strip() if p else 'no useradd'}"
+                else:
+                    cls.created = True
+                    pw = pwd.getpwnam(cls.NAME)
+            if cls.error is None:
+                if pw.pw_uid == 0:
+                    cls.error = f"user {cls.NAME} exists with uid 0"
+                else:
+                    cls.uid, cls.gid = pw.pw_uid, pw.pw_gid
+        if cls.error:
+            test.skipTest(cls.error)
+        return cls.uid, cls.gid
+
+    @classmethod
+    def remove(cls):
+        if cls.created:
+            userdel = shutil.which("userdel") or "/usr/sbin/userdel"
+            p = subprocess.run([userdel, cls.NAME], capture_output=True, text=True)
+            if p.returncode != 0:
+                print(f"could not remove the test user {cls.NAME}: {p.stderr.strip()}", file=sys.stderr)
+            cls.created = False
+            cls.uid = cls.gid = None
+
+
+def tearDownModule():
+    TestUser.remove()
+
+
+def as_user(cmd, user):
+    """cmd run as (uid, gid), without root's supplementary groups."""
+    uid, gid = user
+    return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"] + cmd
 
 
 class Varlink:
@@ -81,6 +147,31 @@ class Varlink:
 
     def close(self):
         self.sock.close()
+
+
+def terminate(p, timeout=10):
+    """Ends a process this test started, by its PID: SIGTERM, then SIGKILL after timeout s."""
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    return p.returncode
+
+
+def call_ok(sock, method, parameters=None, timeout=60):
+    """One call of org.rtpart.Manager on a connection of its own: the reply's parameters; an
+    error reply fails the test."""
+    c = Varlink(sock, timeout=timeout)
+    try:
+        r = c.call(IFACE + "." + method, parameters)
+    finally:
+        c.close()
+    if r is None or "error" in r:
+        raise AssertionError(f"{method}: {r}")
+    return r["parameters"]
 
 
 class Daemon:
@@ -153,14 +244,7 @@ class Daemon:
         return None
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)  # our own child, by PID
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode if self.proc else None
+        return terminate(self.proc) if self.proc else None
 
     def close(self):
         self.stop()
@@ -193,12 +277,9 @@ class DaemonTest(unittest.TestCase):
         return self.d
 
     def apply(self, profile):
-        c = self.d.client()
-        r = c.call(IFACE + ".Apply", {"profile": profile})
-        c.close()
-        self.assertNotIn("error", r, r)
-        self.assertTrue(r["parameters"]["ok"])
-        return r["parameters"]
+        p = call_ok(self.d.sock, "Apply", {"profile": profile})
+        self.assertTrue(p["ok"])
+        return p
 
     def test_report_drift_with_latency(self):
         d = self.daemon()
@@ -330,7 +411,7 @@ class DaemonTest(unittest.TestCase):
 
         # A peer that is not root may read but not change.
         code = (
-            "import json, socket, sys\n"
+            "import json, os, pwd, socket, sys\n"
             "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
             "out = []\n"
             "for m, p in (('Apply', {'profile': 'realtime'}), ('Revert', None), ('Status', None)):\n"
@@ -340,21 +421,25 @@ class DaemonTest(unittest.TestCase):
             "    buf = b''\n"
             "    while b'\\0' not in buf: buf += s.recv(65536)\n"
             "    out.append(json.loads(buf.split(b'\\0')[0]).get('error'))\n"
-            "print(json.dumps(out))\n"
+            "print(json.dumps([pwd.getpwuid(os.getuid()).pw_name, out]))\n"
         )
 
-        def drop():
-            os.setgid(65534)
-            os.setuid(65534)
+        uid, gid = TestUser.get(self)
 
-        # The interpreter must be one uid 65534 may run (a pyenv under /root is not).
+        def drop():
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+
+        # The interpreter must be one the test user may run (a pyenv under /root is not).
         py = next((x for x in ("/usr/bin/python3", "/usr/local/bin/python3", sys.executable)
                    if os.access(x, os.X_OK) and not x.startswith("/root/")), None)
         if not py:
-            self.skipTest("no python3 outside /root for the uid 65534 peer")
+            self.skipTest(f"no python3 outside /root for the {TestUser.NAME} peer")
         p = subprocess.run([py, "-c", code, d.sock], preexec_fn=drop, capture_output=True, text=True, timeout=30)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertEqual(json.loads(p.stdout), [IFACE + ".PermissionDenied", IFACE + ".PermissionDenied", None])
+        self.assertEqual(json.loads(p.stdout),
+                         [TestUser.NAME, [IFACE + ".PermissionDenied", IFACE + ".PermissionDenied", None]])
         self.assertFalse(os.path.exists(d.path("var/lib/rtpart/state.json")), "a refused Apply wrote the journal")
 
     def test_restart_reapplies_and_sigterm_is_clean(self):
@@ -377,7 +462,7 @@ class DaemonTest(unittest.TestCase):
 def ctl(root, *args, user=None, cwd=None):
     cmd = [CTL, "--root", root] + list(args)
     if user is not None:
-        cmd = ["setpriv", "--reuid=" + str(user), "--regid=" + str(user), "--clear-groups"] + cmd
+        cmd = as_user(cmd, user)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
@@ -486,10 +571,11 @@ class CtlTest(unittest.TestCase):
 
         # Not root: rtpartd refuses the change; reading is open.
         if shutil.which("setpriv"):
-            p = ctl(self.d.root, "apply", "realtime", user=65534)
+            user = TestUser.get(self)
+            p = ctl(self.d.root, "apply", "realtime", user=user)
             self.assertEqual(p.returncode, 1, p.stderr)
             self.assertIn("needs root", p.stderr)
-            p = ctl(self.d.root, "--json", "status", user=65534)
+            p = ctl(self.d.root, "--json", "status", user=user)
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertIn("daemon", json.loads(p.stdout))
         self.assertFalse(os.path.exists(self.d.path("var/lib/rtpart/state.json")), "a refused apply wrote the journal")
@@ -544,6 +630,174 @@ class CtlTest(unittest.TestCase):
             err[p] = p.stderr.read()
             self.assertEqual(rc, 0, err[p])
         self.assertIn("Watching realtime", err[text])
+
+
+@unittest.skipUnless(shutil.which("socat"), "socat missing (scripts/deps --test installs it)")
+class SocatTest(unittest.TestCase):
+    """varlink as any client speaks it, through socat - UNIX-CONNECT:SOCKET: NUL-terminated JSON."""
+
+    def setUp(self):
+        self.d = Daemon()
+        self.d.start()
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:  # our own socat processes, by PID
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            for f in (p.stdin, p.stdout, p.stderr):
+                f.close()
+        if self._outcome.result and (self._outcome.result.failures or self._outcome.result.errors):
+            sys.stderr.write("---- rtpartd log ----\n" + self.d.logtext())
+        self.d.close()
+
+    def once(self, data):
+        """printf DATA | socat: every reply, in order, once rtpartd has closed the connection."""
+        p = subprocess.run(["socat", "-t", "5", "-", "UNIX-CONNECT:" + self.d.sock], input=data,
+                           capture_output=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        *replies, rest = p.stdout.split(b"\0")
+        self.assertEqual(rest, b"", "a reply without its NUL")
+        return [json.loads(r) for r in replies]
+
+    def session(self):
+        """socat with its standard input kept open: the connection ends when rtpartd ends it (and
+        socat, half a second after the socket's end, closes its output)."""
+        p = subprocess.Popen(["socat", "-t", "0.5", "-", "UNIX-CONNECT:" + self.d.sock], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.procs.append(p)
+        p.buf = b""
+        return p
+
+    def send(self, p, data):
+        p.stdin.write(data)
+        p.stdin.flush()
+
+    def reply(self, p, timeout=5):
+        """The next NUL-terminated reply, None when rtpartd closed the connection."""
+        while b"\0" not in p.buf:
+            ready, _, _ = select.select([p.stdout], [], [], timeout)
+            if not ready:
+                raise AssertionError(f"no reply within {timeout} s")
+            chunk = os.read(p.stdout.fileno(), 65536)
+            if not chunk:
+                return None
+            p.buf += chunk
+        msg, _, p.buf = p.buf.partition(b"\0")
+        return json.loads(msg)
+
+    def call(self, method, parameters=None, more=False):
+        m = {"method": method}
+        if parameters is not None:
+            m["parameters"] = parameters
+        if more:
+            m["more"] = True
+        return json.dumps(m).encode() + b"\0"
+
+    def assert_alive(self):
+        self.assertIsNone(self.d.proc.poll(), "rtpartd died")
+        self.assertIn("daemon", call_ok(self.d.sock, "Status"))
+
+    def test_get_info_and_description(self):
+        (info,) = self.once(self.call("org.varlink.service.GetInfo"))
+        p = info["parameters"]
+        self.assertEqual((p["vendor"], p["product"], p["url"]), ("rtpart", "rtpartd", "man:rtpartd(8)"))
+        self.assertEqual(sorted(p["interfaces"]), ["org.rtpart.Manager", "org.varlink.service"])
+        (desc,) = self.once(self.call("org.varlink.service.GetInterfaceDescription", {"interface": IFACE}))
+        text = desc["parameters"]["description"]
+        self.assertIn("interface org.rtpart.Manager\n", text)
+        for m in ("Apply(profile: string)", "Monitor()", "Correct()", "error PermissionDenied"):
+            self.assertIn(m, text)
+
+    def test_pipelined_calls_answered_in_order(self):
+        # Three calls in one write: three replies, in the order asked.
+        replies = self.once(self.call("org.varlink.service.GetInfo") + self.call(IFACE + ".Status") +
+                            self.call(IFACE + ".ListProfiles"))
+        self.assertEqual(len(replies), 3, replies)
+        self.assertIn("interfaces", replies[0]["parameters"])
+        self.assertIn("daemon", replies[1]["parameters"])
+        self.assertIn("realtime", [x["name"] for x in replies[2]["parameters"]["profiles"]])
+        # A call cut in two writes is one call: nothing is answered before its NUL.
+        s = self.session()
+        msg = self.call(IFACE + ".Status")
+        self.send(s, msg[:10])
+        self.assertEqual(select.select([s.stdout], [], [], 0.3)[0], [], "answered before the message was complete")
+        self.send(s, msg[10:] + self.call(IFACE + ".Verify"))
+        self.assertIn("daemon", self.reply(s)["parameters"])
+        self.assertIn("in_sync", self.reply(s)["parameters"])
+        s.stdin.close()
+        self.assertEqual(s.wait(timeout=10), 0)
+
+    def test_monitor_with_more(self):
+        call_ok(self.d.sock, "Apply", {"profile": "realtime"})
+        s = self.session()
+        self.send(s, self.call(IFACE + ".Monitor", more=True))
+        first = self.reply(s)
+        self.assertEqual(first["parameters"]["event"], "status")
+        self.assertTrue(first["continues"])
+        self.assertEqual(call_ok(self.d.sock, "Status")["daemon"]["streams"], 1)
+        self.d.write("proc/sys/vm/swappiness", "61\n")
+        ev = self.reply(s)
+        self.assertTrue(ev["continues"])
+        self.assertEqual(ev["parameters"]["event"], "drift")
+        self.assertEqual(ev["parameters"]["drift"], [{"knob": "sysctl/vm.swappiness", "domain": "sysctl",
+                                                      "expected": "10", "actual": "61"}])
+        # The client hangs up: the stream is over, on both sides.
+        s.stdin.close()
+        self.assertEqual(s.wait(timeout=10), 0)
+        end = time.monotonic() + 5
+        while call_ok(self.d.sock, "Status")["daemon"]["streams"] != 0:
+            self.assertLess(time.monotonic(), end, "the stream outlived its connection")
+            time.sleep(0.02)
+        # Monitor without "more" is refused, and the connection stays usable.
+        s = self.session()
+        self.send(s, self.call(IFACE + ".Monitor"))
+        self.assertEqual(self.reply(s)["error"], "org.varlink.service.ExpectedMore")
+        self.send(s, self.call("org.varlink.service.GetInfo"))
+        self.assertIn("interfaces", self.reply(s)["parameters"])
+        s.stdin.close()
+        self.assertEqual(s.wait(timeout=10), 0)
+
+    def test_malformed_input(self):
+        # A protocol violation: one error, then rtpartd closes the connection although the client
+        # keeps its side open (socat ends only because the socket did).
+        bad = {
+                b"{not json\0": None,
+                b"[1, 2]\0": "message is not a JSON object",
+                b'{"parameters": {}}\0': "method",
+                b'{"method": "org.varlink.service.GetInfo", "more": "yes"}\0': "more",
+                b"\xff\xfe\0": None,
+                # No NUL at all, past the 1 MiB bound.
+                b"{" + b" " * (1 << 20) + b"  ": "message too long",
+        }
+        for data, parameter in bad.items():
+            s = self.session()
+            try:
+                self.send(s, data)
+            except BrokenPipeError:
+                pass  # rtpartd stopped reading at the bound and closed; socat went with it
+            r = self.reply(s)
+            self.assertEqual(r["error"], "org.varlink.service.InvalidParameter", data[:40])
+            if parameter:
+                self.assertEqual(r["parameters"]["parameter"], parameter)
+            self.assertIsNone(self.reply(s), f"connection left open after {data[:40]!r}")
+            s.wait(timeout=10)
+            self.assert_alive()
+
+        # An unknown method or interface is an error of that call, not of the connection.
+        s = self.session()
+        self.send(s, self.call(IFACE + ".Nope") + self.call("com.example.Nope.Call"))
+        r = self.reply(s)
+        self.assertEqual((r["error"], r["parameters"]), ("org.varlink.service.MethodNotFound", {"method": IFACE + ".Nope"}))
+        r = self.reply(s)
+        self.assertEqual((r["error"], r["parameters"]), ("org.varlink.service.InterfaceNotFound",
+                                                          {"interface": "com.example.Nope"}))
+        self.send(s, self.call("org.varlink.service.GetInfo"))
+        self.assertIn("interfaces", self.reply(s)["parameters"])
+        s.stdin.close()
+        self.assertEqual(s.wait(timeout=10), 0)
+        self.assert_alive()
 
 
 BUS_CONF = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
@@ -603,25 +857,27 @@ class DBusTest(unittest.TestCase):
 
     def tearDown(self):
         for p in (self.proc, self.bus):  # our own children, by PID
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            terminate(p)
         self.d.close()
 
     def busctl(self, *args, user=None):
         cmd = ["busctl", "--address=" + self.addr] + list(args)
         if user:
-            cmd = ["setpriv", "--reuid=" + str(user), "--regid=" + str(user), "--clear-groups"] + cmd
+            cmd = as_user(cmd, user)
         return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
 
     def obj(self, *args, user=None):
         return self.busctl(args[0], "org.rtpart.Manager1", "/org/rtpart/Manager1", *args[1:], user=user)
 
     def test_busctl(self):
+        self.user = TestUser.get(self)
+        # Non-root, before anything is applied: Apply is refused with rtpartd's own error (the
+        # policy lets the call through), and nothing is written.
+        p = self.obj("call", "org.rtpart.Manager1", "Apply", "s", "realtime", user=self.user)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("needs root", p.stderr)
+        self.assertFalse(os.path.exists(self.d.path("var/lib/rtpart/state.json")), "a refused Apply wrote the journal")
+
         p = self.obj("introspect", "org.rtpart.Manager1")
         self.assertEqual(p.returncode, 0, p.stderr)
         for member in (".Apply", ".DriftDetected", ".ActiveProfile"):
@@ -629,18 +885,18 @@ class DBusTest(unittest.TestCase):
         p = self.obj("call", "org.rtpart.Manager1", "Apply", "s", "realtime", "--json=short")
         self.assertEqual(p.returncode, 0, p.stderr + self.d.logtext())
         self.assertTrue(json.loads(json.loads(p.stdout)["data"][0])["ok"])
-        p = self.obj("get-property", "org.rtpart.Manager1", "ActiveProfile", user=65534)
+        p = self.obj("get-property", "org.rtpart.Manager1", "ActiveProfile", user=self.user)
         self.assertEqual(p.stdout.strip(), 's "realtime"', p.stderr)
 
         # Non-root: read yes, change no — with rtpartd's own error, through the policy.
-        p = self.obj("call", "org.rtpart.Manager1", "Revert", user=65534)
+        p = self.obj("call", "org.rtpart.Manager1", "Revert", user=self.user)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("needs root", p.stderr)
-        p = self.obj("call", "org.rtpart.Manager1", "Verify", user=65534)
+        p = self.obj("call", "org.rtpart.Manager1", "Verify", user=self.user)
         self.assertEqual(p.returncode, 0, p.stderr)
         # Only root may own the name.
         p = self.busctl("call", "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
-                        "su", "org.rtpart.Manager1", "0", user=65534)
+                        "su", "org.rtpart.Manager1", "0", user=self.user)
         self.assertNotEqual(p.returncode, 0)
 
         # A write behind rtpartd's back: DriftDetected on the bus.

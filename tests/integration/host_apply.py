@@ -33,6 +33,16 @@ def write(path, value):
         f.write(value + "\n")
 
 
+def restore(saved):
+    """Writes back every recorded value that differs now; reports what it could not."""
+    for path, value in saved.items():
+        try:
+            if read(path) != value:
+                write(path, value)
+        except OSError as e:
+            print(f"could not restore {path}: {e}", file=sys.stderr)
+
+
 def movable_irq():
     """An IRQ with a single action name whose affinity the kernel lets us set."""
     with open("/proc/interrupts") as f:
@@ -88,12 +98,7 @@ class RealHost(unittest.TestCase):
             }, f)
 
     def tearDown(self):
-        for path, value in self.saved.items():
-            try:
-                if read(path) != value:
-                    write(path, value)
-            except OSError as e:
-                print(f"could not restore {path}: {e}", file=sys.stderr)
+        restore(self.saved)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def run_ctl(self, *args):

@@ -86,6 +86,10 @@ START_TEST(test_type_errors) {
         expect_error("type5", "{\"kthreads\": {\"rules\": [{\"match\": \"x\", \"policy\": \"fifoo\"}]}}",
                      "/kthreads/rules/0/policy", "did you mean \"fifo\"");
         expect_error("type6", "{\"drift\": {\"policy\": \"xyzzy\"}}", "/drift/policy", "use one of \"report\", \"correct\"");
+        expect_error("type6b", "{\"drift\": {\"task_allow\": \"qemu-*\"}}", "/drift/task_allow", "found a string");
+        expect_error("type6c", "{\"drift\": {\"task_allow\": [\"qemu-*\", 3]}}", "/drift/task_allow/1", "expected a string");
+        expect_error("type6d", "{\"drift\": {\"task_allow\": [\"qemu-*\", \"!\"]}}", "/drift/task_allow/1",
+                     "an empty entry matches nothing");
         expect_error("type7", "{\"boot\": {\"args\": {\"nohz\": 1}}}", "/boot/args/nohz", "true for a bare flag");
         expect_error("type8", "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"1\", \"exclusive\": \"yes\"}]}}",
                      "/cat/groups/0/exclusive", "expected true or false");
@@ -223,6 +227,17 @@ START_TEST(test_default_split) {
         _cleanup_free_ char *iso3 = cpu_set_format_list(&r->isolated), *hk3 = cpu_set_format_list(&r->housekeeping);
         ck_assert_str_eq(iso3, "5-7,13-15");
         ck_assert_str_eq(hk3, "0-4,8-12");
+        resolved_free(r);
+        profile_free(p);
+
+        /* rtpartd's task settings pass through resolution as written. */
+        r = resolve_ok("tasks", "{\"drift\": {\"task_allow\": [\"qemu-*\", \"/machine.slice\", \"!qemu-bad\"], "
+                                "\"domains\": {\"task\": \"correct\"}}}", &p);
+        json_t *allow = json_object_get(json_object_get(r->doc, "drift"), "task_allow");
+        ck_assert_uint_eq(json_array_size(allow), 3);
+        ck_assert_str_eq(json_string_value(json_array_get(allow, 2)), "!qemu-bad");
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get_path(r->doc, "drift", "domains"), "task")),
+                         "correct");
         resolved_free(r);
         profile_free(p);
 }

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "manager.h"
+#include "strv.h"
+
+/* User tasks on isolated CPUs, as drift of the domain "task" (task.h says which tasks count).
+ *
+ * When: the proc connector's fork, exec, comm and exit events (coalesced for the debounce), and a
+ * look at every process with each full check (the safety timer, SIGHUP, an apply). No event
+ * announces sched_setaffinity() or a move between cgroups: those are seen at the next full check.
+ * Only on the real host: a fake tree has no tasks that could land anywhere.
+ *
+ * Not a flood: one entry per task id, reported when it is new or its values changed, forgotten when
+ * the task exits or leaves the isolated CPUs; at most MANAGER_TASKS_BURST entries in one signal (the
+ * rest are counted in the log, in DriftCount and listed by a Watch stream's first reply), at most
+ * MANAGER_TASKS_MAX kept.
+ *
+ * Correction moves a task only with drift.domains.task "correct" (drift.policy alone never does),
+ * with sched_setaffinity() onto its allowed CPUs without the isolated ones (the housekeeping CPUs
+ * when none is left), and never a realtime task. */
+
+static int task_id(char buf[static 32], int pid) {
+        return snprintf(buf, 32, "task/%d", pid);
+}
+
+static void task_forget(Manager *m, const char *id) {
+        (void) json_object_del(m->tasks, id);
+        (void) json_object_del(m->corrections, id);
+}
+
+void manager_task_settings(Manager *m, const Resolved *r) {
+        _cleanup_strv_free_ char **partitions = NULL, **allow = NULL;
+        json_t *drift = r ? json_object_get(r->doc, "drift") : NULL, *v;
+        size_t i;
+
+        task_rules_done(&m->task_rules);
+        cpu_set_zero(&m->task_housekeeping);
+        m->task_policy = DRIFT_REPORT;
+        if (r) {
+                json_array_foreach(json_object_get(json_object_get(r->doc, "cpuset"), "partitions"), i, v) {
+                        char *c = NULL;
+                        const char *name = json_string_value(json_object_get(v, "name"));
+                        if (name && (asprintf(&c, "/%s", name) < 0 || strv_push(&partitions, c) < 0))
+                                return;
+                }
+                json_array_foreach(json_object_get(drift, "task_allow"), i, v)
+                        if (json_is_string(v) && strv_extend(&allow, json_string_value(v)) < 0)
+                                return;
+                DriftPolicy p = drift_policy_from_string(json_string_value(json_object_get(json_object_get(drift, "domains"), "task")));
+                if (p >= 0)
+                        m->task_policy = p;
+                m->task_rules.isolated = r->isolated;
+                m->task_housekeeping = r->housekeeping;
+                m->task_rules.partitions = TAKE_PTR(partitions);
+                m->task_rules.allow = TAKE_PTR(allow);
+        }
+        bool on = r && m->root->is_host && !cpu_set_is_empty(&m->task_rules.isolated) &&
+                  !task_rules_allow_all(&m->task_rules);
+        if (on != m->task_check)
+                log_debug("User tasks on isolated CPUs: %s", on ? "checked" : "not checked");
+        m->task_check = on;
+        if (m->watcher) {
+                int k = watcher_set_task_events(m->watcher, on);
+                if (k < 0)
+                        (void) log_warning_errno(k, "Cannot filter the proc connector for task events: %m; user tasks "
+                                                 "are checked at the next safety check");
+        }
+        if (!on) {
+                json_object_clear(m->tasks);
+                m->tasks_unlisted = 0;
+        }
+}
+
+/* {knob: "task/PID", domain: "task", expected: housekeeping CPUs, actual: "CPUS (COMM in CGROUP)"}. */
+static json_t *task_entry(Manager *m, const Task *t) {
+        _cleanup_free_ char *expected = cpu_set_format_list(&m->task_housekeeping);
+        _cleanup_free_ char *cpus = cpu_set_format_list(&t->cpus_allowed), *actual = NULL;
+        char id[32];
+
+        task_id(id, t->pid);
+        if (!expected || !cpus ||
+            asprintf(&actual, "%s (%s in %s)", cpus, strempty(t->comm), t->cgroup ? t->cgroup : "no cgroup") < 0)
+                return NULL;
+        return json_pack("{s:s, s:s, s:s, s:s}", "knob", id, "domain", "task", "expected", expected, "actual", actual);
+}
+
+static void tasks_report(Manager *m, json_t *fresh) {
+        size_t n = json_array_size(fresh), i;
+        json_t *e;
+
+        if (n == 0)
+                return;
+        m->drift_events++;
+        _cleanup_(json_decrefp) json_t *shown = n > MANAGER_TASKS_BURST ? json_array() : json_incref(fresh);
+        json_array_foreach(fresh, i, e) {
+                if (i >= MANAGER_TASKS_BURST)
+                        break;
+                if (n > MANAGER_TASKS_BURST)
+                        json_array_append(shown, e);
+                log_warning("Drift: %s may run on isolated CPUs: allowed %s, the profile wants %s",
+                            json_string_value(json_object_get(e, "knob")), json_string_value(json_object_get(e, "actual")),
+                            json_string_value(json_object_get(e, "expected")));
+        }
+        if (n > MANAGER_TASKS_BURST)
+                log_warning("Drift: %zu more user tasks may run on isolated CPUs, not listed one by one (DriftCount "
+                            "counts them; a Watch stream's first reply lists them)", n - MANAGER_TASKS_BURST);
+        manager_emit(m, "DriftDetected", "drift", shown);
+}
+
+/* Moves one task off the isolated CPUs. Returns true if it is off them now. */
+static bool task_correct(Manager *m, int pid, const char *id) {
+        _cleanup_free_ char *cpus = NULL;
+        Task t = {};
+        CpuSet target;
+        bool done = false;
+
+        if (task_read(m->root, pid, &t) < 0)
+                return false; /* gone: the exit event forgets it */
+        const char *why = task_move_refusal(&t);
+        if (why) {
+                log_notice("%s (%s) is left on the isolated CPUs: %s; allow it in drift.task_allow, or move it", id,
+                           strempty(t.comm), why);
+                task_done(&t);
+                return false;
+        }
+        task_move_target(&t, &m->task_rules.isolated, &m->task_housekeeping, &target);
+        cpus = cpu_set_format_list(&target);
+        int k = task_set_affinity(pid, &target);
+        if (k < 0)
+                (void) log_warning_errno(k, "Cannot move %s (%s) to CPUs %s: %m", id, strempty(t.comm), strempty(cpus));
+        task_done(&t);
+        if (k >= 0 && task_read(m->root, pid, &t) >= 0) {
+                done = !task_on_isolated(&m->task_rules, &t);
+                if (done)
+                        log_notice("Corrected: %s (%s) moved to CPUs %s", id, strempty(t.comm), strempty(cpus));
+                task_done(&t);
+        }
+        return done;
+}
+
+static void tasks_correct(Manager *m, json_t *fresh) {
+        _cleanup_(json_decrefp) json_t *corrected = json_array();
+        size_t i;
+        json_t *e;
+
+        if (m->task_policy != DRIFT_CORRECT || !corrected)
+                return;
+        json_array_foreach(fresh, i, e) {
+                const char *id = json_string_value(json_object_get(e, "knob"));
+                int pid = id ? atoi(id + strlen("task/")) : 0;
+                if (pid <= 0 || !manager_correction_allowed(m, id) || !task_correct(m, pid, id))
+                        continue;
+                if (json_array_size(corrected) < MANAGER_TASKS_BURST)
+                        json_array_append(corrected, e);
+                (void) json_object_del(m->tasks, id); /* fresh holds e, and so id, still */
+        }
+        if (json_array_size(corrected) > 0)
+                manager_emit(m, "Corrected", "corrected", corrected);
+}
+
+static int pid_compare(const void *a, const void *b) {
+        int x = *(const int *) a, y = *(const int *) b;
+        return (x > y) - (x < y);
+}
+
+/* Looks at the given task ids (sorted and made unique here): a task on isolated CPUs is kept,
+ * reported when new or changed, and moved if the policy says so; any other is forgotten. */
+static void tasks_check(Manager *m, int *pids, size_t n) {
+        _cleanup_(json_decrefp) json_t *fresh = json_array();
+        char id[32];
+
+        if (!fresh)
+                return;
+        if (n > 0)
+                qsort(pids, n, sizeof(int), pid_compare);
+        for (size_t i = 0; i < n; i++) {
+                Task t = {};
+                if (i > 0 && pids[i] == pids[i - 1])
+                        continue;
+                task_id(id, pids[i]);
+                int k = task_read(m->root, pids[i], &t);
+                if (k == -ENOMEM)
+                        break;
+                if (k < 0 || !task_on_isolated(&m->task_rules, &t)) {
+                        /* gone, not a task's files, or nowhere it should not be */
+                        task_forget(m, id);
+                        if (k >= 0)
+                                task_done(&t);
+                        continue;
+                }
+                json_t *e = task_entry(m, &t), *old = json_object_get(m->tasks, id);
+                task_done(&t);
+                if (!e)
+                        break;
+                if (old && json_equal(old, e)) {
+                        json_decref(e);
+                        continue;
+                }
+                if (!old && json_object_size(m->tasks) >= MANAGER_TASKS_MAX) {
+                        m->tasks_unlisted++;
+                        json_decref(e);
+                        continue;
+                }
+                json_object_set(m->tasks, id, e);
+                json_array_append_new(fresh, e);
+        }
+        tasks_report(m, fresh);
+        tasks_correct(m, fresh);
+        manager_properties_update(m);
+}
+
+static int pids_push(int **pids, size_t *n, size_t *cap, int pid) {
+        if (*n == *cap) {
+                size_t c = *cap ? *cap * 2 : 512;
+                int *p = realloc(*pids, c * sizeof(int));
+                if (!p)
+                        return -ENOMEM;
+                *pids = p;
+                *cap = c;
+        }
+        (*pids)[(*n)++] = pid;
+        return 0;
+}
+
+void manager_task_scan(Manager *m) {
+        _cleanup_free_ int *pids = NULL;
+        size_t n = 0, cap = 0;
+        const char *id;
+        json_t *v;
+        DIR *d = NULL;
+
+        if (!m->task_check)
+                return;
+        /* Every process (its main thread), and every task already reported (threads too). */
+        int k = root_opendir(m->root, "proc", &d);
+        if (k < 0) {
+                (void) log_warning_errno(k, "Cannot list the tasks in /proc: %m");
+                return;
+        }
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                char *end;
+                long pid = strtol(de->d_name, &end, 10);
+                if (end == de->d_name || *end || pid <= 0 || pid > INT32_MAX)
+                        continue;
+                if (pids_push(&pids, &n, &cap, (int) pid) < 0)
+                        break;
+        }
+        closedir(d);
+        json_object_foreach(m->tasks, id, v)
+                (void) pids_push(&pids, &n, &cap, atoi(id + strlen("task/")));
+        m->tasks_unlisted = 0;
+        tasks_check(m, pids, n);
+}
+
+void manager_task_events(Manager *m, const int *pids, size_t n_pids, const int *gone, size_t n_gone, bool overflow) {
+        char id[32];
+
+        if (!m->task_check)
+                return;
+        for (size_t i = 0; i < n_gone; i++) {
+                task_id(id, gone[i]);
+                task_forget(m, id);
+        }
+        if (overflow) {
+                log_debug("Task events were lost or too many: looking at every task");
+                manager_task_scan(m);
+                return;
+        }
+        _cleanup_free_ int *copy = n_pids > 0 ? malloc(n_pids * sizeof(int)) : NULL;
+        if (copy)
+                memcpy(copy, pids, n_pids * sizeof(int));
+        tasks_check(m, copy, copy ? n_pids : 0);
+}
