@@ -6,6 +6,7 @@
 
 #include "manager.h"
 #include "strv.h"
+#include "systemd.h"
 
 /* User tasks on isolated CPUs, as drift of the domain "task" (task.h says which tasks count).
  *
@@ -41,10 +42,27 @@ void manager_task_settings(Manager *m, const Resolved *r) {
         cpu_set_zero(&m->task_housekeeping);
         m->task_policy = DRIFT_REPORT;
         if (r) {
+                /* Only CPUs isolated now count: until the reboot that brings isolcpus= or nohz_full=,
+                 * every task may still run on the CPUs the profile isolates, and that is no drift.
+                 * Now: the kernel's isolated and nohz_full CPUs, and the profile's partitions. */
+                CpuSet now = {}, s;
+                if (root_read_cpu_list(m->root, "sys/devices/system/cpu/isolated", &s) >= 0)
+                        cpu_set_or(&now, &s);
+                if (root_read_cpu_list(m->root, "sys/devices/system/cpu/nohz_full", &s) >= 0)
+                        cpu_set_or(&now, &s);
                 json_array_foreach(json_object_get(json_object_get(r->doc, "cpuset"), "partitions"), i, v) {
-                        char *c = NULL;
                         const char *name = json_string_value(json_object_get(v, "name"));
-                        if (name && (asprintf(&c, "/%s", name) < 0 || strv_push(&partitions, c) < 0))
+                        const char *cpus = json_string_value(json_object_get(v, "cpus"));
+                        if (cpus && cpu_set_parse_list(cpus, &s, NULL) >= 0)
+                                cpu_set_or(&now, &s);
+                        if (!name)
+                                continue;
+                        /* The partition's cgroup: its own name, or where systemd owns the tree its
+                         * slice (systemd_partition_slice()); either one is the partition's. */
+                        _cleanup_free_ char *slice = systemd_partition_slice(name);
+                        char *c = NULL, *d = NULL;
+                        if (!slice || asprintf(&c, "/%s", name) < 0 || strv_push(&partitions, c) < 0 ||
+                            asprintf(&d, "/%s", slice) < 0 || strv_push(&partitions, d) < 0)
                                 return;
                 }
                 json_array_foreach(json_object_get(drift, "task_allow"), i, v)
@@ -54,6 +72,7 @@ void manager_task_settings(Manager *m, const Resolved *r) {
                 if (p >= 0)
                         m->task_policy = p;
                 m->task_rules.isolated = r->isolated;
+                cpu_set_and(&m->task_rules.isolated, &now);
                 m->task_housekeeping = r->housekeeping;
                 m->task_rules.partitions = TAKE_PTR(partitions);
                 m->task_rules.allow = TAKE_PTR(allow);

@@ -13,7 +13,9 @@ hour, so that whatever it reports within seconds came from a kernel event:
 
 Changes only what it records first and restores after, whatever happens: one movable IRQ's
 affinity and /proc/irq/default_smp_affinity (the journal's revert puts them back, and tearDown
-checks). The tasks it reports or moves are its own "rtpart-probe" processes (every other task is
+checks). The task tests isolate the last CPU now, as rtpartd checks only CPUs isolated at present
+(no isolcpus= here): with a test-unique cpuset partition rtpart-test-<pid> that revert removes
+(on cgroup v1 also the root cpuset's sched_load_balance, recorded and restored). The tasks it reports or moves are its own "rtpart-probe" processes (every other task is
 allowed by the profile's drift.task_allow), ended by PID.
 """
 import json
@@ -30,6 +32,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from daemon import CTL, DAEMON, IFACE, Varlink, call_ok, terminate  # noqa: E402
 from host_apply import movable_irq, read, restore, write  # noqa: E402
+from host_cpuset import v1_cpuset_mount  # noqa: E402
 
 DEFAULT_AFFINITY = "/proc/irq/default_smp_affinity"
 PROBE = "rtpart-probe"
@@ -56,6 +59,13 @@ class HostDaemon(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="rtpart-host-daemon-")
         self.saved = {DEFAULT_AFFINITY: read(DEFAULT_AFFINITY)}
+        self.partition = f"rtpart-test-{os.getpid()}"
+        self.v1 = v1_cpuset_mount()
+        if self.v1:
+            pre = "cpuset." if os.path.exists(os.path.join(self.v1, "cpuset.cpus")) else ""
+            balance = os.path.join(self.v1, pre + "sched_load_balance")
+            self.saved[balance] = read(balance)
+        self.subtree = read("/sys/fs/cgroup/cgroup.subtree_control") if not self.v1 else None
         self.proc = None
         self.children = []
         self.log = open(os.path.join(self.tmp, "rtpartd.log"), "w+")
@@ -76,6 +86,19 @@ class HostDaemon(unittest.TestCase):
             except (OSError, AssertionError) as e:
                 print(f"revert through rtpartd failed: {e}", file=sys.stderr)
             terminate(self.proc)  # our own child, by PID
+        for hier in filter(None, [self.v1, "/sys/fs/cgroup"]):
+            d = os.path.join(hier, self.partition)
+            if os.path.isdir(d):  # a failed revert: the cpuset the test made goes
+                try:
+                    os.rmdir(d)
+                except OSError as e:
+                    print(f"could not remove {d}: {e}", file=sys.stderr)
+        if self.subtree is not None and "cpuset" not in self.subtree.split() and \
+                "cpuset" in read("/sys/fs/cgroup/cgroup.subtree_control").split():
+            try:
+                write("/sys/fs/cgroup/cgroup.subtree_control", "-cpuset")
+            except OSError as e:
+                print(f"could not take back +cpuset: {e}", file=sys.stderr)
         restore(self.saved)
         if failed:
             sys.stderr.write("---- rtpartd log ----\n" + self.logtext())
@@ -217,7 +240,11 @@ class HostDaemon(unittest.TestCase):
     def task_profile(self, **drift):
         # The default affinity is the only knob (recorded, restored); every task but the probes
         # is allowed on the isolated CPU, so that nothing else on this machine is reported or moved.
+        # The last CPU is isolated now by a test-unique partition (nothing else isolates it here).
+        last = max(os.sched_getaffinity(0))
         return {"summary": "host daemon test: tasks", "cpus": {"housekeeping": "0"}, "irq": {"exclude": ["*"]},
+                "cpuset": {"confine": [], "partitions": [{"name": self.partition, "cpus": str(last),
+                                                          "mode": "isolated"}]},
                 "drift": dict(task_allow=["*", "!" + PROBE + "*"], **drift)}
 
     def start_tasks(self, *args, **drift):
