@@ -78,10 +78,11 @@ struct Manager {
         Root *root;                     /* not owned */
         ManagerOptions options;
         Watcher *watcher;
+        sd_event_source *trim_source;   /* gives the heap back after a call (post source) */
 
-        json_t *journal;                /* state.json as last read */
-        json_t *applied_index;          /* knob id → index into journal.applied */
-        json_t *watch_key;              /* the (knob, path) list the watcher has */
+        StateView *journal;             /* state.json as last read */
+        uint64_t watch_key;             /* digest of the (knob, path) list the watcher has */
+        bool watching;                  /* … and whether it has one */
         char *profile;                  /* active profile (the journal's), NULL */
         char *settings_hash;            /* the journal hash the settings below were read for */
         DriftPolicy policy[_DOMAIN_MAX];
