@@ -879,10 +879,11 @@ int manager_status(Manager *m, json_t **ret, ManagerError *e) {
         json_t *doc = document_status(&v, state);
         /* What only the daemon knows. */
         if (doc)
-                json_object_set_new(doc, "daemon", json_pack("{s:I, s:I, s:I, s:s, s:I}",
+                json_object_set_new(doc, "daemon", json_pack("{s:I, s:I, s:I, s:I, s:s, s:I}",
                                                               "watched_files", (json_int_t) (m->watcher ? watcher_n_files(m->watcher) : 0),
                                                               "interval_s", (json_int_t) (m->watcher ? watcher_get_interval(m->watcher) / 1000000ULL : 0),
                                                               "drift_events", (json_int_t) m->drift_events,
+                                                              "safety_checks", (json_int_t) m->safety_checks,
                                                               "policy", drift_policy_to_string(m->policy[DOMAIN_SYSCTL]),
                                                               "streams", (json_int_t) m->n_streams));
         json_decref(state);
@@ -948,8 +949,7 @@ static void on_kthreads_forked(Watcher *w, void *userdata) {
         adopt_new(m, "new kernel threads");
 }
 
-static void on_tick(Watcher *w, void *userdata) {
-        Manager *m = userdata;
+static void safety_check(Manager *m) {
         (void) journal_reload(m, NULL);
         if (!m->profile)
                 return;
@@ -957,6 +957,12 @@ static void on_tick(Watcher *w, void *userdata) {
         /* /proc/irq/N appears at request_irq(), which no uevent announces (a NIC opened). */
         if (irq_signature(m->root) != m->irq_signature)
                 adopt_new(m, "new IRQs");
+}
+
+static void on_tick(Watcher *w, void *userdata) {
+        Manager *m = userdata;
+        m->safety_checks++;
+        safety_check(m);
 }
 
 static void on_journal_changed(Watcher *w, void *userdata) {
@@ -980,7 +986,7 @@ static void on_journal_changed(Watcher *w, void *userdata) {
 }
 
 void manager_reload(Manager *m) {
-        on_tick(m->watcher, m);
+        safety_check(m);
         properties_update(m);
 }
 

@@ -95,6 +95,7 @@ struct Manager {
                                          * journal by the engine): not "new" again and again */
         bool reboot_required;
         uint64_t drift_events;          /* drift reports since start */
+        uint64_t safety_checks;         /* safety-timer ticks since start */
         struct {
                 bool valid, in_sync, reboot_required;
                 unsigned drift_count;
