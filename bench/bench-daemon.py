@@ -5,17 +5,26 @@ Reports, with the goals of issue 5 beside them:
   - start to READY: from exec to the first answer on the varlink socket (org.varlink.service.GetInfo),
     with an empty journal and with realtime-virtual-host applied (the start then re-applies it);
     median over --starts starts,
-  - RSS after apply: VmRSS of rtpartd after Apply realtime-virtual-host over varlink,
+  - RSS after apply: resident memory of rtpartd once Apply realtime-virtual-host over varlink
+    is done (one more round trip after its answer), summed from /proc/PID/smaps (exact; VmRSS is a per-CPU-cached estimate that can be off by
+    hundreds of KiB), median over --rss-runs daemons, with its breakdown by kind of mapping:
+    heap, anonymous mmaps, stack, rtpartd's own binary, libc and ld.so, the other libraries;
+    each with Rss, Pss, Private_Dirty and Shared_Clean,
   - drift event latency: a write to proc/sys/vm/swappiness (open, write, close) → the Watch
     event naming it; median and p99 over --writes writes, each a new value,
   - coalescing: events per burst of 10 back-to-back writes to one file, and per burst of writes
     to every IRQ affinity file of the profile (as irqbalance rewrites them),
-  - wake-ups while idle: voluntary context switches of rtpartd over --idle seconds with nothing
-    changing (a Watch stream open),
+  - wake-ups while idle: voluntary context switches of rtpartd over --idle seconds (60 by default)
+    with nothing changing (a Watch stream open), and how many of them were safety-timer ticks
+    (the daemon's own count, from Status); the goal is none between ticks,
 for each --debounce value (default 5 and 20 ms), then the ratios between them.
 
-    python3 bench/bench-daemon.py [--build build] [--debounce 5,20] [--writes 200] [--idle 10]
-                                  [--starts 11] [--json out.json]
+    python3 bench/bench-daemon.py [--build build] [--debounce 5,20] [--writes 200] [--idle 60]
+                                  [--starts 11] [--rss-runs 5] [--json out.json] [--quick]
+
+--quick is for a first look: --idle 10, --writes 100, --starts 5, --rss-runs 3, one debounce.
+rtpartd runs with the environment systemd/rtpartd.service.in gives it (Environment=), as
+installed; --no-unit-env runs it without.
 
 Only the rtpartd processes this script starts are ended, by PID. Needs root (Apply over varlink
 is refused to other uids).
@@ -75,12 +84,27 @@ class Varlink:
         self.sock.close()
 
 
+def unit_environment():
+    """The Environment= assignments of the service unit, as systemd would pass them."""
+    env = {}
+    with open(os.path.join(SRC, "systemd", "rtpartd.service.in")) as f:
+        for ln in f:
+            if ln.startswith("Environment="):
+                for assignment in ln[len("Environment="):].split():
+                    key, _, value = assignment.strip('"').partition("=")
+                    env[key] = value
+    return env
+
+
+DAEMON_ENV = dict(os.environ)
+
+
 class Daemon:
     def __init__(self, exe, root, sock, log, args=()):
         self.sock = sock
         t0 = time.perf_counter()
         self.proc = subprocess.Popen([exe, "--root", root, "--no-dbus", "--varlink-socket", sock] + list(args),
-                                     stdout=log, stderr=subprocess.STDOUT)
+                                     stdout=log, stderr=subprocess.STDOUT, env=DAEMON_ENV)
         # Ready: the socket answers a call (it listens before the start-up work, and answers after).
         end = time.monotonic() + 60
         while True:
@@ -115,6 +139,46 @@ class Daemon:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+# Kinds of mapping, as the RSS breakdown names them.
+RSS_CLASSES = ("heap", "anonymous mmaps", "stack", "rtpartd binary", "libc + ld.so", "other libraries", "kernel (vdso)")
+
+
+def rss_class(name, exe):
+    if name == "[heap]":
+        return "heap"
+    if name == "[stack]":
+        return "stack"
+    if name in ("", "[anon]") or name.startswith("[anon:"):
+        return "anonymous mmaps"
+    if name.startswith("["):
+        return "kernel (vdso)"
+    if os.path.realpath(name) == os.path.realpath(exe):
+        return "rtpartd binary"
+    base = os.path.basename(name)
+    if base.startswith(("libc.so", "ld-linux")):
+        return "libc + ld.so"
+    return "other libraries"
+
+
+def smaps(pid, exe):
+    """{class: {Rss, Pss, Private_Dirty, Private_Clean, Shared_Clean}} and the same per library, in KiB."""
+    fields = ("Rss", "Pss", "Private_Dirty", "Private_Clean", "Shared_Clean")
+    by_class, by_lib, cur = {}, {}, None
+    with open(f"/proc/{pid}/smaps") as f:
+        for ln in f:
+            parts = ln.split()
+            if not parts[0].endswith(":"):
+                name = parts[5] if len(parts) > 5 else ""
+                cls = rss_class(name, exe)
+                cur = [by_class.setdefault(cls, dict.fromkeys(fields, 0))]
+                if cls in ("other libraries", "libc + ld.so"):
+                    cur.append(by_lib.setdefault(os.path.basename(name), dict.fromkeys(fields, 0)))
+            elif parts[0][:-1] in fields:
+                for c in cur:
+                    c[parts[0][:-1]] += int(parts[1])
+    return by_class, by_lib
 
 
 def p99(values):
@@ -202,12 +266,23 @@ def measure_events(exe, root, sock, log, debounce, writes, idle_s):
         res["irq_files"] = len(irq_files)
         res["events_per_irq_burst"] = statistics.mean(per_burst)
 
-        # Idle: nothing changes; the stream stays open.
+        # Idle: nothing changes; the stream stays open. The daemon counts its safety-timer ticks;
+        # asking it is a wake-up too, so the counts are read outside the window.
         drain(w, 0.5)
+        c = Varlink(sock)
+        s0 = c.call(IFACE + ".Status")["daemon"]
+        c.close()
+        drain(w, 0.2)
         c0 = d.status("voluntary_ctxt_switches")
         time.sleep(idle_s)
         c1 = d.status("voluntary_ctxt_switches")
+        c = Varlink(sock)
+        s1 = c.call(IFACE + ".Status")["daemon"]
+        c.close()
         res["idle_wakeups"] = c1 - c0
+        res["idle_ticks"] = s1.get("safety_checks", 0) - s0.get("safety_checks", 0)
+        res["idle_wakeups_between_ticks"] = max(0, res["idle_wakeups"] - res["idle_ticks"])
+        res["interval_s"] = s0.get("interval_s")
         res["idle_seconds"] = idle_s
         w.close()
     finally:
@@ -220,10 +295,20 @@ def main():
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
     ap.add_argument("--debounce", default="5,20", help="debounce values to compare, in ms (first: the default)")
     ap.add_argument("--writes", type=int, default=200)
-    ap.add_argument("--idle", type=float, default=10)
+    ap.add_argument("--idle", type=float, default=60)
     ap.add_argument("--starts", type=int, default=11)
+    ap.add_argument("--rss-runs", type=int, default=5)
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--quick", action="store_true", help="--idle 10 --writes 100 --starts 5 --rss-runs 3, one debounce")
+    ap.add_argument("--no-unit-env", action="store_true", help="run rtpartd without the unit's Environment=")
     args = ap.parse_args()
+    unit_env = {} if args.no_unit_env else unit_environment()
+    DAEMON_ENV.update(unit_env)
+    if args.quick:
+        args.idle, args.writes, args.starts, args.rss_runs = 10, 100, 5, 3
+        args.debounce = args.debounce.split(",")[0]
+    if args.writes < 100:
+        sys.exit("bench: --writes takes 100 or more (the p99 of fewer says little)")
 
     exe = os.path.join(args.build, "daemon", "rtpartd")
     if not os.access(exe, os.X_OK):
@@ -245,6 +330,9 @@ def main():
         sock = os.path.join(tmp, "rtpartd.sock")
         log = open(os.path.join(tmp, "rtpartd.log"), "w")
         print(f"rtpartd on a copy of intel-2s in {tmp}, profile {PROFILE}", flush=True)
+        print("environment from systemd/rtpartd.service.in: " +
+              (" ".join(f"{k}={v}" for k, v in unit_env.items()) or "none"), flush=True)
+        out["unit_environment"] = unit_env
 
         def starts(label):
             times = []
@@ -259,26 +347,42 @@ def main():
             return med
 
         empty = starts("empty journal")
-        d = Daemon(exe, root, sock, log)
-        c = Varlink(sock)
-        a = c.call(IFACE + ".Apply", {"profile": PROFILE})
-        c.close()
-        rss = d.status("VmRSS")
-        anon, files = d.status("RssAnon"), d.status("RssFile")
-        pss = None
-        with open(f"/proc/{d.proc.pid}/smaps_rollup") as f:
-            for ln in f:
-                if ln.startswith("Pss:"):
-                    pss = int(ln.split()[1])
-        st_files = None
-        c = Varlink(sock)
-        st_files = c.call(IFACE + ".Status")["daemon"]["watched_files"]
-        c.close()
-        d.stop()
-        line("RSS after apply (VmRSS)", rss, "KiB", GOAL_RSS_KIB, extra=f"  ({a['changed']} knobs written, {st_files} files watched)")
-        print(f"{'  of which anonymous (RssAnon) / file-backed (RssFile)':52s} {anon:10.2f} KiB / {files} KiB; PSS {pss} KiB",
-              flush=True)
-        out["rss_kib"], out["rss_anon_kib"], out["rss_file_kib"], out["pss_kib"] = rss, anon, files, pss
+        runs = []
+        for i in range(args.rss_runs):
+            d = Daemon(exe, root, sock, log)
+            c = Varlink(sock)
+            a = c.call(IFACE + ".Apply", {"profile": PROFILE})
+            # The answer goes out before the call's own clean-up (the heap is given back after it,
+            # in the same loop iteration): one more round trip, and that is done.
+            c.call("org.varlink.service.GetInfo")
+            by_class, by_lib = smaps(d.proc.pid, exe)
+            st_files = c.call(IFACE + ".Status")["daemon"]["watched_files"]
+            if i < args.rss_runs - 1:
+                c.call(IFACE + ".Revert")  # the last run leaves it applied, for what follows
+            c.close()
+            d.stop()
+            total = {k: sum(v[k] for v in by_class.values()) for k in ("Rss", "Pss", "Private_Dirty", "Shared_Clean")}
+            runs.append((total["Rss"], total, by_class, by_lib, a["changed"], st_files))
+        runs.sort(key=lambda r: r[0])
+        rss, total, by_class, by_lib, changed, st_files = runs[len(runs) // 2]
+        line("RSS after apply (smaps, median)", rss, "KiB", GOAL_RSS_KIB,
+             extra=f"  ({changed} knobs written, {st_files} files watched; {args.rss_runs} runs, "
+                   f"min {runs[0][0]}, max {runs[-1][0]})")
+        print(f"{'  PSS / Private_Dirty / Shared_Clean':52s} {total['Pss']:10.2f} KiB / {total['Private_Dirty']} KiB / "
+              f"{total['Shared_Clean']} KiB", flush=True)
+        print(f"  {'by mapping (KiB)':34s} {'Rss':>7s} {'Pss':>7s} {'PrivDirty':>9s} {'PrivClean':>9s} {'ShClean':>7s}")
+        for cls in RSS_CLASSES:
+            v = by_class.get(cls)
+            if v:
+                print(f"  {cls:34s} {v['Rss']:7d} {v['Pss']:7d} {v['Private_Dirty']:9d} {v['Private_Clean']:9d} "
+                      f"{v['Shared_Clean']:7d}", flush=True)
+        for lib, v in sorted(by_lib.items(), key=lambda x: -x[1]["Rss"]):
+            if v["Rss"]:
+                print(f"    {lib:32s} {v['Rss']:7d} {v['Pss']:7d} {v['Private_Dirty']:9d} {v['Private_Clean']:9d} "
+                      f"{v['Shared_Clean']:7d}", flush=True)
+        out["rss_kib"], out["pss_kib"] = rss, total["Pss"]
+        out["rss_runs_kib"] = [r[0] for r in runs]
+        out["rss_by_mapping_kib"], out["rss_by_library_kib"] = by_class, by_lib
         applied = starts("profile applied (re-applied at start)")
         print(f"{'  ratio applied / empty':52s} {applied / empty:10.2f} x", flush=True)
 
@@ -291,7 +395,9 @@ def main():
             line("drift event latency, p99", r["latency_p99_ms"], "ms")
             line("events per burst of 10 writes to one file", r["events_per_10_writes"], "")
             line(f"events per burst over {r['irq_files']} IRQ affinity files", r["events_per_irq_burst"], "")
-            line(f"voluntary context switches while idle for {args.idle:g} s", r["idle_wakeups"], "", 0)
+            line(f"wake-ups (voluntary ctx switches) idle for {args.idle:g} s", r["idle_wakeups"], "",
+                 extra=f"  ({r['idle_ticks']} safety-timer tick(s), interval {r['interval_s']} s)")
+            line("  of which between safety-timer ticks", r["idle_wakeups_between_ticks"], "", 0)
 
         if len(out["events"]) > 1:
             base = out["events"][-1]

@@ -85,10 +85,19 @@ const char *drift_policy_to_string(DriftPolicy p) {
 
 /* ---- small helpers ---- */
 
-/* An apply builds the host's topology, the profile and the plan and frees them again: give the
- * heap back, so that the daemon idles at its own size, not at its largest. */
-static void trim_memory(void) {
+/* A call builds the host's topology, the profile, the plan, a whole journal or an answer of
+ * hundreds of knobs, and frees them again: give the heap back once the answer is out (the loop
+ * runs post sources after every other), so that the daemon idles at its own size, not at its
+ * largest. The long-lived data is small and packed (StateView); what malloc_trim() cannot give
+ * back is the pages it shares with them. */
+static int on_trim(sd_event_source *s, void *userdata) {
         (void) malloc_trim(0);
+        return 0;
+}
+
+static void trim_later(Manager *m) {
+        if (m->trim_source)
+                (void) sd_event_source_set_enabled(m->trim_source, SD_EVENT_ONESHOT);
 }
 
 static int read_cmdline(Root *root, char **ret) {
@@ -168,17 +177,13 @@ static int prepare(Manager *m, const char *name, bool want_plan, Prepared *ret, 
 
 /* ---- the journal and what follows from it ---- */
 
-static const char *journal_profile(json_t *j) {
-        return json_string_value(json_object_get(j, "profile"));
-}
-
 /* What to load to apply the journal's profile again: the file it came from when that is an
  * absolute path that still exists, else its name. */
 static const char *journal_profile_source(Manager *m) {
-        const char *path = json_string_value(json_object_get(m->journal, "profile_path"));
+        const char *path = m->journal ? m->journal->profile_path : NULL;
         if (path && path[0] == '/' && access(path, R_OK) >= 0)
                 return path;
-        return journal_profile(m->journal);
+        return m->journal ? m->journal->profile : NULL;
 }
 
 static void settings_reset(Manager *m) {
@@ -229,7 +234,7 @@ static void pin_self(Manager *m, const CpuSet *housekeeping) {
 
 /* Re-reads the profile's settings when the journal names another profile or content. */
 static void settings_refresh(Manager *m) {
-        const char *hash = json_string_value(json_object_get(m->journal, "hash"));
+        const char *hash = m->journal ? m->journal->hash : NULL;
         if (streq_ptr(hash, m->settings_hash))
                 return;
         free(m->settings_hash);
@@ -250,7 +255,7 @@ static void settings_refresh(Manager *m) {
         apply_interval(m);
 }
 
-static bool knob_watchable(const Knob *k) {
+static bool knob_watchable(const StateViewKnob *k) {
         if (!k->path)
                 return false;
         switch (k->domain) {
@@ -265,86 +270,76 @@ static bool knob_watchable(const Knob *k) {
 }
 
 static void watch_refresh(Manager *m) {
-        _cleanup_(json_decrefp) json_t *key = json_array();
-        WatchFile *files = NULL;
-        size_t n = 0, i;
-        json_t *e;
-        char **extra = NULL;
+        _cleanup_free_ WatchFile *files = NULL;
+        _cleanup_strv_free_ char **extra = NULL;
+        size_t n = 0, n_extra = 0;
+        uint64_t key = 0;
 
-        if (!m->watcher || !key)
+        if (!m->watcher || !m->journal)
                 return;
-        json_array_foreach(json_object_get(m->journal, "applied"), i, e) {
-                Knob k;
-                if (state_entry_knob(e, NULL, &k) < 0 || !knob_watchable(&k))
+        /* At most two files a knob: /proc/irq/N/smp_affinity is another inode over the value of
+         * smp_affinity_list, and is watched too. */
+        files = calloc(2 * m->journal->n_applied + 1, sizeof(WatchFile));
+        if (!files)
+                return;
+        for (size_t i = 0; i < m->journal->n_applied; i++) {
+                const StateViewKnob *k = &m->journal->applied[i];
+                if (!knob_watchable(k))
                         continue;
-                json_array_append_new(key, json_pack("[s, s]", k.id, k.path));
-                /* /proc/irq/N/smp_affinity is another inode over the same value: watch it too. */
-                size_t len = strlen(k.path);
-                if (k.domain == DOMAIN_IRQ && len > 5 && streq(k.path + len - 5, "_list")) {
-                        char *sib = strndup(k.path, len - 5);
-                        if (sib && strv_push(&extra, sib) >= 0)
-                                json_array_append_new(key, json_pack("[s, s]", k.id, sib));
+                files[n++] = (WatchFile) { k->id, k->path };
+                size_t len = strlen(k->path);
+                if (k->domain == DOMAIN_IRQ && len > 5 && streq(k->path + len - 5, "_list")) {
+                        char *sib = strndup(k->path, len - 5);
+                        if (!sib || strv_push(&extra, sib) < 0) {
+                                free(sib);
+                                return;
+                        }
+                        files[n++] = (WatchFile) { k->id, extra[n_extra++] };
                 }
         }
-        if (m->watch_key && json_equal(m->watch_key, key)) {
-                /* The same files: only drop the events our own writes raised. */
+        /* What the watcher has is known by its digest: the same files again are only a flush of the
+         * events our own writes raised. */
+        for (size_t i = 0; i < n; i++) {
+                key = key * 31 + state_digest(files[i].knob, strlen(files[i].knob));
+                key = key * 31 + state_digest(files[i].path, strlen(files[i].path));
+        }
+        if (m->watching && m->watch_key == key) {
                 watcher_flush(m->watcher);
-                strv_free(extra);
                 return;
         }
-        files = calloc(json_array_size(key) + 1, sizeof(WatchFile));
-        if (!files) {
-                strv_free(extra);
-                return;
-        }
-        json_array_foreach(key, i, e)
-                files[n++] = (WatchFile) { json_string_value(json_array_get(e, 0)), json_string_value(json_array_get(e, 1)) };
         size_t missing = 0;
         int r = watcher_set_files(m->watcher, files, n, &missing);
         if (r < 0)
                 (void) log_warning_errno(r, "Cannot watch the knob files: %m; only the safety timer looks at them");
         else
                 log_debug("Watching %d knob files (%zu missing, left to the safety timer)", r, missing);
-        free(files);
-        strv_free(extra);
-        json_decref(m->watch_key);
-        m->watch_key = r >= 0 ? TAKE_PTR(key) : NULL;
+        m->watching = r >= 0;
+        m->watch_key = key;
 }
 
+/* Reads state.json again when its bytes changed; what the daemon keeps of it is a StateView (the
+ * applied knobs, packed), never the document. */
 static int journal_reload(Manager *m, bool *ret_changed) {
-        json_t *j = NULL;
-        int r = state_load(m->root, &j);
+        StateView *j = NULL;
+        int r = state_view_load(m->root, m->journal ? m->journal->digest : 0, &j);
+        trim_later(m); /* the file was read, and maybe parsed */
         if (r < 0)
                 return r;
-        bool changed = !m->journal || !json_equal(j, m->journal);
         if (ret_changed)
-                *ret_changed = changed;
-        if (!changed) {
-                json_decref(j);
+                *ret_changed = r > 0;
+        if (r == 0)
                 return 0;
-        }
-        json_decref(m->journal);
+        state_view_free(m->journal);
         m->journal = j;
-        json_t *index = json_object();
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(j, "applied"), i, e) {
-                const char *id = json_string_value(json_object_get(e, "knob"));
-                if (id && index)
-                        json_object_set_new(index, id, json_integer((json_int_t) i));
-        }
-        json_decref(m->applied_index);
-        m->applied_index = index;
-        const char *p = journal_profile(j);
-        if (!streq_ptr(p, m->profile)) {
+        if (!streq_ptr(j->profile, m->profile)) {
                 free(m->profile);
-                m->profile = p ? strdup(p) : NULL;
+                m->profile = j->profile ? strdup(j->profile) : NULL;
         }
         /* Drift of knobs the journal no longer has is no drift. */
         const char *id;
         json_t *v, *tmp;
         json_object_foreach_safe(m->drift, tmp, id, v)
-                if (!json_object_get(m->applied_index, id))
+                if (!state_view_find(m->journal, id))
                         json_object_del(m->drift, id);
         settings_refresh(m);
         watch_refresh(m);
@@ -534,11 +529,9 @@ static void check_some(Manager *m, char **ids) {
 
 static void check_domain(Manager *m, Domain d) {
         _cleanup_strv_free_ char **ids = NULL;
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(m->journal, "applied"), i, e)
-                if (domain_from_string(json_string_value(json_object_get(e, "domain"))) == d)
-                        (void) strv_extend(&ids, json_string_value(json_object_get(e, "knob")));
+        for (size_t i = 0; m->journal && i < m->journal->n_applied; i++)
+                if (m->journal->applied[i].domain == d)
+                        (void) strv_extend(&ids, m->journal->applied[i].id);
         if (ids)
                 check_some(m, ids);
 }
@@ -558,6 +551,7 @@ static int check_all(Manager *m, VerifyResult *ret) {
         m->reboot_required = strv_length(v.reboot_pending) > 0;
         drift_update(m, found, NULL);
         manager_task_scan(m);
+        trim_later(m); /* the whole journal was read */
         if (ret)
                 *ret = v;
         else
@@ -568,8 +562,8 @@ static int check_all(Manager *m, VerifyResult *ret) {
 /* ---- applying ---- */
 
 static bool knob_is_new(Manager *m, const Knob *k) {
-        return !json_object_get(m->applied_index, k->id) && !json_object_get(m->not_owned, k->id) &&
-               !json_object_get(json_object_get(m->journal, "unmovable"), k->id);
+        return !state_view_find(m->journal, k->id) && !json_object_get(m->not_owned, k->id) &&
+               !state_view_unmovable(m->journal, k->id);
 }
 
 static int take_lock(Manager *m, int *ret, ManagerError *e) {
@@ -599,11 +593,10 @@ static int engine_failure(ManagerError *e, const EngineResult *res, int r) {
 /* A knob the journal has is put back to what the journal says the applied profile wants (its file
  * may have been edited since, without an apply). */
 static void knob_use_journal(Manager *m, Knob *k) {
-        json_t *pos = json_object_get(m->applied_index, k->id);
-        json_t *entry = pos ? json_array_get(json_object_get(m->journal, "applied"), (size_t) json_integer_value(pos)) : NULL;
+        const StateViewKnob *entry = state_view_find(m->journal, k->id);
         if (!entry)
                 return;
-        const char *want = json_string_value(json_object_get(entry, "desired"));
+        const char *want = entry->desired;
         if (streq_ptr(want, k->desired))
                 return;
         char *n = want ? strdup(want) : NULL;
@@ -671,10 +664,10 @@ static int apply_selected(Manager *m, char **ids, size_t *ret_written, ManagerEr
         /* New knobs the engine did not record (their backend cannot write them on this root)
          * are not tried again until the next full apply. */
         for (char **f = fresh; r >= 0 && f && *f; f++)
-                if (!json_object_get(m->applied_index, *f))
+                if (!state_view_find(m->journal, *f))
                         json_object_set_new(m->not_owned, *f, json_true());
         watcher_flush(m->watcher);
-        trim_memory();
+        trim_later(m);
         return r;
 }
 
@@ -727,7 +720,7 @@ static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *
         (void) check_all(m, NULL);
         engine_result_done(&er);
         prepared_done(&p);
-        trim_memory();
+        trim_later(m);
         *ret = doc;
         return doc ? 0 : -ENOMEM;
 }
@@ -744,6 +737,7 @@ int manager_list_profiles(Manager *m, json_t **ret, ManagerError *e) {
         }
         json_t *arr = document_list(l, n);
         profile_info_free_many(l, n);
+        trim_later(m);
         *ret = arr;
         return arr ? 0 : -ENOMEM;
 }
@@ -755,6 +749,7 @@ int manager_plan(Manager *m, const char *profile, json_t **ret, ManagerError *e)
                 return r;
         json_t *doc = document_plan(p.plan, p.host);
         prepared_done(&p);
+        trim_later(m);
         *ret = doc;
         return doc ? 0 : -ENOMEM;
 }
@@ -854,7 +849,7 @@ int manager_revert(Manager *m, json_t **ret, ManagerError *e) {
         m->reboot_required = false;
         watcher_flush(m->watcher);
         host = host_free(host);
-        trim_memory();
+        trim_later(m);
         manager_varlink_emit(m, "reverted", NULL);
         manager_properties_update(m);
         if (r < 0)
@@ -880,10 +875,11 @@ int manager_status(Manager *m, json_t **ret, ManagerError *e) {
         json_t *doc = document_status(&v, state);
         /* What only the daemon knows. */
         if (doc)
-                json_object_set_new(doc, "daemon", json_pack("{s:I, s:I, s:I, s:s, s:I, s:b, s:I}",
+                json_object_set_new(doc, "daemon", json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:b, s:I}",
                                                               "watched_files", (json_int_t) (m->watcher ? watcher_n_files(m->watcher) : 0),
                                                               "interval_s", (json_int_t) (m->watcher ? watcher_get_interval(m->watcher) / 1000000ULL : 0),
                                                               "drift_events", (json_int_t) m->drift_events,
+                                                              "safety_checks", (json_int_t) m->safety_checks,
                                                               "policy", drift_policy_to_string(m->policy[DOMAIN_SYSCTL]),
                                                               "streams", (json_int_t) m->n_streams,
                                                               "task_check", m->task_check,
@@ -891,6 +887,7 @@ int manager_status(Manager *m, json_t **ret, ManagerError *e) {
                                                               (json_int_t) (json_object_size(m->tasks) + m->tasks_unlisted)));
         json_decref(state);
         verify_result_done(&v);
+        trim_later(m);
         *ret = doc;
         return doc ? 0 : -ENOMEM;
 }
@@ -956,8 +953,7 @@ static void on_tasks_changed(Watcher *w, const int *pids, size_t n_pids, const i
         manager_task_events(userdata, pids, n_pids, gone, n_gone, overflow);
 }
 
-static void on_tick(Watcher *w, void *userdata) {
-        Manager *m = userdata;
+static void safety_check(Manager *m) {
         (void) journal_reload(m, NULL);
         if (!m->profile)
                 return;
@@ -967,13 +963,19 @@ static void on_tick(Watcher *w, void *userdata) {
                 adopt_new(m, "new IRQs");
 }
 
+static void on_tick(Watcher *w, void *userdata) {
+        Manager *m = userdata;
+        m->safety_checks++;
+        safety_check(m);
+}
+
 static void on_journal_changed(Watcher *w, void *userdata) {
         Manager *m = userdata;
         bool changed = false;
         _cleanup_free_ char *before = m->profile ? strdup(m->profile) : NULL;
         if (journal_reload(m, &changed) < 0 || !changed)
                 return;
-        if (json_is_object(json_object_get(m->journal, "transaction")))
+        if (m->journal && m->journal->transaction_open)
                 return; /* someone is applying; the commit will be another change */
         log_info("The journal was changed by another program; active profile: %s", strempty(m->profile));
         if (!streq_ptr(before, m->profile) && m->profile)
@@ -988,7 +990,7 @@ static void on_journal_changed(Watcher *w, void *userdata) {
 }
 
 void manager_reload(Manager *m) {
-        on_tick(m->watcher, m);
+        safety_check(m);
         manager_properties_update(m);
 }
 
@@ -1003,10 +1005,9 @@ int manager_new(sd_event *event, Root *root, const ManagerOptions *options, Mana
         m->options = *options;
         m->drift = json_object();
         m->corrections = json_object();
-        m->applied_index = json_object();
         m->not_owned = json_object();
         m->tasks = json_object();
-        if (!m->drift || !m->corrections || !m->applied_index || !m->not_owned || !m->tasks)
+        if (!m->drift || !m->corrections || !m->not_owned || !m->tasks)
                 return -ENOMEM;
         settings_reset(m);
         static const WatchCallbacks cb = {
@@ -1020,6 +1021,11 @@ int manager_new(sd_event *event, Root *root, const ManagerOptions *options, Mana
         int r = watcher_new(event, root, &cb, m, &m->watcher);
         if (r < 0)
                 return r;
+        r = sd_event_add_post(event, &m->trim_source, on_trim, m);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(m->trim_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(m->trim_source, "manager-trim");
         if (options->debounce_usec)
                 watcher_set_debounce(m->watcher, options->debounce_usec);
         apply_interval(m);
@@ -1033,9 +1039,8 @@ Manager *manager_free(Manager *m) {
         manager_varlink_detach(m);
         manager_dbus_detach(m);
         watcher_free(m->watcher);
-        json_decref(m->journal);
-        json_decref(m->applied_index);
-        json_decref(m->watch_key);
+        sd_event_source_disable_unref(m->trim_source);
+        state_view_free(m->journal);
         json_decref(m->drift);
         json_decref(m->corrections);
         json_decref(m->not_owned);
@@ -1118,7 +1123,7 @@ int manager_startup(Manager *m) {
         if (m->profile)
                 (void) check_all(m, NULL);
         manager_properties_update(m);
-        trim_memory();
+        trim_later(m);
         log_info("Watching %zu knob files; safety check every %llu s", watcher_n_files(m->watcher),
                  (unsigned long long) (watcher_get_interval(m->watcher) / 1000000ULL));
         return 0;

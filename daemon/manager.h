@@ -79,10 +79,11 @@ struct Manager {
         Root *root;                     /* not owned */
         ManagerOptions options;
         Watcher *watcher;
+        sd_event_source *trim_source;   /* gives the heap back after a call (post source) */
 
-        json_t *journal;                /* state.json as last read */
-        json_t *applied_index;          /* knob id → index into journal.applied */
-        json_t *watch_key;              /* the (knob, path) list the watcher has */
+        StateView *journal;             /* state.json as last read */
+        uint64_t watch_key;             /* digest of the (knob, path) list the watcher has */
+        bool watching;                  /* … and whether it has one */
         char *profile;                  /* active profile (the journal's), NULL */
         char *settings_hash;            /* the journal hash the settings below were read for */
         DriftPolicy policy[_DOMAIN_MAX];
@@ -95,6 +96,7 @@ struct Manager {
                                          * journal by the engine): not "new" again and again */
         bool reboot_required;
         uint64_t drift_events;          /* drift reports since start */
+        uint64_t safety_checks;         /* safety-timer ticks since start */
 
         /* User tasks on isolated CPUs (manager-task.c). */
         TaskRules task_rules;

@@ -204,6 +204,16 @@ void varlink_call_set_disconnect(VarlinkCall *c, void (*func)(VarlinkCall *c, vo
         c->disconnect_userdata = userdata;
 }
 
+/* Between messages a connection holds no buffers: a Watch stream stays open for days, and the
+ * answer to an Apply is tens of KiB. */
+static void connection_release_output(VarlinkConnection *c) {
+        if (c->out_off < c->out_len)
+                return;
+        free(c->out);
+        c->out = NULL;
+        c->out_cap = c->out_len = c->out_off = 0;
+}
+
 /* Queues one message and its NUL; tries to write it right away. */
 static int connection_send(VarlinkConnection *c, json_t *msg) {
         _cleanup_free_ char *text = json_dumps(msg, JSON_COMPACT);
@@ -240,6 +250,7 @@ static int connection_send(VarlinkConnection *c, json_t *msg) {
                 }
                 c->out_off += (size_t) n;
         }
+        connection_release_output(c);
         connection_update(c);
         return 0;
 }
@@ -422,7 +433,7 @@ static int connection_dispatch(VarlinkConnection *c, const char *text, size_t le
 static void connection_process(VarlinkConnection *c) {
         size_t off = 0;
         while (!c->current && !c->closing && !c->dead) {
-                char *nul = memchr(c->in + off, 0, c->in_len - off);
+                char *nul = c->in_len > off ? memchr(c->in + off, 0, c->in_len - off) : NULL;
                 if (!nul) {
                         if (c->in_len - off > VARLINK_MESSAGE_MAX)
                                 connection_fail(c, VARLINK_ERROR_INVALID_PARAMETER, "message too long");
@@ -439,10 +450,15 @@ static void connection_process(VarlinkConnection *c) {
                 memmove(c->in, c->in + off, c->in_len - off);
                 c->in_len -= off;
         }
+        if (c->in_len == 0) {
+                free(c->in);
+                c->in = NULL;
+                c->in_cap = 0;
+        }
         /* The peer is done sending and nothing is left to answer: close once flushed. A streaming
          * call whose client shut down its side is over too. */
         if (c->eof && (!c->current || (c->current->flags & VARLINK_CALL_MORE)) &&
-            !memchr(c->in, 0, c->in_len)) {
+            !(c->in_len > 0 && memchr(c->in, 0, c->in_len))) {
                 if (c->current)
                         c->dead = true;
                 else
@@ -491,7 +507,7 @@ static int connection_write(VarlinkConnection *c) {
                 }
                 c->out_off += (size_t) n;
         }
-        c->out_off = c->out_len = 0;
+        connection_release_output(c);
         return 0;
 }
 

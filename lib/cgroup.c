@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <libcgroup.h>
 #include <stdarg.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "config.h"
 #include "fake-kernel.h"
 
 /* ---- the kernel's explanation ---- */
@@ -48,13 +50,45 @@ static char *cg_dir(const char *hier, const char *name) {
         return asprintf(&s, "%s%s%s", hier, name ? "/" : "", strempty(name)) < 0 ? NULL : s;
 }
 
+/* libcgroup is loaded the first time a v1 cpuset is changed, not at every start: cgroup v2 hosts
+ * never need it, and it (with the libpthread it brings) costs ~100 KiB of resident memory in a
+ * daemon that otherwise has nothing to do with it. */
+#define LIBCGROUP_FUNCTIONS(X)                                                                      \
+        X(cgroup_init) X(cgroup_get_last_errno) X(cgroup_new_cgroup) X(cgroup_add_controller)       \
+        X(cgroup_free) X(cgroup_create_cgroup) X(cgroup_set_value_string) X(cgroup_modify_cgroup)   \
+        X(cgroup_attach_task_pid) X(cgroup_delete_cgroup)
+#define DECLARE_SYM(f) static __typeof__(f) *sym_##f;
+LIBCGROUP_FUNCTIONS(DECLARE_SYM)
+
+static int libcgroup_load(void) {
+        static bool loaded = false;
+        if (loaded)
+                return 0;
+        /* Kept for the life of the process: the pointers below stay valid. */
+        void *dl = dlopen(LIBCGROUP_SONAME, RTLD_NOW | RTLD_NODELETE);
+        if (!dl) {
+                cpuset_status_set("cgroup v1 needs %s (libcgroup): %s", LIBCGROUP_SONAME, strempty(dlerror()));
+                return -EOPNOTSUPP;
+        }
+#define LOAD_SYM(f)                                                                                 \
+        if (!(sym_##f = (__typeof__(f) *) dlsym(dl, #f))) {                                         \
+                cpuset_status_set("%s has no %s: %s", LIBCGROUP_SONAME, #f, strempty(dlerror()));   \
+                dlclose(dl);                                                                        \
+                return -EOPNOTSUPP;                                                                 \
+        }
+        LIBCGROUP_FUNCTIONS(LOAD_SYM)
+#undef LOAD_SYM
+        loaded = true;
+        return 0;
+}
+
 /* libcgroup's answer as a negative errno. */
 static int cg_errno(int k) {
         switch (k) {
         case 0:
                 return 0;
         case ECGOTHER: {
-                int e = cgroup_get_last_errno();
+                int e = sym_cgroup_get_last_errno();
                 return e > 0 ? -e : -EIO;
         }
         case ECGROUPNOTEXIST:
@@ -79,17 +113,20 @@ static int cg_errno(int k) {
 static int cg_open(const char *name, struct cgroup **ret, struct cgroup_controller **ret_ctrl) {
         static bool initialized = false;
         if (!initialized) {
-                int k = cg_errno(cgroup_init());
+                int k = libcgroup_load();
+                if (k < 0)
+                        return k;
+                k = cg_errno(sym_cgroup_init());
                 if (k < 0)
                         return k;
                 initialized = true;
         }
-        struct cgroup *cg = cgroup_new_cgroup(strempty(name));
+        struct cgroup *cg = sym_cgroup_new_cgroup(strempty(name));
         if (!cg)
                 return -ENOMEM;
-        struct cgroup_controller *ctrl = cgroup_add_controller(cg, "cpuset");
+        struct cgroup_controller *ctrl = sym_cgroup_add_controller(cg, "cpuset");
         if (!ctrl) {
-                cgroup_free(&cg);
+                sym_cgroup_free(&cg);
                 return -ENOMEM;
         }
         *ret = cg;
@@ -100,7 +137,7 @@ static int cg_open(const char *name, struct cgroup **ret, struct cgroup_controll
 
 static void cg_freep(struct cgroup **cg) {
         if (*cg)
-                cgroup_free(cg);
+                sym_cgroup_free(cg);
 }
 
 /* ---- operations ---- */
@@ -130,7 +167,7 @@ int cgroup_mkdir(Root *r, const char *hier, const char *name) {
         }
         case VIA_LIBCGROUP:
                 k = cg_open(name, &cg, NULL);
-                return k < 0 ? k : cg_errno(cgroup_create_cgroup(cg, /* ignore_ownership= */ 0));
+                return k < 0 ? k : cg_errno(sym_cgroup_create_cgroup(cg, /* ignore_ownership= */ 0));
         case VIA_FAKE:
                 return fake_cgroup_mkdir(r, hier, name);
         }
@@ -153,8 +190,8 @@ int cgroup_write_file(Root *r, const char *hier, const char *name, const char *f
                 k = cg_open(name, &cg, &ctrl);
                 if (k < 0)
                         return k;
-                k = cg_errno(cgroup_set_value_string(ctrl, file, value));
-                return k < 0 ? k : cg_errno(cgroup_modify_cgroup(cg));
+                k = cg_errno(sym_cgroup_set_value_string(ctrl, file, value));
+                return k < 0 ? k : cg_errno(sym_cgroup_modify_cgroup(cg));
         case VIA_FAKE:
                 return fake_cgroup_write(r, hier, name, file, value);
         }
@@ -172,7 +209,7 @@ int cgroup_move_task(Root *r, const char *hier, const char *name, long id) {
                 return cgroup_write_file(r, hier, name, "cgroup.procs", v);
         case VIA_LIBCGROUP:
                 k = cg_open(name, &cg, NULL);
-                return k < 0 ? k : cg_errno(cgroup_attach_task_pid(cg, (pid_t) id));
+                return k < 0 ? k : cg_errno(sym_cgroup_attach_task_pid(cg, (pid_t) id));
         case VIA_FAKE:
                 return fake_cgroup_write(r, hier, name, cgroup_is_v2(r, hier) ? "cgroup.procs" : "tasks", v);
         }
@@ -235,7 +272,7 @@ int cgroup_rmdir(Root *r, const char *hier, const char *name) {
         }
         case VIA_LIBCGROUP:
                 k = cg_open(name, &cg, NULL);
-                return k < 0 ? k : cg_errno(cgroup_delete_cgroup(cg, /* ignore_migration= */ 0));
+                return k < 0 ? k : cg_errno(sym_cgroup_delete_cgroup(cg, /* ignore_migration= */ 0));
         case VIA_FAKE:
                 return fake_cgroup_rmdir(r, hier, name);
         }

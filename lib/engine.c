@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "state-view.h"
 #include "strv.h"
 
 void engine_result_done(EngineResult *r) {
@@ -536,33 +537,49 @@ bool engine_transaction_open(Root *root) {
         return open;
 }
 
-/* engine_verify() of the journal state, or with `only` (a set of knob ids) engine_verify_knobs(). */
-static int verify_core(Root *root, json_t *state, const char *running_cmdline, const json_t *only, VerifyResult *ret) {
-        int k;
-        VerifyResult v = {};
-        const char *profile = json_string_value(json_object_get(state, "profile"));
-        const char *at = json_string_value(json_object_get(state, "applied_at"));
-        v.profile = profile ? strdup(profile) : NULL;
-        v.applied_at = at ? strdup(at) : NULL;
-        v.transaction_open = json_is_object(json_object_get(state, "transaction"));
+static int index_cmp(const void *a, const void *b) {
+        uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
+        return x < y ? -1 : x > y;
+}
 
-        json_t *unmovable = json_object_get(state, "unmovable");
-        const char *id;
-        json_t *reason;
-        json_object_foreach(unmovable, id, reason) {
+/* engine_verify() of a journal (all), or engine_verify_knobs(): the knobs of ids only, found by id,
+ * checked in journal order. */
+static int verify_core(Root *root, const StateView *state, const char *running_cmdline, bool all, char * const *ids,
+                       size_t n_ids, VerifyResult *ret) {
+        _cleanup_free_ uint32_t *pick = NULL;
+        size_t n = state->n_applied;
+        int k;
+
+        if (!all) {
+                pick = malloc(MAX(n_ids, (size_t) 1) * sizeof(uint32_t));
+                if (!pick)
+                        return -ENOMEM;
+                n = 0;
+                for (size_t i = 0; i < n_ids; i++) {
+                        const StateViewKnob *e = ids[i] ? state_view_find(state, ids[i]) : NULL;
+                        if (e)
+                                pick[n++] = (uint32_t) (e - state->applied);
+                }
+                qsort(pick, n, sizeof(uint32_t), index_cmp);
+        }
+
+        VerifyResult v = {};
+        v.profile = state->profile ? strdup(state->profile) : NULL;
+        v.applied_at = state->applied_at ? strdup(state->applied_at) : NULL;
+        v.transaction_open = state->transaction_open;
+        for (size_t i = 0; i < state->n_unmovable; i++) {
                 char *s;
-                if (asprintf(&s, "%s: %s", id, strempty(json_string_value(reason))) >= 0)
+                if (asprintf(&s, "%s: %s", state->unmovable[i].id, strempty(state->unmovable[i].reason)) >= 0)
                         (void) strv_push(&v.unmovable, s);
         }
 
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(state, "applied"), i, e) {
-                Knob kn;
-                if (!in_filter(only, json_string_value(json_object_get(e, "knob"))) || state_entry_knob(e, NULL, &kn) < 0)
-                        continue;
+        for (size_t i = 0; i < n; i++) {
+                if (pick && i > 0 && pick[i] == pick[i - 1])
+                        continue; /* an id given twice */
+                const StateViewKnob *e = &state->applied[pick ? pick[i] : i];
+                Knob kn = state_view_knob(e);
                 const Backend *b = backend_for(kn.domain);
-                const char *want = json_string_value(json_object_get(e, "desired"));
+                const char *want = e->desired;
                 _cleanup_free_ char *cur = NULL;
                 v.checked++;
                 if (!b || !b->read)
@@ -577,12 +594,12 @@ static int verify_core(Root *root, json_t *state, const char *running_cmdline, c
                 if (k < 0 && k != -ENOENT)
                         cur = NULL;
                 if (!value_equal(kn.kind, cur, want)) {
-                        Drift *n = realloc(v.drift, (v.n_drift + 1) * sizeof(Drift));
-                        if (!n) {
+                        Drift *d = realloc(v.drift, (v.n_drift + 1) * sizeof(Drift));
+                        if (!d) {
                                 verify_result_done(&v);
                                 return -ENOMEM;
                         }
-                        v.drift = n;
+                        v.drift = d;
                         v.drift[v.n_drift++] = (Drift) {
                                 .knob = strdup(kn.id),
                                 .domain = kn.domain,
@@ -609,12 +626,34 @@ static int verify_core(Root *root, json_t *state, const char *running_cmdline, c
         return 0;
 }
 
-int engine_verify(Root *root, const char *running_cmdline, VerifyResult *ret) {
+/* The journal as the verifiers read it. */
+static int load_view(Root *root, StateView **ret) {
         _cleanup_(json_decrefp) json_t *state = NULL;
         int k = state_load(root, &state);
         if (k < 0)
                 return k;
-        return verify_core(root, state, running_cmdline, NULL, ret);
+        return state_view_new(state, ret);
+}
+
+int engine_verify(Root *root, const char *running_cmdline, VerifyResult *ret) {
+        _cleanup_(state_view_freep) StateView *view = NULL;
+        int k = load_view(root, &view);
+        if (k < 0)
+                return k;
+        return verify_core(root, view, running_cmdline, /* all= */ true, NULL, 0, ret);
+}
+
+int engine_verify_knobs_in(Root *root, const StateView *journal, const char *running_cmdline, char * const *ids, size_t n,
+                           VerifyResult *ret) {
+        return verify_core(root, journal, running_cmdline, /* all= */ false, ids, ids ? n : 0, ret);
+}
+
+int engine_verify_knobs(Root *root, const char *running_cmdline, char * const *ids, size_t n, VerifyResult *ret) {
+        _cleanup_(state_view_freep) StateView *view = NULL;
+        int k = load_view(root, &view);
+        if (k < 0)
+                return k;
+        return engine_verify_knobs_in(root, view, running_cmdline, ids, n, ret);
 }
 
 static int id_set(char * const *ids, size_t n, json_t **ret) {
@@ -628,23 +667,6 @@ static int id_set(char * const *ids, size_t n, json_t **ret) {
                 }
         *ret = set;
         return 0;
-}
-
-int engine_verify_knobs_in(Root *root, json_t *journal, const char *running_cmdline, char * const *ids, size_t n,
-                           VerifyResult *ret) {
-        _cleanup_(json_decrefp) json_t *only = NULL;
-        int k = id_set(ids, n, &only);
-        if (k < 0)
-                return k;
-        return verify_core(root, journal, running_cmdline, only, ret);
-}
-
-int engine_verify_knobs(Root *root, const char *running_cmdline, char * const *ids, size_t n, VerifyResult *ret) {
-        _cleanup_(json_decrefp) json_t *state = NULL;
-        int k = state_load(root, &state);
-        if (k < 0)
-                return k;
-        return engine_verify_knobs_in(root, state, running_cmdline, ids, n, ret);
 }
 
 int engine_apply_knobs(Root *root, const Host *host, const Plan *plan, char * const *ids, size_t n, EngineResult *res) {

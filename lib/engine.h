@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "state.h"
+#include "state-view.h"
 
 typedef struct EngineResult {
         size_t written;         /* knobs changed by this run */
@@ -70,10 +71,10 @@ bool engine_transaction_open(Root *root);
 /* engine_verify() for the journal's knobs named in ids (n of them) only: what rtpartd checks when
  * inotify says some files changed. Knobs of ids the journal does not have are not counted. */
 int engine_verify_knobs(Root *root, const char *running_cmdline, char * const *ids, size_t n, VerifyResult *ret);
-/* The same against a journal already loaded (state_load()), as rtpartd holds it: no read and parse
- * of state.json per check. */
-int engine_verify_knobs_in(Root *root, json_t *journal, const char *running_cmdline, char * const *ids, size_t n,
-                           VerifyResult *ret);
+/* The same against a journal already read (state_view_load()), as rtpartd holds it: no read and
+ * parse of state.json per check. */
+int engine_verify_knobs_in(Root *root, const StateView *journal, const char *running_cmdline, char * const *ids,
+                           size_t n, VerifyResult *ret);
 /* engine_apply() for the knobs of plan named in ids only (drift to correct, IRQs and kernel threads
  * new to the journal): they are written as engine_apply() writes (originals and transaction
  * journalled first, all or nothing) and recorded as applied; every other knob of the journal, the

@@ -24,23 +24,28 @@ Root *state_root(Root *root, const char **ret_dir) {
         return root->state ? root->state : root;
 }
 
-int state_load(Root *root, json_t **ret) {
-        _cleanup_free_ char *text = NULL;
-        json_error_t err;
-        int k;
-
+int state_read(Root *root, char **ret_text, size_t *ret_size) {
         const char *dir;
         Root *sr = state_root(root, &dir);
         _cleanup_free_ char *file = NULL;
         if (asprintf(&file, "%s/state.json", dir) < 0)
                 return -ENOMEM;
-        k = root_read_file(sr, file, &text, NULL);
+        int k = root_read_file(sr, file, ret_text, ret_size);
         if (k == -ENOENT) {
+                *ret_text = NULL;
+                if (ret_size)
+                        *ret_size = 0;
+                return 0;
+        }
+        return k;
+}
+
+int state_parse(const char *text, json_t **ret) {
+        json_error_t err;
+        if (!text) {
                 *ret = state_new();
                 return *ret ? 0 : -ENOMEM;
         }
-        if (k < 0)
-                return k;
         json_t *doc = json_loads(text, 0, &err);
         if (!doc || !json_is_object(doc) || json_integer_value(json_object_get(doc, "version")) != 1 ||
             !json_is_object(json_object_get(doc, "originals"))) {
@@ -54,6 +59,14 @@ int state_load(Root *root, json_t **ret) {
                         json_object_set_new(doc, keys[i], i == 0 ? json_array() : json_object());
         *ret = doc;
         return 0;
+}
+
+int state_load(Root *root, json_t **ret) {
+        _cleanup_free_ char *text = NULL;
+        int k = state_read(root, &text, NULL);
+        if (k < 0)
+                return k;
+        return state_parse(text, ret);
 }
 
 int state_save(Root *root, json_t *state) {
@@ -110,15 +123,20 @@ char *state_now_iso8601(void) {
         return strdup(buf);
 }
 
+uint64_t state_digest(const void *p, size_t n) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325); /* FNV-1a */
+        for (const unsigned char *c = p; n > 0; c++, n--) {
+                h ^= *c;
+                h *= UINT64_C(0x100000001b3);
+        }
+        return h;
+}
+
 char *state_hash(const json_t *doc) {
         _cleanup_free_ char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
         if (!text)
                 return NULL;
-        uint64_t h = UINT64_C(0xcbf29ce484222325);
-        for (const unsigned char *p = (const unsigned char *) text; *p; p++) {
-                h ^= *p;
-                h *= UINT64_C(0x100000001b3);
-        }
+        uint64_t h = state_digest(text, strlen(text));
         char *s;
         return asprintf(&s, "fnv1a64:%016llx", (unsigned long long) h) < 0 ? NULL : s;
 }

@@ -15,6 +15,7 @@
  */
 
 #include <jansson.h>
+#include <stdint.h>
 
 #include "backend.h"
 #include "root.h"
@@ -27,6 +28,10 @@ Root *state_root(Root *root, const char **ret_dir);
 /* Reads the journal; a missing file is a fresh, empty state. A file that is not a journal is
  * -EBADMSG (never silently replaced: it holds the originals). */
 int state_load(Root *root, json_t **ret);
+/* The two halves of state_load(): the file's bytes (NULL when there is no journal yet), and the
+ * document they make (a fresh, empty state for NULL). */
+int state_read(Root *root, char **ret_text, size_t *ret_size);
+int state_parse(const char *text, json_t **ret);
 int state_save(Root *root, json_t *state);
 
 /* A knob description stored in the journal (domain, kind, path) → a Knob for the backends. The
@@ -35,5 +40,7 @@ int state_entry_knob(json_t *entry, const char *id, Knob *ret);
 json_t *state_entry_new(const Knob *k, const char *value_key, const char *value);
 
 char *state_now_iso8601(void);
+/* FNV-1a over n bytes. */
+uint64_t state_digest(const void *p, size_t n);
 /* Content hash of a JSON document (stable: keys sorted). */
 char *state_hash(const json_t *doc);
