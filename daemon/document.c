@@ -24,16 +24,22 @@ json_t *document_list(const ProfileInfo *l, size_t n) {
 }
 
 static json_t *knob_entry(const Knob *k) {
-        json_t *e = k->changed ? json_pack("{s:s, s:s, s:s?, s:s?, s:b, s:s}",
+        /* The file behind the knob, as seen from the root (under --root DIR: below DIR). */
+        _cleanup_free_ char *path = NULL;
+        if (k->path && asprintf(&path, "/%s", k->path) < 0)
+                return NULL;
+        json_t *e = k->changed ? json_pack("{s:s, s:s, s:s?, s:s?, s:s?, s:b, s:s}",
                                            "knob", k->id,
                                            "domain", domain_to_string(k->domain),
+                                           "path", path,
                                            "current", k->current,
                                            "desired", k->desired,
                                            "reboot", k->reboot,
                                            "kind", value_kind_to_string(k->kind))
-                               : json_pack("{s:s, s:s, s:s?, s:s}",
+                               : json_pack("{s:s, s:s, s:s?, s:s?, s:s}",
                                            "knob", k->id,
                                            "domain", domain_to_string(k->domain),
+                                           "path", path,
                                            "value", k->current,
                                            "kind", value_kind_to_string(k->kind));
         if (e && k->note)
