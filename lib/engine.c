@@ -62,6 +62,23 @@ static int write_knob(Root *root, const Knob *k, const char *value) {
         return b->write(root, k, value);
 }
 
+/* The kernel's (or systemd's) own reason for a refused write, where its backend keeps one; NULL
+ * if none. Read it before the next write replaces it. */
+static char *write_detail(const Knob *k) {
+        const Backend *b = backend_for(k->domain);
+        const char *st = b && b->last_status ? b->last_status() : NULL;
+        return st && *st ? strdup(st) : NULL;
+}
+
+/* Notes a knob that could not be put back, with the reason. */
+static void note_not_restored(EngineResult *res, const Knob *k, int err, char **ret_detail) {
+        _cleanup_free_ char *detail = write_detail(k);
+        note(res, "could not restore %s (%s): %s%s%s%s", k->id, strempty(k->path), strerror(-err),
+             detail ? " (" : "", strempty(detail), detail ? ")" : "");
+        if (ret_detail && !*ret_detail)
+                *ret_detail = TAKE_PTR(detail);
+}
+
 static void flush_domains(Root *root, const Host *host, const bool touched[_DOMAIN_MAX], EngineResult *res) {
         for (int d = 0; d < _DOMAIN_MAX; d++) {
                 const Backend *b = backend_for((Domain) d);
@@ -92,7 +109,7 @@ static size_t undo_steps(Root *root, json_t *steps, size_t n, bool touched[_DOMA
                 int r = write_knob(root, &k, json_string_value(before));
                 if (r < 0) {
                         failures++;
-                        note(res, "could not restore %s (%s): %s", k.id, strempty(k.path), strerror(-r));
+                        note_not_restored(res, &k, r, NULL);
                 } else
                         touched[k.domain] = true;
         }
@@ -166,9 +183,7 @@ static const char *refusal_reason(Domain d) {
 static int fail(Root *root, json_t *state, json_t *tx, const Knob *k, int err, size_t done, bool touched[_DOMAIN_MAX],
                 const Host *host, EngineResult *res) {
         /* Read the kernel's reason before the undo writes replace it. */
-        const Backend *b = backend_for(k->domain);
-        const char *st = b && b->last_status ? b->last_status() : NULL;
-        _cleanup_free_ char *detail = st && *st ? strdup(st) : NULL;
+        _cleanup_free_ char *detail = write_detail(k);
         json_t *steps = json_object_get(tx, "steps");
         size_t fails = undo_steps(root, steps, done, touched, res);
         drop_new_originals(state, tx);
@@ -481,7 +496,7 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
                                 res->failed_path = kn.path ? strdup(kn.path) : NULL;
                                 res->failed_errno = -k;
                         }
-                        note(res, "could not restore %s (%s): %s", kn.id, strempty(kn.path), strerror(-k));
+                        note_not_restored(res, &kn, k, &res->failed_detail);
                         continue;
                 }
                 if (k == KNOB_SKIPPED)

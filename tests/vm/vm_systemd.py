@@ -397,6 +397,27 @@ def check_stage2(c, r, next_cmdline):
     c("revert restored /etc/kernel/cmdline byte for byte", r.get("cmdline_restored") == "yes", r.get("cmdline_restored"))
     c("ActiveProfile is empty after revert", r.get("prop_profile4") == 's ""', r.get("prop_profile4"))
 
+    # A partition alone: the slice systemd made for it.
+    p5 = r.get("part5_path", "")
+    c("under systemd the partition is the slice rtpart\\x2drt.slice", p5 == "/sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.partition", p5)
+    c("apply of a partition-only profile exits 0", r.get("apply5_rc") == "0", r.get("@apply5"))
+    c("the partition is isolated on CPUs 2-3", r.get("part5") == "isolated" and r.get("part5_cpus") == "2-3",
+      f"{r.get('part5')}, {r.get('part5_cpus')}")
+    c("systemd runs the slice with AllowedCPUs=2-3", r.get("part5_unit") == "active 2-3", r.get("part5_unit"))
+    c("daemon-reload keeps cpuset at the root and the partition isolated",
+      r.get("part5_reload") == "isolated" and "cpuset" in r.get("root_subtree5", "").split(),
+      f"{r.get('part5_reload')}, root subtree_control {r.get('root_subtree5')}")
+    c("verify after daemon-reload: in sync", r.get("verify5_rc") == "0", r.get("@verify5"))
+    c("a unit started in the slice runs on the partition's CPUs",
+      r.get("probe5_cpus") in ("2-3", "2,3") and "rtpart\\x2drt.slice/rtpart-probe.service" in r.get("probe5_cgroup", ""),
+      f"{r.get('probe5_cpus')}, {r.get('probe5_cgroup')}")
+    c("revert refuses while a task runs in the slice, and says why",
+      r.get("revert5_busy_rc") == "1" and "still runs tasks" in r.get("@revert5_busy", "") and r.get("part5_busy") == "isolated",
+      f"rc {r.get('revert5_busy_rc')}, {r.get('part5_busy')}: {r.get('@revert5_busy')}")
+    c("revert once it is empty: the slice is stopped and gone",
+      r.get("revert5_rc") == "0" and r.get("part5_after") == "(absent)" and r.get("part5_unit_after") == "inactive",
+      f"rc {r.get('revert5_rc')}, {r.get('part5_after')}, {r.get('part5_unit_after')}: {r.get('@revert5')}")
+
 
 def main():
     if os.geteuid() != 0:

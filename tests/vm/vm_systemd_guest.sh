@@ -253,6 +253,39 @@ stage2() {
         r cmdline_restored "$(cmp -s /etc/kernel/cmdline "$S/cmdline.orig" && echo yes || echo no)"
         f timer_migration4 /proc/sys/kernel/timer_migration
         r prop_profile4 "$(prop ActiveProfile)"
+
+        # A partition alone, with nothing else of rtpart's asking systemd for cpuset: it is a slice
+        # systemd made with AllowedCPUs=, so systemd keeps cpuset on at the root through a
+        # daemon-reload. A unit started in the slice runs on its CPUs, and revert refuses to take
+        # the slice away while it runs.
+        cat > "$S/part.json" <<'EOF'
+{"summary": "vm test: a partition only", "cpus": {"housekeeping": "0-1"},
+ "cpuset": {"confine": [], "partitions": [{"name": "rtpart-rt", "cpus": "2-3", "mode": "isolated"}]}}
+EOF
+        rtpartctl plan --json "$S/part.json" > "$S/plan5.json" 2>&1
+        local p5=$(jq -r '[.changes[], .unchanged[]] | map(select(.knob == "cpuset/rtpart-rt/partition")) | .[0].path // empty' \
+                "$S/plan5.json" 2>/dev/null)
+        r part5_path "$p5"
+        run apply5 rtpartctl apply "$S/part.json"
+        f part5 "$p5"
+        f part5_cpus "$(dirname "$p5")/cpuset.cpus"
+        r part5_unit "$(systemctl show 'rtpart\x2drt.slice' -p ActiveState --value) $(systemctl show 'rtpart\x2drt.slice' -p AllowedCPUs --value)"
+        systemctl daemon-reload
+        sleep 2
+        f part5_reload "$p5"
+        f root_subtree5 /sys/fs/cgroup/cgroup.subtree_control
+        run verify5 rtpartctl verify
+        systemd-run --quiet --slice='rtpart\x2drt.slice' --unit=rtpart-probe sleep 300
+        sleep 1
+        local probe=$(systemctl show rtpart-probe -p MainPID --value)
+        r probe5_cpus "$(taskset -pc "$probe" 2>&1 | sed 's/.*: //')"
+        r probe5_cgroup "$(cat /proc/$probe/cgroup 2>&1)"
+        run revert5_busy rtpartctl revert
+        f part5_busy "$p5"
+        systemctl stop rtpart-probe
+        run revert5 rtpartctl revert
+        f part5_after "$p5"
+        r part5_unit_after "$(systemctl is-active 'rtpart\x2drt.slice')"
         journal 2
         echo "@@END stage=2"
         systemctl poweroff
