@@ -282,6 +282,53 @@ static int cpuset_conf_parse(PlanCtx *ctx, json_t *sec, CpusetConf *c) {
 
 /* ---- cgroup v2 ---- */
 
+/* The confined slices: knobs before the partitions', so that revert takes the partitions away
+ * first and a slice given back all CPUs conflicts with none. */
+static int plan_v2_confine(PlanCtx *ctx, const CpusetConf *c) {
+        const Host *h = ctx->host;
+        const char *cg = h->cgroup2_mount;
+        int k;
+
+        if (!c->confine)
+                return 0;
+        StrBuf missing = {}, confined = {};
+        for (char **s = c->confine; *s; s++) {
+                _cleanup_free_ char *dir = NULL, *id = NULL;
+                if (asprintf(&dir, "%s/%s", cg, *s) < 0 || asprintf(&id, "cpuset/%s/cpus", *s) < 0) {
+                        strbuf_done(&missing);
+                        strbuf_done(&confined);
+                        return -ENOMEM;
+                }
+                if (!root_is_dir(ctx->root, dir)) {
+                        strbuf_appendf(&missing, "%s%s", missing.len ? ", " : "", *s);
+                        continue;
+                }
+                Knob *kn = NULL;
+                k = add_file(ctx, id, dir, "cpuset.cpus", VALUE_CPU_LIST, c->confine_cpus, &kn);
+                if (k >= 0 && h->systemd_running && !(kn->note = strdup("systemd AllowedCPUs=")))
+                        k = -ENOMEM;
+                if (k < 0) {
+                        strbuf_done(&missing);
+                        strbuf_done(&confined);
+                        return k;
+                }
+                strbuf_appendf(&confined, "%s%s", confined.len ? ", " : "", *s);
+        }
+        _cleanup_free_ char *m = strbuf_steal(&missing), *done = strbuf_steal(&confined);
+        if (m && *m) {
+                k = plan_note(ctx, "cpuset: not on this host, so not confined: %s", m);
+                if (k < 0)
+                        return k;
+        }
+        if (done && *done && h->systemd_running)
+                return plan_note(ctx, "cpuset: %s belong to systemd: apply confines them to CPUs %s through AllowedCPUs= "
+                                      "(over D-Bus, so systemd keeps it), and verify reads their cpuset.cpus%s",
+                                 done, c->confine_cpus,
+                                 ctx->root->is_host ? "" : "; under --root, with no systemd to ask, their cpuset.cpus is "
+                                                           "written directly in its place");
+        return 0;
+}
+
 static int plan_v2(PlanCtx *ctx, const CpusetConf *c) {
         const Host *h = ctx->host;
         const char *cg = h->cgroup2_mount;
@@ -293,6 +340,10 @@ static int plan_v2(PlanCtx *ctx, const CpusetConf *c) {
                 return -ENOMEM;
         /* cpuset.cpus.exclusive came with cpuset.cpus.isolated (6.7), a file only the root has. */
         bool has_exclusive = root_exists(ctx->root, isolated_file);
+
+        k = plan_v2_confine(ctx, c);
+        if (k < 0)
+                return k;
 
         if (c->n_parts > 0 && root_read_line(ctx->root, subtree_file, &subtree) >= 0) {
                 _cleanup_free_ char *padded = NULL;
@@ -336,43 +387,6 @@ static int plan_v2(PlanCtx *ctx, const CpusetConf *c) {
                         return k;
         }
 
-        if (!c->confine)
-                return 0;
-        StrBuf missing = {}, confined = {};
-        for (char **s = c->confine; *s; s++) {
-                _cleanup_free_ char *dir = NULL, *id = NULL;
-                if (asprintf(&dir, "%s/%s", cg, *s) < 0 || asprintf(&id, "cpuset/%s/cpus", *s) < 0) {
-                        strbuf_done(&missing);
-                        strbuf_done(&confined);
-                        return -ENOMEM;
-                }
-                if (!root_is_dir(ctx->root, dir)) {
-                        strbuf_appendf(&missing, "%s%s", missing.len ? ", " : "", *s);
-                        continue;
-                }
-                Knob *kn = NULL;
-                k = add_file(ctx, id, dir, "cpuset.cpus", VALUE_CPU_LIST, c->confine_cpus, &kn);
-                if (k >= 0 && h->systemd_running && !(kn->note = strdup("systemd AllowedCPUs=")))
-                        k = -ENOMEM;
-                if (k < 0) {
-                        strbuf_done(&missing);
-                        strbuf_done(&confined);
-                        return k;
-                }
-                strbuf_appendf(&confined, "%s%s", confined.len ? ", " : "", *s);
-        }
-        _cleanup_free_ char *m = strbuf_steal(&missing), *done = strbuf_steal(&confined);
-        if (m && *m) {
-                k = plan_note(ctx, "cpuset: not on this host, so not confined: %s", m);
-                if (k < 0)
-                        return k;
-        }
-        if (done && *done && h->systemd_running)
-                return plan_note(ctx, "cpuset: %s belong to systemd: apply confines them to CPUs %s through AllowedCPUs= "
-                                      "(over D-Bus, so systemd keeps it), and verify reads their cpuset.cpus%s",
-                                 done, c->confine_cpus,
-                                 ctx->root->is_host ? "" : "; under --root, with no systemd to ask, their cpuset.cpus is "
-                                                           "written directly in its place");
         return 0;
 }
 
@@ -697,19 +711,42 @@ static int wait_for_systemd(Root *root, const CpusetKnob *c, const char *file, c
         return -ETIMEDOUT;
 }
 
-/* A confined slice's CPUs through systemd: AllowedCPUs=, reset when the original was empty. */
+static int set_allowed_cpus(const CpusetKnob *c, const CpuSet *s) {
+        _cleanup_free_ char *err = NULL;
+        int k = systemd_set_allowed_cpus(NULL, c->name, s, &err);
+        if (k < 0)
+                cpuset_status_set("systemd refused AllowedCPUs= for %s: %s", c->name, err ? err : strerror(-k));
+        return k;
+}
+
+/* A confined slice's CPUs through systemd: AllowedCPUs=, reset when the original was empty.
+ * systemd does not write a reset into a running unit's cgroup (its cpuset.cpus keeps the old CPUs,
+ * systemd issue 43846), so a reset first gives the slice every CPU the root has (no partition is
+ * left by then: partitions are reverted first), and then empties AllowedCPUs=: the slice ends on
+ * all CPUs, and systemd's setting is empty, as it was. */
 static int write_allowed_cpus(Root *root, const CpusetKnob *c, const char *value) {
         CpuSet s = {};
-        _cleanup_free_ char *err = NULL;
+        int k;
         if (value && cpu_set_parse_list(value, &s, NULL) < 0)
                 return -EINVAL;
-        int k = systemd_set_allowed_cpus(NULL, c->name, &s, &err);
-        if (k < 0) {
-                cpuset_status_set("systemd refused AllowedCPUs= for %s: %s", c->name, err ? err : strerror(-k));
-                return k;
+        if (!cpu_set_is_empty(&s)) {
+                k = set_allowed_cpus(c, &s);
+                return k < 0 ? k : wait_for_systemd(root, c, "cpuset.cpus", value);
         }
-        /* An empty AllowedCPUs= leaves cpuset.cpus empty too. */
-        return wait_for_systemd(root, c, "cpuset.cpus", value ?: "");
+        _cleanup_free_ char *eff = NULL, *list = NULL;
+        CpuSet all;
+        if (asprintf(&eff, "%s/cpuset.cpus.effective", c->hier) < 0)
+                return -ENOMEM;
+        if (root_read_cpu_list(root, eff, &all) >= 0 && !cpu_set_is_empty(&all)) {
+                if (!(list = cpu_set_format_list(&all)))
+                        return -ENOMEM;
+                k = set_allowed_cpus(c, &all);
+                if (k >= 0)
+                        k = wait_for_systemd(root, c, "cpuset.cpus", list);
+                if (k < 0)
+                        return k;
+        }
+        return set_allowed_cpus(c, &s);
 }
 
 static int check_partition(Root *root, const Knob *k, const char *value);

@@ -389,7 +389,8 @@ def check_stage2(c, r, next_cmdline):
     c("revert empties AllowedCPUs= of system.slice and user.slice",
       r.get("slice_allowed4") == "" and r.get("user_slice_allowed4") == "",
       f"{r.get('slice_allowed4')!r}, {r.get('user_slice_allowed4')!r}")
-    c("system.slice/cpuset.cpus is unrestricted again", r.get("slice_cpus4") in ("", "(absent)"), r.get("slice_cpus4"))
+    c("system.slice/cpuset.cpus is unrestricted again", r.get("slice_cpus4") in ("", "(absent)", "0-3"), r.get("slice_cpus4"))
+    c("a service of system.slice runs on every CPU again", r.get("dbus_cpus4") == "0-3", r.get("dbus_cpus4"))
     c("revert removed the partition", r.get("partition4") == "(absent)" and r.get("partition4_dir") == "(absent)",
       f"{r.get('partition4')}, {r.get('partition4_dir')}")
     c("verify after revert: nothing applied", r.get("verify4_rc") == "0" and "No profile is applied" in r.get("@verify4", ""),

@@ -247,6 +247,9 @@ stage2() {
         r slice_allowed4 "$(systemctl show system.slice -p AllowedCPUs --value)"
         f slice_cpus4 /sys/fs/cgroup/system.slice/cpuset.cpus
         r user_slice_allowed4 "$(systemctl show user.slice -p AllowedCPUs --value)"
+        # A service of system.slice may run on every CPU again (systemd does not write a reset
+        # AllowedCPUs= into a running cgroup: rtpart gives the slice all CPUs first).
+        r dbus_cpus4 "$(taskset -pc "$(systemctl show dbus.service -p MainPID --value)" 2>&1 | sed 's/.*: //')"
         [ -n "$part" ] && f partition4 "$part"
         [ -n "$part" ] && f partition4_dir "$(dirname "$part")"
         run verify4 rtpartctl verify
