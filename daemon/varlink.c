@@ -642,10 +642,33 @@ int varlink_server_listen_fd(VarlinkServer *s, int fd) {
         return 0;
 }
 
+/* The address of the socket at `path` (absolute). A path too long for sun_path goes through its
+ * directory's fd (*ret_dfd, to be closed after bind or connect). */
+static int socket_address(const char *path, struct sockaddr_un *sa, int *ret_dfd) {
+        *sa = (struct sockaddr_un) { .sun_family = AF_UNIX };
+        if (!path || path[0] != '/')
+                return -EINVAL;
+        if (strlen(path) < sizeof(sa->sun_path)) {
+                strcpy(sa->sun_path, path);
+                return 0;
+        }
+        const char *slash = strrchr(path, '/');
+        _cleanup_free_ char *dir = strndup(path, (size_t) (slash - path));
+        if (!dir)
+                return -ENOMEM;
+        int dfd = open(*dir ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        *ret_dfd = dfd;
+        int n = snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s", dfd, slash + 1);
+        if (n < 0 || (size_t) n >= sizeof(sa->sun_path))
+                return -ENAMETOOLONG;
+        return 0;
+}
+
 int varlink_server_listen_address(VarlinkServer *s, const char *path, mode_t mode) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct sockaddr_un sa;
         _cleanup_close_ int fd = -EBADF, dfd = -EBADF;
-        _cleanup_free_ char *dir = NULL;
         struct stat st;
 
         if (!path || path[0] != '/')
@@ -655,26 +678,14 @@ int varlink_server_listen_address(VarlinkServer *s, const char *path, mode_t mod
                         return -EEXIST;
                 (void) unlink(path); /* left by an earlier run */
         }
-        if (strlen(path) < sizeof(sa.sun_path))
-                strcpy(sa.sun_path, path);
-        else {
-                /* Too long for sun_path: bind through the directory's fd instead. */
-                const char *slash = strrchr(path, '/');
-                dir = strndup(path, (size_t) (slash - path));
-                if (!dir)
-                        return -ENOMEM;
-                dfd = open(*dir ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (dfd < 0)
-                        return -errno;
-                int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dfd, slash + 1);
-                if (n < 0 || (size_t) n >= sizeof(sa.sun_path))
-                        return -ENAMETOOLONG;
-        }
+        int r = socket_address(path, &sa, &dfd);
+        if (r < 0)
+                return r;
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;
         mode_t old = umask(~mode & 0777);
-        int r = bind(fd, (struct sockaddr *) &sa, sizeof(sa));
+        r = bind(fd, (struct sockaddr *) &sa, sizeof(sa));
         umask(old);
         if (r < 0)
                 return -errno;
@@ -716,25 +727,12 @@ int varlink_client_get_fd(VarlinkClient *c) {
 }
 
 int varlink_client_connect(const char *path, VarlinkClient **ret) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        struct sockaddr_un sa;
         _cleanup_close_ int fd = -EBADF, dfd = -EBADF;
 
-        if (!path || path[0] != '/')
-                return -EINVAL;
-        if (strlen(path) < sizeof(sa.sun_path))
-                strcpy(sa.sun_path, path);
-        else {
-                const char *slash = strrchr(path, '/');
-                _cleanup_free_ char *dir = strndup(path, (size_t) (slash - path));
-                if (!dir)
-                        return -ENOMEM;
-                dfd = open(*dir ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-                if (dfd < 0)
-                        return -errno;
-                int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dfd, slash + 1);
-                if (n < 0 || (size_t) n >= sizeof(sa.sun_path))
-                        return -ENAMETOOLONG;
-        }
+        int r = socket_address(path, &sa, &dfd);
+        if (r < 0)
+                return r;
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
