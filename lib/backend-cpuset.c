@@ -687,9 +687,7 @@ static int enable_cpuset(Root *root, const char *hier) {
 }
 
 /* systemd answers a property change before it writes the cgroup: wait, up to 5 s, until the
- * cgroup's file shows `value` (a CPU or node list; NULL: until the cgroup is gone). An empty list
- * (a reset) is also done when the file is gone: systemd turns cpuset off below the root once no
- * unit asks for it. */
+ * cgroup's file shows `value` (a CPU or node list; NULL: until the cgroup is gone). */
 static int wait_for_systemd(Root *root, const CpusetKnob *c, const char *file, const char *value) {
         _cleanup_free_ char *path = NULL;
         CpuSet want = {};
@@ -702,8 +700,7 @@ static int wait_for_systemd(Root *root, const CpusetKnob *c, const char *file, c
                 CpuSet s;
                 int k = root_read_line(root, path, &got);
                 if (!value ? is_absent(k) && !cgroup_exists(root, c->hier, c->name)
-                           : (!*value && is_absent(k)) ||
-                             (k >= 0 && cpu_set_parse_list(got, &s, NULL) >= 0 && cpu_set_equal(&s, &want)))
+                           : k >= 0 && cpu_set_parse_list(got, &s, NULL) >= 0 && cpu_set_equal(&s, &want))
                         return 0;
                 (void) usleep(2000);
         }

@@ -501,16 +501,19 @@ static int is_load_time(Root *root, const Knob *k, const char *mod, const char *
         return v != NULL;
 }
 
-static int module_read(Root *root, const Knob *k, char **ret) {
-        _cleanup_free_ char *mod = NULL, *param = NULL;
-        int r;
-
+/* A knob's module and parameter, and whether it is load-time (1) or runtime (0). */
+static int module_knob(Root *root, const Knob *k, char **ret_mod, char **ret_param) {
         if (!k->path)
                 return -EINVAL;
-        r = parse_id(k->id, &mod, &param);
+        int r = parse_id(k->id, ret_mod, ret_param);
         if (r < 0)
                 return r;
-        r = is_load_time(root, k, mod, param);
+        return is_load_time(root, k, *ret_mod, *ret_param);
+}
+
+static int module_read(Root *root, const Knob *k, char **ret) {
+        _cleanup_free_ char *mod = NULL, *param = NULL;
+        int r = module_knob(root, k, &mod, &param);
         if (r < 0)
                 return r;
         if (r > 0)
@@ -524,14 +527,7 @@ static int module_read(Root *root, const Knob *k, char **ret) {
  * again). */
 static int module_write(Root *root, const Knob *k, const char *value) {
         _cleanup_free_ char *mod = NULL, *param = NULL;
-        int r;
-
-        if (!k->path)
-                return -EINVAL;
-        r = parse_id(k->id, &mod, &param);
-        if (r < 0)
-                return r;
-        r = is_load_time(root, k, mod, param);
+        int r = module_knob(root, k, &mod, &param);
         if (r < 0)
                 return r;
         if (r > 0)
