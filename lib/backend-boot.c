@@ -172,18 +172,25 @@ static int grub_write(Root *root, const char *key, const char *value) {
                 return k == -ENOENT ? 0 : k;
         }
 
-        /* Restate both variables without every key rtpart manages, then add what it sets. */
+        /* Restate both variables without every key rtpart manages, then add what it sets. What
+         * rtpart states itself goes inside "…" of a file grub-mkconfig sources: nothing there may
+         * expand or end the string (the user's own arguments are restated as they were written, in
+         * the quoting they were written for), so it is checked again here, before any write. */
         bool touch_default = false;
         for (char **i = set; *i; i++) {
                 _cleanup_free_ char *kk = strndup(*i, strcspn(*i, "="));
                 if (!kk)
                         return -ENOMEM;
+                if (!bootarg_name_valid(kk) || ((*i)[strlen(kk)] && bootarg_value_invalid(*i + strlen(kk) + 1)))
+                        return -EINVAL;
                 for (char **a = bd; *a; a++)
                         touch_default = touch_default || arg_is(*a, kk);
                 if (cmdline_set(&bl, kk, NULL) < 0 || cmdline_set(&bd, kk, NULL) < 0)
                         return -ENOMEM;
         }
         for (char **i = unset; *i; i++) {
+                if (!bootarg_name_valid(*i))
+                        return -EINVAL;
                 for (char **a = bd; *a; a++)
                         touch_default = touch_default || arg_is(*a, *i);
                 if (cmdline_set(&bl, *i, NULL) < 0 || cmdline_set(&bd, *i, NULL) < 0)
@@ -476,6 +483,21 @@ static int boot_plan(PlanCtx *ctx) {
                 else
                         desired = NULL; /* false/null: the argument must not be there */
 
+                /* Both end up in files a shell or a line parser reads (the top of the file, and
+                 * plan.c for the rules). */
+                _cleanup_free_ char *ptr = json_pointer_append("/boot/args", name);
+                if (!ptr)
+                        return -ENOMEM;
+                if (!bootarg_name_valid(name))
+                        return plan_fail(ctx, ptr,
+                                         "\"%s\" is not a kernel parameter name; a name is letters, digits and '_', "
+                                         "then also '.' (module.param) and '-', at most %d characters, e.g. \"nohz_full\"",
+                                         name, BOOTARG_NAME_MAX);
+                k = plan_check_param_value(ctx, ptr, "kernel", "the kernel command line and GRUB's shell-sourced defaults",
+                                           desired);
+                if (k < 0)
+                        return k;
+
                 if (asprintf(&id, "boot/%s", name) < 0)
                         return -ENOMEM;
                 k = cmdline_get(configured ? configured : ctx->host->cmdline, name, &current);
@@ -508,6 +530,12 @@ static int boot_write(Root *root, const Knob *k, const char *value) {
         const char *key = k->id + strlen("boot/");
         _cleanup_strv_free_ char **entries = NULL;
         int r;
+
+        /* The plan refused these already; a name or a newline that still got here (a journal
+         * edited by hand) must not reach a file where it would start another line. Quotes and
+         * spaces stay possible: an original value put back as the user wrote it. */
+        if (!bootarg_name_valid(key) || bootarg_has_control(value))
+                return -EINVAL;
 
         switch (host_detect_bootloader(root)) {
         case BOOTLOADER_GRUB:

@@ -160,7 +160,8 @@ static int plan_param(PlanCtx *ctx, const char *mod, const char *dir, const char
 
         if (!pointer)
                 return -ENOMEM;
-        if (!*param || strchr(param, '/') || streq(param, ".") || streq(param, ".."))
+        /* The name goes into a sysfs path and, for a load-time parameter, onto an "options" line. */
+        if (!bootarg_name_valid(param))
                 return plan_fail(ctx, pointer,
                                  "\"%s\" is not a parameter name; use the name from /sys/module/%s/parameters",
                                  param, mod);
@@ -184,6 +185,13 @@ static int plan_param(PlanCtx *ctx, const char *mod, const char *dir, const char
                 return k;
         /* In the form the running module shows. */
         k = param_value(v, running, &want);
+        if (k < 0)
+                return k;
+        /* Checked for every parameter, not only load-time ones: a runtime knob goes to the drop-in
+         * too when its module is unloaded and the drop-in has a line for it (is_load_time()). */
+        k = plan_check_param_value(ctx, pointer, "module",
+                                   "/etc/modprobe.d (one line per option; kmod hands options to install commands' "
+                                   "shell as $CMDLINE_OPTS)", want);
         if (k < 0)
                 return k;
 
@@ -365,7 +373,7 @@ static int dropin_get(Root *root, const char *mod, const char *param, char **ret
 }
 
 static bool dropin_value_ok(const char *v) {
-        return !strpbrk(v, "\"\n\r#\\");
+        return !strpbrk(v, "\"#\\") && !bootarg_has_control(v);
 }
 
 /* Replaces [a, b) of *text with repl. */
@@ -390,7 +398,8 @@ static int dropin_set(Root *root, const char *mod, const char *param, const char
         int k;
 
         if (value && !dropin_value_ok(value))
-                return -EINVAL; /* a quote, newline, '#' or backslash would change the file's syntax */
+                return -EINVAL; /* a quote, a control character (newline), '#' or a backslash would change
+                                 * the file's syntax; the plan refused them (and shell syntax) already */
         k = dropin_load(root, &text, &mode);
         if (k < 0)
                 return k;

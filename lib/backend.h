@@ -113,6 +113,21 @@ char *value_for_write(ValueKind kind, const char *v);
 /* Reads a knob file: first line, trimmed; -ENOENT if missing. */
 int knob_read_file(Root *root, const Knob *k, char **ret);
 
+/* Kernel and module parameters that go into bootloader files and /etc/modprobe.d (see plan.c for
+ * the rules and why). */
+#define BOOTARG_NAME_MAX 64
+#define BOOTARG_VALUE_MAX 2047          /* x86's and arm64's COMMAND_LINE_SIZE, less its NUL */
+#define BOOTARG_VALUE_PUNCT "_.,:=/+@%-"
+/* [A-Za-z0-9_][A-Za-z0-9_.-]*, at most BOOTARG_NAME_MAX characters. */
+bool bootarg_name_valid(const char *name);
+/* The first character of value outside letters, digits and BOOTARG_VALUE_PUNCT; NULL if none. */
+const char *bootarg_value_invalid(const char *value);
+/* A control character (newline, carriage return, …) anywhere in value. */
+bool bootarg_has_control(const char *value);
+/* A plan error at pointer unless value (NULL: nothing to check) is within the rules. kind is
+ * "kernel" or "module"; readers names what reads the file ("the kernel command line and …"). */
+int plan_check_param_value(PlanCtx *ctx, const char *pointer, const char *kind, const char *readers, const char *value);
+
 const char *value_kind_to_string(ValueKind k);
 ValueKind value_kind_from_string(const char *s);
 

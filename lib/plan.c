@@ -408,6 +408,81 @@ int knob_write_file(Root *root, const Knob *k, const char *value) {
         return root_write_value(root, k->path, v);
 }
 
+/* ---- kernel and module parameters in files a shell or a config parser reads ----
+ *
+ * The kernel splits its command line with next_arg() (lib/cmdline.c, kernel/params.c): arguments
+ * are separated by whitespace, double quotes keep spaces inside one and cannot be escaped, the
+ * first '=' ends the name, '-' and '_' are alike in names, and "module.param" reaches a built-in
+ * module's parameter. So a name is [A-Za-z0-9_][A-Za-z0-9_.-]*, which is what parse_args()
+ * matches against a parameter table (and "-", "--" or "=x" never are).
+ *
+ * Values are more than the kernel needs: rtpart restates them in etc/default/grub.d/rtpart.cfg,
+ * which grub-mkconfig sources as root (inside "…", where $ ` \ " expand or end the string), in a
+ * BLS entry's "options" line and in /etc/kernel/cmdline (whitespace-separated, one line), and in
+ * /etc/modprobe.d (one "options" line; kmod passes a module's configured options to the shell of
+ * an "install" command through $CMDLINE_OPTS). The set below is what the parameters of a realtime
+ * host take, and nothing any of those readers gives a meaning:
+ *   letters, digits   nohz_full=1-3, hugepagesz=1G, console=ttyS0,115200n8, idle=poll
+ *   , -               isolcpus=managed_irq,domain,1-3 (Documentation/admin-guide/kernel-parameters.txt,
+ *                     "cpu lists"), systemd.cpu_affinity=0,8
+ *   _ .               rcu_nocb_poll, processor.max_cstate=1 (and values such as 8250.nr_uarts)
+ *   = : /             root=UUID=…, root=/dev/disk/by-path/pci-0000:00:1f.2-ata-1, video=efifb:off
+ *   +                 trace_event=sched:sched_switch,+irq; ftrace filters
+ *   @ %               crashkernel=512M@16M, memmap=…@…; '%' is inert in every reader
+ * Refused: whitespace and control characters (another argument, another line), non-ASCII, and
+ * every shell metacharacter: $ ` \ " ' ; & | < > ( ) { } * ? [ ] ~ ! # ^. (memmap=nn$ss and
+ * nn#ss need '$' and '#', which GRUB's own documentation says to escape by hand: not for a
+ * profile.) */
+
+bool bootarg_name_valid(const char *name) {
+        size_t n = name ? strlen(name) : 0;
+        if (n == 0 || n > BOOTARG_NAME_MAX || name[0] == '-' || name[0] == '.')
+                return false;
+        for (const char *c = name; *c; c++)
+                if (!isascii((unsigned char) *c) || (!isalnum((unsigned char) *c) && !strchr("_.-", *c)))
+                        return false;
+        return true;
+}
+
+const char *bootarg_value_invalid(const char *value) {
+        for (const char *c = value; c && *c; c++)
+                if (!isascii((unsigned char) *c) || (!isalnum((unsigned char) *c) && !strchr(BOOTARG_VALUE_PUNCT, *c)))
+                        return c;
+        return NULL;
+}
+
+bool bootarg_has_control(const char *value) {
+        for (const char *c = value; c && *c; c++)
+                if ((unsigned char) *c < 0x20 || *c == 0x7f)
+                        return true;
+        return false;
+}
+
+int plan_check_param_value(PlanCtx *ctx, const char *pointer, const char *kind, const char *readers, const char *value) {
+        if (!value)
+                return 0;
+        size_t n = strlen(value);
+        if (n > BOOTARG_VALUE_MAX)
+                return plan_fail(ctx, pointer, "the value is %zu characters long, longer than a kernel command line "
+                                 "can hold; keep it under %d characters", n, BOOTARG_VALUE_MAX);
+        const char *bad = bootarg_value_invalid(value);
+        if (!bad)
+                return 0;
+        char what[16];
+        if (isprint((unsigned char) *bad))
+                snprintf(what, sizeof(what), "'%c'", *bad);
+        else
+                snprintf(what, sizeof(what), "byte 0x%02x", (unsigned char) *bad);
+        bool printable = true;
+        for (const char *c = value; *c; c++)
+                printable = printable && isascii((unsigned char) *c) && isprint((unsigned char) *c);
+        /* The value itself only when it prints as it is (no newline cutting the message). */
+        return plan_fail(ctx, pointer, "%s%s%s has %s, which %s cannot carry safely; %s parameter values use "
+                         "letters, digits and %s",
+                         printable ? "value \"" : "the value", printable ? value : "", printable ? "\"" : "", what,
+                         readers, kind, BOOTARG_VALUE_PUNCT);
+}
+
 size_t plan_count_changes(const Plan *p, size_t *ret_reboot) {
         size_t n = 0, reboot = 0;
         for (size_t i = 0; i < p->n_knobs; i++)

@@ -275,6 +275,26 @@ class ApplyVerifyRevert(unittest.TestCase):
         self.assertEqual(diff(before, snapshot(h.root)), [])
         self.assertFalse(os.path.exists(os.path.join(h.root, STATE, "state.json")))
 
+    def test_boot_arg_injection_refused(self):
+        # A boot argument value is restated in etc/default/grub.d/rtpart.cfg, which grub-mkconfig
+        # sources as root: shell syntax in it is refused before anything is written.
+        h = self.host("intel-2s")
+        before = snapshot(h.root)
+        grub_d = sorted(os.listdir(os.path.join(h.root, "etc", "default", "grub.d")))
+        bad = os.path.join(h.tmp, "lab.json")
+        with open(bad, "w") as f:
+            f.write('{"boot": {"args": {"x": "$(id>/tmp/pwned)"}}}')
+        for verb in ("plan", "apply"):
+            with self.subTest(verb=verb):
+                p = h.run(verb, bad)
+                self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+                self.assertIn("lab.json: /boot/args/x: value \"$(id>/tmp/pwned)\" has '$'", p.stderr)
+                self.assertIn("kernel parameter values use letters, digits and _.,:=/+@%-", p.stderr)
+        self.assertEqual(diff(before, snapshot(h.root)), [])
+        self.assertEqual(sorted(os.listdir(os.path.join(h.root, "etc", "default", "grub.d"))), grub_d)
+        self.assertFalse(os.path.exists(os.path.join(h.root, "etc", "default", "grub.d", "rtpart.cfg")))
+        self.assertFalse(os.path.exists(os.path.join(h.root, STATE, "state.json")))
+
 
 if __name__ == "__main__":
     result = unittest.main(verbosity=2, exit=False).result

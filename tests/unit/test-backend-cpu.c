@@ -511,6 +511,32 @@ START_TEST(test_module_missing) {
 }
 END_TEST
 
+/* A load-time parameter's value goes into /etc/modprobe.d, where a newline would add a line of its
+ * own ("install kvm /bin/sh ..."), and kmod puts a module's configured options into the shell
+ * command of an install line that uses $CMDLINE_OPTS: values are refused at plan time, with the
+ * pointer, whether the parameter is set now or at load time. */
+START_TEST(test_module_value_injection) {
+        static const char * const bad[] = {
+                "1\\ninstall kvm /bin/sh -c id", "$(id>/tmp/pwned)", "`id`", "1;id", "1 2", "\\\"1\\\"", "#1", "1\\\\",
+                "a|b", "a&b", "a>b", "\\u00e9",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                for (size_t j = 0; j < 2; j++) {
+                        const char *param = j ? "kvmclock_periodic_sync" : "halt_poll_ns";
+                        _cleanup_free_ char *json = NULL, *ptr = NULL;
+                        ck_assert(asprintf(&json, "{\"modules\": {\"kvm\": {\"%s\": \"%s\"}}}", param, bad[i]) >= 0);
+                        ck_assert(asprintf(&ptr, "/modules/kvm/%s", param) >= 0);
+                        plan_error(json, ptr, "module parameter values use letters, digits and _.,:=/+@%-");
+                }
+        plan_error("{\"modules\": {\"kvm\": {\"-x\": 0}}}", "/modules/kvm/-x", "not a parameter name");
+        plan_error("{\"modules\": {\"kvm\": {\"a\\nb\": 0}}}", "/modules/kvm/a\nb", "not a parameter name");
+        /* what modules really take stays accepted */
+        _cleanup_(plan_freep) Plan *p = plan_ok("{\"modules\": {\"kvm\": {\"halt_poll_ns\": 0, \"nx_huge_pages\": \"off\", "
+                                                "\"kvmclock_periodic_sync\": \"N\"}}}");
+        ck_assert_ptr_nonnull(plan_find(p, "module/kvm/kvmclock_periodic_sync"));
+}
+END_TEST
+
 START_TEST(test_module_read) {
         _cleanup_(plan_freep) Plan *p = plan_ok("{\"modules\": {\"kvm\": {\"halt_poll_ns\": 0}}}");
         put(host_dir, "sys/module/kvm/parameters/halt_poll_ns", "0\n");
@@ -1092,6 +1118,7 @@ int main(void) {
         tcase_add_test(m, test_module_read);
         tcase_add_test(m, test_module_write_runtime);
         tcase_add_test(m, test_module_dropin);
+        tcase_add_test(m, test_module_value_injection);
         tcase_add_test(m, test_module_dropin_no_dir);
         tcase_add_test(m, test_module_dropin_foreign);
         tcase_add_test(m, test_module_unloaded);

@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "strv.h"
+#include "test-util.h"
+
+/* Boot arguments end up in files a shell (GRUB's etc/default/grub.d, sourced by grub-mkconfig as
+ * root) or a whitespace-splitting parser (BLS "options", etc/kernel/cmdline) reads: a name or a
+ * value that could change that file's syntax is refused at plan time, and again at the write. */
+
+static char *host_dir, *prof_dir;
+static Root *root;
+static Host *host;
+
+static const char grub_base[] =
+        "GRUB_DEFAULT=0\n"
+        "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n"
+        "GRUB_CMDLINE_LINUX=\"\"\n";
+
+static void setup(void) {
+        host_dir = test_mini_host(4, false, 0);
+        prof_dir = test_tmpdir();
+        test_write(host_dir, "etc/default/grub", grub_base);
+        test_open_host(host_dir, &root, &host);
+}
+
+static void teardown(void) {
+        host_free(host);
+        root_free(root);
+        test_rmtree(host_dir);
+        test_rmtree(prof_dir);
+        free(host_dir);
+        free(prof_dir);
+}
+
+static Plan *plan_ok(const char *json) {
+        return test_plan_ok(root, host, prof_dir, "p", json);
+}
+
+static void plan_error(const char *json, const char *pointer, const char *fragment) {
+        test_plan_err(root, host, prof_dir, "lab", json, pointer, fragment);
+}
+
+static char *read_rel(const char *rel) {
+        _cleanup_free_ char *path = NULL;
+        ck_assert(asprintf(&path, "%s/%s", host_dir, rel) >= 0);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return NULL;
+        char *buf = NULL;
+        size_t n = 0;
+        ck_assert(getdelim(&buf, &n, 0, f) >= 0 || feof(f));
+        fclose(f);
+        return buf ? buf : strdup("");
+}
+
+static bool exists_rel(const char *rel) {
+        _cleanup_free_ char *path = NULL;
+        ck_assert(asprintf(&path, "%s/%s", host_dir, rel) >= 0);
+        return access(path, F_OK) == 0;
+}
+
+/* Values a shell would expand or split, or a parser would read as more than one argument. */
+static const char * const bad_values[] = {
+        "$(id>/tmp/pwned)", "`id`", "$HOME", "a;reboot", "a&b", "a|b", "a<b", "a>b", "(x)", "{x}", "*", "a?",
+        "[x]", "~root", "!x", "a'b", "a\\\\b", "#x", "a^b", "\\u00e9", "a\\u0001b", "a\\u007fb",
+};
+
+START_TEST(test_value_injection_refused) {
+        for (size_t i = 0; i < ELEMENTSOF(bad_values); i++) {
+                _cleanup_free_ char *json = NULL;
+                ck_assert(asprintf(&json, "{\"boot\": {\"args\": {\"x\": \"%s\"}}}", bad_values[i]) >= 0);
+                plan_error(json, "/boot/args/x", "kernel parameter values use letters, digits and _.,:=/+@%-");
+        }
+        plan_error("{\"boot\": {\"args\": {\"x\": \"$(id>/tmp/pwned)\"}}}", "/boot/args/x",
+                   "value \"$(id>/tmp/pwned)\" has '$', which the kernel command line and GRUB's shell-sourced "
+                   "defaults cannot carry safely");
+        plan_error("{\"boot\": {\"args\": {\"x\": \"a\\u0001b\"}}}", "/boot/args/x", "has byte 0x01");
+        /* Through a variable, and "$$" (a literal '$' once expanded), past the profile's own checks. */
+        plan_error("{\"variables\": {\"cmd\": \"$$(reboot)\"}, \"boot\": {\"args\": {\"nohz_full\": \"1-3${cmd}\"}}}",
+                   "/boot/args/nohz_full", "has '$'");
+        plan_error("{\"boot\": {\"args\": {\"x\": \"$${IFS}id\"}}}", "/boot/args/x", "has '$'");
+        /* What the profile refuses before the plan: whitespace and double quotes. */
+        plan_error("{\"boot\": {\"args\": {\"x\": \"a b\"}}}", "/boot/args/x", "");
+        plan_error("{\"boot\": {\"args\": {\"x\": \"a\\nexport X=1\"}}}", "/boot/args/x", "");
+        plan_error("{\"boot\": {\"args\": {\"x\": \"a\\\"b\"}}}", "/boot/args/x", "");
+        /* A value too long for any kernel's command line. */
+        _cleanup_free_ char *json = NULL, *longv = malloc(2100);
+        ck_assert_ptr_nonnull(longv);
+        memset(longv, 'a', 2099);
+        longv[2099] = 0;
+        ck_assert(asprintf(&json, "{\"boot\": {\"args\": {\"x\": \"%s\"}}}", longv) >= 0);
+        plan_error(json, "/boot/args/x", "longer than");
+}
+END_TEST
+
+START_TEST(test_name_refused) {
+        plan_error("{\"boot\": {\"args\": {\"-x\": true}}}", "/boot/args/-x", "not a kernel parameter name");
+        plan_error("{\"boot\": {\"args\": {\".x\": \"1\"}}}", "/boot/args/.x", "not a kernel parameter name");
+        plan_error("{\"boot\": {\"args\": {\"--\": true}}}", "/boot/args/--", "not a kernel parameter name");
+        plan_error("{\"boot\": {\"args\": {\"x;id\": true}}}", "/boot/args/x;id", "not a kernel parameter name");
+        plan_error("{\"boot\": {\"args\": {\"x=y\": true}}}", "/boot/args/x=y", "not a kernel parameter name");
+        plan_error("{\"boot\": {\"args\": {\"a\\nb\": true}}}", "/boot/args/a\nb", "not a kernel parameter name");
+        char name[80];
+        memset(name, 'n', 65);
+        name[65] = 0;
+        _cleanup_free_ char *json = NULL, *ptr = NULL;
+        ck_assert(asprintf(&json, "{\"boot\": {\"args\": {\"%s\": true}}}", name) >= 0);
+        ck_assert(asprintf(&ptr, "/boot/args/%s", name) >= 0);
+        plan_error(json, ptr, "not a kernel parameter name");
+}
+END_TEST
+
+/* Real parameters of realtime hosts: every one must plan, with its value as written. */
+static const char * const good[][2] = {
+        { "isolcpus", "managed_irq,domain,1-3" },
+        { "nohz_full", "1-3" },
+        { "rcu_nocbs", "1-3" },
+        { "irqaffinity", "0" },
+        { "console", "ttyS0,115200n8" },
+        { "root", "UUID=0d3c1e5a-7f4b-4c1e-9a55-2b8f3c6d7e10" },
+        { "intel_pstate", "disable" },
+        { "processor.max_cstate", "1" },
+        { "idle", "poll" },
+        { "hugepagesz", "1G" },
+        { "default_hugepagesz", "1G" },
+        { "hugepages", "16" },
+        { "tsc", "reliable" },
+        { "skew_tick", "1" },
+        { "mitigations", "off" },
+        { "nosoftlockup", "" },
+        { "intel_iommu", "on" },
+        { "iommu", "pt" },
+        { "kvm-intel.nested", "0" },
+        { "systemd.cpu_affinity", "0,8" },
+        { "crashkernel", "512M@16M" },
+        { "rd.lvm.lv", "vg0/root" },
+        { "resume", "/dev/disk/by-path/pci-0000:00:1f.2-ata-1-part2" },
+        { "8250.nr_uarts", "4" },
+        { "loglevel", "7" },
+        { "video", "efifb:off" },
+        { "trace_event", "sched:sched_switch,+irq" },
+};
+
+static char *good_profile(void) {
+        StrBuf b = {};
+        strbuf_append(&b, "{\"boot\": {\"args\": {");
+        for (size_t i = 0; i < ELEMENTSOF(good); i++)
+                if (*good[i][1])
+                        strbuf_appendf(&b, "%s\"%s\": \"%s\"", i ? ", " : "", good[i][0], good[i][1]);
+                else
+                        strbuf_appendf(&b, "%s\"%s\": true", i ? ", " : "", good[i][0]);
+        strbuf_append(&b, "}}}");
+        char *s = strbuf_steal(&b);
+        ck_assert_ptr_nonnull(s);
+        return s;
+}
+
+START_TEST(test_legitimate_accepted) {
+        _cleanup_free_ char *json = good_profile();
+        _cleanup_(plan_freep) Plan *p = plan_ok(json);
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+                _cleanup_free_ char *id = NULL;
+                ck_assert(asprintf(&id, "boot/%s", good[i][0]) >= 0);
+                const Knob *k = plan_find(p, id);
+                ck_assert_msg(k, "no knob %s", id);
+                ck_assert_str_eq(k->desired, good[i][1]);
+                ck_assert(k->reboot);
+        }
+        /* CPU lists through the default split's variables stay accepted. */
+        _cleanup_(plan_freep) Plan *q = plan_ok("{\"cpus\": {\"isolated\": \"1-3\"}, \"boot\": {\"args\": "
+                                                "{\"isolcpus\": \"managed_irq,domain,${isolated}\", \"nohz_full\": \"${isolated}\"}}}");
+        ck_assert_str_eq(plan_find(q, "boot/isolcpus")->desired, "managed_irq,domain,1-3");
+        ck_assert_str_eq(plan_find(q, "boot/nohz_full")->desired, "1-3");
+}
+END_TEST
+
+static void write_all(const Plan *p) {
+        for (size_t i = 0; i < p->n_knobs; i++) {
+                const Knob *k = &p->knobs[i];
+                int r = backend_boot.write(root, k, k->desired);
+                ck_assert_msg(r == 0, "write %s: %d", k->id, r);
+        }
+}
+
+static void revert_all(const Plan *p) {
+        for (size_t i = p->n_knobs; i > 0; i--) {
+                const Knob *k = &p->knobs[i - 1];
+                int r = backend_boot.write(root, k, k->current);
+                ck_assert_msg(r == 0, "revert %s: %d", k->id, r);
+        }
+}
+
+/* The drop-in for legitimate values is what rtpart always wrote, byte for byte; revert removes it. */
+START_TEST(test_grub_dropin_unchanged) {
+        _cleanup_(plan_freep) Plan *p = plan_ok("{\"boot\": {\"args\": {\"isolcpus\": \"managed_irq,domain,1-3\", "
+                                                "\"nohz_full\": \"1-3\", \"console\": \"ttyS0,115200n8\", "
+                                                "\"kvm-intel.nested\": \"0\", \"nosoftlockup\": true, \"quiet\": false}}}");
+        write_all(p);
+        _cleanup_free_ char *drop = read_rel("etc/default/grub.d/rtpart.cfg");
+        ck_assert_ptr_nonnull(drop);
+        ck_assert_str_eq(drop,
+                "# Kernel arguments managed by rtpart; 'rtpartctl revert' removes this file.\n"
+                "# Do not edit: rtpart rewrites it. The lines below record what rtpart set.\n"
+                "# rtpart-set: isolcpus=managed_irq,domain,1-3\n"
+                "# rtpart-set: nohz_full=1-3\n"
+                "# rtpart-set: console=ttyS0,115200n8\n"
+                "# rtpart-set: kvm-intel.nested=0\n"
+                "# rtpart-set: nosoftlockup\n"
+                "# rtpart-unset: quiet\n"
+                "GRUB_CMDLINE_LINUX=\"isolcpus=managed_irq,domain,1-3 nohz_full=1-3 console=ttyS0,115200n8 "
+                "kvm-intel.nested=0 nosoftlockup\"\n"
+                "GRUB_CMDLINE_LINUX_DEFAULT=\"\"\n");
+        revert_all(p);
+        ck_assert(!exists_rel("etc/default/grub.d/rtpart.cfg"));
+        _cleanup_free_ char *base = read_rel("etc/default/grub");
+        ck_assert_str_eq(base, grub_base);
+}
+END_TEST
+
+/* Defence in depth: the write verb itself refuses what the plan would have, before touching a file
+ * (a journal or a caller that bypassed the plan). */
+START_TEST(test_write_refuses_unsafe) {
+        Knob k = { .id = (char *) "boot/x", .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
+        ck_assert_int_eq(backend_boot.write(root, &k, "$(id>/tmp/pwned)"), -EINVAL);
+        ck_assert_int_eq(backend_boot.write(root, &k, "`id`"), -EINVAL);
+        ck_assert_int_eq(backend_boot.write(root, &k, "a\nGRUB_CMDLINE_LINUX=x"), -EINVAL);
+        ck_assert(!exists_rel("etc/default/grub.d/rtpart.cfg"));
+        Knob bad_name = { .id = (char *) "boot/x;id", .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
+        ck_assert_int_eq(backend_boot.write(root, &bad_name, "1"), -EINVAL);
+        ck_assert(!exists_rel("etc/default/grub.d/rtpart.cfg"));
+
+        /* BLS: a newline would start a new line of the entry ("linux /evil"). */
+        static const char entry[] = "title Debian\nlinux /vmlinuz\noptions root=/dev/vda ro quiet\n";
+        test_write(host_dir, "boot/loader/entries/debian.conf", entry);
+        ck_assert_int_eq(backend_boot.write(root, &k, "1\nlinux /evil"), -EINVAL);
+        _cleanup_free_ char *now = read_rel("boot/loader/entries/debian.conf");
+        ck_assert_str_eq(now, entry);
+        /* A legitimate value still goes in, and reverting restores the entry byte for byte. */
+        ck_assert_int_eq(backend_boot.write(root, &k, "1"), 0);
+        _cleanup_free_ char *set = read_rel("boot/loader/entries/debian.conf");
+        ck_assert_str_eq(set, "title Debian\nlinux /vmlinuz\noptions root=/dev/vda ro quiet x=1\n");
+        ck_assert_int_eq(backend_boot.write(root, &k, NULL), 0);
+        _cleanup_free_ char *back = read_rel("boot/loader/entries/debian.conf");
+        ck_assert_str_eq(back, entry);
+}
+END_TEST
+
+static Suite *suite(void) {
+        Suite *s = suite_create("backend-boot");
+        TCase *tc = tcase_create("plan");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_value_injection_refused);
+        tcase_add_test(tc, test_name_refused);
+        tcase_add_test(tc, test_legitimate_accepted);
+        tcase_add_test(tc, test_grub_dropin_unchanged);
+        tcase_add_test(tc, test_write_refuses_unsafe);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        return test_run(suite());
+}
