@@ -28,12 +28,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-        host_free(host);
-        root_free(root);
-        test_rmtree(host_dir);
-        test_rmtree(prof_dir);
-        free(host_dir);
-        free(prof_dir);
+        test_fixture_done(root, host, host_dir, prof_dir);
 }
 
 static Plan *plan_ok(const char *json) {

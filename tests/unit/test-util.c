@@ -80,6 +80,15 @@ void test_open_host(const char *path, Root **ret_root, Host **ret_host) {
         *ret_host = host;
 }
 
+void test_fixture_done(Root *root, Host *host, char *host_dir, char *prof_dir) {
+        host_free(host);
+        root_free(root);
+        test_rmtree(host_dir);
+        test_rmtree(prof_dir);
+        free(host_dir);
+        free(prof_dir);
+}
+
 int test_resolve(Root *root, const Host *host, const char *profile, Profile **ret_p, Resolved **ret_r, char **ret_error) {
         ProfileError e = {};
         Profile *p = NULL;

@@ -21,6 +21,10 @@ void test_rmtree(const char *path);
 /* Writes text to ROOT/rel, creating parent directories. */
 void test_write(const char *root, const char *rel, const char *text);
 
+/* Undoes a suite's fixture: frees the host and the root, removes and frees both temporary
+ * directories (any of them may be NULL). */
+void test_fixture_done(Root *root, Host *host, char *host_dir, char *prof_dir);
+
 /* Opens a root, discovers its host; aborts the test on failure. */
 void test_open_host(const char *path, Root **ret_root, Host **ret_host);
 
