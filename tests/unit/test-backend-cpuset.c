@@ -432,7 +432,12 @@ START_TEST(test_v2_enable_controller) {
         ck_assert_uint_eq(tree_verify(host_dir, NULL), 0);
         ck_assert_int_eq(tree_revert(host_dir), 0);
         ck_assert(!tree_exists(host_dir, "sys/fs/cgroup/rt"));
-        /* Enabling the controller for the root's children is not a knob: it stays. */
+        /* Apply enabled the controller for the root's children: revert disables it again. */
+        tree_assert_file(host_dir, "sys/fs/cgroup/cgroup.subtree_control", "cpu io memory pids\n");
+        /* Where it was enabled before, revert leaves it enabled. */
+        test_write(host_dir, "sys/fs/cgroup/cgroup.subtree_control", "cpuset cpu io memory pids\n");
+        ck_assert_int_eq(tree_apply(host_dir, prof, NULL), 0);
+        ck_assert_int_eq(tree_revert(host_dir), 0);
         tree_assert_file(host_dir, "sys/fs/cgroup/cgroup.subtree_control", "cpuset cpu io memory pids\n");
 }
 END_TEST
