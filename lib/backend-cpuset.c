@@ -306,7 +306,10 @@ static int plan_v2_confine(PlanCtx *ctx, const CpusetConf *c) {
                 }
                 Knob *kn = NULL;
                 k = add_file(ctx, id, dir, "cpuset.cpus", VALUE_CPU_LIST, c->confine_cpus, &kn);
-                if (k >= 0 && h->systemd_running && !(kn->note = strdup("systemd AllowedCPUs=")))
+                /* Say how apply will write it: through systemd only where systemd is there to ask. */
+                if (k >= 0 && h->systemd_running &&
+                    !(kn->note = strdup(systemd_owns_cgroups(ctx->root) ? "systemd AllowedCPUs="
+                                                                        : "cpuset.cpus (no systemd to ask under --root)")))
                         k = -ENOMEM;
                 if (k < 0) {
                         strbuf_done(&missing);
