@@ -397,7 +397,11 @@ static int cpu_plan(PlanCtx *ctx) {
         }
         k = note_missing(ctx, &no_freq, "cpufreq", "governor");
         if (k >= 0)
-                k = note_missing(ctx, &no_epb, "energy_perf_bias (an Intel feature)", "energy_perf_bias");
+                k = note_missing(ctx, &no_epb,
+                                 ctx->host->vendor == CPU_VENDOR_INTEL
+                                 ? "power/energy_perf_bias (the kernel offers it where the CPU has the EPB register)"
+                                 : "power/energy_perf_bias (an Intel CPU feature)",
+                                 "energy_perf_bias");
         if (k >= 0)
                 k = note_missing(ctx, &no_idle, "cpuidle", "idle_max_latency_us");
         if (k < 0)

@@ -20,6 +20,7 @@
  *   cpuset/<part>/mems            <cg2>/<part>/cpuset.mems            node list, when given
  *   cpuset/<part>/partition       <cg2>/<part>/cpuset.cpus.partition  "isolated" | "root" | "member"
  *   cpuset/<slice>/cpus           <cg2>/<slice>/cpuset.cpus           CPU list (AllowedCPUs= under systemd)
+ *   cpuset/root/controller        <cg2>/cgroup.subtree_control        "+cpuset" | "-cpuset" (without systemd)
  *
  * cgroup v1 (Documentation/admin-guide/cgroup-v1/cpusets.rst):
  *   cpuset/<part>/cpus, /mems, /cpu_exclusive ("1"), /sched_load_balance ("0" isolated, "1" root)
@@ -305,7 +306,10 @@ static int plan_v2_confine(PlanCtx *ctx, const CpusetConf *c) {
                 }
                 Knob *kn = NULL;
                 k = add_file(ctx, id, dir, "cpuset.cpus", VALUE_CPU_LIST, c->confine_cpus, &kn);
-                if (k >= 0 && h->systemd_running && !(kn->note = strdup("systemd AllowedCPUs=")))
+                /* Say how apply will write it: through systemd only where systemd is there to ask. */
+                if (k >= 0 && h->systemd_running &&
+                    !(kn->note = strdup(systemd_owns_cgroups(ctx->root) ? "systemd AllowedCPUs="
+                                                                        : "cpuset.cpus (no systemd to ask under --root)")))
                         k = -ENOMEM;
                 if (k < 0) {
                         strbuf_done(&missing);
@@ -329,11 +333,20 @@ static int plan_v2_confine(PlanCtx *ctx, const CpusetConf *c) {
         return 0;
 }
 
+/* Whether a cgroup.subtree_control line lists the controller. */
+static bool controller_enabled(const char *list, const char *ctrl) {
+        size_t n = strlen(ctrl);
+        for (const char *p = list; p && (p = strstr(p, ctrl)); p += n)
+                if ((p == list || p[-1] == ' ') && (p[n] == 0 || p[n] == ' ' || p[n] == '\n'))
+                        return true;
+        return false;
+}
+
 static int plan_v2(PlanCtx *ctx, const CpusetConf *c) {
         const Host *h = ctx->host;
         const char *cg = h->cgroup2_mount;
         _cleanup_free_ char *isolated_file = NULL, *subtree_file = NULL, *subtree = NULL;
-        int k;
+        int k = 0;
 
         if (asprintf(&isolated_file, "%s/cpuset.cpus.isolated", cg) < 0 ||
             asprintf(&subtree_file, "%s/cgroup.subtree_control", cg) < 0)
@@ -341,21 +354,25 @@ static int plan_v2(PlanCtx *ctx, const CpusetConf *c) {
         /* cpuset.cpus.exclusive came with cpuset.cpus.isolated (6.7), a file only the root has. */
         bool has_exclusive = root_exists(ctx->root, isolated_file);
 
+        /* The partitions' cpuset files exist only while the root enables cpuset for its children.
+         * Without systemd, enabling it is a knob of its own, before the slices' and partitions',
+         * so that revert disables it again, after them, when apply was what enabled it. Where
+         * systemd owns the tree, systemd keeps cpuset enabled for the slices that ask for it. */
+        if (c->n_parts > 0 && root_read_line(ctx->root, subtree_file, &subtree) >= 0) {
+                bool enabled = controller_enabled(subtree, "cpuset");
+                if (!h->systemd_running)
+                        k = plan_add(ctx, "cpuset/root/controller", VALUE_AUTO, subtree_file,
+                                     enabled ? "+cpuset" : "-cpuset", "+cpuset", false, NULL);
+                else if (!enabled)
+                        k = plan_note(ctx, "cpuset: the root cgroup does not enable cpuset for its children yet; "
+                                           "apply writes +cpuset to /%s first", subtree_file);
+                if (k < 0)
+                        return k;
+        }
+
         k = plan_v2_confine(ctx, c);
         if (k < 0)
                 return k;
-
-        if (c->n_parts > 0 && root_read_line(ctx->root, subtree_file, &subtree) >= 0) {
-                _cleanup_free_ char *padded = NULL;
-                if (asprintf(&padded, " %s ", subtree) < 0)
-                        return -ENOMEM;
-                if (!strstr(padded, " cpuset ")) {
-                        k = plan_note(ctx, "cpuset: the root cgroup does not enable cpuset for its children yet; apply "
-                                           "writes +cpuset to /%s first", subtree_file);
-                        if (k < 0)
-                                return k;
-                }
-        }
 
         for (size_t i = 0; i < c->n_parts; i++) {
                 const Partition *p = &c->parts[i];
@@ -665,14 +682,6 @@ static int write_nrt_tasks(Root *root, const CpusetKnob *c, const char *value) {
         return 0;
 }
 
-static bool controller_enabled(const char *list, const char *ctrl) {
-        size_t n = strlen(ctrl);
-        for (const char *p = list; p && (p = strstr(p, ctrl)); p += n)
-                if ((p == list || p[-1] == ' ') && (p[n] == 0 || p[n] == ' ' || p[n] == '\n'))
-                        return true;
-        return false;
-}
-
 /* cgroup v2: the cpuset files of a child exist only while its parent enables the controller. */
 static int enable_cpuset(Root *root, const char *hier) {
         _cleanup_free_ char *path = NULL, *cur = NULL;
@@ -891,9 +900,17 @@ static int cpuset_write(Root *root, const Knob *k, const char *value) {
 
 static int cpuset_read(Root *root, const Knob *k, char **ret) {
         _cleanup_(cpuset_knob_done) CpusetKnob c = {};
-        if (cpuset_knob_parse(k, &c) >= 0 && is_nrt_tasks(&c) && !cgroup_is_v2(root, c.hier))
+        bool parsed = cpuset_knob_parse(k, &c) >= 0;
+        if (parsed && is_nrt_tasks(&c) && !cgroup_is_v2(root, c.hier))
                 return read_nrt_tasks(root, &c, ret);
         int r = knob_read_file(root, k, ret);
+        if (r >= 0 && parsed && !c.name && streq(c.what, "controller")) {
+                /* cpuset/root/controller: "+cpuset" or "-cpuset", as written to the file. */
+                char *v = strdup(controller_enabled(*ret, "cpuset") ? "+cpuset" : "-cpuset");
+                free(*ret);
+                *ret = v;
+                return v ? 0 : -ENOMEM;
+        }
         if (is_absent(r)) {
                 *ret = NULL;
                 return 0;

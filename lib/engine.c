@@ -139,13 +139,20 @@ int engine_recover(Root *root, const Host *host, EngineResult *res) {
         json_t *steps = json_object_get(tx, "steps");
         size_t fails = undo_steps(root, steps, json_array_size(steps), touched, res);
         drop_new_originals(state, tx);
-        const char *op = json_string_value(json_object_get(tx, "op"));
+        const char *op = json_string_value(json_object_get(tx, "op")),
+                   *prof = json_string_value(json_object_get(tx, "profile")),
+                   *started = json_string_value(json_object_get(tx, "started"));
         _cleanup_free_ char *now = state_now_iso8601(), *msg = NULL;
-        if (asprintf(&msg, "an interrupted %s of %s (started %s) was rolled back%s", strempty(op),
-                     strempty(json_string_value(json_object_get(tx, "profile"))),
-                     strempty(json_string_value(json_object_get(tx, "started"))),
-                     fails ? "; some values could not be restored" : "") < 0)
-                msg = NULL;
+        /* Only what the journal says: a transaction without its op, profile or start time (an
+         * older or hand-edited journal) is still named sensibly. */
+        StrBuf b = {};
+        strbuf_appendf(&b, "an interrupted %s", op && *op ? op : "transaction");
+        if (prof && *prof)
+                strbuf_appendf(&b, " of %s", prof);
+        if (started && *started)
+                strbuf_appendf(&b, " (started %s)", started);
+        strbuf_appendf(&b, " was rolled back%s", fails ? "; some values could not be restored" : "");
+        msg = strbuf_steal(&b);
         json_object_set_new(state, "last_error", json_pack("{s:s?, s:s?}", "message", msg, "at", now));
         json_object_set_new(state, "transaction", json_null());
         k = state_save(root, state);

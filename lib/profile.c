@@ -1095,6 +1095,23 @@ int profile_list(Root *root, ProfileInfo **ret, size_t *ret_n) {
 
 /* ---- CPU expressions ---- */
 
+/* "node:1" with prefix "node:" → 1: decimal digits and nothing after them. An id past UINT_MAX
+ * is UINT_MAX, which no host has ("node:4294967297" is not node 1). */
+static bool selector_id(const char *tok, const char *prefix, unsigned *ret) {
+        if (!startswith(tok, prefix))
+                return false;
+        const char *p = tok + strlen(prefix);
+        if (!isdigit((unsigned char) *p))
+                return false;
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(p, &end, 10);
+        if (*end)
+                return false;
+        *ret = errno == ERANGE || v > UINT_MAX ? UINT_MAX : (unsigned) v;
+        return true;
+}
+
 int cpu_expr_parse(const char *expr, const Host *host, const CpuSet *iso, const CpuSet *hk, CpuSet *ret,
                    char **ret_message) {
         CpuSet plus = {}, minus = {};
@@ -1116,7 +1133,6 @@ int cpu_expr_parse(const char *expr, const Host *host, const CpuSet *iso, const 
                 CpuSet *dst = neg ? &minus : &plus;
                 CpuSet s;
                 unsigned id;
-                char tail;
                 any = true;
 
                 if (streq(tok, "all") || streq(tok, "online"))
@@ -1127,20 +1143,20 @@ int cpu_expr_parse(const char *expr, const Host *host, const CpuSet *iso, const 
                                 return asprintf(ret_message, "\"%s\" cannot be used here: the CPU classes are being defined", tok) < 0
                                        ? -ENOMEM : -EINVAL;
                         s = *c;
-                } else if (sscanf(tok, "node:%u%c", &id, &tail) == 1) {
+                } else if (selector_id(tok, "node:", &id)) {
                         if (!host_node_cpus(host, id, &s))
-                                return asprintf(ret_message, "NUMA node %u does not exist or has no online CPUs (nodes: 0-%u)",
-                                                id, host->n_nodes - 1) < 0 ? -ENOMEM : -EINVAL;
-                } else if (sscanf(tok, "package:%u%c", &id, &tail) == 1 || sscanf(tok, "socket:%u%c", &id, &tail) == 1) {
+                                return asprintf(ret_message, "NUMA node %s does not exist or has no online CPUs (nodes: 0-%u)",
+                                                strchr(tok, ':') + 1, host->n_nodes - 1) < 0 ? -ENOMEM : -EINVAL;
+                } else if (selector_id(tok, "package:", &id) || selector_id(tok, "socket:", &id)) {
                         if (!host_package_cpus(host, id, &s))
-                                return asprintf(ret_message, "package %u does not exist on this host", id) < 0 ? -ENOMEM : -EINVAL;
-                } else if (sscanf(tok, "l3:%u%c", &id, &tail) == 1) {
+                                return asprintf(ret_message, "package %s does not exist on this host", strchr(tok, ':') + 1) < 0 ? -ENOMEM : -EINVAL;
+                } else if (selector_id(tok, "l3:", &id)) {
                         if (!host_l3_cpus(host, id, &s)) {
                                 StrBuf b = {};
                                 for (size_t i = 0; i < host->n_l3; i++)
                                         strbuf_appendf(&b, "%s%u", i ? "," : "", host->l3[i].id);
                                 _cleanup_free_ char *ids = strbuf_steal(&b);
-                                return asprintf(ret_message, "L3 cache domain %u does not exist (cache ids: %s)", id,
+                                return asprintf(ret_message, "L3 cache domain %s does not exist (cache ids: %s)", strchr(tok, ':') + 1,
                                                 ids && *ids ? ids : "none") < 0 ? -ENOMEM : -EINVAL;
                         }
                 } else if (isdigit((unsigned char) tok[0])) {

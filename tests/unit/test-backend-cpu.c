@@ -253,7 +253,7 @@ START_TEST(test_epb_values) {
         }
         _cleanup_(plan_freep) Plan *d = plan_ok("{\"cpu\": {\"energy_perf_bias\": \"performance\"}}");
         ck_assert_uint_eq(count_prefix(d, "cpu/"), 0);
-        ck_assert_uint_eq(count_notes(d, "cpu: no energy_perf_bias"), 1);
+        ck_assert_uint_eq(count_notes(d, "cpu: no power/energy_perf_bias"), 1);
 }
 END_TEST
 
@@ -353,6 +353,21 @@ START_TEST(test_pm_qos) {
         ck_assert_ptr_null(gone);
 
         plan_error("{\"cpu\": {\"pm_qos_latency_us\": 4000000000}}", "/cpu/pm_qos_latency_us", "at most 2147483647");
+}
+END_TEST
+
+START_TEST(test_no_epb_message) {
+        rm(host_dir, CPU "/cpu*/power/energy_perf_bias");
+        /* On an Intel host its absence is not explained by the vendor. */
+        put(host_dir, "proc/cpuinfo", "processor\t: 0\nvendor_id\t: GenuineIntel\n");
+        reopen();
+        _cleanup_(plan_freep) Plan *i = plan_ok("{\"cpu\": {\"energy_perf_bias\": \"performance\"}}");
+        ck_assert_uint_eq(count_notes(i, "no power/energy_perf_bias (the kernel offers it where the CPU has the EPB"), 1);
+        ck_assert_uint_eq(count_notes(i, "Intel"), 0);
+        put(host_dir, "proc/cpuinfo", "processor\t: 0\nvendor_id\t: AuthenticAMD\n");
+        reopen();
+        _cleanup_(plan_freep) Plan *a = plan_ok("{\"cpu\": {\"energy_perf_bias\": \"performance\"}}");
+        ck_assert_uint_eq(count_notes(a, "(an Intel CPU feature)"), 1);
 }
 END_TEST
 
@@ -1103,6 +1118,7 @@ int main(void) {
         tcase_add_test(c, test_no_cpuidle);
         tcase_add_test(c, test_pm_qos);
         tcase_add_test(c, test_no_turbo);
+        tcase_add_test(c, test_no_epb_message);
         tcase_add_test(c, test_cpu_read);
         tcase_add_test(c, test_no_section);
         tcase_add_test(c, test_many_cpus);

@@ -111,7 +111,8 @@ START_TEST(test_intel_v2) {
                 k = knob(p, id, path, "0-3,16-19");
                 ck_assert_str_eq(k->current, "");
                 ck_assert(k->changed);
-                ck_assert_str_eq(k->note, "systemd AllowedCPUs=");
+                /* Under --root apply writes the file: the knob says so, not AllowedCPUs=. */
+                ck_assert_str_eq(k->note, "cpuset.cpus (no systemd to ask under --root)");
         }
         ck_assert_ptr_null(plan_find(p, "cpuset/machine.slice/cpus"));
         ck_assert_uint_eq(plan_count_domain(p, DOMAIN_CPUSET), 10);
@@ -432,7 +433,12 @@ START_TEST(test_v2_enable_controller) {
         ck_assert_uint_eq(tree_verify(host_dir, NULL), 0);
         ck_assert_int_eq(tree_revert(host_dir), 0);
         ck_assert(!tree_exists(host_dir, "sys/fs/cgroup/rt"));
-        /* Enabling the controller for the root's children is not a knob: it stays. */
+        /* Apply enabled the controller for the root's children: revert disables it again. */
+        tree_assert_file(host_dir, "sys/fs/cgroup/cgroup.subtree_control", "cpu io memory pids\n");
+        /* Where it was enabled before, revert leaves it enabled. */
+        test_write(host_dir, "sys/fs/cgroup/cgroup.subtree_control", "cpuset cpu io memory pids\n");
+        ck_assert_int_eq(tree_apply(host_dir, prof, NULL), 0);
+        ck_assert_int_eq(tree_revert(host_dir), 0);
         tree_assert_file(host_dir, "sys/fs/cgroup/cgroup.subtree_control", "cpuset cpu io memory pids\n");
 }
 END_TEST

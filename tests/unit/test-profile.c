@@ -126,6 +126,11 @@ START_TEST(test_cpu_errors) {
                      "CPU 64 does not exist (online: 0-15)");
         expect_error("c2", "{\"irq\": {\"affinity\": \"0-3x\"}}", "/irq/affinity", "not a CPU list");
         expect_error("c3", "{\"irq\": {\"affinity\": \"node:7\"}}", "/irq/affinity", "NUMA node 7 does not exist");
+        /* 2^32 + 1 is no node 1: ids never wrap. */
+        expect_error("c3w", "{\"irq\": {\"affinity\": \"node:4294967297\"}}", "/irq/affinity",
+                     "NUMA node 4294967297 does not exist");
+        expect_error("c3p", "{\"irq\": {\"affinity\": \"package:18446744073709551617\"}}", "/irq/affinity",
+                     "package 18446744073709551617 does not exist");
         expect_error("c4", "{\"irq\": {\"affinity\": \"housekeep\"}}", "/irq/affinity", "did you mean \"housekeeping\"");
         expect_error("c5", "{\"cpus\": {\"isolated\": \"1-3\", \"housekeeping\": \"0-1\"}}", "/cpus/isolated",
                      "both isolated and housekeeping");

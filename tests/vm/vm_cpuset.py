@@ -75,9 +75,12 @@ r sleep_affinity "$(grep Cpus_allowed_list /proc/$S/status | cut -f2)"
 rtpartctl --no-daemon revert > /tmp/revert.txt 2>&1; r revert_rc $?
 sed 's/^/@@REVERT /' /tmp/revert.txt
 f after_revert $P
+f root_subtree_reverted $CG/cgroup.subtree_control
 f sleep_cgroup_after /proc/$S/cgroup
 r sleep_affinity_after "$(grep Cpus_allowed_list /proc/$S/status | cut -f2)"
 kill $S
+# The user's own cgroup on CPU 3 (cpuset enabled by the user: revert disabled what apply enabled).
+echo +cpuset > $CG/cgroup.subtree_control
 mkdir $CG/other && echo 3 > $CG/other/cpuset.cpus
 rtpartctl --no-daemon apply /test.json > /tmp/apply2.txt 2>&1; r invalid_apply_rc $?
 sed 's/^/@@INVALID /' /tmp/apply2.txt
@@ -245,6 +248,8 @@ def main():
          res.get("move_rc") == "0" and res.get("sleep_affinity") == "2-3" and res.get("sleep_cgroup") == "0::/rtpart-rt"),
         ("revert exits 0", res.get("revert_rc") == "0"),
         ("revert removed the partition", res.get("after_revert") == "(absent)"),
+        ("revert gave the root's subtree_control back as it was",
+         res.get("root_subtree_reverted") == res.get("root_subtree_before")),
         ("the process is back in the root cgroup on every CPU",
          res.get("sleep_cgroup_after") == "0::/" and res.get("sleep_affinity_after") == "0-3"),
         ("an invalid partition fails apply", res.get("invalid_apply_rc") == "1"),
