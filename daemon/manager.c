@@ -141,24 +141,20 @@ static void prepared_done(Prepared *p) {
         *p = (Prepared) {};
 }
 
-static int prepare(Manager *m, const char *name, bool want_plan, Prepared *ret, ManagerError *e) {
-        Prepared p = {};
+/* Host, resolution and plan of a profile already loaded (taken). */
+static int prepare_profile(Manager *m, Profile *profile, bool want_plan, Prepared *ret, ManagerError *e) {
+        Prepared p = { .profile = profile };
         ProfileError pe = {};
+        const char *name = profile->name;
         int r;
 
-        if (!name || !*name)
-                return error_set(e, MANAGER_ERROR_INVALID_PROFILE, "no profile given; name one of ListProfiles or an absolute path");
-        if (manager_profile_is_path(name) && name[0] != '/')
-                return error_set(e, MANAGER_ERROR_INVALID_PROFILE,
-                                 "%s: rtpartd cannot resolve a relative path; give the absolute path or a profile name", name);
         r = host_discover(m->root, 0, &p.host);
         if (r < 0) {
                 error_set(e, MANAGER_ERROR_FAILED, "cannot read the host's topology under %s: %s", m->root->path, strerror(-r));
+                prepared_done(&p);
                 return r;
         }
-        r = profile_load(m->root, name, &p.profile, &pe);
-        if (r >= 0)
-                r = profile_resolve(p.profile, p.host, &p.resolved, &pe);
+        r = profile_resolve(p.profile, p.host, &p.resolved, &pe);
         if (r >= 0 && want_plan)
                 r = plan_build(p.resolved, m->root, &p.plan, &pe);
         if (r < 0) {
@@ -175,15 +171,81 @@ static int prepare(Manager *m, const char *name, bool want_plan, Prepared *ret, 
         return 0;
 }
 
+static int prepare(Manager *m, const char *name, bool want_plan, Prepared *ret, ManagerError *e) {
+        Profile *profile = NULL;
+        ProfileError pe = {};
+        int r;
+
+        if (!name || !*name)
+                return error_set(e, MANAGER_ERROR_INVALID_PROFILE, "no profile given; name one of ListProfiles or an absolute path");
+        if (manager_profile_is_path(name) && name[0] != '/')
+                return error_set(e, MANAGER_ERROR_INVALID_PROFILE,
+                                 "%s: rtpartd cannot resolve a relative path; give the absolute path or a profile name", name);
+        /* A FIFO, a device or another user's file is refused when opened, before it is read: the
+         * event loop never waits on a profile. */
+        r = profile_load(m->root, name, &profile, &pe);
+        if (r < 0)
+                return profile_failure(e, &pe, r);
+        return prepare_profile(m, profile, want_plan, ret, e);
+}
+
 /* ---- the journal and what follows from it ---- */
 
-/* What to load to apply the journal's profile again: the file it came from when that is an
- * absolute path that still exists, else its name. */
-static const char *journal_profile_source(Manager *m) {
-        const char *path = m->journal ? m->journal->profile_path : NULL;
-        if (path && path[0] == '/' && access(path, R_OK) >= 0)
-                return path;
-        return m->journal ? m->journal->profile : NULL;
+/* The journal's profile as root applied it: the document the journal keeps ("source"), never the
+ * file at "profile_path", which whoever can write there may have changed or replaced since. A
+ * journal written before there was a "source" gets the profile of its name from the profile
+ * directories (where apply's ownership checks hold), with a note. */
+static int journal_profile(Manager *m, Profile **ret, ManagerError *e) {
+        const char *name = m->journal ? m->journal->profile : NULL;
+        ProfileError pe = {};
+        int r;
+
+        if (!name)
+                return error_set(e, MANAGER_ERROR_NOT_APPLIED, "no profile is applied");
+        if (m->journal->source) {
+                json_error_t jerr;
+                _cleanup_(json_decrefp) json_t *doc = json_loads(m->journal->source, 0, &jerr);
+                if (!doc)
+                        return error_set(e, MANAGER_ERROR_FAILED, "the journal's copy of %s is not JSON (%s); apply it again",
+                                         name, jerr.text);
+                r = profile_from_document(name, doc, ret, &pe);
+        } else {
+                log_notice("The journal of %s predates stored profiles: loading %s by name from the profile directories, "
+                           "not from %s; apply it again to store it", name, name, strempty(m->journal->profile_path));
+                if (manager_profile_is_path(name))
+                        return error_set(e, MANAGER_ERROR_INVALID_PROFILE,
+                                         "%s is no profile name; apply the profile again", name);
+                r = profile_load(m->root, name, ret, &pe);
+        }
+        return r < 0 ? profile_failure(e, &pe, r) : 0;
+}
+
+/* Host, resolution and plan of the journal's profile. With check_hash, a resolution whose hash is
+ * not the journal's (the profile directories' file edited since, a hand-edited journal) is refused:
+ * what the host holds is then only compared, never written, until the profile is applied again. */
+static int prepare_journal(Manager *m, bool want_plan, bool check_hash, Prepared *ret, ManagerError *e) {
+        Profile *profile = NULL;
+        Prepared p = {};
+        int r = journal_profile(m, &profile, e);
+        if (r < 0)
+                return r;
+        r = prepare_profile(m, profile, want_plan, &p, e);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *hash = state_hash(p.resolved->doc);
+        if (!hash) {
+                prepared_done(&p);
+                return -ENOMEM;
+        }
+        if (check_hash && !streq_ptr(hash, m->journal->hash)) {
+                error_set(e, MANAGER_ERROR_FAILED,
+                          "%s resolves to %s, not to the journal's %s: nothing is written, drift is only reported; "
+                          "apply the profile again", m->journal->profile, hash, strempty(m->journal->hash));
+                prepared_done(&p);
+                return -ESTALE;
+        }
+        *ret = p;
+        return 0;
 }
 
 static void settings_reset(Manager *m) {
@@ -240,15 +302,15 @@ static void settings_refresh(Manager *m) {
         free(m->settings_hash);
         m->settings_hash = hash ? strdup(hash) : NULL;
         settings_reset(m);
-        const char *src = journal_profile_source(m);
-        if (src) {
+        if (m->journal && m->journal->profile) {
                 Prepared p = {};
                 ManagerError e = {};
-                if (prepare(m, src, /* want_plan= */ false, &p, &e) >= 0) {
+                if (prepare_journal(m, /* want_plan= */ false, /* check_hash= */ true, &p, &e) >= 0) {
                         settings_from_resolved(m, p.resolved);
                         pin_self(m, &p.resolved->housekeeping);
                 } else
-                        log_warning("Cannot read the drift settings of %s: %s; reporting drift only", src, strempty(e.message));
+                        log_warning("Cannot read the drift settings of %s: %s; reporting drift only", m->journal->profile,
+                                    strempty(e.message));
                 manager_error_done(&e);
                 prepared_done(&p);
         }
@@ -615,14 +677,13 @@ static int apply_selected(Manager *m, char **ids, size_t *ret_written, ManagerEr
         _cleanup_strv_free_ char **sel = NULL, **fresh = NULL;
         Prepared p = {};
         EngineResult er = {};
-        const char *src = journal_profile_source(m);
         size_t writes = 0;
         int r;
 
         *ret_written = 0;
-        if (!src)
+        if (!m->journal || !m->journal->profile)
                 return 0;
-        r = prepare(m, src, /* want_plan= */ true, &p, e);
+        r = prepare_journal(m, /* want_plan= */ true, /* check_hash= */ true, &p, e);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < p.plan->n_knobs; i++) {
@@ -671,13 +732,19 @@ static int apply_selected(Manager *m, char **ids, size_t *ret_written, ManagerEr
         return r;
 }
 
+/* Applies the profile name, or with name NULL the journal's profile again (at start-up). */
 static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *e) {
         _cleanup_close_ int lock = -EBADF;
         Prepared p = {};
         EngineResult er = {};
         int r;
 
-        r = prepare(m, name, /* want_plan= */ true, &p, e);
+        /* The journal's own document is root's and applies to the host as it is now; a profile
+         * found by name for an older journal must be the one that was applied. */
+        if (name)
+                r = prepare(m, name, /* want_plan= */ true, &p, e);
+        else
+                r = prepare_journal(m, /* want_plan= */ true, /* check_hash= */ !m->journal->source, &p, e);
         if (r < 0)
                 return r;
         r = take_lock(m, &lock, e);
@@ -1088,9 +1155,9 @@ int manager_startup(Manager *m) {
         if (m->profile) {
                 _cleanup_(json_decrefp) json_t *doc = NULL;
                 ManagerError e = {};
-                const char *src = journal_profile_source(m);
-                log_info("Re-applying %s (%s)", m->profile, strempty(src));
-                r = apply_full(m, src, &doc, &e);
+                log_info("Re-applying %s as applied%s%s%s", m->profile, m->journal->profile_path ? " (from " : "",
+                         strempty(m->journal->profile_path), m->journal->profile_path ? ")" : "");
+                r = apply_full(m, /* name= */ NULL, &doc, &e);
                 if (r < 0)
                         log_error("Cannot re-apply %s: %s; watching what the journal holds", m->profile, strempty(e.message));
                 manager_error_done(&e);

@@ -429,10 +429,16 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
         const char *old_hash = json_string_value(json_object_get(state, "hash"));
         bool same = streq_ptr(json_string_value(json_object_get(state, "profile")), plan->profile) && streq_ptr(old_hash, hash);
         json_object_set_new(state, "profile", json_string(plan->profile));
-        /* The real path, so that rtpartd (another working directory) finds the same file. */
-        _cleanup_free_ char *real = resolved->profile && resolved->profile->path ? realpath(resolved->profile->path, NULL) : NULL;
-        const char *ppath = real ? real : resolved->profile ? resolved->profile->path : NULL;
-        json_object_set_new(state, "profile_path", ppath ? json_string(ppath) : json_null());
+        /* What rtpartd applies again (at start, to new IRQs and threads, to correct drift) is the
+         * profile as it is now, merged over its includes, never the file it came from: that may
+         * change or go. The path is for people; a profile built from "source" keeps it. */
+        const Profile *prof = resolved->profile;
+        if (!prof || prof->path) {
+                _cleanup_free_ char *real = prof ? realpath(prof->path, NULL) : NULL;
+                const char *ppath = real ? real : prof ? prof->path : NULL;
+                json_object_set_new(state, "profile_path", ppath ? json_string(ppath) : json_null());
+        }
+        json_object_set_new(state, "source", prof && prof->doc ? json_deep_copy(prof->doc) : json_null());
         json_object_set_new(state, "hash", hash ? json_string(hash) : json_null());
         if (!same || res->written > 0 || !json_string_value(json_object_get(state, "applied_at")))
                 json_object_set_new(state, "applied_at", json_string(now));
@@ -519,6 +525,7 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
 
         json_object_set_new(state, "profile", json_null());
         json_object_set_new(state, "profile_path", json_null());
+        json_object_set_new(state, "source", json_null());
         json_object_set_new(state, "hash", json_null());
         json_object_set_new(state, "applied_at", json_null());
         json_object_set_new(state, "applied", json_array());

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "profile.h"
@@ -23,6 +25,9 @@ const char * const profile_dirs[] = {
 };
 
 #define MAX_INCLUDE_DEPTH 16
+#define PROFILE_SIZE_MAX (1024 * 1024)          /* bytes a profile file may hold */
+#define EXPAND_VALUE_MAX (64 * 1024)            /* bytes one variable or string may expand to */
+#define EXPAND_WORK_MAX (16 * 1024 * 1024)      /* bytes expanded in all, a reference counting 64 */
 
 /* Where names are looked up: the root's user and shipped directories; then, when --root is not this
  * system, the profiles shipped with this program (installed, or its source tree when it runs from
@@ -699,8 +704,103 @@ static char *stem(const char *path) {
         return strndup(b, n);
 }
 
-/* Reads a file given by the user: a path outside the root (relative to the cwd), or a profile in
- * the root's profile directories. ret_display is what messages call it. */
+static const char *file_type_name(mode_t mode) {
+        switch (mode & S_IFMT) {
+        case S_IFDIR: return "a directory";
+        case S_IFIFO: return "a FIFO";
+        case S_IFCHR: return "a character device";
+        case S_IFBLK: return "a block device";
+        case S_IFSOCK: return "a socket";
+        default: return "not a plain file";
+        }
+}
+
+/* The checks a profile file passes before a byte of it is read, on what was opened (fstat of the
+ * fd, never the path again): a regular file, owned by root or by the reader, writable by no one
+ * else. A profile rtpartd (root) applies is one that only root could have written. */
+static int check_trusted(int fd, const char *display, ProfileError *e) {
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return set_error(e, -errno, display, NULL, "cannot read profile: %s", strerror(errno));
+        if (!S_ISREG(st.st_mode))
+                return set_error(e, -EINVAL, display, NULL, "not a regular file (%s); give a profile's .json file",
+                                 file_type_name(st.st_mode));
+        uid_t me = geteuid();
+        if (st.st_uid != 0 && st.st_uid != me) {
+                if (me == 0)
+                        return set_error(e, -EINVAL, display, NULL,
+                                         "owned by uid %u, not by root; a profile rtpartd applies must be owned by root "
+                                         "(chown root: %s)", (unsigned) st.st_uid, display);
+                return set_error(e, -EINVAL, display, NULL,
+                                 "owned by uid %u, neither by root nor by you (uid %u); use a copy you own (cp %s .)",
+                                 (unsigned) st.st_uid, (unsigned) me, display);
+        }
+        if ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != 0))
+                return set_error(e, -EINVAL, display, NULL,
+                                 "%s (mode %04o); a profile must be writable by its owner only (chmod go-w %s)",
+                                 st.st_mode & S_IWOTH ? "world-writable" : "group-writable", (unsigned) (st.st_mode & 07777),
+                                 display);
+        if (st.st_size > PROFILE_SIZE_MAX)
+                return set_error(e, -EINVAL, display, NULL, "larger than 1 MiB (%lld bytes); a profile is at most 1 MiB",
+                                 (long long) st.st_size);
+        return 0;
+}
+
+/* Reads what check_trusted() let through, at most PROFILE_SIZE_MAX bytes (the file may grow after
+ * the fstat), as text: a NUL byte in it is refused, not silently the end of the profile. */
+static int read_trusted(int fd, const char *display, char **ret_text, ProfileError *e) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 0;
+
+        for (;;) {
+                if (len == cap) {
+                        if (cap > PROFILE_SIZE_MAX)
+                                break;
+                        cap = MIN(cap ? 2 * cap : 16384, (size_t) PROFILE_SIZE_MAX + 1);
+                        char *n = realloc(buf, cap + 1);
+                        if (!n)
+                                return -ENOMEM;
+                        buf = n;
+                }
+                ssize_t r = read(fd, buf + len, cap - len);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return set_error(e, -errno, display, NULL, "cannot read profile: %s", strerror(errno));
+                if (r == 0)
+                        break;
+                len += (size_t) r;
+        }
+        if (len > PROFILE_SIZE_MAX)
+                return set_error(e, -EINVAL, display, NULL, "larger than 1 MiB; a profile is at most 1 MiB");
+        const char *nul = memchr(buf ?: "", 0, len);
+        if (nul)
+                return set_error(e, -EINVAL, display, NULL,
+                                 "a NUL byte at offset %zu; a profile is JSON text (was the file truncated or overwritten?)",
+                                 (size_t) (nul - buf));
+        if (!buf && !(buf = malloc(1)))
+                return -ENOMEM;
+        buf[len] = 0;
+        *ret_text = TAKE_PTR(buf);
+        return 0;
+}
+
+/* Every profile file and include is read here: rel under root, or with root NULL a path from the
+ * current directory. Opening never blocks (a FIFO is refused, not waited on); what is read is
+ * what was checked. -ENOENT when there is no such file, with the error set. */
+static int profile_read_file(Root *root, const char *rel, const char *display, char **ret_text, ProfileError *e) {
+        const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+        _cleanup_close_ int fd = root ? root_open(root, rel, flags, 0) : open(rel, flags);
+        if (!root && fd < 0)
+                fd = -errno;
+        if (fd < 0)
+                return set_error(e, fd, display, NULL, "cannot open profile: %s", strerror(-fd));
+        int k = check_trusted(fd, display, e);
+        if (k < 0)
+                return k;
+        return read_trusted(fd, display, ret_text, e);
+}
+
 /* The identity of a profile file for cycle detection: its real path where it has one. */
 static char *file_key(const char *display) {
         char *real = realpath(display, NULL);
@@ -719,27 +819,9 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
                                 return -ENOMEM;
                 } else if (!(path = strdup(name_or_path)))
                         return -ENOMEM;
-                _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
-                        return set_error(e, errno == ENOENT ? -ENOENT : -errno, path, NULL, "cannot open profile: %s", strerror(errno));
-                FILE *f = fdopen(TAKE_FD(fd), "r");
-                if (!f)
-                        return -errno;
-                size_t len = 0;
-                FILE *m = open_memstream(&text, &len);
-                if (!m) {
-                        fclose(f);
-                        return -ENOMEM;
-                }
-                char buf[8192];
-                size_t n;
-                while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-                        fwrite(buf, 1, n, m);
-                bool err = ferror(f);
-                fclose(f);
-                fclose(m);
-                if (err)
-                        return set_error(e, -EIO, path, NULL, "cannot read profile");
+                k = profile_read_file(NULL, path, path, &text, e);
+                if (k < 0)
+                        return k;
                 char *slash = strrchr(path, '/');
                 dir = slash ? strndup(path, (size_t) (slash - path)) : strdup(".");
                 if (slash == path) {
@@ -779,19 +861,19 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
                          * the shipped one, not itself. */
                         if (strv_contains(loading, ckey))
                                 continue;
-                        k = root_read_file(sp.d[i].root, rel, &text, NULL);
+                        k = profile_read_file(sp.d[i].root, rel, cand, &text, e);
                         if (k == -ENOENT)
                                 continue;
+                        if (k < 0) {
+                                search_path_done(&sp);
+                                return k;
+                        }
                         display = TAKE_PTR(cand);
                         char *slash = strrchr(display, '/');
                         dir = slash ? strndup(display, (size_t) (slash - display)) : strdup(".");
                         if (!dir) {
                                 search_path_done(&sp);
                                 return -ENOMEM;
-                        }
-                        if (k < 0) {
-                                search_path_done(&sp);
-                                return set_error(e, k, display, NULL, "cannot read profile: %s", strerror(-k));
                         }
                         break;
                 }
@@ -872,6 +954,27 @@ typedef struct LoadState {
         char **files;
 } LoadState;
 
+/* The schema and the names of one profile document, its vendor overlays included. */
+static int validate_document(const char *file, const json_t *doc, ProfileError *e) {
+        int k = validate(file, "", doc, &s_top, e);
+        if (k < 0)
+                return k;
+        k = validate_names(file, doc, "", e);
+        if (k < 0)
+                return k;
+        const char *vkey;
+        json_t *vfrag;
+        json_object_foreach(json_object_get(doc, "vendor"), vkey, vfrag) {
+                _cleanup_free_ char *base = NULL;
+                if (asprintf(&base, "/vendor/%s", vkey) < 0)
+                        return -ENOMEM;
+                k = validate_names(file, vfrag, base, e);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
 static int load_rec(LoadState *st, const char *name_or_path, const char *include_dir, const char *from_file,
                     const char *from_ptr, json_t **ret_doc, json_t *origins, char **ret_summary, ProfileError *e) {
         _cleanup_free_ char *text = NULL, *display = NULL, *dir = NULL;
@@ -908,23 +1011,9 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
                         return -ENOMEM;
                 return set_error(e, -EINVAL, where, NULL, "not valid JSON: %s", jerr.text);
         }
-        k = validate(display, "", doc, &s_top, e);
+        k = validate_document(display, doc, e);
         if (k < 0)
                 return k;
-        k = validate_names(display, doc, "", e);
-        if (k < 0)
-                return k;
-        json_t *vendor = json_object_get(doc, "vendor");
-        const char *vkey;
-        json_t *vfrag;
-        json_object_foreach(vendor, vkey, vfrag) {
-                _cleanup_free_ char *base = NULL;
-                if (asprintf(&base, "/vendor/%s", vkey) < 0)
-                        return -ENOMEM;
-                k = validate_names(display, vfrag, base, e);
-                if (k < 0)
-                        return k;
-        }
 
         k = strv_extend(&st->stack, display);
         if (k >= 0)
@@ -1009,6 +1098,40 @@ int profile_load(Root *root, const char *name_or_path, Profile **ret, ProfileErr
         return 0;
 }
 
+int profile_from_document(const char *name, const json_t *doc, Profile **ret, ProfileError *ret_error) {
+        _cleanup_(profile_freep) Profile *p = NULL;
+        _cleanup_free_ char *label = NULL;
+        int k;
+
+        if (asprintf(&label, "%s (as applied, in the journal)", strempty(name)) < 0)
+                return -ENOMEM;
+        if (!name || !*name || !doc)
+                return set_error(ret_error, -EINVAL, label, NULL, "no profile document; apply the profile again");
+        k = validate_document(label, doc, ret_error);
+        if (k < 0)
+                return k;
+        if (json_object_get(doc, "include"))
+                return set_error(ret_error, -EINVAL, label, "/include",
+                                 "an applied profile has its includes merged and names none; apply the profile again");
+
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->name = strdup(name);
+        p->doc = json_deep_copy(doc);
+        p->origins = json_object();
+        if (!p->name || !p->doc || !p->origins)
+                return -ENOMEM;
+        k = mark_origin(p->doc, "", p->origins, label);
+        if (k < 0)
+                return k;
+        const char *summary = json_string_value(json_object_get(doc, "summary"));
+        if (summary && !(p->summary = strdup(summary)))
+                return -ENOMEM;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
 void profile_info_free_many(ProfileInfo *l, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 free(l[i].name);
@@ -1036,7 +1159,8 @@ static int profile_info_add(Root *root, const char *dir, bool user, const char *
         if (asprintf(&rel, "%s/%s", dir, file) < 0)
                 return -ENOMEM;
         char *summary = NULL;
-        if (root_read_file(root, rel, &text, NULL) >= 0) {
+        /* A file that is no profile (a FIFO, another user's) gets no summary; apply says why. */
+        if (profile_read_file(root, rel, rel, &text, NULL) >= 0) {
                 json_t *doc = json_loads(text, 0, NULL);
                 const char *s = json_string_value(json_object_get(doc, "summary"));
                 summary = s ? strdup(s) : NULL;
@@ -1207,14 +1331,38 @@ typedef struct Expander {
         json_t *builtins;       /* name → string */
         const char *stack[32];
         size_t depth;
+        size_t work;            /* bytes produced so far at every level, plus 64 a reference */
 } Expander;
+
+/* Variables may refer to variables, so a few bytes can stand for 2^32 copies of a string: every
+ * expansion is bounded in size, and all of them together in work, so that resolving ends. */
+static int expand_check(Expander *x, const StrBuf *b, const char *name, char **ret_message) {
+        const char *var = name ? name : x->depth > 0 ? x->stack[x->depth - 1] : NULL;
+        if (b->len > EXPAND_VALUE_MAX)
+                return asprintf(ret_message, "%s%s%s expands to more than 64 KiB; a value may be at most 64 KiB",
+                                var ? "variable \"${" : "the value", strempty(var), var ? "}\"" : "") < 0 ? -ENOMEM : -EINVAL;
+        if (x->work > EXPAND_WORK_MAX)
+                return asprintf(ret_message,
+                                "expanding %s%s%s makes more than 16 MiB of text in all; variables that refer to "
+                                "each other several times multiply: refer to each at most once or use literal values",
+                                var ? "variable \"${" : "the variables", strempty(var), var ? "}\"" : "") < 0 ? -ENOMEM : -EINVAL;
+        return 0;
+}
 
 static int expand(Expander *x, const char *in, char **ret, char **ret_message) {
         StrBuf b = {};
+        int k;
         for (const char *p = in; *p;) {
+                size_t before = b.len;
+                if (b.len > EXPAND_VALUE_MAX || x->work > EXPAND_WORK_MAX) {
+                        k = expand_check(x, &b, NULL, ret_message);
+                        strbuf_done(&b);
+                        return k;
+                }
                 if (p[0] == '$' && p[1] == '$') { /* "$$" is a literal '$' */
                         strbuf_append(&b, "$");
                         p += 2;
+                        x->work += b.len - before;
                         continue;
                 }
                 if (p[0] != '$' || p[1] != '{') {
@@ -1226,6 +1374,7 @@ static int expand(Expander *x, const char *in, char **ret, char **ret_message) {
                         else
                                 b.oom = true;
                         p += len;
+                        x->work += b.len - before;
                         continue;
                 }
                 const char *close = strchr(p + 2, '}');
@@ -1266,14 +1415,20 @@ static int expand(Expander *x, const char *in, char **ret, char **ret_message) {
                                 strbuf_done(&b);
                                 return -ENOMEM;
                         }
+                        x->work += 64;
                         x->stack[x->depth++] = name;
-                        int k = expand(x, raw, &sub, ret_message);
+                        k = expand(x, raw, &sub, ret_message);
                         x->depth--;
                         if (k < 0) {
                                 strbuf_done(&b);
                                 return k;
                         }
                         strbuf_append(&b, sub);
+                        if (b.len > EXPAND_VALUE_MAX) {
+                                k = expand_check(x, &b, name, ret_message);
+                                strbuf_done(&b);
+                                return k;
+                        }
                 } else {
                         const char *known[64];
                         size_t n = 0;
@@ -1294,6 +1449,12 @@ static int expand(Expander *x, const char *in, char **ret, char **ret_message) {
                                ? -ENOMEM : -EINVAL;
                 }
                 p = close + 1;
+                x->work += b.len - before;
+        }
+        if (b.len > EXPAND_VALUE_MAX || x->work > EXPAND_WORK_MAX) {
+                k = expand_check(x, &b, NULL, ret_message);
+                strbuf_done(&b);
+                return k;
         }
         *ret = strbuf_steal(&b);
         return *ret ? 0 : -ENOMEM;

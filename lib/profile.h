@@ -23,7 +23,7 @@ char *profile_error_format(const ProfileError *e);
 
 typedef struct Profile {
         char *name;             /* file stem ("realtime-virtual-host") */
-        char *path;             /* root-relative file it was read from */
+        char *path;             /* root-relative file it was read from; NULL: from a document */
         char *summary;
         json_t *doc;            /* merged over its includes, not yet resolved against a host */
         json_t *origins;        /* JSON pointer → file that set it, for messages */
@@ -34,8 +34,14 @@ typedef struct Profile {
 extern const char * const profile_dirs[];
 
 /* Loads a profile by name (searched in profile_dirs) or by path (contains '/' or ends ".json";
- * relative paths are taken from the current directory, not the root), with its includes. */
+ * relative paths are taken from the current directory, not the root), with its includes. Every
+ * file must be a regular file of at most 1 MiB with no NUL byte, owned by root or by the
+ * effective uid, and writable by no one else (by its group only when that is gid 0); else
+ * -EINVAL naming the file and the fix. */
 int profile_load(Root *root, const char *name_or_path, Profile **ret, ProfileError *ret_error);
+/* A profile from its merged document (Profile.doc of a profile loaded before, as the journal keeps
+ * it), checked against the same schema as a file; path and files are NULL. */
+int profile_from_document(const char *name, const json_t *doc, Profile **ret, ProfileError *ret_error);
 Profile *profile_free(Profile *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Profile *, profile_free);
 

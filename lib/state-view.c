@@ -47,6 +47,11 @@ int state_view_new(json_t *state, StateView **ret) {
         const char *top[] = { "profile", "profile_path", "hash", "applied_at" };
         for (size_t t = 0; t < ELEMENTSOF(top); t++)
                 strings += string_size(string_of(state, top[t]));
+        json_t *source = json_object_get(state, "source");
+        _cleanup_free_ char *source_text = json_is_object(source) ? json_dumps(source, JSON_COMPACT) : NULL;
+        if (json_is_object(source) && !source_text)
+                return -ENOMEM;
+        strings += string_size(source_text);
         json_array_foreach(applied, i, e) {
                 if (state_entry_knob(e, NULL, &k) < 0)
                         continue;
@@ -72,6 +77,7 @@ int state_view_new(json_t *state, StateView **ret) {
         v->profile_path = block_add(&b, string_of(state, "profile_path"));
         v->hash = block_add(&b, string_of(state, "hash"));
         v->applied_at = block_add(&b, string_of(state, "applied_at"));
+        v->source = block_add(&b, source_text);
         v->transaction_open = json_is_object(json_object_get(state, "transaction"));
         json_array_foreach(applied, i, e) {
                 if (state_entry_knob(e, NULL, &k) < 0)

@@ -30,6 +30,7 @@ typedef struct StateView {
         const char *profile_path;
         const char *hash;
         const char *applied_at;
+        const char *source;             /* the journal's "source" as compact JSON text, NULL: none */
         bool transaction_open;
         StateViewKnob *applied;         /* in journal order */
         size_t n_applied;

@@ -6,6 +6,11 @@
  *
  *   { "version": 1,
  *     "profile": NAME | null, "hash": "fnv1a64:…", "applied_at": "2026-12-03T05:00:00Z",
+ *     "profile_path": FILE | null,     where it was read from, for people only
+ *     "source": PROFILE | null,        the applied profile merged over its includes, before
+ *                                      resolution (Profile.doc): what rtpartd applies again, never
+ *                                      the file; "hash" is of its resolution. Journals written
+ *                                      before it have none: rtpartd then loads NAME by name.
  *     "originals": { KNOB: { "domain", "kind", "path", "value" } },   first value rtpart saw
  *     "applied":   [ { "knob", "domain", "kind", "path", "desired", "reboot" } ],
  *     "unmovable": { KNOB: REASON },

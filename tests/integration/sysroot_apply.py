@@ -76,7 +76,7 @@ class Host:
         if env:
             e.update(env)
         cmd = [CTL, "--root", self.root] + (["--json"] if json_out else []) + list(args)
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e, text=True)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e, text=True, timeout=300)
         return p
 
     def read(self, rel):
@@ -274,6 +274,21 @@ class ApplyVerifyRevert(unittest.TestCase):
         self.assertIn("lab.json: /irq/rules/0/cpus: CPU 64 does not exist (online: 0-31)", p.stderr)
         self.assertEqual(diff(before, snapshot(h.root)), [])
         self.assertFalse(os.path.exists(os.path.join(h.root, STATE, "state.json")))
+
+        # Files that are no profile, or not one root may apply: exit 2 at once, naming the file.
+        fifo = os.path.join(h.tmp, "fifo.json")
+        os.mkfifo(fifo)
+        theirs = os.path.join(h.tmp, "theirs.json")
+        with open(theirs, "w") as f:
+            f.write('{"include": "realtime"}')
+        os.chown(theirs, 65534, 65534)
+        for path, why in ((fifo, "not a regular file (a FIFO)"), (h.tmp, "not a regular file (a directory)"),
+                          ("/dev/zero", "not a regular file (a character device)"),
+                          (theirs, "owned by uid 65534, not by root")):
+            p = h.run("apply", path)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(f"{path}: {why}", p.stderr)
+        self.assertEqual(diff(before, snapshot(h.root)), [])
 
     def test_boot_arg_injection_refused(self):
         # A boot argument value is restated in etc/default/grub.d/rtpart.cfg, which grub-mkconfig

@@ -2,7 +2,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "state.h"
 #include "strv.h"
 #include "test-util.h"
 
@@ -334,6 +338,207 @@ START_TEST(test_lookup_and_list) {
 }
 END_TEST
 
+static double now_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* Loading path is refused at once (nothing waited on, nothing read without end) with -EINVAL, an
+ * error naming `file` (default: path) and containing fragment. */
+static void expect_refused(const char *path, const char *file, const char *fragment) {
+        _cleanup_free_ char *err = NULL;
+        Profile *p = NULL;
+        Resolved *r = NULL;
+        double t0 = now_s();
+        int k = test_resolve(root, host, path, &p, &r, &err);
+        ck_assert_msg(k == -EINVAL, "%s: expected -EINVAL, got %d (%s)", path, k, strempty(err));
+        ck_assert_msg(now_s() - t0 < 2.0, "%s: took %.1f s", path, now_s() - t0);
+        ck_assert_msg(err && strstr(err, fragment), "%s: error '%s' lacks '%s'", path, strempty(err), fragment);
+        _cleanup_free_ char *named = NULL;
+        ck_assert(asprintf(&named, "%s: ", file ? file : path) >= 0);
+        ck_assert_msg(startswith(err, named), "%s: error '%s' does not begin with the file", path, err);
+}
+
+START_TEST(test_not_a_regular_file) {
+        _cleanup_free_ char *fifo = NULL, *top = NULL;
+        ck_assert(asprintf(&fifo, "%s/fifo.json", prof_dir) >= 0);
+        ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+        expect_refused(fifo, NULL, "not a regular file (a FIFO)");
+        expect_refused("/dev/zero", NULL, "not a regular file (a character device)");
+        expect_refused(prof_dir, NULL, "not a regular file (a directory)");
+
+        /* An include is read as the profile is: a FIFO there is refused too, naming it. */
+        top = test_profile(prof_dir, "top-fifo", "{\"include\": \"fifo.json\"}");
+        expect_refused(top, fifo, "not a regular file (a FIFO)");
+        _cleanup_free_ char *top2 = test_profile(prof_dir, "top-zero", "{\"include\": \"/dev/zero\"}");
+        expect_refused(top2, "/dev/zero", "not a regular file");
+}
+END_TEST
+
+START_TEST(test_size_and_nul) {
+        /* Larger than 1 MiB: valid JSON, padded with spaces. */
+        _cleanup_free_ char *big = NULL;
+        ck_assert(asprintf(&big, "%s/big.json", prof_dir) >= 0);
+        FILE *f = fopen(big, "we");
+        ck_assert_ptr_nonnull(f);
+        fputs("{\"sysctl\": {}", f);
+        for (size_t i = 0; i < 1024 * 1024; i++)
+                fputc(' ', f);
+        fputs("}", f);
+        ck_assert_int_eq(fclose(f), 0);
+        expect_refused(big, NULL, "larger than 1 MiB");
+
+        /* Just under the limit is fine. */
+        ck_assert_int_eq(truncate(big, 1024 * 1024 - 1), 0);
+        f = fopen(big, "r+e");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(fseek(f, -1, SEEK_END), 0);
+        fputc('}', f);
+        ck_assert_int_eq(fclose(f), 0);
+        _cleanup_free_ char *err = NULL;
+        Profile *p = NULL;
+        Resolved *r = NULL;
+        ck_assert_msg(test_resolve(root, host, big, &p, &r, &err) == 0, "%s", strempty(err));
+        resolved_free(r);
+        profile_free(p);
+
+        /* A NUL byte: what follows it was ignored before; now the profile is refused. */
+        _cleanup_free_ char *nul = NULL;
+        ck_assert(asprintf(&nul, "%s/nul.json", prof_dir) >= 0);
+        f = fopen(nul, "we");
+        ck_assert_ptr_nonnull(f);
+        static const char bytes[] = "{\"sysctl\": {}}\0{\"sysctl\": {\"kernel.core_pattern\": \"|/x\"}}";
+        ck_assert_uint_eq(fwrite(bytes, 1, sizeof(bytes) - 1, f), sizeof(bytes) - 1);
+        ck_assert_int_eq(fclose(f), 0);
+        expect_refused(nul, NULL, "a NUL byte at offset 14");
+}
+END_TEST
+
+START_TEST(test_owner_and_mode) {
+        _cleanup_free_ char *path = test_profile(prof_dir, "mine", "{\"sysctl\": {\"vm.swappiness\": 1}}");
+        _cleanup_free_ char *err = NULL;
+        Profile *p = NULL;
+        Resolved *r = NULL;
+
+        ck_assert_int_eq(chmod(path, 0666), 0);
+        expect_refused(path, NULL, "world-writable (mode 0666)");
+        ck_assert_int_eq(chmod(path, 0646), 0);
+        expect_refused(path, NULL, "chmod go-w");
+        ck_assert_int_eq(chmod(path, 0644), 0);
+        ck_assert_msg(test_resolve(root, host, path, &p, &r, &err) == 0, "%s", strempty(err)); /* the reader's own */
+        resolved_free(r);
+        profile_free(p);
+        if (geteuid() != 0) {
+                fprintf(stderr, "test_owner_and_mode: not root, cannot give files to another uid or group: skipped\n");
+                return;
+        }
+        /* Group-writable: refused unless the group is root's. */
+        ck_assert_int_eq(chmod(path, 0664), 0);
+        ck_assert_int_eq(chown(path, 0, 0), 0);
+        free(err);
+        err = NULL;
+        ck_assert_msg(test_resolve(root, host, path, &p, &r, &err) == 0, "%s", strempty(err));
+        resolved_free(r);
+        profile_free(p);
+        ck_assert_int_eq(chown(path, 0, 65534), 0);
+        expect_refused(path, NULL, "group-writable (mode 0664)");
+
+        /* Owned by another uid: root (and rtpartd) takes only root's files. */
+        ck_assert_int_eq(chmod(path, 0644), 0);
+        ck_assert_int_eq(chown(path, 65534, 0), 0);
+        expect_refused(path, NULL, "owned by uid 65534, not by root");
+        _cleanup_free_ char *top = test_profile(prof_dir, "top-foreign", "{\"include\": \"mine.json\"}");
+        expect_refused(top, path, "owned by uid 65534");
+
+        /* By name under the root the same. */
+        test_write(host_dir, "etc/rtpart/profiles/theirs.json", "{\"sysctl\": {}}");
+        _cleanup_free_ char *theirs = NULL;
+        ck_assert(asprintf(&theirs, "%s/etc/rtpart/profiles/theirs.json", host_dir) >= 0);
+        ck_assert_int_eq(chown(theirs, 65534, 65534), 0);
+        free(err);
+        err = NULL;
+        ck_assert_int_eq(test_resolve(root, host, "theirs", &p, &r, &err), -EINVAL);
+        ck_assert_msg(strstr(err, "theirs.json: owned by uid 65534") && strstr(err, "chown root:"), "%s", err);
+}
+END_TEST
+
+START_TEST(test_expansion_bounds) {
+        /* 2^30 copies of a 1000-byte string, and 2^30 references to an empty one. */
+        for (int empty = 0; empty <= 1; empty++) {
+                StrBuf b = {};
+                strbuf_appendf(&b, "{\"variables\": {\"v0\": \"%s\"", empty ? "" : "0123456789");
+                for (int i = 1; i <= 30; i++)
+                        strbuf_appendf(&b, ", \"v%d\": \"${v%d}${v%d}${v%d}\"", i, i - 1, i - 1, i - 1);
+                strbuf_append(&b, "}, \"sysctl\": {\"kernel.x\": \"${v30}\"}}");
+                _cleanup_free_ char *json = strbuf_steal(&b);
+                _cleanup_free_ char *path = test_profile(prof_dir, empty ? "expo-empty" : "expo", json);
+                _cleanup_free_ char *err = NULL;
+                Profile *p = NULL;
+                Resolved *r = NULL;
+                double t0 = now_s();
+                ck_assert_int_eq(test_resolve(root, host, path, &p, &r, &err), -EINVAL);
+                ck_assert_msg(now_s() - t0 < 2.0, "took %.1f s", now_s() - t0);
+                ck_assert_msg(strstr(err, ": /sysctl/kernel.x: ") && strstr(err, "variable \"${v"), "%s", err);
+                ck_assert_msg(strstr(err, empty ? "16 MiB" : "more than 64 KiB"), "%s", err);
+                profile_free(p);
+        }
+        /* A value may be large, up to the bound. */
+        _cleanup_free_ char *ok = test_profile(prof_dir, "wide",
+                "{\"variables\": {\"a\": \"0123456789abcdef\", \"b\": \"${a}${a}${a}${a}${a}${a}${a}${a}\","
+                " \"c\": \"${b}${b}${b}${b}${b}${b}${b}${b}\", \"d\": \"${c}${c}${c}${c}${c}${c}${c}${c}\"},"
+                " \"sysctl\": {\"kernel.x\": \"${d}${d}${d}${d}${d}${d}${d}${d}\"}}");
+        Profile *p = NULL;
+        Resolved *r = NULL;
+        _cleanup_free_ char *err = NULL;
+        ck_assert_msg(test_resolve(root, host, ok, &p, &r, &err) == 0, "%s", strempty(err));
+        ck_assert_uint_eq(strlen(RESOLVED_STR(r, "sysctl", "kernel.x")), 65536);
+        resolved_free(r);
+        profile_free(p);
+}
+END_TEST
+
+START_TEST(test_from_document) {
+        _cleanup_free_ char *base = test_profile(prof_dir, "docbase",
+                "{\"variables\": {\"sw\": 10}, \"sysctl\": {\"vm.swappiness\": \"${sw}\"},"
+                " \"vendor\": {\"intel\": {\"sysctl\": {\"kernel.a\": 1}}}}");
+        _cleanup_free_ char *top = test_profile(prof_dir, "doctop",
+                "{\"include\": \"docbase.json\", \"summary\": \"top\", \"irq\": {\"affinity\": \"housekeeping\"}}");
+        _cleanup_free_ char *err = NULL;
+        Profile *p = NULL, *q = NULL;
+        Resolved *r = NULL, *r2 = NULL;
+        ProfileError e = {};
+        ck_assert_msg(test_resolve(root, host, top, &p, &r, &err) == 0, "%s", strempty(err));
+        ck_assert_ptr_null(json_object_get(p->doc, "include"));
+
+        /* The merged document makes the same profile again, with no file read. */
+        ck_assert_int_eq(profile_from_document("doctop", p->doc, &q, &e), 0);
+        ck_assert_str_eq(q->name, "doctop");
+        ck_assert_str_eq(q->summary, "top");
+        ck_assert_ptr_null(q->path);
+        ck_assert_int_eq(profile_resolve(q, host, &r2, &e), 0);
+        _cleanup_free_ char *h1 = state_hash(r->doc), *h2 = state_hash(r2->doc);
+        ck_assert_str_eq(h1, h2);
+        ck_assert_str_eq(RESOLVED_STR(r2, "sysctl", "vm.swappiness"), "10");
+        resolved_free(r2);
+        profile_free(q);
+
+        /* A document is checked as a file is: a hand-edited journal gives nothing invalid. */
+        json_t *bad = json_pack("{s:{s:i}}", "sysctl", "../../x", 1);
+        ck_assert_int_eq(profile_from_document("doctop", bad, &q, &e), -EINVAL);
+        _cleanup_free_ char *msg = profile_error_format(&e);
+        ck_assert_msg(strstr(msg, "/sysctl/..~1..~1x") && strstr(msg, "doctop"), "%s", msg);
+        profile_error_done(&e);
+        json_decref(bad);
+        bad = json_pack("{s:s}", "include", "/tmp/x.json");
+        ck_assert_int_eq(profile_from_document("doctop", bad, &q, &e), -EINVAL);
+        profile_error_done(&e);
+        json_decref(bad);
+        resolved_free(r);
+        profile_free(p);
+}
+END_TEST
+
 START_TEST(test_cpu_expr) {
         CpuSet iso, hk, s;
         char *msg = NULL;
@@ -369,6 +574,11 @@ int main(void) {
         tcase_add_test(tc, test_merge_and_variables);
         tcase_add_test(tc, test_lookup_and_list);
         tcase_add_test(tc, test_cpu_expr);
+        tcase_add_test(tc, test_not_a_regular_file);
+        tcase_add_test(tc, test_size_and_nul);
+        tcase_add_test(tc, test_owner_and_mode);
+        tcase_add_test(tc, test_expansion_bounds);
+        tcase_add_test(tc, test_from_document);
         suite_add_tcase(s, tc);
         return test_run(s);
 }
