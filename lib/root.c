@@ -104,14 +104,8 @@ static void walk_done(WalkStack *s) {
 }
 
 static int walk_push(WalkStack *s, int fd) {
-        if (s->n == s->cap) {
-                size_t cap = s->cap ? s->cap * 2 : 16;
-                int *n = realloc(s->fds, cap * sizeof(int));
-                if (!n)
-                        return -ENOMEM;
-                s->fds = n;
-                s->cap = cap;
-        }
+        if (GROW_ARRAY(s->fds, s->cap, s->n, 16) < 0)
+                return -ENOMEM;
         s->fds[s->n++] = fd;
         return 0;
 }
