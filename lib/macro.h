@@ -20,6 +20,23 @@
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
+/* Room for one more element in the array p of cap elements, n of them used: doubles it (from
+ * `initial`) when full. 0, or -ENOMEM with p and cap unchanged. */
+#define GROW_ARRAY(p, cap, n, initial)                                                  \
+        ({                                                                              \
+                int _ga = 0;                                                            \
+                if ((n) >= (cap)) {                                                     \
+                        size_t _gc = (cap) ? (cap) * 2 : (initial);                     \
+                        __typeof__(p) _gp = realloc((p), _gc * sizeof(*(p)));           \
+                        if (_gp) {                                                      \
+                                (p) = _gp;                                              \
+                                (cap) = _gc;                                            \
+                        } else                                                          \
+                                _ga = -ENOMEM;                                          \
+                }                                                                       \
+                _ga;                                                                    \
+        })
+
 #define TAKE_PTR(p)                                     \
         ({                                              \
                 __typeof__(p) _tp = (p);                \

@@ -106,14 +106,8 @@ int plan_add(PlanCtx *ctx, const char *id, ValueKind kind, const char *path, con
         Plan *p = ctx->plan;
         bool oom = false;
 
-        if (p->n_knobs == p->cap_knobs) {
-                size_t cap = p->cap_knobs ? p->cap_knobs * 2 : 64;
-                Knob *n = realloc(p->knobs, cap * sizeof(Knob));
-                if (!n)
-                        return -ENOMEM;
-                p->knobs = n;
-                p->cap_knobs = cap;
-        }
+        if (GROW_ARRAY(p->knobs, p->cap_knobs, p->n_knobs, 64) < 0)
+                return -ENOMEM;
         Knob *k = &p->knobs[p->n_knobs];
         *k = (Knob) {
                 .id = dup_or_null(id, &oom),

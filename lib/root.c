@@ -25,9 +25,10 @@ struct rtpart_open_how {
         uint64_t resolve;
 };
 
-static bool have_openat2 = true;
+/* Symlinks followed in one resolution, as the kernel allows (MAXSYMLINKS). */
+#define ROOT_MAX_HOPS 40
 
-int root_new(const char *path, Root **ret) {
+int root_new_full(const char *path, RootResolve resolve, Root **ret) {
         _cleanup_free_ Root *r = NULL;
         _cleanup_close_ int fd = -EBADF;
 
@@ -44,9 +45,14 @@ int root_new(const char *path, Root **ret) {
                 return -ENOMEM;
         char real[PATH_MAX];
         r->is_host = realpath(path, real) && streq(real, "/");
+        r->resolve = resolve;
         r->fd = TAKE_FD(fd);
         *ret = TAKE_PTR(r);
         return 0;
+}
+
+int root_new(const char *path, Root **ret) {
+        return root_new_full(path, ROOT_RESOLVE_KERNEL, ret);
 }
 
 Root *root_free(Root *r) {
@@ -64,13 +70,153 @@ int root_set_state_dir(Root *r, const char *dir) {
         if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                 return -errno;
         Root *s;
-        int k = root_new(dir, &s);
+        int k = root_new_full(dir, r->resolve, &s);
         if (k < 0)
                 return k;
         s->is_host = false;
         root_free(r->state);
         r->state = s;
         return 0;
+}
+
+/* The directories a walk has entered below its start, as O_PATH fds: ".." pops one, so that it
+ * never goes above the start whatever the tree's own ".." entries say. */
+typedef struct WalkStack {
+        int *fds;
+        size_t n, cap;
+} WalkStack;
+
+static int walk_top(const WalkStack *s, int start) {
+        return s->n > 0 ? s->fds[s->n - 1] : start;
+}
+
+static void walk_pop(WalkStack *s) {
+        if (s->n > 0)
+                close(s->fds[--s->n]);
+}
+
+static void walk_done(WalkStack *s) {
+        while (s->n > 0)
+                walk_pop(s);
+        free(s->fds);
+        s->fds = NULL;
+        s->cap = 0;
+}
+
+static int walk_push(WalkStack *s, int fd) {
+        if (GROW_ARRAY(s->fds, s->cap, s->n, 16) < 0)
+                return -ENOMEM;
+        s->fds[s->n++] = fd;
+        return 0;
+}
+
+/* What openat2 does, in user space, for kernels without it (< 5.6): resolves rel from start one
+ * component at a time with O_PATH|O_NOFOLLOW, reads every symlink and resolves its target itself.
+ * in_root (RESOLVE_IN_ROOT): ".." stops at start and an absolute target starts over from start.
+ * Otherwise (RESOLVE_BENEATH): either is an escape, EXDEV. Only the last component is opened with
+ * the caller's flags, and with O_NOFOLLOW: a symlink swapped in meanwhile is ELOOP, not followed. */
+static int walk_open(int start, const char *rel, int flags, mode_t mode, bool in_root) {
+        _cleanup_(walk_done) WalkStack stack = {};
+        _cleanup_free_ char *todo = strdup(rel);
+        unsigned hops = 0;
+        int k;
+
+        if (!todo)
+                return -ENOMEM;
+        if (!in_root && rel[0] == '/')
+                return -EXDEV;
+        for (;;) {
+                char *p = todo;
+                while (*p == '/')
+                        p++;
+                if (!*p) /* nothing left: the directory the walk stands in */
+                        break;
+                char *slash = strchr(p, '/');
+                _cleanup_free_ char *seg = slash ? strndup(p, (size_t) (slash - p)) : strdup(p);
+                if (!seg)
+                        return -ENOMEM;
+                const char *rest = slash ? slash : "";
+                bool trailing = slash && !rest[strspn(rest, "/")]; /* "dir/": must be a directory */
+                bool last = !*rest || trailing;
+                memmove(todo, rest, strlen(rest) + 1);
+
+                if (streq(seg, "."))
+                        continue;
+                if (streq(seg, "..")) {
+                        if (stack.n == 0 && !in_root)
+                                return -EXDEV;
+                        walk_pop(&stack);
+                        continue;
+                }
+
+                int dfd = walk_top(&stack, start);
+                struct stat st;
+                if (fstatat(dfd, seg, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        if (errno != ENOENT || !last || !(flags & O_CREAT))
+                                return -errno;
+                        st.st_mode = S_IFREG; /* to be created by the open below */
+                }
+                if (S_ISLNK(st.st_mode) && !(last && (flags & O_NOFOLLOW) && !trailing)) {
+                        char target[PATH_MAX];
+                        ssize_t n = readlinkat(dfd, seg, target, sizeof(target) - 1);
+                        if (n < 0)
+                                return -errno;
+                        target[n] = 0;
+                        if (n == 0)
+                                return -ENOENT;
+                        if (++hops > ROOT_MAX_HOPS)
+                                return -ELOOP;
+                        if (target[0] == '/') {
+                                if (!in_root)
+                                        return -EXDEV;
+                                while (stack.n > 0)
+                                        walk_pop(&stack);
+                        }
+                        _cleanup_free_ char *joined = NULL;
+                        if (asprintf(&joined, "%s%s", target, todo) < 0) /* todo is "" or "/…" */
+                                return -ENOMEM;
+                        free(todo);
+                        todo = TAKE_PTR(joined);
+                        continue;
+                }
+                if (last) {
+                        int fd = openat(dfd, seg, flags | O_NOFOLLOW | (trailing ? O_DIRECTORY : 0), mode);
+                        return fd < 0 ? -errno : fd;
+                }
+                if (!S_ISDIR(st.st_mode))
+                        return -ENOTDIR;
+                int fd = openat(dfd, seg, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0)
+                        return -errno;
+                k = walk_push(&stack, fd);
+                if (k < 0) {
+                        close(fd);
+                        return k;
+                }
+        }
+        int fd = openat(walk_top(&stack, start), ".", flags, mode);
+        return fd < 0 ? -errno : fd;
+}
+
+/* openat2 with resolve flags; the kernel's errno for this file, whatever it is. Only ENOSYS (a
+ * kernel before 5.6) switches this root to the walk in user space, never to an unconfined open. */
+static int root_openat2(Root *r, int dirfd, const char *rel, int flags, mode_t mode, uint64_t resolve) {
+        struct rtpart_open_how how = {
+                .flags = (uint64_t) flags,
+                .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+                .resolve = resolve,
+        };
+        for (unsigned attempt = 0;; attempt++) {
+                int fd = (int) syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+                if (fd >= 0)
+                        return fd;
+                /* EAGAIN: a rename or mount raced the lookup; the kernel asks to retry. */
+                if (errno == EAGAIN && attempt < 8)
+                        continue;
+                if (errno == ENOSYS)
+                        r->resolve = ROOT_RESOLVE_USERSPACE;
+                return -errno;
+        }
 }
 
 int root_open(Root *r, const char *rel, int flags, mode_t mode) {
@@ -81,36 +227,32 @@ int root_open(Root *r, const char *rel, int flags, mode_t mode) {
         if (!*rel)
                 rel = ".";
         flags |= O_CLOEXEC;
-        if (!r->is_host && have_openat2) {
-                struct rtpart_open_how how = {
-                        .flags = (uint64_t) flags,
-                        .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-                        .resolve = RESOLVE_IN_ROOT,
-                };
-                fd = (int) syscall(SYS_openat2, r->fd, rel, &how, sizeof(how));
-                if (fd >= 0)
-                        return fd;
-                if (errno != ENOSYS && errno != EPERM)
-                        return -errno;
-                have_openat2 = false; /* old kernel or seccomp: plain openat */
+        if (r->is_host) { /* "/" has no outside: the kernel's own resolution is the confinement */
+                fd = openat(r->fd, rel, flags, mode);
+                return fd < 0 ? -errno : fd;
         }
-        fd = openat(r->fd, rel, flags, mode);
-        return fd < 0 ? -errno : fd;
+        if (r->resolve == ROOT_RESOLVE_KERNEL) {
+                fd = root_openat2(r, r->fd, rel, flags, mode, RESOLVE_IN_ROOT);
+                if (fd != -ENOSYS)
+                        return fd;
+        }
+        return walk_open(r->fd, rel, flags, mode, /* in_root= */ true);
 }
 
 int root_openat(Root *r, int dirfd, const char *rel, int flags) {
         flags |= O_CLOEXEC;
-        if (!r->is_host && have_openat2) {
-                /* Below a directory of the tree, a symlink may still not climb out of it. */
-                struct rtpart_open_how how = { .flags = (uint64_t) flags, .resolve = RESOLVE_BENEATH };
-                int fd = (int) syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
-                if (fd >= 0 || (errno != ENOSYS && errno != EPERM && errno != EXDEV))
-                        return fd >= 0 ? fd : -errno;
-                if (errno == EXDEV) /* a link climbing up: resolve from the root instead */
-                        return -EXDEV;
+        if (r->is_host) {
+                int fd = openat(dirfd, rel, flags);
+                return fd < 0 ? -errno : fd;
         }
-        int fd = openat(dirfd, rel, flags);
-        return fd < 0 ? -errno : fd;
+        /* Below a directory of the tree, a symlink may still not climb out of it: EXDEV, and the
+         * caller resolves from the root instead. */
+        if (r->resolve == ROOT_RESOLVE_KERNEL) {
+                int fd = root_openat2(r, dirfd, rel, flags, 0, RESOLVE_BENEATH);
+                if (fd != -ENOSYS)
+                        return fd;
+        }
+        return walk_open(dirfd, rel, flags, 0, /* in_root= */ false);
 }
 
 int root_openf(Root *r, int flags, const char *fmt, ...) {

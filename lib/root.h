@@ -6,6 +6,7 @@
  * tree resolve within it (openat2 RESOLVE_IN_ROOT where the kernel has it). */
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -14,14 +15,27 @@
 #include "cpu-set.h"
 #include "macro.h"
 
+/* How a fake tree's paths are resolved. Both stay inside the root: a ".." stops at it, a symlink
+ * resolves against it (an absolute one from the root), and a path that cannot be opened so fails
+ * with the kernel's errno for that one file; nothing falls back to an unconfined open. */
+typedef enum RootResolve {
+        ROOT_RESOLVE_KERNEL,    /* openat2 RESOLVE_IN_ROOT; becomes USERSPACE on ENOSYS (< 5.6) */
+        ROOT_RESOLVE_USERSPACE, /* a walk component by component with O_PATH|O_NOFOLLOW */
+        _ROOT_RESOLVE_MAX,
+        _ROOT_RESOLVE_INVALID = -EINVAL,
+} RootResolve;
+
 typedef struct Root {
         int fd;
         char *path;     /* as given, for messages */
         bool is_host;   /* the real "/" */
+        RootResolve resolve;
         struct Root *state; /* where the journal lives when not under this root (--state-dir) */
 } Root;
 
 int root_new(const char *path, Root **ret);
+/* Same, with the resolution chosen (tests reach the user-space walk on any kernel). */
+int root_new_full(const char *path, RootResolve resolve, Root **ret);
 Root *root_free(Root *r);
 /* Keeps the journal (state.json, lock) in dir instead of var/lib/rtpart under the root. */
 int root_set_state_dir(Root *r, const char *dir);
@@ -32,7 +46,8 @@ int root_open(Root *r, const char *rel, int flags, mode_t mode);
 int root_openf(Root *r, int flags, const char *fmt, ...) _printf_(3, 4);
 int root_opendir(Root *r, const char *rel, DIR **ret);
 /* Opens rel below a directory fd obtained from root_open (for loops over thousands of files);
- * stays inside the root like root_open. */
+ * stays below dirfd (RESOLVE_BENEATH): a ".." or symlink climbing above it is -EXDEV, and the
+ * caller resolves from the root instead. */
 int root_openat(Root *r, int dirfd, const char *rel, int flags);
 int root_stat(Root *r, const char *rel, struct stat *ret);
 bool root_exists(Root *r, const char *rel);

@@ -289,6 +289,12 @@ def check_stage1(c, r):
     c("StatusText is set (no profile yet)", r.get("svc_StatusText", "").startswith("No profile applied"), r.get("svc_StatusText"))
     c("WatchdogSec= is in force", r.get("svc_WatchdogUSec") == "3min", r.get("svc_WatchdogUSec"))
     c("NoNewPrivileges= holds in the daemon", r.get("no_new_privs") == "1", r.get("no_new_privs"))
+    m = re.search(r"Overall exposure level for rtpartd\.service: ([0-9.]+)", r.get("exposure", ""))
+    c("systemd-analyze security rates rtpartd.service at 4.5 or below", m is not None and float(m.group(1)) <= 4.5,
+      r.get("exposure"))
+    c("SystemCallFilter= is in force in the daemon (Seccomp: 2)", r.get("seccomp") == "2", r.get("seccomp"))
+    c("stage 1: the sandbox refused rtpartd nothing (no EPERM, EROFS or SIGSYS in its journal)",
+      r.get("sandbox_refusals") == "0", r.get("sandbox_refusals"))
     c("rtpartd took the varlink socket rtpartd.socket passed", int_or(r.get("fd_passed")) >= 1, r.get("fd_passed"))
     c("org.rtpart.Manager1 is owned by rtpartd.service's main process",
       r.get("bus_unit") == "rtpartd.service" and r.get("bus_pid") == r.get("svc_MainPID") and r.get("bus_pid"),
@@ -364,6 +370,8 @@ def check_stage2(c, r, next_cmdline):
     c("the kernel isolates CPUs 1-3 (isolcpus, nohz_full)", r.get("isolated") == "1-3" and r.get("nohz_full") == "1-3",
       f"isolated {r.get('isolated')}, nohz_full {r.get('nohz_full')}")
     c("rtpartd is enabled and active after the reboot", r.get("svc_state") == "active enabled", r.get("svc_state"))
+    c("stage 2: the sandbox refused rtpartd nothing (no EPERM, EROFS or SIGSYS in its journal)",
+      r.get("sandbox_refusals") == "0", r.get("sandbox_refusals"))
     c("it re-applied the active profile at start", int_or(r.get("reapplied")) >= 1, r.get("reapplied"))
     c("StatusText: in sync, no reboot pending", r.get("svc_StatusText", "").startswith("realtime-virtual-host: in sync;"),
       r.get("svc_StatusText"))

@@ -26,6 +26,11 @@ r() { printf '@@R %s=%s\n' "$1" "$(printf '%s' "$2" | tr '\n' ' ' | sed 's/ *$//
 # f KEY FILE: a file's content, or "(absent)".
 f() { if [ -e "$2" ]; then r "$1" "$(cat "$2" 2>&1)"; else r "$1" "(absent)"; fi; }
 # run NAME CMD...: runs CMD, prints its whole output and reports NAME_rc.
+# What the unit's sandbox would refuse rtpartd: a filtered call (EPERM, SystemCallErrorNumber=),
+# a read-only path (EROFS), a closed device, or SIGSYS; counted in this boot's rtpartd journal.
+sandbox_refusals() {
+        r sandbox_refusals "$(journalctl -b -u rtpartd.service -o cat | grep -ci 'operation not permitted\|read-only file system\|SIGSYS\|bad system call')"
+}
 run() {
         local name=$1 rc
         shift
@@ -84,6 +89,7 @@ stage1() {
         local pid=$(svc MainPID)
         r svc_MainPID "$pid"
         r no_new_privs "$(awk '/^NoNewPrivs/ {print $2}' /proc/"$pid"/status 2>&1)"
+        r seccomp "$(awk '/^Seccomp:/ {print $2}' /proc/"$pid"/status 2>&1)"
         r fd_passed "$(journalctl -b -u rtpartd.service -o cat | grep -c 'the socket systemd passed')"
 
         # D-Bus: the name, its owner, the interface, a property; as root and as nobody.
@@ -205,6 +211,7 @@ stage1() {
         # Reboot into what the bootloader configuration now says.
         echo 2 > "$S/stage"
         f next_cmdline /etc/kernel/cmdline
+        sandbox_refusals
         journal 1
         sync
         echo "@@END stage=1"
@@ -289,6 +296,7 @@ EOF
         run revert5 rtpartctl revert
         f part5_after "$p5"
         r part5_unit_after "$(systemctl is-active 'rtpart\x2drt.slice')"
+        sandbox_refusals
         journal 2
         echo "@@END stage=2"
         systemctl poweroff
