@@ -752,6 +752,10 @@ static int connection_on_io(sd_event_source *src, int fd, uint32_t revents, void
         }
         if (!c->dead)
                 connection_process(c);
+        /* Hung up (epoll reports that whatever we ask for): what waits for its replies to be read
+         * or for others' to drain never will, and would wake us on every turn meanwhile. */
+        if (revents & EPOLLHUP && !c->dead && !c->closing && (c->stalled || c->out_off < c->out_len))
+                c->dead = true;
         if (c->dead || (c->closing && c->out_off == c->out_len))
                 connection_free(c);
         return 0;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -621,6 +622,7 @@ static void run_until_quiet(void) {
         for (int i = 0; i < 10000; i++)
                 if (sd_event_run(event, 1000) == 0)
                         return;
+        ck_abort_msg("the server never stops working");
 }
 
 START_TEST(test_back_pressure) {
@@ -698,6 +700,28 @@ START_TEST(test_output_bounds) {
         int other = connect_as(1001), root = connect_as(0);
         echo_on(other, 5);
         echo_on(root, 6);
+        /* Held back connections (no byte of a reply yet) whose clients hang up go, without
+         * spinning the loop. */
+        size_t n = varlink_server_n_connections(server), closed = 0;
+        for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++) {
+                struct pollfd pfd = { .fd = fds[i], .events = POLLIN };
+                if (poll(&pfd, 1, 0) == 0) {
+                        close(fds[i]);
+                        fds[i] = -EBADF;
+                        closed++;
+                }
+        }
+        ck_assert_uint_gt(closed, 0);
+        run_until_quiet();
+        ck_assert_int_eq(varlink_server_n_connections(server), n - closed);
+        for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++)
+                if (fds[i] < 0) {
+                        ck_assert_int_ge(fds[i] = connect_as(1000), 0);
+                        for (int j = 0; j < 2; j++)
+                                ck_assert_int_eq(send(fds[i], call, strlen(call) + 1, MSG_DONTWAIT | MSG_NOSIGNAL),
+                                                 (ssize_t) strlen(call) + 1);
+                }
+        run_until_quiet();
         /* Read by their clients, the replies drain, and the held back calls are answered. */
         Client cs[VARLINK_CONNECTIONS_PER_UID_MAX];
         unsigned got = 0;
