@@ -116,6 +116,15 @@ def as_user(cmd, user):
     return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"] + cmd
 
 
+def user_python(test):
+    """An interpreter the test user may run (a pyenv under /root is not one)."""
+    py = next((x for x in ("/usr/bin/python3", "/usr/local/bin/python3", sys.executable)
+               if os.access(x, os.X_OK) and not x.startswith("/root/")), None)
+    if not py:
+        test.skipTest(f"no python3 outside /root for the {TestUser.NAME} peer")
+    return py
+
+
 class Varlink:
     """A minimal varlink client: NUL-terminated JSON over a unix socket."""
 
@@ -438,12 +447,7 @@ class DaemonTest(unittest.TestCase):
             os.setgid(gid)
             os.setuid(uid)
 
-        # The interpreter must be one the test user may run (a pyenv under /root is not).
-        py = next((x for x in ("/usr/bin/python3", "/usr/local/bin/python3", sys.executable)
-                   if os.access(x, os.X_OK) and not x.startswith("/root/")), None)
-        if not py:
-            self.skipTest(f"no python3 outside /root for the {TestUser.NAME} peer")
-        p = subprocess.run([py, "-c", code, d.sock], preexec_fn=drop, capture_output=True, text=True, timeout=30)
+        p = subprocess.run([user_python(self), "-c", code, d.sock], preexec_fn=drop, capture_output=True, text=True, timeout=30)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(json.loads(p.stdout),
                          [TestUser.NAME, [IFACE + ".PermissionDenied", IFACE + ".PermissionDenied", None]])
@@ -639,15 +643,6 @@ class CtlTest(unittest.TestCase):
         self.assertIn("Watching realtime", err[text])
 
 
-def user_python(test):
-    """An interpreter the test user may run (a pyenv under /root is not one)."""
-    py = next((x for x in ("/usr/bin/python3", "/usr/local/bin/python3", sys.executable)
-               if os.access(x, os.X_OK) and not x.startswith("/root/")), None)
-    if not py:
-        test.skipTest(f"no python3 outside /root for the {TestUser.NAME} peer")
-    return py
-
-
 # Run as the test user: opens N connections to the socket and holds them; says how many the
 # daemon kept and how many it refused (an error reply, then closed); then, when asked, pipelines
 # calls on the kept ones without ever reading a reply, until the daemon stops taking them.
@@ -699,17 +694,18 @@ if sys.stdin.readline().strip() == "flood":
 """
 
 
-class LimitsTest(unittest.TestCase):
-    """What one local user can take of rtpartd: 16 connections and bounded memory; root still gets
-    its answers, and rtpartctl, as root, works on the host directly when rtpartd has no room."""
+class DaemonProcsTest(unittest.TestCase):
+    """A daemon for each test, and the client processes the test started (ended by PID)."""
+
+    daemon_args = {}
 
     def setUp(self):
-        self.d = Daemon(default_socket=True)
+        self.d = Daemon(**self.daemon_args)
         self.d.start()
         self.procs = []
 
     def tearDown(self):
-        for p in self.procs:  # our own holder processes, by PID
+        for p in self.procs:  # our own client processes, by PID
             if p.poll() is None:
                 p.kill()
                 p.wait()
@@ -719,6 +715,13 @@ class LimitsTest(unittest.TestCase):
         if self._outcome.result and (self._outcome.result.failures or self._outcome.result.errors):
             sys.stderr.write("---- rtpartd log ----\n" + self.d.logtext())
         self.d.close()
+
+
+class LimitsTest(DaemonProcsTest):
+    """What one local user can take of rtpartd: 16 connections and bounded memory; root still gets
+    its answers, and rtpartctl, as root, works on the host directly when rtpartd has no room."""
+
+    daemon_args = {"default_socket": True}
 
     def holder(self, n):
         uid, gid = TestUser.get(self)
@@ -793,24 +796,8 @@ class LimitsTest(unittest.TestCase):
 
 
 @unittest.skipUnless(shutil.which("socat"), "socat missing (scripts/deps --test installs it)")
-class SocatTest(unittest.TestCase):
+class SocatTest(DaemonProcsTest):
     """varlink as any client speaks it, through socat - UNIX-CONNECT:SOCKET: NUL-terminated JSON."""
-
-    def setUp(self):
-        self.d = Daemon()
-        self.d.start()
-        self.procs = []
-
-    def tearDown(self):
-        for p in self.procs:  # our own socat processes, by PID
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-            for f in (p.stdin, p.stdout, p.stderr):
-                f.close()
-        if self._outcome.result and (self._outcome.result.failures or self._outcome.result.errors):
-            sys.stderr.write("---- rtpartd log ----\n" + self.d.logtext())
-        self.d.close()
 
     def once(self, data):
         """printf DATA | socat: every reply, in order, once rtpartd has closed the connection."""

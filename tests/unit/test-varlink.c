@@ -306,6 +306,16 @@ START_TEST(test_malformed_input_closes) {
 }
 END_TEST
 
+/* The server said the message was too long, and closed the connection. */
+static void assert_too_long_and_closed(void) {
+        _cleanup_(json_decrefp) json_t *m = client_recv(&client, 5000);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_str_eq(error_of(m), VARLINK_ERROR_INVALID_PARAMETER);
+        ck_assert_str_eq(json_string_value(json_object_get(params_of(m), "parameter")), "message too long");
+        ck_assert_ptr_null(client_recv(&client, 5000));
+        ck_assert(client.eof);
+}
+
 START_TEST(test_oversized_message_closes) {
         size_t n = VARLINK_MESSAGE_MAX + 4096;
         char *big = malloc(n);
@@ -316,12 +326,7 @@ START_TEST(test_oversized_message_closes) {
         /* No NUL anywhere: the server must give up, not buffer for ever. */
         client_send_raw(&client, big, n);
         free(big);
-        _cleanup_(json_decrefp) json_t *m = client_recv(&client, 5000);
-        ck_assert_ptr_nonnull(m);
-        ck_assert_str_eq(error_of(m), VARLINK_ERROR_INVALID_PARAMETER);
-        ck_assert_str_eq(json_string_value(json_object_get(params_of(m), "parameter")), "message too long");
-        ck_assert_ptr_null(client_recv(&client, 5000));
-        ck_assert(client.eof);
+        assert_too_long_and_closed();
 }
 END_TEST
 
@@ -774,12 +779,7 @@ START_TEST(test_message_limit_exact) {
                          VARLINK_MESSAGE_MAX - strlen("{\"method\":\"org.example.test.Echo\",\"parameters\":{\"x\":\"\"}}") - 1);
         /* One byte more: refused, and the connection closes. */
         client_send_raw(&client, over, VARLINK_MESSAGE_MAX + 1);
-        _cleanup_(json_decrefp) json_t *b = client_recv(&client, 5000);
-        ck_assert_ptr_nonnull(b);
-        ck_assert_str_eq(error_of(b), VARLINK_ERROR_INVALID_PARAMETER);
-        ck_assert_str_eq(json_string_value(json_object_get(params_of(b), "parameter")), "message too long");
-        ck_assert_ptr_null(client_recv(&client, 5000));
-        ck_assert(client.eof);
+        assert_too_long_and_closed();
 }
 END_TEST
 
