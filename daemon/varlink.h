@@ -28,10 +28,11 @@
  *   VARLINK_UID_OUTPUT_MAX queued, nor one of a uid other than 0 while they all have
  *   VARLINK_OUTPUT_MAX queued. A final reply is always queued whole, so each bound is passed by
  *   at most one reply: total queued output <= VARLINK_OUTPUT_MAX (16 MiB, every uid but 0) +
- *   VARLINK_UID_OUTPUT_MAX (4 MiB, uid 0) + 2 replies (rtpartd's largest is a Plan document).
- *   A call kept open and answered later adds its one reply (rtpartd keeps none but streams).
+ *   VARLINK_UID_OUTPUT_MAX (4 MiB, uid 0) + 2 replies (rtpartd's largest is a Plan document,
+ *   95 KiB compact for the 64-CPU EPYC fixture; it grows with the host's CPUs and IRQs). A call
+ *   kept open and answered later adds its one reply (rtpartd keeps none but streams).
  * - Input: one message, its NUL included, is at most VARLINK_MESSAGE_MAX; a connection buffers
- *   at most that much. */
+ *   at most that much: 16 MiB for one uid other than 0, 256 MiB for all connections. */
 
 #include <jansson.h>
 #include <stdbool.h>
