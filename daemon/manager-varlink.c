@@ -163,7 +163,11 @@ const char manager_varlink_description[] =
         "# The host refused a change (every change of the call was undone) or could not be read.\n"
         "# details: the document of a failed Apply ({ok: false, error: WriteError, rolled_back,\n"
         "# rollback_incomplete, notes}) or Revert.\n"
-        "error Failed (message: string, details: ?object)\n";
+        "error Failed (message: string, details: ?object)\n"
+        "\n"
+        "# Sent instead of any reply by a connection rtpartd did not take, which it then closes: the\n"
+        "# peer's user has 16 connections open, or all but the 16 kept for root are taken.\n"
+        "error TooManyConnections (message: string)\n";
 
 static int reply_error(VarlinkCall *call, ManagerError *e, int r) {
         if (!e->name)
@@ -336,11 +340,23 @@ static const VarlinkMethod manager_methods[] = {
         {}
 };
 
+/* Once per uid per minute at most: a user holding many connections does not flood the log. */
+static void on_refused(VarlinkServer *s, uid_t uid, int reason, unsigned n_refused, void *userdata) {
+        if (reason == -EUSERS)
+                log_warning("varlink: refused %u connection%s of uid %u: it has %u open, the most one user may have",
+                            n_refused, n_refused == 1 ? "" : "s", (unsigned) uid, VARLINK_CONNECTIONS_PER_UID_MAX);
+        else
+                log_warning("varlink: refused %u connection%s of uid %d: %u are open, the last %u kept for root",
+                            n_refused, n_refused == 1 ? "" : "s", uid == VARLINK_UID_INVALID ? -1 : (int) uid,
+                            (unsigned) varlink_server_n_connections(s), VARLINK_CONNECTIONS_ROOT_RESERVE);
+}
+
 int manager_varlink_attach(Manager *m, VarlinkServer *server) {
         int r = varlink_server_add_interface(server, MANAGER_VARLINK_INTERFACE, manager_varlink_description, manager_methods);
         if (r < 0)
                 return r;
         varlink_server_set_userdata(server, m);
+        varlink_server_set_refused(server, on_refused, m);
         m->varlink = server;
         return 0;
 }

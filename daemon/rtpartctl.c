@@ -433,8 +433,8 @@ static char *profile_arg_message(const ProfileArg *a, const char *msg) {
         return strdup(msg);
 }
 
-/* 1 and the connection, 0 when rtpartd does not listen (the caller works on the host directly),
- * or an exit status after a message. */
+/* 1 and the connection; 0 when rtpartd is not to be used or does not listen (the caller works on
+ * the host directly); a negative errno after a message. */
 static int daemon_connect(Root *root, bool needed, VarlinkClient **ret) {
         _cleanup_free_ char *path = NULL;
         char buf[64];
@@ -454,13 +454,13 @@ static int daemon_connect(Root *root, bool needed, VarlinkClient **ret) {
                 path = strdup(buf);
         }
         if (!path)
-                return log_error("out of memory"), EXIT_FAILED;
+                return log_error("out of memory"), -ENOMEM;
         r = varlink_client_connect(path, ret);
         if (r >= 0)
                 return 1;
         if (arg_varlink_socket) {
                 log_error("cannot connect to rtpartd at %s: %s", arg_varlink_socket, strerror(-r));
-                return EXIT_FAILED;
+                return r;
         }
         return 0; /* absent, or nobody accepts: not running */
 }
@@ -489,7 +489,11 @@ static int daemon_error(const char *error, json_t *params, const ProfileArg *pa,
         return EXIT_FAILED;
 }
 
-static int daemon_call(VarlinkClient *c, const char *method, const ProfileArg *pa, const char *unwrap, json_t **ret_doc) {
+/* EXIT_OK and the document; an exit status after a message (and, for a failed apply or revert,
+ * its document); or, with nothing printed and *ret_reason set, -ECONNREFUSED when rtpartd did not
+ * take the connection (too many are open) or dropped it before it answered. */
+static int daemon_call(VarlinkClient *c, const char *method, const ProfileArg *pa, const char *unwrap, json_t **ret_doc,
+                       char **ret_reason) {
         _cleanup_(json_decrefp) json_t *params = NULL;
         _cleanup_free_ char *error = NULL;
         char name[128];
@@ -497,6 +501,11 @@ static int daemon_call(VarlinkClient *c, const char *method, const ProfileArg *p
         snprintf(name, sizeof(name), VARLINK_INTERFACE ".%s", method);
         int r = varlink_client_call(c, name, pa ? json_pack("{s:s}", "profile", profile_arg_send(pa)) : NULL,
                                     DAEMON_TIMEOUT_USEC, &params, &error);
+        if (r == -ECONNRESET || streq_ptr(error, VARLINK_ERROR_TOO_MANY_CONNECTIONS)) {
+                const char *msg = error ? jstr(params, "message") : NULL;
+                *ret_reason = strdup(msg ?: error ? "too many connections" : "it closed the connection before answering");
+                return -ECONNREFUSED;
+        }
         if (r == -ETIMEDOUT) {
                 log_error("rtpartd did not answer %s within %llu s", method, DAEMON_TIMEOUT_USEC / 1000000ULL);
                 return EXIT_FAILED;
@@ -520,19 +529,31 @@ static int daemon_call(VarlinkClient *c, const char *method, const ProfileArg *p
 static int get_document(Root *root, const char *method, const char *arg, bool use_daemon, LocalFunc local,
                         json_t **ret_doc) {
         _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        _cleanup_free_ char *reason = NULL;
         ProfileArg pa = {};
         int r = use_daemon ? daemon_connect(root, /* needed= */ false, &c) : 0;
-        if (r == 0) {
-                recover(root);
-                return local(root, arg, ret_doc);
+        if (r < 0)
+                return EXIT_FAILED;
+        if (r > 0) {
+                if (arg && profile_arg_init(arg, &pa) < 0)
+                        return log_error("out of memory"), EXIT_FAILED;
+                r = daemon_call(c, method, arg ? &pa : NULL, streq(method, "ListProfiles") ? "profiles" : NULL, ret_doc,
+                                &reason);
+                profile_arg_done(&pa);
+                if (r != -ECONNREFUSED)
+                        return r;
+                /* A running rtpartd that has no room for us: anyone may close connections but
+                 * their own, so root, whom nobody may lock out, goes on without it. */
+                if (geteuid() != 0 || arg_varlink_socket) {
+                        log_error("rtpartd did not take the connection: %s; %s", reason ?: "out of memory",
+                                  arg_varlink_socket ? "try again later" : "try again later, or run rtpartctl as root");
+                        return EXIT_FAILED;
+                }
+                fprintf(stderr, "rtpartctl: warning: rtpartd did not take the connection (%s); working on the host "
+                        "directly, as with --no-daemon\n", reason ?: "out of memory");
         }
-        if (r != 1)
-                return r;
-        if (arg && profile_arg_init(arg, &pa) < 0)
-                return log_error("out of memory"), EXIT_FAILED;
-        r = daemon_call(c, method, arg ? &pa : NULL, streq(method, "ListProfiles") ? "profiles" : NULL, ret_doc);
-        profile_arg_done(&pa);
-        return r;
+        recover(root);
+        return local(root, arg, ret_doc);
 }
 
 /* ---- the documents, printed ---- */
@@ -1001,12 +1022,12 @@ static int verb_watch(int argc, char **argv) {
         if ((r = open_root(&root)) != EXIT_OK)
                 return r;
         r = daemon_connect(root, /* needed= */ true, &c);
+        if (r < 0)
+                return EXIT_FAILED;
         if (r == 0) {
                 log_error("rtpartd is not running; watch needs it");
                 return EXIT_FAILED;
         }
-        if (r != 1)
-                return r;
 
         /* Interrupted is the normal end: SIGINT and SIGTERM are read, not delivered. */
         sigemptyset(&mask);
@@ -1017,7 +1038,8 @@ static int verb_watch(int argc, char **argv) {
                 return EXIT_FAILED;
         }
         r = varlink_client_send(c, VARLINK_INTERFACE ".Watch", NULL, VARLINK_CALL_MORE);
-        if (r < 0) {
+        /* A connection rtpartd did not take says why: read on. */
+        if (r < 0 && r != -ECONNRESET) {
                 log_error("lost the connection to rtpartd: %s", strerror(-r));
                 return EXIT_FAILED;
         }

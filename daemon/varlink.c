@@ -57,6 +57,21 @@ typedef struct VarlinkInterface {
 
 typedef struct VarlinkConnection VarlinkConnection;
 
+/* What one uid holds: its connections and their unsent output, and when its refusals were last
+ * reported. Kept while it has connections, or while a refusal report is recent. */
+typedef struct VarlinkUser {
+        struct VarlinkUser *next;
+        uid_t uid;
+        unsigned n_connections;
+        size_t queued;
+        uint64_t refused_usec;          /* when a refusal was last reported; 0: never */
+        unsigned n_refused;             /* refusals not reported yet */
+} VarlinkUser;
+
+/* Users kept for refusal reports only, beyond those with connections: past this, refusals of new
+ * uids are reported under one shared entry. */
+#define VARLINK_USERS_MAX (2 * VARLINK_CONNECTIONS_MAX)
+
 struct VarlinkServer {
         sd_event *event;
         void *userdata;
@@ -68,6 +83,13 @@ struct VarlinkServer {
         char *bound_path;       /* a socket file we created, removed again on free */
         VarlinkConnection *connections;
         size_t n_connections;
+        VarlinkUser *users, overflow_user;
+        size_t n_users;
+        size_t queued, queued_others;   /* unsent output: all of it, that of uids other than 0 */
+        uint64_t idle_timeout_usec;
+        sd_event_source *idle_source;   /* on while a connection is idle */
+        VarlinkRefusedFunc refused;
+        void *refused_userdata;
 };
 
 struct VarlinkConnection {
@@ -77,6 +99,10 @@ struct VarlinkConnection {
         sd_event_source *io, *defer;
         uid_t uid;
         bool uid_valid;
+        VarlinkUser *user;
+        size_t queued;          /* out_len - out_off, as counted in user and server */
+        uint64_t idle_since;    /* no call in progress since; 0 while one is */
+        bool stalled;           /* held back by its uid's or everybody's output bound */
         char *in;
         size_t in_len, in_cap;
         char *out;
@@ -99,6 +125,7 @@ struct VarlinkCall {
 
 static void connection_update(VarlinkConnection *c);
 static void connection_free(VarlinkConnection *c);
+static void connection_account(VarlinkConnection *c);
 
 int varlink_server_new(sd_event *event, VarlinkServer **ret) {
         VarlinkServer *s = calloc(1, sizeof(*s));
@@ -106,6 +133,8 @@ int varlink_server_new(sd_event *event, VarlinkServer **ret) {
                 return -ENOMEM;
         s->event = sd_event_ref(event);
         s->listen_fd = -EBADF;
+        s->idle_timeout_usec = VARLINK_IDLE_TIMEOUT_USEC;
+        s->overflow_user.uid = VARLINK_UID_INVALID;
         *ret = s;
         return 0;
 }
@@ -115,6 +144,12 @@ VarlinkServer *varlink_server_free(VarlinkServer *s) {
                 return NULL;
         while (s->connections)
                 connection_free(s->connections);
+        while (s->users) {
+                VarlinkUser *u = s->users;
+                s->users = u->next;
+                free(u);
+        }
+        sd_event_source_disable_unref(s->idle_source);
         sd_event_source_disable_unref(s->listen_source);
         if (s->listen_fd >= 0)
                 close(s->listen_fd);
@@ -166,6 +201,65 @@ size_t varlink_server_n_connections(VarlinkServer *s) {
         return s->n_connections;
 }
 
+size_t varlink_server_queued_bytes(VarlinkServer *s) {
+        return s->queued;
+}
+
+void varlink_server_set_refused(VarlinkServer *s, VarlinkRefusedFunc func, void *userdata) {
+        s->refused = func;
+        s->refused_userdata = userdata;
+}
+
+static uint64_t server_now(VarlinkServer *s) {
+        uint64_t now;
+        if (sd_event_now(s->event, CLOCK_MONOTONIC, &now) < 0)
+                now = 0;
+        return MAX(now, (uint64_t) 1);
+}
+
+static bool uid_is_root(uid_t uid, bool valid) {
+        return valid && uid == 0;
+}
+
+static bool connection_is_root(VarlinkConnection *c) {
+        return uid_is_root(c->uid, c->uid_valid);
+}
+
+static VarlinkUser *server_find_user(VarlinkServer *s, uid_t uid) {
+        for (VarlinkUser *u = s->users; u; u = u->next)
+                if (u->uid == uid)
+                        return u;
+        return NULL;
+}
+
+/* A user entry that holds nothing and reports nothing soon goes. */
+static void server_prune_users(VarlinkServer *s, uint64_t now) {
+        for (VarlinkUser **p = &s->users; *p;) {
+                VarlinkUser *u = *p;
+                if (u->n_connections == 0 && u->queued == 0 &&
+                    (u->refused_usec == 0 || now >= u->refused_usec + VARLINK_REFUSED_LOG_INTERVAL_USEC)) {
+                        *p = u->next;
+                        s->n_users--;
+                        free(u);
+                } else
+                        p = &u->next;
+        }
+}
+
+static VarlinkUser *server_add_user(VarlinkServer *s, uid_t uid) {
+        VarlinkUser *u = server_find_user(s, uid);
+        if (u)
+                return u;
+        u = calloc(1, sizeof(*u));
+        if (!u)
+                return NULL;
+        u->uid = uid;
+        u->next = s->users;
+        s->users = u;
+        s->n_users++;
+        return u;
+}
+
 /* ---- calls ---- */
 
 VarlinkCall *varlink_call_ref(VarlinkCall *c) {
@@ -214,18 +308,15 @@ static void connection_release_output(VarlinkConnection *c) {
         c->out_cap = c->out_len = c->out_off = 0;
 }
 
-/* Queues one message and its NUL; tries to write it right away. */
-static int connection_send(VarlinkConnection *c, json_t *msg) {
+/* Queues one message and its NUL; tries to write it right away. A final reply is always queued
+ * (the connection takes no other call until it is sent); a notification of a stream ends the
+ * connection when what stays queued passes the stream's, its uid's or everybody's bound. */
+static int connection_send(VarlinkConnection *c, json_t *msg, bool stream) {
+        VarlinkServer *s = c->server;
         _cleanup_free_ char *text = json_dumps(msg, JSON_COMPACT);
         if (!text)
                 return -ENOMEM;
         size_t len = strlen(text) + 1;
-        if (c->out_len - c->out_off + len > VARLINK_OUTPUT_MAX) {
-                /* The peer stopped reading (a Watch client that hangs): drop it rather than grow. */
-                c->dead = true;
-                connection_update(c);
-                return -ENOBUFS;
-        }
         if (c->out_off > 0 && c->out_off == c->out_len)
                 c->out_off = c->out_len = 0;
         if (c->out_len + len > c->out_cap) {
@@ -251,6 +342,14 @@ static int connection_send(VarlinkConnection *c, json_t *msg) {
                 c->out_off += (size_t) n;
         }
         connection_release_output(c);
+        connection_account(c);
+        if (stream && (c->queued > VARLINK_STREAM_OUTPUT_MAX || c->user->queued > VARLINK_UID_OUTPUT_MAX ||
+                       (!connection_is_root(c) && s->queued_others > VARLINK_OUTPUT_MAX))) {
+                /* The peer stopped reading (a Watch client that hangs): drop it rather than grow. */
+                c->dead = true;
+                connection_update(c);
+                return -ENOBUFS;
+        }
         connection_update(c);
         return 0;
 }
@@ -268,7 +367,7 @@ static int call_send(VarlinkCall *c, json_t *msg, bool final) {
                 return -ENOTCONN;
         int r = 0;
         if (!(c->flags & VARLINK_CALL_ONEWAY))
-                r = connection_send(conn, m);
+                r = connection_send(conn, m, /* stream= */ !final);
         if (final && conn->current == c) {
                 conn->current = NULL;
                 varlink_call_unref(c);
@@ -336,13 +435,121 @@ static int service_get_description(VarlinkCall *call, VarlinkServer *s, json_t *
         return varlink_call_reply(call, json_pack("{s:s}", "description", i->description));
 }
 
+/* ---- what connections hold: output, time ---- */
+
+static void server_wake_stalled(VarlinkServer *s) {
+        for (VarlinkConnection *c = s->connections; c; c = c->next)
+                if (c->stalled) {
+                        c->stalled = false;
+                        (void) sd_event_source_set_enabled(c->defer, SD_EVENT_ONESHOT);
+                }
+}
+
+/* Brings the uid's and the server's count of unsent output up to date with the connection's.
+ * Output that falls below a bound lets the connections held back by it go on. */
+static void connection_account(VarlinkConnection *c) {
+        VarlinkServer *s = c->server;
+        VarlinkUser *u = c->user;
+        size_t now = c->out_len - c->out_off;
+
+        if (now == c->queued)
+                return;
+        bool uid_full = u->queued >= VARLINK_UID_OUTPUT_MAX, others_full = s->queued_others >= VARLINK_OUTPUT_MAX;
+        u->queued = u->queued - c->queued + now;
+        s->queued = s->queued - c->queued + now;
+        if (!connection_is_root(c))
+                s->queued_others = s->queued_others - c->queued + now;
+        c->queued = now;
+        if ((uid_full && u->queued < VARLINK_UID_OUTPUT_MAX) || (others_full && s->queued_others < VARLINK_OUTPUT_MAX))
+                server_wake_stalled(s);
+}
+
+/* Whether the connection may read and dispatch its next call: not while its own replies are
+ * unsent, nor while its uid's output, or (but for root) everybody's, is at its bound. */
+static bool connection_may_take_call(VarlinkConnection *c) {
+        VarlinkServer *s = c->server;
+        if (c->out_off < c->out_len)
+                return false;
+        if (c->user->queued >= VARLINK_UID_OUTPUT_MAX ||
+            (!connection_is_root(c) && s->queued_others >= VARLINK_OUTPUT_MAX)) {
+                c->stalled = true;
+                return false;
+        }
+        return true;
+}
+
+static int server_on_idle(sd_event_source *src, uint64_t usec, void *userdata);
+
+/* The timer on at `usec` (CLOCK_MONOTONIC), or off for UINT64_MAX. */
+static void server_arm_idle(VarlinkServer *s, uint64_t usec) {
+        if (usec == UINT64_MAX) {
+                if (s->idle_source)
+                        (void) sd_event_source_set_enabled(s->idle_source, SD_EVENT_OFF);
+                return;
+        }
+        uint64_t accuracy = MAX(MIN(s->idle_timeout_usec / 10, (uint64_t) 1000000), (uint64_t) 1);
+        if (!s->idle_source) {
+                if (sd_event_add_time(s->event, &s->idle_source, CLOCK_MONOTONIC, usec, accuracy, server_on_idle, s) < 0)
+                        return; /* idle connections then stay: they are still bounded in number */
+                (void) sd_event_source_set_description(s->idle_source, "varlink-idle");
+                return;
+        }
+        (void) sd_event_source_set_time(s->idle_source, usec);
+        (void) sd_event_source_set_time_accuracy(s->idle_source, accuracy);
+        (void) sd_event_source_set_enabled(s->idle_source, SD_EVENT_ONESHOT);
+}
+
+/* Closes the connections idle for the timeout and sets the timer for the next one to be, or
+ * turns it off: no wake-up while no connection is idle. */
+static void server_check_idle(VarlinkServer *s, uint64_t now) {
+        uint64_t next = UINT64_MAX;
+        for (VarlinkConnection *c = s->connections, *n; c; c = n) {
+                n = c->next;
+                if (c->idle_since == 0 || s->idle_timeout_usec == 0)
+                        continue;
+                if (now >= c->idle_since + s->idle_timeout_usec)
+                        connection_free(c);
+                else
+                        next = MIN(next, c->idle_since + s->idle_timeout_usec);
+        }
+        server_arm_idle(s, next);
+}
+
+static int server_on_idle(sd_event_source *src, uint64_t usec, void *userdata) {
+        VarlinkServer *s = userdata;
+        server_check_idle(s, server_now(s));
+        return 0;
+}
+
+void varlink_server_set_idle_timeout(VarlinkServer *s, uint64_t usec) {
+        s->idle_timeout_usec = usec;
+        server_check_idle(s, server_now(s));
+}
+
+/* No call in progress from now on. The timer, when on, is set for the earliest deadline, which is
+ * no later than this one's. */
+static void connection_set_idle(VarlinkConnection *c) {
+        VarlinkServer *s = c->server;
+        int enabled = SD_EVENT_OFF;
+
+        if (c->idle_since != 0)
+                return;
+        c->idle_since = server_now(s);
+        if (s->idle_timeout_usec == 0)
+                return;
+        if (s->idle_source)
+                (void) sd_event_source_get_enabled(s->idle_source, &enabled);
+        if (enabled == SD_EVENT_OFF)
+                server_arm_idle(s, c->idle_since + s->idle_timeout_usec);
+}
+
 /* ---- connections ---- */
 
 static void connection_fail(VarlinkConnection *c, const char *error, const char *parameter) {
         /* A protocol violation: one error reply (not tied to a call), then the connection closes. */
         _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:{s:s}}", "error", error, "parameters", "parameter", parameter);
         if (m)
-                (void) connection_send(c, m);
+                (void) connection_send(c, m, /* stream= */ false);
         c->closing = true;
         connection_update(c);
 }
@@ -350,6 +557,8 @@ static void connection_fail(VarlinkConnection *c, const char *error, const char 
 static int connection_dispatch(VarlinkConnection *c, const char *text, size_t len) {
         VarlinkServer *s = c->server;
         json_error_t jerr;
+
+        c->idle_since = 0; /* the client is active: its idle time starts again after this call */
         _cleanup_(json_decrefp) json_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
         const char *method;
         json_t *params, *more, *oneway;
@@ -432,10 +641,11 @@ static int connection_dispatch(VarlinkConnection *c, const char *text, size_t le
 /* Runs the complete messages in the input buffer, one call at a time. */
 static void connection_process(VarlinkConnection *c) {
         size_t off = 0;
-        while (!c->current && !c->closing && !c->dead) {
+        while (!c->current && !c->closing && !c->dead && connection_may_take_call(c)) {
                 char *nul = c->in_len > off ? memchr(c->in + off, 0, c->in_len - off) : NULL;
                 if (!nul) {
-                        if (c->in_len - off > VARLINK_MESSAGE_MAX)
+                        /* A message, its NUL included, is at most VARLINK_MESSAGE_MAX. */
+                        if (c->in_len - off >= VARLINK_MESSAGE_MAX)
                                 connection_fail(c, VARLINK_ERROR_INVALID_PARAMETER, "message too long");
                         break;
                 }
@@ -464,15 +674,17 @@ static void connection_process(VarlinkConnection *c) {
                 else
                         c->closing = true;
         }
+        if (!c->dead && !c->closing && !c->current)
+                connection_set_idle(c);
         connection_update(c);
 }
 
 static int connection_read(VarlinkConnection *c) {
         for (;;) {
-                if (c->in_len >= VARLINK_MESSAGE_MAX + 1)
+                if (c->in_len >= VARLINK_MESSAGE_MAX)
                         return 0; /* enough to decide; the rest waits for the current call */
-                if (c->in_cap - c->in_len < 4096) {
-                        size_t cap = MIN(MAX(c->in_cap * 2, (size_t) 16384), (size_t) VARLINK_MESSAGE_MAX + 16384);
+                if (c->in_cap - c->in_len < 4096 && c->in_cap < VARLINK_MESSAGE_MAX) {
+                        size_t cap = MIN(MAX(c->in_cap * 2, (size_t) 16384), (size_t) VARLINK_MESSAGE_MAX);
                         char *n = realloc(c->in, cap);
                         if (!n)
                                 return -ENOMEM;
@@ -506,6 +718,7 @@ static int connection_write(VarlinkConnection *c) {
                         return -errno;
                 }
                 c->out_off += (size_t) n;
+                connection_account(c);
         }
         connection_release_output(c);
         return 0;
@@ -518,7 +731,8 @@ static void connection_update(VarlinkConnection *c) {
                 return;
         }
         uint32_t events = 0;
-        if (!c->eof && !c->closing && c->in_len <= VARLINK_MESSAGE_MAX)
+        /* Requests wait in the kernel while replies are unread: the client blocks, not we grow. */
+        if (!c->eof && !c->closing && c->in_len < VARLINK_MESSAGE_MAX && c->out_off == c->out_len && !c->stalled)
                 events |= EPOLLIN;
         if (c->out_off < c->out_len)
                 events |= EPOLLOUT;
@@ -538,6 +752,10 @@ static int connection_on_io(sd_event_source *src, int fd, uint32_t revents, void
         }
         if (!c->dead)
                 connection_process(c);
+        /* Hung up (epoll reports that whatever we ask for): what waits for its replies to be read
+         * or for others' to drain never will, and would wake us on every turn meanwhile. */
+        if (revents & EPOLLHUP && !c->dead && !c->closing && (c->stalled || c->out_off < c->out_len))
+                c->dead = true;
         if (c->dead || (c->closing && c->out_off == c->out_len))
                 connection_free(c);
         return 0;
@@ -568,6 +786,12 @@ static void connection_free(VarlinkConnection *c) {
         if (c->next)
                 c->next->prev = c->prev;
         s->n_connections--;
+        c->out_off = c->out_len;
+        connection_account(c);
+        if (--c->user->n_connections == 0)
+                server_prune_users(s, server_now(s));
+        if (s->n_connections == 0)
+                server_arm_idle(s, UINT64_MAX);
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->defer);
         close(c->fd);
@@ -576,25 +800,70 @@ static void connection_free(VarlinkConnection *c) {
         free(c);
 }
 
-int varlink_server_add_connection(VarlinkServer *s, int fd) {
+/* One error reply to a connection not taken, then it is closed; the refusal is reported once per
+ * uid per interval, with the number refused since. */
+static void server_refuse(VarlinkServer *s, int fd, uid_t uid, int reason) {
+        char msg[200];
+        if (reason == -EUSERS)
+                snprintf(msg, sizeof(msg), "too many connections from uid %u: at most %u at once per user", (unsigned) uid,
+                         VARLINK_CONNECTIONS_PER_UID_MAX);
+        else
+                snprintf(msg, sizeof(msg), "too many connections: at most %u at once, the last %u of them for root",
+                         VARLINK_CONNECTIONS_MAX, VARLINK_CONNECTIONS_ROOT_RESERVE);
+        _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:{s:s}}", "error", VARLINK_ERROR_TOO_MANY_CONNECTIONS,
+                                                      "parameters", "message", msg);
+        _cleanup_free_ char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
+        if (text) /* a fresh socket's buffer takes it whole, or the peer is gone */
+                (void) send(fd, text, strlen(text) + 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+        uint64_t now = server_now(s);
+        server_prune_users(s, now);
+        VarlinkUser *u = server_find_user(s, uid);
+        if (!u && s->n_users < VARLINK_USERS_MAX)
+                u = server_add_user(s, uid);
+        if (!u)
+                u = &s->overflow_user;
+        u->n_refused++;
+        if (u->refused_usec != 0 && now < u->refused_usec + VARLINK_REFUSED_LOG_INTERVAL_USEC)
+                return;
+        if (s->refused)
+                s->refused(s, uid, reason, u->n_refused, s->refused_userdata);
+        u->refused_usec = now;
+        u->n_refused = 0;
+}
+
+static int server_add_connection(VarlinkServer *s, int fd, uid_t uid, bool uid_valid) {
         _cleanup_close_ int cfd = fd;
+        bool root = uid_is_root(uid, uid_valid);
         int r;
 
-        if (s->n_connections >= VARLINK_CONNECTIONS_MAX)
-                return -EMFILE;
+        if (!uid_valid)
+                uid = VARLINK_UID_INVALID; /* one more uid, not root's */
+        /* Root takes any slot; everybody else leaves the last ones to root. */
+        VarlinkUser *u = server_find_user(s, uid);
+        r = 0;
+        if (s->n_connections >= VARLINK_CONNECTIONS_MAX ||
+            (!root && s->n_connections >= VARLINK_CONNECTIONS_MAX - VARLINK_CONNECTIONS_ROOT_RESERVE))
+                r = -EMFILE;
+        else if (!root && u && u->n_connections >= VARLINK_CONNECTIONS_PER_UID_MAX)
+                r = -EUSERS;
+        if (r < 0) {
+                server_refuse(s, cfd, uid, r);
+                return r;
+        }
         int fl = fcntl(cfd, F_GETFL);
         if (fl < 0 || fcntl(cfd, F_SETFL, fl | O_NONBLOCK) < 0 || fcntl(cfd, F_SETFD, FD_CLOEXEC) < 0)
                 return -errno;
+        u = server_add_user(s, uid);
+        if (!u)
+                return -ENOMEM;
         VarlinkConnection *c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
         c->server = s;
-        struct ucred uc;
-        socklen_t sl = sizeof(uc);
-        if (getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &uc, &sl) >= 0 && sl == sizeof(uc) && uc.uid != (uid_t) -1) {
-                c->uid = uc.uid;
-                c->uid_valid = true;
-        }
+        c->uid = uid;
+        c->uid_valid = uid_valid;
+        c->user = u;
         r = sd_event_add_io(s->event, &c->io, cfd, EPOLLIN, connection_on_io, c);
         if (r >= 0)
                 r = sd_event_add_defer(s->event, &c->defer, connection_on_defer, c);
@@ -613,7 +882,21 @@ int varlink_server_add_connection(VarlinkServer *s, int fd) {
                 c->next->prev = c;
         s->connections = c;
         s->n_connections++;
+        u->n_connections++;
+        connection_set_idle(c);
         return 0;
+}
+
+int varlink_server_add_connection(VarlinkServer *s, int fd) {
+        struct ucred uc;
+        socklen_t sl = sizeof(uc);
+        bool valid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &sl) >= 0 && sl == sizeof(uc) &&
+                     uc.uid != VARLINK_UID_INVALID;
+        return server_add_connection(s, fd, valid ? uc.uid : VARLINK_UID_INVALID, valid);
+}
+
+int varlink_server_add_connection_uid(VarlinkServer *s, int fd, uid_t uid) {
+        return server_add_connection(s, fd, uid, uid != VARLINK_UID_INVALID);
 }
 
 static int server_on_accept(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
@@ -622,7 +905,8 @@ static int server_on_accept(sd_event_source *src, int fd, uint32_t revents, void
                 int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (cfd < 0)
                         return 0; /* EAGAIN, or a connection that died before we took it */
-                /* Over the limit the new connection is closed at once: the old ones are served. */
+                /* Over a limit the new connection gets its refusal and is closed at once: the old
+                 * ones are served. */
                 (void) varlink_server_add_connection(s, cfd);
         }
 }
@@ -795,7 +1079,7 @@ int varlink_client_recv(VarlinkClient *c, uint64_t timeout_usec, json_t **ret) {
                         return 0;
                 }
                 scanned = c->in_len;
-                if (c->in_len > VARLINK_OUTPUT_MAX)
+                if (c->in_len > VARLINK_CLIENT_MESSAGE_MAX)
                         return -EBADMSG;
                 if (c->in_cap - c->in_len < 4096) {
                         size_t cap = MAX(c->in_cap * 2, (size_t) 65536);
@@ -832,11 +1116,15 @@ int varlink_client_call(VarlinkClient *c, const char *method, json_t *parameters
                         json_t **ret_parameters, char **ret_error) {
         _cleanup_(json_decrefp) json_t *m = NULL;
         int r = varlink_client_send(c, method, parameters, 0);
-        if (r < 0)
-                return r;
-        r = varlink_client_recv(c, timeout_usec, &m);
-        if (r < 0)
-                return r;
+        if (r < 0) {
+                /* A server that did not take the connection said why before it closed it. */
+                if (r != -ECONNRESET || varlink_client_recv(c, 0, &m) < 0 || !json_object_get(m, "error"))
+                        return r;
+        } else {
+                r = varlink_client_recv(c, timeout_usec, &m);
+                if (r < 0)
+                        return r;
+        }
         const char *error = json_string_value(json_object_get(m, "error"));
         json_t *p = json_object_get(m, "parameters");
         char *e = error ? strdup(error) : NULL;

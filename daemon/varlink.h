@@ -4,21 +4,58 @@
 /* A small varlink server (https://varlink.org) on sd-event: JSON messages, each terminated by a
  * NUL byte, over a unix stream socket. Calls on one connection are answered in order, one at a
  * time (a client may pipeline them); a call with "more" may answer many times until it sends a
- * final reply; "oneway" calls get no answer. Input beyond VARLINK_MESSAGE_MAX without a NUL, a
- * message that is not a JSON object naming a method, or an output queue beyond
- * VARLINK_OUTPUT_MAX (a peer that stopped reading) ends the connection, after an error reply where
- * one can be sent. org.varlink.service (GetInfo, GetInterfaceDescription) is built in. */
+ * final reply; "oneway" calls get no answer. A message longer than VARLINK_MESSAGE_MAX, a message
+ * that is not a JSON object naming a method, or a stream that outgrows its output bounds (a peer
+ * that stopped reading) ends the connection, after an error reply where one can be sent.
+ * org.varlink.service (GetInfo, GetInterfaceDescription) is built in.
+ *
+ * The socket is open to every local user; what one user can take is bounded, and root always
+ * gets in:
+ * - The peer's uid comes from SO_PEERCRED at accept.
+ * - Connections: VARLINK_CONNECTIONS_MAX in all; each uid other than 0 at most
+ *   VARLINK_CONNECTIONS_PER_UID_MAX at once; other uids together never take the last
+ *   VARLINK_CONNECTIONS_ROOT_RESERVE slots, which are uid 0's. A refused connection gets one
+ *   VARLINK_ERROR_TOO_MANY_CONNECTIONS reply and is closed; refusals are reported through the
+ *   refused callback at most once per uid per VARLINK_REFUSED_LOG_INTERVAL_USEC.
+ * - Idle: a connection with no call in progress (a "more" subscription is one) for
+ *   VARLINK_IDLE_TIMEOUT_USEC is closed. One timer for the server, off while no connection is
+ *   idle.
+ * - Output: a connection's next request is not read nor dispatched while it has unsent reply
+ *   bytes (its client blocks once the kernel's socket buffer is full). A "more" stream whose
+ *   queued notifications exceed VARLINK_STREAM_OUTPUT_MAX is ended (connection closed), as
+ *   is one that takes its uid past VARLINK_UID_OUTPUT_MAX or, for uids other than 0, all of
+ *   them past VARLINK_OUTPUT_MAX. No connection of a uid takes a call while that uid has
+ *   VARLINK_UID_OUTPUT_MAX queued, nor one of a uid other than 0 while they all have
+ *   VARLINK_OUTPUT_MAX queued. A final reply is always queued whole, so each bound is passed by
+ *   at most one reply: total queued output <= VARLINK_OUTPUT_MAX (16 MiB, every uid but 0) +
+ *   VARLINK_UID_OUTPUT_MAX (4 MiB, uid 0) + 2 replies (rtpartd's largest is a Plan document,
+ *   95 KiB compact for the 64-CPU EPYC fixture; it grows with the host's CPUs and IRQs). A call
+ *   kept open and answered later adds its one reply (rtpartd keeps none but streams).
+ * - Input: one message, its NUL included, is at most VARLINK_MESSAGE_MAX; a connection buffers
+ *   at most that much: 16 MiB for one uid other than 0, 256 MiB for all connections. */
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
 #include "macro.h"
 
-#define VARLINK_MESSAGE_MAX (1U << 20)          /* one incoming message */
-#define VARLINK_OUTPUT_MAX (16U << 20)          /* queued replies of one connection */
+#define VARLINK_MESSAGE_MAX (1U << 20)                  /* one incoming message, NUL included */
 #define VARLINK_CONNECTIONS_MAX 256U
+#define VARLINK_CONNECTIONS_PER_UID_MAX 16U             /* for every uid but 0 */
+#define VARLINK_CONNECTIONS_ROOT_RESERVE 16U            /* of VARLINK_CONNECTIONS_MAX, for uid 0 only */
+#define VARLINK_IDLE_TIMEOUT_USEC (60U * 1000000ULL)
+#define VARLINK_STREAM_OUTPUT_MAX (1U << 20)            /* queued notifications of one "more" call */
+#define VARLINK_UID_OUTPUT_MAX (4U << 20)               /* queued output of one uid's connections */
+#define VARLINK_OUTPUT_MAX (16U << 20)                  /* queued output of every uid but 0, together */
+#define VARLINK_REFUSED_LOG_INTERVAL_USEC (60U * 1000000ULL)
+#define VARLINK_UID_INVALID ((uid_t) -1)
+/* What a client the server does not take reads before the connection closes. */
+#define VARLINK_ERROR_TOO_MANY_CONNECTIONS "org.rtpart.Manager.TooManyConnections"
+/* What a client accepts as one message (the largest reply rtpartd makes is far below). */
+#define VARLINK_CLIENT_MESSAGE_MAX (64U << 20)
 
 typedef struct VarlinkServer VarlinkServer;
 typedef struct VarlinkCall VarlinkCall;
@@ -69,7 +106,20 @@ int varlink_server_listen_address(VarlinkServer *s, const char *path, mode_t mod
 int varlink_server_listen_fd(VarlinkServer *s, int fd);
 /* Serves one connected socket (accept()ed elsewhere, or one end of a socketpair). Takes the fd. */
 int varlink_server_add_connection(VarlinkServer *s, int fd);
+/* The same, for a peer of the given uid whatever SO_PEERCRED says (tests). Both refuse a
+ * connection over the limits above (-EMFILE: all slots, or all but root's, are taken; -EUSERS:
+ * the uid has its VARLINK_CONNECTIONS_PER_UID_MAX) after sending it the refusal, and close it. */
+int varlink_server_add_connection_uid(VarlinkServer *s, int fd, uid_t uid);
 size_t varlink_server_n_connections(VarlinkServer *s);
+/* Unsent reply bytes held for all connections. */
+size_t varlink_server_queued_bytes(VarlinkServer *s);
+/* VARLINK_IDLE_TIMEOUT_USEC unless set (tests); 0 turns the idle timeout off. */
+void varlink_server_set_idle_timeout(VarlinkServer *s, uint64_t usec);
+/* Called when a connection is refused, at most once per uid per VARLINK_REFUSED_LOG_INTERVAL_USEC:
+ * the uid (VARLINK_UID_INVALID when unknown), -EMFILE or -EUSERS, and how many connections of that uid
+ * were refused since the last call (this one included). */
+typedef void (*VarlinkRefusedFunc)(VarlinkServer *s, uid_t uid, int reason, unsigned n_refused, void *userdata);
+void varlink_server_set_refused(VarlinkServer *s, VarlinkRefusedFunc func, void *userdata);
 
 /* ---- inside a method ---- */
 
@@ -111,9 +161,10 @@ int varlink_client_send(VarlinkClient *c, const char *method, json_t *parameters
 /* The next message: 0 and *ret ({"parameters", "continues"} or {"error", "parameters"}).
  * timeout_usec 0 only looks at what already arrived (-EAGAIN: no whole message yet), UINT64_MAX
  * waits as long as it takes. -ECONNRESET: the server closed the connection; -ETIMEDOUT; -EBADMSG:
- * not a JSON object, or a message beyond VARLINK_OUTPUT_MAX. */
+ * not a JSON object, or a message beyond VARLINK_CLIENT_MESSAGE_MAX. */
 int varlink_client_recv(VarlinkClient *c, uint64_t timeout_usec, json_t **ret);
 /* One call and its reply: 0 with *ret_parameters (never NULL) and *ret_error NULL, or, for an error
- * reply, *ret_error (the error's name) and its parameters. */
+ * reply, *ret_error (the error's name) and its parameters. A server that refused the connection
+ * before the call went out still answers: its refusal is the reply. */
 int varlink_client_call(VarlinkClient *c, const char *method, json_t *parameters, uint64_t timeout_usec,
                         json_t **ret_parameters, char **ret_error);

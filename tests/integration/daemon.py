@@ -23,6 +23,13 @@ refused with exit 1; a socket nobody listens on is a silent fallback; rtpartctl 
 for a tampered file and exits 0 on SIGINT, 1 without a daemon. Only the processes this test
 started are ended, by PID.
 
+What one user can take (rtpartd on its default socket): the test user opens 300 connections and
+holds them; rtpartd keeps 16, refuses the rest with org.rtpart.Manager.TooManyConnections and logs
+that once; root's rtpartctl status still answers; the 16 pipeline calls and never read, and rtpartd's
+peak RSS stays below 64 MiB. When root itself holds all 256, rtpartctl as root warns and works on
+the host directly (watch, and the test user, get exit 1); --varlink-socket=/nonexistent is exit 1
+with a message.
+
 Run by meson (suite sysroot) with RTPART_SOURCE_DIR and RTPART_BUILD_DIR set. Exits 77 (skip)
 with the reason when it cannot run here.
 """
@@ -107,6 +114,15 @@ def as_user(cmd, user):
     """cmd run as (uid, gid), without root's supplementary groups."""
     uid, gid = user
     return ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"] + cmd
+
+
+def user_python(test):
+    """An interpreter the test user may run (a pyenv under /root is not one)."""
+    py = next((x for x in ("/usr/bin/python3", "/usr/local/bin/python3", sys.executable)
+               if os.access(x, os.X_OK) and not x.startswith("/root/")), None)
+    if not py:
+        test.skipTest(f"no python3 outside /root for the {TestUser.NAME} peer")
+    return py
 
 
 class Varlink:
@@ -431,12 +447,7 @@ class DaemonTest(unittest.TestCase):
             os.setgid(gid)
             os.setuid(uid)
 
-        # The interpreter must be one the test user may run (a pyenv under /root is not).
-        py = next((x for x in ("/usr/bin/python3", "/usr/local/bin/python3", sys.executable)
-                   if os.access(x, os.X_OK) and not x.startswith("/root/")), None)
-        if not py:
-            self.skipTest(f"no python3 outside /root for the {TestUser.NAME} peer")
-        p = subprocess.run([py, "-c", code, d.sock], preexec_fn=drop, capture_output=True, text=True, timeout=30)
+        p = subprocess.run([user_python(self), "-c", code, d.sock], preexec_fn=drop, capture_output=True, text=True, timeout=30)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(json.loads(p.stdout),
                          [TestUser.NAME, [IFACE + ".PermissionDenied", IFACE + ".PermissionDenied", None]])
@@ -771,25 +782,161 @@ class CtlTest(unittest.TestCase):
         self.assertIn("Watching realtime", err[text])
 
 
-@unittest.skipUnless(shutil.which("socat"), "socat missing (scripts/deps --test installs it)")
-class SocatTest(unittest.TestCase):
-    """varlink as any client speaks it, through socat - UNIX-CONNECT:SOCKET: NUL-terminated JSON."""
+# Run as the test user: opens N connections to the socket and holds them; says how many the
+# daemon kept and how many it refused (an error reply, then closed); then, when asked, pipelines
+# calls on the kept ones without ever reading a reply, until the daemon stops taking them.
+HOLDER = r"""
+import json, select, socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+conns = []
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    conns.append(s)
+time.sleep(1)
+kept, refused = [], []
+for s in conns:
+    r, _, _ = select.select([s], [], [], 0)
+    if not r:
+        kept.append(s)
+        continue
+    buf = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        buf += d
+    refused.append(json.loads(buf.split(b"\0")[0])["error"] if buf else "closed without a reply")
+print(json.dumps({"kept": len(kept), "refused": sorted(set(refused)), "n_refused": len(refused)}), flush=True)
+if sys.stdin.readline().strip() == "flood":
+    call = json.dumps({"method": "org.varlink.service.GetInterfaceDescription",
+                       "parameters": {"interface": "org.rtpart.Manager"}}).encode() + b"\0"
+    data = call * 4000  # 4000 replies of 8 KiB per connection: 32 MiB each if all were queued
+    sent = [0] * len(kept)
+    for s in kept:
+        s.setblocking(False)
+    idle_since = time.monotonic()
+    while time.monotonic() < idle_since + 2:
+        for i, s in enumerate(kept):
+            if sent[i] < len(data):
+                try:
+                    n = s.send(data[sent[i]:sent[i] + 65536])
+                    sent[i] += n
+                    idle_since = time.monotonic()
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    sent[i] = len(data)  # closed by the daemon
+        time.sleep(0.01)
+    print(json.dumps({"sent": sent, "calls": len(data)}), flush=True)
+    sys.stdin.readline()
+"""
+
+
+class DaemonProcsTest(unittest.TestCase):
+    """A daemon for each test, and the client processes the test started (ended by PID)."""
+
+    daemon_args = {}
 
     def setUp(self):
-        self.d = Daemon()
+        self.d = Daemon(**self.daemon_args)
         self.d.start()
         self.procs = []
 
     def tearDown(self):
-        for p in self.procs:  # our own socat processes, by PID
+        for p in self.procs:  # our own client processes, by PID
             if p.poll() is None:
                 p.kill()
                 p.wait()
             for f in (p.stdin, p.stdout, p.stderr):
-                f.close()
+                if f:
+                    f.close()
         if self._outcome.result and (self._outcome.result.failures or self._outcome.result.errors):
             sys.stderr.write("---- rtpartd log ----\n" + self.d.logtext())
         self.d.close()
+
+
+class LimitsTest(DaemonProcsTest):
+    """What one local user can take of rtpartd: 16 connections and bounded memory; root still gets
+    its answers, and rtpartctl, as root, works on the host directly when rtpartd has no room."""
+
+    daemon_args = {"default_socket": True}
+
+    def holder(self, n):
+        uid, gid = TestUser.get(self)
+
+        def drop():
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+
+        p = subprocess.Popen([user_python(self), "-c", HOLDER, self.d.sock, str(n)], preexec_fn=drop, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.procs.append(p)
+        r, _, _ = select.select([p.stdout], [], [], 30)
+        self.assertTrue(r, "the holder did not report")
+        line = p.stdout.readline()
+        self.assertTrue(line, p.stderr.read() if p.poll() is not None else "no report")
+        return p, json.loads(line)
+
+    def test_one_user_cannot_lock_root_out(self):
+        p, held = self.holder(300)
+        st = ctl(self.d.root, "--json", "status")
+        self.assertEqual(st.returncode, 0, st.stderr)
+        self.assertEqual(st.stderr, "")
+        self.assertIn("daemon", json.loads(st.stdout))
+        self.assertEqual(held, {"kept": 16, "refused": [IFACE + ".TooManyConnections"], "n_refused": 284})
+        # 284 refusals, one line in the log.
+        self.assertEqual(self.d.logtext().count("refused"), 1, self.d.logtext())
+
+        # The held connections pipeline calls and never read: the daemon stops reading them, and
+        # its memory stays bounded (VmHWM: the most it ever had resident).
+        p.stdin.write("flood\n")
+        p.stdin.flush()
+        r, _, _ = select.select([p.stdout], [], [], 120)
+        self.assertTrue(r, "the flood did not end")
+        flood = json.loads(p.stdout.readline())
+        hwm = self.d.status_field("VmHWM")
+        print(f"rtpartd peak RSS with 16 connections flooding: {hwm} KiB; calls sent: {flood['sent']}")
+        self.assertLess(hwm, 64 * 1024, f"rtpartd grew to {hwm} KiB")
+        st = ctl(self.d.root, "status")
+        self.assertEqual(st.returncode, 0, st.stderr)
+        self.assertIsNone(self.d.proc.poll())
+
+    def test_root_refused_works_directly(self):
+        # Root itself holds every connection: rtpartctl, as root, says so and works alone.
+        conns = []
+        for _ in range(256):
+            c = Varlink(self.d.sock)
+            conns.append(c)
+        conns[-1].call("org.varlink.service.GetInfo")  # all 256 taken
+        try:
+            st = ctl(self.d.root, "--json", "status")
+            self.assertEqual(st.returncode, 0, st.stderr)
+            self.assertRegex(st.stderr, r"^rtpartctl: warning: rtpartd did not take the connection \(too many "
+                                        r"connections.*\); working on the host directly, as with --no-daemon\n$")
+            self.assertNotIn("daemon", json.loads(st.stdout))
+            # watch cannot work alone: it says why.
+            w = ctl(self.d.root, "watch")
+            self.assertEqual(w.returncode, 1)
+            self.assertIn("too many connections", w.stderr)
+            if shutil.which("setpriv"):
+                p = ctl(self.d.root, "status", user=TestUser.get(self))
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertIn("rtpartd did not take the connection", p.stderr)
+        finally:
+            for c in conns:
+                c.close()
+
+    def test_unreachable_socket_is_an_error_not_a_crash(self):
+        p = ctl(self.d.root, "--varlink-socket=/nonexistent", "status")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stderr, "rtpartctl: cannot connect to rtpartd at /nonexistent: No such file or directory\n")
+
+
+@unittest.skipUnless(shutil.which("socat"), "socat missing (scripts/deps --test installs it)")
+class SocatTest(DaemonProcsTest):
+    """varlink as any client speaks it, through socat - UNIX-CONNECT:SOCKET: NUL-terminated JSON."""
 
     def once(self, data):
         """printf DATA | socat: every reply, in order, once rtpartd has closed the connection."""

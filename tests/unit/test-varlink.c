@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,12 +147,41 @@ static int t_fail(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, voi
         return -EROFS;
 }
 
+/* A reply of "n" bytes. */
+static int t_big(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        size_t n = (size_t) json_integer_value(json_object_get(params, "n"));
+        char *text = malloc(n + 1);
+        ck_assert_ptr_nonnull(text);
+        memset(text, 'x', n);
+        text[n] = 0;
+        json_t *r = json_pack("{s:s}", "x", text);
+        free(text);
+        return varlink_call_reply(call, r);
+}
+
+/* Notifies 4 KiB at a time until the server will not take more (the peer does not read). */
+static unsigned flood_sent;
+static int flood_result;
+static int t_flood(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        char text[4096];
+        memset(text, 'f', sizeof(text) - 1);
+        text[sizeof(text) - 1] = 0;
+        for (flood_sent = 0; flood_sent < 100000; flood_sent++) {
+                flood_result = varlink_call_notify(call, json_pack("{s:s}", "x", text));
+                if (flood_result < 0)
+                        return 0;
+        }
+        return varlink_call_reply(call, NULL);
+}
+
 static const VarlinkMethod test_methods[] = {
         { "org.example.test.Echo", t_echo },
         { "org.example.test.Count", t_count },
         { "org.example.test.WhoAmI", t_whoami },
         { "org.example.test.Hold", t_hold },
         { "org.example.test.Fail", t_fail },
+        { "org.example.test.Big", t_big },
+        { "org.example.test.Flood", t_flood },
         {}
 };
 
@@ -276,6 +306,16 @@ START_TEST(test_malformed_input_closes) {
 }
 END_TEST
 
+/* The server said the message was too long, and closed the connection. */
+static void assert_too_long_and_closed(void) {
+        _cleanup_(json_decrefp) json_t *m = client_recv(&client, 5000);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_str_eq(error_of(m), VARLINK_ERROR_INVALID_PARAMETER);
+        ck_assert_str_eq(json_string_value(json_object_get(params_of(m), "parameter")), "message too long");
+        ck_assert_ptr_null(client_recv(&client, 5000));
+        ck_assert(client.eof);
+}
+
 START_TEST(test_oversized_message_closes) {
         size_t n = VARLINK_MESSAGE_MAX + 4096;
         char *big = malloc(n);
@@ -286,12 +326,7 @@ START_TEST(test_oversized_message_closes) {
         /* No NUL anywhere: the server must give up, not buffer for ever. */
         client_send_raw(&client, big, n);
         free(big);
-        _cleanup_(json_decrefp) json_t *m = client_recv(&client, 5000);
-        ck_assert_ptr_nonnull(m);
-        ck_assert_str_eq(error_of(m), VARLINK_ERROR_INVALID_PARAMETER);
-        ck_assert_str_eq(json_string_value(json_object_get(params_of(m), "parameter")), "message too long");
-        ck_assert_ptr_null(client_recv(&client, 5000));
-        ck_assert(client.eof);
+        assert_too_long_and_closed();
 }
 END_TEST
 
@@ -410,6 +445,348 @@ START_TEST(test_client_call_timeout) {
         ck_assert_int_eq(varlink_client_call(c, "org.example.test.Echo", NULL, 20 * 1000, &p, &error), -ETIMEDOUT);
         server = varlink_server_free(server);
         test_rmtree(dir);
+}
+END_TEST
+
+
+/* ---- what one user can take ---- */
+
+static unsigned n_refused_reports, last_n_refused;
+static uid_t last_refused_uid;
+static int last_refused_reason;
+
+static void on_refused(VarlinkServer *s, uid_t uid, int reason, unsigned n_refused, void *userdata) {
+        n_refused_reports++;
+        last_refused_uid = uid;
+        last_refused_reason = reason;
+        last_n_refused = n_refused;
+}
+
+/* A connection served as if its peer were uid; returns the client's end, or -errno. */
+static int connect_as(uid_t uid) {
+        int fds[2];
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+        int r = varlink_server_add_connection_uid(server, fds[0], uid);
+        if (r < 0) {
+                /* Refused: it says why, then it is closed. */
+                Client c = { .fd = fds[1] };
+                _cleanup_(json_decrefp) json_t *m = client_recv(&c, 1000);
+                ck_assert_ptr_nonnull(m);
+                ck_assert_str_eq(error_of(m), VARLINK_ERROR_TOO_MANY_CONNECTIONS);
+                ck_assert_ptr_nonnull(json_string_value(json_object_get(params_of(m), "message")));
+                ck_assert_ptr_null(client_recv(&c, 1000));
+                ck_assert(c.eof);
+                free(c.buf);
+                close(fds[1]);
+                return r;
+        }
+        return fds[1];
+}
+
+static void echo_on(int fd, int n) {
+        Client c = { .fd = fd };
+        char msg[128];
+        snprintf(msg, sizeof(msg), "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":%d}}", n);
+        _cleanup_(json_decrefp) json_t *m = client_call(&c, msg);
+        ck_assert_int_eq(json_integer_value(json_object_get(params_of(m), "n")), n);
+        free(c.buf);
+}
+
+START_TEST(test_connections_per_uid) {
+        int fds[VARLINK_CONNECTIONS_PER_UID_MAX + 1];
+        varlink_server_set_refused(server, on_refused, NULL);
+        n_refused_reports = 0;
+        size_t base = varlink_server_n_connections(server);
+
+        for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++)
+                ck_assert_int_ge(fds[i] = connect_as(1000), 0);
+        ck_assert_int_eq(varlink_server_n_connections(server), base + VARLINK_CONNECTIONS_PER_UID_MAX);
+        /* The 17th of uid 1000 is refused, and reported once however often it is tried. */
+        for (int i = 0; i < 5; i++)
+                ck_assert_int_eq(connect_as(1000), -EUSERS);
+        ck_assert_int_eq(n_refused_reports, 1);
+        ck_assert_int_eq(last_refused_uid, 1000);
+        ck_assert_int_eq(last_refused_reason, -EUSERS);
+        ck_assert_int_eq(last_n_refused, 1);
+        /* Another user, and root, are not held back by it; the old connections still answer. */
+        int other = connect_as(1001), root = connect_as(0);
+        ck_assert_int_ge(other, 0);
+        ck_assert_int_ge(root, 0);
+        echo_on(other, 1);
+        echo_on(root, 2);
+        echo_on(fds[0], 3);
+        /* One of uid 1000 goes: one more may come. */
+        close(fds[0]);
+        for (int i = 0; i < 100 && varlink_server_n_connections(server) > base + VARLINK_CONNECTIONS_PER_UID_MAX + 1; i++)
+                ck_assert_int_ge(sd_event_run(event, 10 * 1000), 0);
+        ck_assert_int_ge(fds[0] = connect_as(1000), 0);
+        ck_assert_int_eq(connect_as(1000), -EUSERS);
+        ck_assert_int_eq(n_refused_reports, 1);
+        for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++)
+                close(fds[i]);
+        close(other);
+        close(root);
+}
+END_TEST
+
+START_TEST(test_connections_root_reserve) {
+        static int fds[VARLINK_CONNECTIONS_MAX + 1];
+        size_t n = 0;
+        int r;
+
+        varlink_server_set_refused(server, on_refused, NULL);
+        n_refused_reports = 0;
+        /* Users other than root, 16 each, until the server takes no more of them. */
+        for (uid_t uid = 1000;; uid++) {
+                for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++) {
+                        r = connect_as(uid);
+                        if (r < 0)
+                                break;
+                        fds[n++] = r;
+                }
+                if (r < 0)
+                        break;
+        }
+        ck_assert_int_eq(r, -EMFILE);
+        ck_assert_int_eq(varlink_server_n_connections(server), VARLINK_CONNECTIONS_MAX - VARLINK_CONNECTIONS_ROOT_RESERVE);
+        ck_assert_int_eq(n_refused_reports, 1);
+        ck_assert_int_eq(connect_as(5000), -EMFILE); /* a fresh uid too */
+        ck_assert_int_eq(last_refused_reason, -EMFILE);
+        /* The last slots are root's, and root is served. */
+        while (varlink_server_n_connections(server) < VARLINK_CONNECTIONS_MAX) {
+                ck_assert_int_ge(r = connect_as(0), 0);
+                fds[n++] = r;
+        }
+        echo_on(fds[n - 1], 4);
+        ck_assert_int_eq(connect_as(0), -EMFILE);
+        ck_assert_int_eq(varlink_server_n_connections(server), VARLINK_CONNECTIONS_MAX);
+        for (size_t i = 0; i < n; i++)
+                close(fds[i]);
+}
+END_TEST
+
+START_TEST(test_client_reads_the_refusal) {
+        static int fds[VARLINK_CONNECTIONS_MAX];
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        _cleanup_free_ char *dir = test_tmpdir(), *sock = NULL, *error = NULL;
+        json_t *p = NULL;
+        size_t n = 0;
+
+        ck_assert(asprintf(&sock, "%s/s", dir) >= 0);
+        ck_assert_int_ge(varlink_server_listen_address(server, sock, 0666), 0);
+        while (varlink_server_n_connections(server) < VARLINK_CONNECTIONS_MAX)
+                ck_assert_int_ge(fds[n++] = connect_as(0), 0);
+        ck_assert_int_eq(varlink_client_connect(sock, &c), 0);
+        for (int i = 0; i < 10; i++) /* accepted, refused, closed */
+                ck_assert_int_ge(sd_event_run(event, 10 * 1000), 0);
+        ck_assert_int_eq(varlink_client_call(c, "org.example.test.Echo", NULL, 1000 * 1000, &p, &error), 0);
+        ck_assert_str_eq(error, VARLINK_ERROR_TOO_MANY_CONNECTIONS);
+        json_decref(p);
+        for (size_t i = 0; i < n; i++)
+                close(fds[i]);
+        server = varlink_server_free(server);
+        test_rmtree(dir);
+}
+END_TEST
+
+/* Runs the loop until it has nothing left to do at once. */
+static void run_until_quiet(void) {
+        for (int i = 0; i < 10000; i++)
+                if (sd_event_run(event, 1000) == 0)
+                        return;
+        ck_abort_msg("the server never stops working");
+}
+
+START_TEST(test_idle_timeout) {
+        varlink_server_set_idle_timeout(server, 100 * 1000);
+        int held = connect_as(1000), busy = connect_as(1000);
+        Client h = { .fd = held };
+        /* A subscription is not idle; a client that calls now and then is not either. */
+        _cleanup_(json_decrefp) json_t *m = client_call(&h, "{\"method\":\"org.example.test.Hold\",\"more\":true}");
+        ck_assert(json_is_true(json_object_get(m, "continues")));
+        uint64_t start = now_ms();
+        while (now_ms() < start + 400) {
+                echo_on(busy, 1);
+                uint64_t t = now_ms();
+                while (now_ms() < t + 50)
+                        ck_assert_int_ge(sd_event_run(event, 10 * 1000), 0);
+        }
+        /* The idle one (proto_setup's) went after 100 ms; the others stay. */
+        ck_assert_ptr_null(client_recv(&client, 0));
+        ck_assert(client.eof);
+        ck_assert_int_eq(varlink_server_n_connections(server), 2);
+        ck_assert(!disconnected);
+        /* The subscription ends: its connection is idle from then on, and goes too. */
+        ck_assert_int_ge(varlink_call_reply(kept, NULL), 0);
+        kept = varlink_call_unref(kept);
+        start = now_ms();
+        while (varlink_server_n_connections(server) > 0 && now_ms() < start + 2000)
+                ck_assert_int_ge(sd_event_run(event, 10 * 1000), 0);
+        ck_assert_int_eq(varlink_server_n_connections(server), 0);
+        ck_assert_uint_ge(now_ms() - start, 90);
+        /* With no connection left the timer is off: a connection that comes and goes before its
+         * idle time leaves nothing to wake the loop. */
+        int brief = connect_as(1000);
+        close(brief);
+        run_until_quiet();
+        ck_assert_int_eq(varlink_server_n_connections(server), 0);
+        ck_assert_int_eq(sd_event_run(event, 300 * 1000), 0);
+        free(h.buf);
+        close(held);
+        close(busy);
+}
+END_TEST
+
+START_TEST(test_back_pressure) {
+        /* 10,000 pipelined calls from a client that does not read: the server stops reading once
+         * a reply waits, so what it queues stays within one reply. */
+        const size_t reply = 2048;
+        char call[128];
+        size_t len = (size_t) snprintf(call, sizeof(call), "{\"method\":\"org.example.test.Big\",\"parameters\":{\"n\":%zu}}",
+                                       reply) + 1;
+        size_t total = 10000 * len, sent = 0, max_queued = 0;
+        char *calls = malloc(total);
+        ck_assert_ptr_nonnull(calls);
+        for (size_t i = 0; i < 10000; i++)
+                memcpy(calls + i * len, call, len);
+        for (int stuck = 0; sent < total && stuck < 50;) {
+                ssize_t n = send(client.fd, calls + sent, total - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (n > 0) {
+                        sent += (size_t) n;
+                        stuck = 0;
+                } else {
+                        ck_assert_int_eq(errno, EAGAIN);
+                        stuck++;
+                }
+                run_until_quiet();
+                max_queued = MAX(max_queued, varlink_server_queued_bytes(server));
+        }
+        ck_assert_msg(sent < total, "the server read all %zu bytes of calls while no reply was read", total);
+        ck_assert_msg(max_queued <= reply + 64, "queued %zu bytes for a client that does not read", max_queued);
+
+        /* It was back-pressure, not loss: reading, the client gets every reply, in order. */
+        size_t got = 0;
+        while (got < 10000) {
+                if (sent < total) {
+                        ssize_t n = send(client.fd, calls + sent, total - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+                        if (n > 0)
+                                sent += (size_t) n;
+                }
+                _cleanup_(json_decrefp) json_t *m = client_recv(&client, 5000);
+                ck_assert_msg(m, "reply %zu missing", got);
+                ck_assert_int_eq(strlen(json_string_value(json_object_get(params_of(m), "x"))), reply);
+                got++;
+                ck_assert_uint_le(varlink_server_queued_bytes(server), reply + 64);
+        }
+        free(calls);
+}
+END_TEST
+
+START_TEST(test_output_bounds) {
+        /* A stream to a peer that does not read ends at VARLINK_STREAM_OUTPUT_MAX. */
+        client_send(&client, "{\"method\":\"org.example.test.Flood\",\"more\":true}");
+        run_until_quiet();
+        ck_assert_int_eq(flood_result, -ENOBUFS);
+        ck_assert_uint_lt(flood_sent, 100000);
+        run_until_quiet();
+        ck_assert_int_eq(varlink_server_n_connections(server), 0);
+        ck_assert_uint_eq(varlink_server_queued_bytes(server), 0);
+
+        /* One user's 16 connections, each asking for two 768 KiB replies and reading none: the
+         * uid's connections stop taking calls once it has VARLINK_UID_OUTPUT_MAX queued. */
+        const size_t reply = 768 << 10;
+        int fds[VARLINK_CONNECTIONS_PER_UID_MAX];
+        char call[128];
+        snprintf(call, sizeof(call), "{\"method\":\"org.example.test.Big\",\"parameters\":{\"n\":%zu}}", reply);
+        for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++) {
+                ck_assert_int_ge(fds[i] = connect_as(1000), 0);
+                for (int j = 0; j < 2; j++)
+                        ck_assert_int_eq(send(fds[i], call, strlen(call) + 1, MSG_DONTWAIT | MSG_NOSIGNAL),
+                                         (ssize_t) strlen(call) + 1);
+        }
+        run_until_quiet();
+        size_t q = varlink_server_queued_bytes(server);
+        ck_assert_msg(q <= VARLINK_UID_OUTPUT_MAX + reply + 64, "uid 1000 holds %zu bytes queued", q);
+        ck_assert_msg(q >= VARLINK_UID_OUTPUT_MAX, "the test did not reach the bound: %zu", q);
+        /* Another user is still served, and root. */
+        int other = connect_as(1001), root = connect_as(0);
+        echo_on(other, 5);
+        echo_on(root, 6);
+        /* Held back connections (no byte of a reply yet) whose clients hang up go, without
+         * spinning the loop. */
+        size_t n = varlink_server_n_connections(server), closed = 0;
+        for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++) {
+                struct pollfd pfd = { .fd = fds[i], .events = POLLIN };
+                if (poll(&pfd, 1, 0) == 0) {
+                        close(fds[i]);
+                        fds[i] = -EBADF;
+                        closed++;
+                }
+        }
+        ck_assert_uint_gt(closed, 0);
+        run_until_quiet();
+        ck_assert_int_eq(varlink_server_n_connections(server), n - closed);
+        for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++)
+                if (fds[i] < 0) {
+                        ck_assert_int_ge(fds[i] = connect_as(1000), 0);
+                        for (int j = 0; j < 2; j++)
+                                ck_assert_int_eq(send(fds[i], call, strlen(call) + 1, MSG_DONTWAIT | MSG_NOSIGNAL),
+                                                 (ssize_t) strlen(call) + 1);
+                }
+        run_until_quiet();
+        /* Read by their clients, the replies drain, and the held back calls are answered. */
+        Client cs[VARLINK_CONNECTIONS_PER_UID_MAX];
+        unsigned got = 0;
+        for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++)
+                cs[i] = (Client) { .fd = fds[i] };
+        for (uint64_t end = now_ms() + 10000; got < 2 * VARLINK_CONNECTIONS_PER_UID_MAX && now_ms() < end;) {
+                for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++) {
+                        json_t *m = client_recv(&cs[i], 0);
+                        if (!m)
+                                continue;
+                        ck_assert_int_eq(strlen(json_string_value(json_object_get(params_of(m), "x"))), reply);
+                        json_decref(m);
+                        got++;
+                }
+                q = varlink_server_queued_bytes(server);
+                ck_assert_msg(q <= VARLINK_UID_OUTPUT_MAX + reply + 64, "uid 1000 holds %zu bytes queued", q);
+        }
+        ck_assert_int_eq(got, 2 * VARLINK_CONNECTIONS_PER_UID_MAX);
+        for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++)
+                free(cs[i].buf);
+        run_until_quiet();
+        ck_assert_uint_eq(varlink_server_queued_bytes(server), 0);
+        for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++)
+                close(fds[i]);
+        close(other);
+        close(root);
+}
+END_TEST
+
+/* A message of n bytes, its NUL included, asking Echo for a string. */
+static char *message_of_size(size_t n) {
+        const char *head = "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"x\":\"", *tail = "\"}}";
+        char *m = malloc(n);
+        ck_assert_ptr_nonnull(m);
+        memset(m, 'a', n);
+        memcpy(m, head, strlen(head));
+        memcpy(m + n - 1 - strlen(tail), tail, strlen(tail));
+        m[n - 1] = 0;
+        return m;
+}
+
+START_TEST(test_message_limit_exact) {
+        /* VARLINK_MESSAGE_MAX bytes with the NUL: taken. */
+        _cleanup_free_ char *ok = message_of_size(VARLINK_MESSAGE_MAX), *over = message_of_size(VARLINK_MESSAGE_MAX + 1);
+        client_send_raw(&client, ok, VARLINK_MESSAGE_MAX);
+        _cleanup_(json_decrefp) json_t *a = client_recv(&client, 5000);
+        ck_assert_ptr_nonnull(a);
+        ck_assert_ptr_null(error_of(a));
+        ck_assert_int_eq(strlen(json_string_value(json_object_get(params_of(a), "x"))),
+                         VARLINK_MESSAGE_MAX - strlen("{\"method\":\"org.example.test.Echo\",\"parameters\":{\"x\":\"\"}}") - 1);
+        /* One byte more: refused, and the connection closes. */
+        client_send_raw(&client, over, VARLINK_MESSAGE_MAX + 1);
+        assert_too_long_and_closed();
 }
 END_TEST
 
@@ -612,6 +989,18 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_client);
         tcase_add_test(tc, test_client_call_timeout);
         suite_add_tcase(s, tc);
+
+        TCase *tl = tcase_create("limits");
+        tcase_add_checked_fixture(tl, proto_setup, proto_teardown);
+        tcase_set_timeout(tl, 60);
+        tcase_add_test(tl, test_connections_per_uid);
+        tcase_add_test(tl, test_connections_root_reserve);
+        tcase_add_test(tl, test_client_reads_the_refusal);
+        tcase_add_test(tl, test_idle_timeout);
+        tcase_add_test(tl, test_back_pressure);
+        tcase_add_test(tl, test_output_bounds);
+        tcase_add_test(tl, test_message_limit_exact);
+        suite_add_tcase(s, tl);
 
         TCase *tm = tcase_create("manager");
         tcase_add_checked_fixture(tm, manager_setup, manager_teardown);
