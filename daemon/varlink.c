@@ -64,6 +64,7 @@ typedef struct VarlinkUser {
         uid_t uid;
         unsigned n_connections;
         size_t queued;
+        size_t buffered;                /* input buffers of its connections (allocated bytes) */
         uint64_t refused_usec;          /* when a refusal was last reported; 0: never */
         unsigned n_refused;             /* refusals not reported yet */
 } VarlinkUser;
@@ -86,6 +87,7 @@ struct VarlinkServer {
         VarlinkUser *users, overflow_user;
         size_t n_users;
         size_t queued, queued_others;   /* unsent output: all of it, that of uids other than 0 */
+        size_t buffered, buffered_others; /* input buffers: all of them, those of uids other than 0 */
         uint64_t idle_timeout_usec;
         sd_event_source *idle_source;   /* on while a connection is idle */
         VarlinkRefusedFunc refused;
@@ -103,6 +105,7 @@ struct VarlinkConnection {
         size_t queued;          /* out_len - out_off, as counted in user and server */
         uint64_t idle_since;    /* no call in progress since; 0 while one is */
         bool stalled;           /* held back by its uid's or everybody's output bound */
+        bool starved;           /* its input buffer may not grow: its uid's or everybody's input bound */
         char *in;
         size_t in_len, in_cap;
         char *out;
@@ -203,6 +206,10 @@ size_t varlink_server_n_connections(VarlinkServer *s) {
 
 size_t varlink_server_queued_bytes(VarlinkServer *s) {
         return s->queued;
+}
+
+size_t varlink_server_buffered_bytes(VarlinkServer *s) {
+        return s->buffered;
 }
 
 void varlink_server_set_refused(VarlinkServer *s, VarlinkRefusedFunc func, void *userdata) {
@@ -478,6 +485,41 @@ static bool connection_may_take_call(VarlinkConnection *c) {
         return true;
 }
 
+/* Input buffers are counted as allocated, per uid and (but for root) for every uid together: a
+ * client that sends the start of a large message on every connection it may open holds memory
+ * until the idle timeout ends the connection. A buffer that may not grow stops reading its
+ * connection (the kernel's socket buffer holds the rest; the client blocks). */
+static void server_wake_starved(VarlinkServer *s) {
+        for (VarlinkConnection *c = s->connections; c; c = c->next)
+                if (c->starved) {
+                        c->starved = false;
+                        connection_update(c);
+                }
+}
+
+static void connection_set_input(VarlinkConnection *c, char *buf, size_t cap) {
+        VarlinkServer *s = c->server;
+        bool shrink = cap < c->in_cap;
+        c->user->buffered = c->user->buffered - c->in_cap + cap;
+        s->buffered = s->buffered - c->in_cap + cap;
+        if (!connection_is_root(c))
+                s->buffered_others = s->buffered_others - c->in_cap + cap;
+        c->in = buf;
+        c->in_cap = cap;
+        if (shrink)
+                server_wake_starved(s);
+}
+
+static bool connection_may_grow_input(VarlinkConnection *c, size_t grow) {
+        VarlinkServer *s = c->server;
+        if (c->user->buffered + grow > VARLINK_UID_INPUT_MAX ||
+            (!connection_is_root(c) && s->buffered_others + grow > VARLINK_INPUT_MAX)) {
+                c->starved = true;
+                return false;
+        }
+        return true;
+}
+
 static int server_on_idle(sd_event_source *src, uint64_t usec, void *userdata);
 
 /* The timer on at `usec` (CLOCK_MONOTONIC), or off for UINT64_MAX. */
@@ -662,8 +704,7 @@ static void connection_process(VarlinkConnection *c) {
         }
         if (c->in_len == 0) {
                 free(c->in);
-                c->in = NULL;
-                c->in_cap = 0;
+                connection_set_input(c, NULL, 0);
         }
         /* The peer is done sending and nothing is left to answer: close once flushed. A streaming
          * call whose client shut down its side is over too. */
@@ -685,11 +726,13 @@ static int connection_read(VarlinkConnection *c) {
                         return 0; /* enough to decide; the rest waits for the current call */
                 if (c->in_cap - c->in_len < 4096 && c->in_cap < VARLINK_MESSAGE_MAX) {
                         size_t cap = MIN(MAX(c->in_cap * 2, (size_t) 16384), (size_t) VARLINK_MESSAGE_MAX);
-                        char *n = realloc(c->in, cap);
-                        if (!n)
-                                return -ENOMEM;
-                        c->in = n;
-                        c->in_cap = cap;
+                        if (connection_may_grow_input(c, cap - c->in_cap)) {
+                                char *n = realloc(c->in, cap);
+                                if (!n)
+                                        return -ENOMEM;
+                                connection_set_input(c, n, cap);
+                        } else if (c->in_len == c->in_cap)
+                                return 0; /* full, and may not grow: wait for others to shrink */
                 }
                 ssize_t n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, MSG_DONTWAIT);
                 if (n < 0) {
@@ -732,7 +775,8 @@ static void connection_update(VarlinkConnection *c) {
         }
         uint32_t events = 0;
         /* Requests wait in the kernel while replies are unread: the client blocks, not we grow. */
-        if (!c->eof && !c->closing && c->in_len < VARLINK_MESSAGE_MAX && c->out_off == c->out_len && !c->stalled)
+        if (!c->eof && !c->closing && c->in_len < VARLINK_MESSAGE_MAX && c->out_off == c->out_len && !c->stalled &&
+            !(c->starved && c->in_len == c->in_cap))
                 events |= EPOLLIN;
         if (c->out_off < c->out_len)
                 events |= EPOLLOUT;
@@ -752,9 +796,10 @@ static int connection_on_io(sd_event_source *src, int fd, uint32_t revents, void
         }
         if (!c->dead)
                 connection_process(c);
-        /* Hung up (epoll reports that whatever we ask for): what waits for its replies to be read
-         * or for others' to drain never will, and would wake us on every turn meanwhile. */
-        if (revents & EPOLLHUP && !c->dead && !c->closing && (c->stalled || c->out_off < c->out_len))
+        /* Hung up (epoll reports that whatever we ask for): what waits for its replies to be read,
+         * for others' to drain or for room to read the rest of its message never will, and would
+         * wake us on every turn meanwhile. */
+        if (revents & EPOLLHUP && !c->dead && !c->closing && (c->stalled || c->starved || c->out_off < c->out_len))
                 c->dead = true;
         if (c->dead || (c->closing && c->out_off == c->out_len))
                 connection_free(c);
@@ -788,6 +833,9 @@ static void connection_free(VarlinkConnection *c) {
         s->n_connections--;
         c->out_off = c->out_len;
         connection_account(c);
+        free(c->in);
+        c->starved = false;
+        connection_set_input(c, NULL, 0);
         if (--c->user->n_connections == 0)
                 server_prune_users(s, server_now(s));
         if (s->n_connections == 0)
@@ -795,7 +843,6 @@ static void connection_free(VarlinkConnection *c) {
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->defer);
         close(c->fd);
-        free(c->in);
         free(c->out);
         free(c);
 }

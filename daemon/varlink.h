@@ -31,8 +31,12 @@
  *   VARLINK_UID_OUTPUT_MAX (4 MiB, uid 0) + 2 replies (rtpartd's largest is a Plan document,
  *   95 KiB compact for the 64-CPU EPYC fixture; it grows with the host's CPUs and IRQs). A call
  *   kept open and answered later adds its one reply (rtpartd keeps none but streams).
- * - Input: one message, its NUL included, is at most VARLINK_MESSAGE_MAX; a connection buffers
- *   at most that much: 16 MiB for one uid other than 0, 256 MiB for all connections. */
+ * - Input: one message, its NUL included, is at most VARLINK_MESSAGE_MAX, and so is one
+ *   connection's input buffer. The buffers of one uid's connections together are at most
+ *   VARLINK_UID_INPUT_MAX, and those of every uid but 0 together VARLINK_INPUT_MAX: a buffer that
+ *   would pass a bound stops growing, and its connection is not read until others shrink (or the
+ *   idle timeout ends it). Total buffered input <= VARLINK_INPUT_MAX (16 MiB, every uid but 0) +
+ *   VARLINK_UID_INPUT_MAX (4 MiB, uid 0). */
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -50,6 +54,8 @@
 #define VARLINK_STREAM_OUTPUT_MAX (1U << 20)            /* queued notifications of one "more" call */
 #define VARLINK_UID_OUTPUT_MAX (4U << 20)               /* queued output of one uid's connections */
 #define VARLINK_OUTPUT_MAX (16U << 20)                  /* queued output of every uid but 0, together */
+#define VARLINK_UID_INPUT_MAX (4U << 20)                /* input buffers of one uid's connections */
+#define VARLINK_INPUT_MAX (16U << 20)                   /* input buffers of every uid but 0, together */
 #define VARLINK_REFUSED_LOG_INTERVAL_USEC (60U * 1000000ULL)
 #define VARLINK_UID_INVALID ((uid_t) -1)
 /* What a client the server does not take reads before the connection closes. */
@@ -113,6 +119,8 @@ int varlink_server_add_connection_uid(VarlinkServer *s, int fd, uid_t uid);
 size_t varlink_server_n_connections(VarlinkServer *s);
 /* Unsent reply bytes held for all connections. */
 size_t varlink_server_queued_bytes(VarlinkServer *s);
+/* Bytes allocated for all connections' input buffers. */
+size_t varlink_server_buffered_bytes(VarlinkServer *s);
 /* VARLINK_IDLE_TIMEOUT_USEC unless set (tests); 0 turns the idle timeout off. */
 void varlink_server_set_idle_timeout(VarlinkServer *s, uint64_t usec);
 /* Called when a connection is refused, at most once per uid per VARLINK_REFUSED_LOG_INTERVAL_USEC:

@@ -682,6 +682,60 @@ START_TEST(test_back_pressure) {
 }
 END_TEST
 
+/* Clients that send the start of a large message on every connection they may open hold input
+ * memory only up to the bounds: per uid, and for every uid but 0 together; root is still served. */
+static void feed_partial(int *fds, size_t n, size_t bytes) {
+        static char chunk[65536];
+        memset(chunk, ' ', sizeof(chunk));
+        size_t sent[VARLINK_CONNECTIONS_MAX] = {};
+        for (int round = 0; round < 1000; round++) {
+                bool progress = false;
+                for (size_t i = 0; i < n; i++) {
+                        if (sent[i] >= bytes)
+                                continue;
+                        ssize_t k = send(fds[i], chunk, MIN(sizeof(chunk), bytes - sent[i]), MSG_DONTWAIT | MSG_NOSIGNAL);
+                        if (k > 0) {
+                                sent[i] += (size_t) k;
+                                progress = true;
+                        }
+                }
+                run_until_quiet();
+                if (!progress)
+                        return;
+        }
+}
+
+START_TEST(test_input_bounds) {
+        const size_t part = 900 << 10; /* below VARLINK_MESSAGE_MAX: no message is too long */
+        const size_t fixture = varlink_server_n_connections(server);
+        int fds[5 * VARLINK_CONNECTIONS_PER_UID_MAX];
+        size_t n = 0;
+        for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++)
+                ck_assert_int_ge(fds[n++] = connect_as(1000), 0);
+        feed_partial(fds, n, part);
+        size_t b = varlink_server_buffered_bytes(server);
+        ck_assert_msg(b <= VARLINK_UID_INPUT_MAX, "uid 1000 holds %zu bytes of input", b);
+        ck_assert_msg(b >= VARLINK_UID_INPUT_MAX / 2, "the test did not come near the bound: %zu", b);
+        /* More users: together they stay under the bound for every uid but 0. */
+        for (uid_t u = 2000; u < 2004; u++)
+                for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++)
+                        ck_assert_int_ge(fds[n++] = connect_as(u), 0);
+        feed_partial(fds, n, part);
+        b = varlink_server_buffered_bytes(server);
+        ck_assert_msg(b <= VARLINK_INPUT_MAX, "other uids hold %zu bytes of input", b);
+        /* Root is served meanwhile. */
+        int root = connect_as(0);
+        echo_on(root, 7);
+        close(root);
+        /* Gone clients give their input back. */
+        for (size_t i = 0; i < n; i++)
+                close(fds[i]);
+        run_until_quiet();
+        ck_assert_uint_eq(varlink_server_buffered_bytes(server), 0);
+        ck_assert_int_eq(varlink_server_n_connections(server), fixture);
+}
+END_TEST
+
 START_TEST(test_output_bounds) {
         /* A stream to a peer that does not read ends at VARLINK_STREAM_OUTPUT_MAX. */
         client_send(&client, "{\"method\":\"org.example.test.Flood\",\"more\":true}");
@@ -999,6 +1053,7 @@ static Suite *suite(void) {
         tcase_add_test(tl, test_idle_timeout);
         tcase_add_test(tl, test_back_pressure);
         tcase_add_test(tl, test_output_bounds);
+        tcase_add_test(tl, test_input_bounds);
         tcase_add_test(tl, test_message_limit_exact);
         suite_add_tcase(s, tl);
 
