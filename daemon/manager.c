@@ -222,7 +222,8 @@ static void apply_interval(Manager *m) {
 }
 
 static void pin_self(Manager *m, const CpuSet *housekeeping) {
-        if (!m->options.pin || !root_can(m->root, ROOT_CAN_SCHEDULE) || cpu_set_is_empty(housekeeping))
+        if (!m->options.pin || !root_can(m->root, ROOT_CAN_SCHEDULE) ||
+            cpu_set_is_empty(housekeeping))
                 return;
         _cleanup_free_ char *list = cpu_set_format_list(housekeeping);
         int r = task_set_affinity(0, housekeeping);

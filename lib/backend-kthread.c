@@ -33,8 +33,9 @@
  *
  * Writes are sched_setscheduler() and sched_setaffinity() on that thread, through the root's ops:
  * syscalls on this kernel's PIDs, so only where the root can schedule (ROOT_CAN_SCHEDULE: the real
- * "/"); under a tree the write verb returns KNOB_SKIPPED and the engine neither owns nor journals the knob. Every value the read verb returns
- * ("batch:0", "0-3,8") is one the write verb takes back.
+ * "/"); under a tree the write verb returns KNOB_SKIPPED and the engine neither owns nor journals
+ * the knob. Every value the read verb returns ("batch:0", "0-3,8") is one the write verb takes
+ * back.
  *
  * Threaded IRQ handlers ("irq/41-eth1-TxRx-0", every handler on PREEMPT_RT) get no affinity knob
  * either: whenever an IRQ's affinity changes, the kernel moves its thread to the IRQ's effective
