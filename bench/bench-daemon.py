@@ -310,7 +310,7 @@ def main():
     if args.writes < 100:
         sys.exit("bench: --writes takes 100 or more (the p99 of fewer says little)")
 
-    exe = os.path.join(args.build, "daemon", "rtpartd")
+    exe = os.path.join(args.build, "tests", "sim", "rtpartd")  # the sim build, for fake hosts
     if not os.access(exe, os.X_OK):
         sys.exit(f"bench: {exe} not found; build first (ninja -C build)")
     if os.geteuid() != 0:

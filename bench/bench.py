@@ -69,7 +69,8 @@ def main():
     ap.add_argument("--no-real", action="store_true", help="skip the real-kernel cases")
     args = ap.parse_args()
 
-    ctl = [os.path.join(args.build, "daemon", "rtpartctl")]
+    # The sim build: the fake host's kernel files react to writes as the kernel's would.
+    ctl = [os.path.join(args.build, "tests", "sim", "rtpartctl")]
     if not os.access(ctl[0], os.X_OK):
         sys.exit(f"bench: {ctl[0]} not found; build first (meson setup build && ninja -C build)")
 
@@ -115,7 +116,8 @@ def main():
                                "sysctl": {"kernel.timer_migration": 0, "vm.stat_interval": 7},
                                "sysfs": {"/sys/devices/virtual/workqueue/cpumask": "${housekeeping_mask}"}}, f)
                 try:
-                    results += cycle(ctl, ["--state-dir", os.path.join(tmp, "state")], profile, args.runs,
+                    shipped = [os.path.join(args.build, "daemon", "rtpartctl")]  # the kernel's own
+                    results += cycle(shipped, ["--state-dir", os.path.join(tmp, "state")], profile, args.runs,
                                      (25, 5, None), "on this machine's kernel (5 knobs)")
                 finally:
                     for path, value in saved.items():

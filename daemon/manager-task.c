@@ -13,7 +13,7 @@
  * When: the proc connector's fork, exec, comm and exit events (coalesced for the debounce), and a
  * look at every process with each full check (the safety timer, SIGHUP, an apply). No event
  * announces sched_setaffinity() or a move between cgroups: those are seen at the next full check.
- * Only on the real host: a fake tree has no tasks that could land anywhere.
+ * Only where the root can schedule (ROOT_CAN_SCHEDULE): a tree's tasks are nobody's.
  *
  * Not a flood: one entry per task id, reported when it is new or its values changed, forgotten when
  * the task exits or leaves the isolated CPUs; at most MANAGER_TASKS_BURST entries in one signal (the
@@ -77,7 +77,7 @@ void manager_task_settings(Manager *m, const Resolved *r) {
                 m->task_rules.partitions = TAKE_PTR(partitions);
                 m->task_rules.allow = TAKE_PTR(allow);
         }
-        bool on = r && m->root->is_host && !cpu_set_is_empty(&m->task_rules.isolated) &&
+        bool on = r && root_can(m->root, ROOT_CAN_SCHEDULE) && !cpu_set_is_empty(&m->task_rules.isolated) &&
                   !task_rules_allow_all(&m->task_rules);
         if (on != m->task_check)
                 log_debug("User tasks on isolated CPUs: %s", on ? "checked" : "not checked");
@@ -148,7 +148,7 @@ static bool task_correct(Manager *m, int pid, const char *id) {
         }
         task_move_target(&t, &m->task_rules.isolated, &m->task_housekeeping, &target);
         cpus = cpu_set_format_list(&target);
-        int k = task_set_affinity(pid, &target);
+        int k = root_set_affinity(m->root, pid, &target);
         if (k < 0)
                 (void) log_warning_errno(k, "Cannot move %s (%s) to CPUs %s: %m", id, strempty(t.comm), strempty(cpus));
         task_done(&t);

@@ -284,7 +284,8 @@ static void apply_interval(Manager *m) {
 }
 
 static void pin_self(Manager *m, const CpuSet *housekeeping) {
-        if (!m->options.pin || !m->root->is_host || cpu_set_is_empty(housekeeping))
+        if (!m->options.pin || !root_can(m->root, ROOT_CAN_SCHEDULE) ||
+            cpu_set_is_empty(housekeeping))
                 return;
         _cleanup_free_ char *list = cpu_set_format_list(housekeeping);
         int r = task_set_affinity(0, housekeeping);
@@ -1179,7 +1180,7 @@ int manager_startup(Manager *m) {
                         (void) log_warning_errno(r, "Cannot listen to kernel uevents: %m; new devices' IRQs are placed "
                                                  "at the next safety check");
         }
-        if (m->options.proc_connector && m->root->is_host) {
+        if (m->options.proc_connector && root_can(m->root, ROOT_CAN_WATCH_PROCESSES)) {
                 r = watcher_enable_proc_connector(m->watcher);
                 if (r < 0)
                         (void) log_warning_errno(r, "Cannot listen to the proc connector: %m; new kernel threads are "

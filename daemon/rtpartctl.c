@@ -445,7 +445,7 @@ static int daemon_connect(Root *root, bool needed, VarlinkClient **ret) {
                 return 0;
         if (arg_varlink_socket)
                 path = strdup(arg_varlink_socket);
-        else if (root->is_host)
+        else if (root_is_system(root))
                 path = strdup("/" VARLINK_SOCKET);
         else {
                 /* Through the root's fd: however long the root's path, and wherever it was given
@@ -625,7 +625,7 @@ static int print_plan(json_t *doc, Root *root) {
         if (arg_json)
                 return print_json(doc);
         printf("Profile %s for %s (%zu CPUs online, %zu NUMA node%s, cgroup %s)\n", strempty(jstr(doc, "profile")),
-               root->is_host ? "this host" : root->path, jsize(host, "cpus_online"), n_nodes, n_nodes == 1 ? "" : "s",
+               root_is_system(root) ? "this host" : root->path, jsize(host, "cpus_online"), n_nodes, n_nodes == 1 ? "" : "s",
                strempty(jstr(host, "cgroup")));
         printf("  housekeeping CPUs: %s\n  isolated CPUs:     %s\n", strempty(jstr(cpus, "housekeeping")),
                strempty(jstr(cpus, "isolated")));

@@ -172,8 +172,8 @@ static int setup_varlink(sd_event *event, Root *root, Manager *m, VarlinkServer 
         else {
                 r = root_mkdir_p(root, "run/rtpartd", 0755);
                 if (r < 0)
-                        return log_error_errno(r, "Cannot create %s/run/rtpartd: %m", root->is_host ? "" : root->path);
-                if (root->is_host)
+                        return log_error_errno(r, "Cannot create %s/run/rtpartd: %m", root_is_system(root) ? "" : root->path);
+                if (root_is_system(root))
                         path = strdup("/" VARLINK_SOCKET);
                 else if (asprintf(&path, "%s/%s", root->path, VARLINK_SOCKET) < 0)
                         path = NULL;

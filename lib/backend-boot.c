@@ -560,49 +560,20 @@ static int boot_write(Root *root, const Knob *k, const char *value) {
         }
 }
 
-static int run_command(Root *root, const char *cmd) {
-        pid_t pid = fork();
-        if (pid < 0)
-                return -errno;
-        if (pid == 0) {
-                setenv("RTPART_ROOT", root->path, 1);
-                int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-                if (null >= 0) {
-                        dup2(null, STDOUT_FILENO);
-                        dup2(null, STDERR_FILENO);
-                }
-                execl("/bin/sh", "sh", "-c", cmd, (char *) NULL);
-                _exit(127);
-        }
-        int status;
-        while (waitpid(pid, &status, 0) < 0)
-                if (errno != EINTR)
-                        return -errno;
-        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EPROTO;
-}
-
 static int boot_flush(Root *root, const Host *host, char **ret_note) {
         BootLoader b = host_detect_bootloader(root);
-        const char *override = getenv("RTPART_BOOTLOADER_UPDATE"); /* tests: a command standing in */
         int r;
 
         if (b == BOOTLOADER_BLS)
                 return 0; /* the entries are the configuration */
-        if (override && *override) {
-                r = run_command(root, override);
-                if (r < 0)
-                        return asprintf(ret_note, "the bootloader update command (%s) failed; run it again before rebooting",
-                                        override) < 0 ? -ENOMEM : r;
-                return 0;
-        }
-        if (!root->is_host)
+        if (!root_can(root, ROOT_CAN_UPDATE_BOOTLOADER))
                 return asprintf(ret_note, "%s not regenerated: %s is not this system's root; run %s inside it",
                                 b == BOOTLOADER_GRUB ? "grub.cfg" : "boot entries", root->path,
                                 b == BOOTLOADER_GRUB ? "update-grub" : "kernel-install") < 0 ? -ENOMEM : 0;
         if (b == BOOTLOADER_KERNEL_CMDLINE)
                 return asprintf(ret_note, "existing boot entries were updated; unified kernel images built from "
                                           "/etc/kernel/cmdline need rebuilding (kernel-install add)") < 0 ? -ENOMEM : 0;
-        r = run_command(root, "if command -v update-grub >/dev/null; then update-grub; "
+        r = root_update_bootloader(root, "if command -v update-grub >/dev/null; then update-grub; "
                               "elif command -v grub-mkconfig >/dev/null; then grub-mkconfig -o /boot/grub/grub.cfg; "
                               "else grub2-mkconfig -o /boot/grub2/grub.cfg; fi");
         if (r < 0)

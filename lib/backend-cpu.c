@@ -80,12 +80,10 @@ static int read_optional(Root *root, const char *path, char **ret) {
         return k;
 }
 
-/* This process's PM QoS request (pm-qos.h). Under a fake root nothing is opened: fd stays -EBADF
- * and the value is only remembered, for pm_qos_read() to fold in. */
+/* This process's PM QoS request (pm-qos.h): the fd root_pm_qos_open() gave. */
 static struct {
         bool enabled;
         bool held;
-        bool fake;
         int32_t us;
         int fd;
 } holder = { .fd = -EBADF };
@@ -110,25 +108,15 @@ void cpu_pm_qos_release(void) {
         if (holder.fd >= 0)
                 (void) close(holder.fd); /* drops the request */
         holder.fd = -EBADF;
-        holder.held = holder.fake = false;
+        holder.held = false;
         holder.us = 0;
 }
 
 int cpu_pm_qos_hold(Root *root, int32_t us) {
         if (us < 0)
                 return -EINVAL; /* -1 is the kernel's "default"; other negatives mean nothing */
-        if (!root->is_host) {
-                if (!root_exists(root, "dev/cpu_dma_latency"))
-                        return -ENOENT;
-                cpu_pm_qos_release();
-                holder.held = holder.fake = true;
-                holder.us = us;
-                return 0;
-        }
-        if (holder.fake)
-                cpu_pm_qos_release();
         if (holder.fd < 0) {
-                int fd = root_open(root, "dev/cpu_dma_latency", O_WRONLY | O_NOCTTY, 0);
+                int fd = root_pm_qos_open(root);
                 if (fd < 0)
                         return fd;
                 holder.fd = fd;
@@ -150,7 +138,7 @@ int cpu_pm_qos_hold(Root *root, int32_t us) {
 /* The current PM QoS CPU latency target. On a real host dev/cpu_dma_latency is a character
  * device whose read() returns the aggregate target as a native s32 (every holder's request, not
  * only ours); opening it adds a request at the default value, which changes nothing and wakes no
- * CPU, and close() drops it. A fake tree has a regular file holding text or those 4 bytes. */
+ * CPU, and close() drops it. A tree has a regular file holding text or those 4 bytes. */
 static int pm_qos_read(Root *root, const char *path, char **ret) {
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
@@ -208,8 +196,9 @@ static int pm_qos_read(Root *root, const char *path, char **ret) {
                 memcpy(&v, buf, sizeof(v));
         else
                 return -EINVAL;
-        /* A fake tree's file is the other holders' target; ours is in memory (see pm-qos.h). */
-        if (!root->is_host && holder.held && holder.fake && holder.us < v)
+        /* A regular file is no aggregate: it states the other holders' target, and a request of
+         * ours (held where the root can, see pm-qos.h) counts as the kernel would count it. */
+        if (!S_ISCHR(st.st_mode) && holder.held && holder.us < v)
                 v = holder.us;
         return asprintf(ret, "%" PRId32, v) < 0 ? -ENOMEM : 0;
 }
@@ -484,6 +473,8 @@ static int pm_qos_write(Root *root, const Knob *k, const char *value) {
 
         if (!holder.enabled)
                 return KNOB_SKIPPED; /* rtpartctl: the request would die with this process */
+        if (!root_can(root, ROOT_CAN_HOLD_PM_QOS))
+                return KNOB_SKIPPED; /* a tree: no kernel to hold a request with */
         if (!value) {
                 cpu_pm_qos_release();
                 return 0;

@@ -35,11 +35,10 @@
  * cgroup rtpart created) removes the cgroup, its tasks moved to the root first; revert goes in
  * reverse order, so the mode goes first and takes the cgroup with it.
  *
- * Where systemd runs and owns the tree (the real root with run/systemd/system), a confined
+ * Where systemd runs and owns the tree (ROOT_CAN_ASK_SYSTEMD and run/systemd/system), a confined
  * slice's CPUs are set with AllowedCPUs= over D-Bus (systemd.h), never by writing its cgroup.
- * Under a fake root the slice's cpuset.cpus is written directly as the stand-in for what systemd
- * would write there. Writes under a fake root go through the fake tree emulation (fake-kernel.h),
- * on the real host through the kernel (cgroup v2) or libcgroup (v1): see cgroup.h. */
+ * Elsewhere the slice's cpuset.cpus is written directly as the stand-in for what systemd would
+ * write there. Every cgroup change goes through the root's ops: see cgroup.h. */
 
 #define NRT_CPUSET "rtpart-nrt"
 #define NRT_MOVABLE "movable"
@@ -328,7 +327,7 @@ static int plan_v2_confine(PlanCtx *ctx, const CpusetConf *c) {
                 return plan_note(ctx, "cpuset: %s belong to systemd: apply confines them to CPUs %s through AllowedCPUs= "
                                       "(over D-Bus, so systemd keeps it), and verify reads their cpuset.cpus%s",
                                  done, c->confine_cpus,
-                                 ctx->root->is_host ? "" : "; under --root, with no systemd to ask, their cpuset.cpus is "
+                                 root_can(ctx->root, ROOT_CAN_ASK_SYSTEMD) ? "" : "; under --root, with no systemd to ask, their cpuset.cpus is "
                                                            "written directly in its place");
         return 0;
 }
@@ -398,7 +397,7 @@ static int plan_v2(PlanCtx *ctx, const CpusetConf *c) {
                                            "creates it and sets its CPUs (AllowedCPUs=), rtpart sets its partition mode; "
                                            "start realtime work in it with Slice=%s or systemd-run --slice=%s%s",
                                       p->name, slice, slice, slice,
-                                      ctx->root->is_host ? "" : " (under --root, with no systemd to ask, rtpart makes "
+                                      root_can(ctx->root, ROOT_CAN_ASK_SYSTEMD) ? "" : " (under --root, with no systemd to ask, rtpart makes "
                                                                 "the cgroup itself in its place)");
                 if (k < 0)
                         return k;

@@ -233,7 +233,7 @@ static int irqbalance_write(Root *root, const Knob *k, const char *value) {
 
 static int irqbalance_flush(Root *root, const Host *host, char **ret_note) {
         /* irqbalance reads its environment only at start. */
-        if (!root->is_host || !root_is_dir(root, "run/systemd/system"))
+        if (!root_can(root, ROOT_CAN_ASK_SYSTEMD) || !root_is_dir(root, "run/systemd/system"))
                 return asprintf(ret_note, "restart irqbalance for its banned CPU list to take effect") < 0 ? -ENOMEM : 0;
         int r = system("systemctl -q try-restart irqbalance.service >/dev/null 2>&1");
         if (r != 0)

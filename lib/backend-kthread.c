@@ -31,10 +31,11 @@
  * affinity knob to collide with). The read and write verbs find the thread again by comm: the
  * lowest PID with that comm, or exactly the suffixed PID (see kthread_find()).
  *
- * Writes are sched_setscheduler() and sched_setaffinity() on that thread: syscalls on this kernel's
- * PIDs, so only under the real root ("/"); under a fake tree the write verb returns KNOB_SKIPPED
- * and the engine neither owns nor journals the knob. Every value the read verb returns
- * ("batch:0", "0-3,8") is one the write verb takes back.
+ * Writes are sched_setscheduler() and sched_setaffinity() on that thread, through the root's ops:
+ * syscalls on this kernel's PIDs, so only where the root can schedule (ROOT_CAN_SCHEDULE: the real
+ * "/"); under a tree the write verb returns KNOB_SKIPPED and the engine neither owns nor journals
+ * the knob. Every value the read verb returns ("batch:0", "0-3,8") is one the write verb takes
+ * back.
  *
  * Threaded IRQ handlers ("irq/41-eth1-TxRx-0", every handler on PREEMPT_RT) get no affinity knob
  * either: whenever an IRQ's affinity changes, the kernel moves its thread to the IRQ's effective
@@ -512,7 +513,7 @@ static bool caller_owns(Root *root, const ProcStat *st) {
         char path[64];
         pid_t self = getpid();
 
-        if (!root->is_host)
+        if (!root_can(root, ROOT_CAN_SCHEDULE))
                 return false;
         if (st->pid == self || st->ppid == self)
                 return true;
@@ -624,18 +625,6 @@ static int kthread_read(Root *root, const Knob *kn, char **ret) {
         return 0;
 }
 
-static int set_sched(int tid, unsigned policy, unsigned priority) {
-        struct sched_param param = { .sched_priority = (int) priority };
-        int p = (int) policy;
-        /* Keep what the value does not spell: the reset-on-fork flag (nice stays on its own). */
-        int cur = sched_getscheduler(tid);
-        if (cur < 0)
-                return -errno;
-        if (cur & SCHED_RESET_ON_FORK)
-                p |= SCHED_RESET_ON_FORK;
-        return sched_setscheduler(tid, p, &param) < 0 ? -errno : 0;
-}
-
 /* Is the thread pinned by the kernel now? Asked after a refusal: the flag, not the errno, tells
  * a per-CPU thread from a mask with no CPU the thread may use. */
 static bool is_pinned(Root *root, int tid) {
@@ -649,7 +638,7 @@ static bool is_pinned(Root *root, int tid) {
 
 /* Writes a knob with sched_setscheduler()/sched_setaffinity() on the thread the read verb finds.
  *
- *   not the real root        KNOB_SKIPPED: a fake tree's PIDs are nobody's threads
+ *   root cannot schedule     KNOB_SKIPPED: a tree's PIDs are nobody's threads (ROOT_CAN_SCHEDULE)
  *   value NULL               0: the thread did not run when rtpart first read the knob, so there is
  *                            nothing to put back
  *   thread gone (not found,  KNOB_SKIPPED: nothing left to hold the value. On apply the knob is then
@@ -670,7 +659,7 @@ static int kthread_write(Root *root, const Knob *kn, const char *value) {
         k = parse_id(kn->id, &comm, &affinity, &pid);
         if (k < 0)
                 return k;
-        if (!root->is_host)
+        if (!root_can(root, ROOT_CAN_SCHEDULE))
                 return KNOB_SKIPPED;
         if (!value)
                 return 0;
@@ -694,7 +683,7 @@ static int kthread_write(Root *root, const Knob *kn, const char *value) {
         int tid = st.pid;
         proc_stat_done(&st);
 
-        k = affinity ? task_set_affinity(tid, &cpus) : set_sched(tid, policy, prio);
+        k = affinity ? root_set_affinity(root, tid, &cpus) : root_set_scheduler(root, tid, policy, prio);
         switch (-k) {
         case 0:
                 return 0;

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "backend.h"
-#include "fake-kernel.h"
 #include "resctrl.h"
 #include "strv.h"
 
@@ -35,9 +34,9 @@
  * (mkdir) by the first of its knobs written; any of its knobs written as absent removes it
  * (rmdir: the kernel gives its CPUs and tasks back to the default group), and the default
  * group's schemata comes back through its own knob, written first and so reverted last. A
- * refused write's reason, info/last_cmd_status, is kept for resctrl_last_status(). Under a fake
- * root nothing is mounted (the knob is skipped) and the fake tree emulation (fake-kernel.h)
- * stands in for the kernel. */
+ * refused write's reason, info/last_cmd_status, is kept for resctrl_last_status(). Groups are
+ * made, written and removed through the root's ops (ROOT_FS_RESCTRL objects); a root that cannot
+ * mount (ROOT_CAN_MOUNT: any tree) skips the mount knob. */
 
 #define RESCTRL_MOUNT_DEFAULT "sys/fs/resctrl"
 
@@ -762,7 +761,7 @@ static int add_mount(PlanCtx *ctx, const CatHost *ch, bool cdp) {
                 return k;
         k = plan_add(ctx, "resctrl/mount", VALUE_AUTO, ch->mount, cur, cur ? cur : cdp ? "mounted,cdp" : "mounted", false,
                      &kn);
-        if (k >= 0 && !cur && !(kn->note = strdup(ctx->root->is_host ? "mount -t resctrl" : "not mounted under --root")))
+        if (k >= 0 && !cur && !(kn->note = strdup(root_can(ctx->root, ROOT_CAN_MOUNT) ? "mount -t resctrl" : "not mounted under --root")))
                 return -ENOMEM;
         return k;
 }
@@ -1058,14 +1057,14 @@ static int write_mount(Root *root, const Knob *k, const char *value) {
                 return r;
         if (!!cur == !!value)
                 return 0; /* mounted (options are never changed under groups), or not */
-        if (!root->is_host)
-                return KNOB_SKIPPED; /* a fake tree has no kernel to mount anything */
+        if (!root_can(root, ROOT_CAN_MOUNT))
+                return KNOB_SKIPPED; /* a tree has no kernel to mount anything */
         if (asprintf(&abs, "/%s", k->path) < 0)
                 return -ENOMEM;
         if (value) {
                 const char *opts = strchr(value, ',');
-                if (mount("resctrl", abs, "resctrl", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts ? opts + 1 : NULL) < 0) {
-                        r = -errno;
+                r = root_mount(root, k->path, "resctrl", opts ? opts + 1 : NULL);
+                if (r < 0) {
                         status_set("mount -t resctrl%s%s resctrl %s: %s", opts ? " -o " : "", opts ? opts + 1 : "", abs,
                                    strerror(-r));
                         return r;
@@ -1081,8 +1080,8 @@ static int write_mount(Root *root, const Knob *k, const char *value) {
                 status_set("resctrl stays mounted at %s: it holds groups rtpart did not create (%s)", abs, others);
                 return KNOB_SKIPPED;
         }
-        if (umount2(abs, 0) < 0) {
-                r = -errno;
+        r = root_umount(root, k->path);
+        if (r < 0) {
                 status_set("umount %s: %s", abs, strerror(-r));
                 return r;
         }
@@ -1163,8 +1162,8 @@ static int resctrl_write(Root *root, const Knob *k, const char *value) {
         if (r < 0)
                 return r;
         if (!mounted) {
-                if (!root->is_host)
-                        return KNOB_SKIPPED; /* resctrl not mounted in the fake tree: nothing to emulate */
+                if (!root_can(root, ROOT_CAN_MOUNT))
+                        return KNOB_SKIPPED; /* not mounted in a tree that cannot mount it: nothing to change */
                 status_set("resctrl is not mounted at /%s", c.mount);
                 return -ENODEV;
         }
@@ -1179,18 +1178,12 @@ static int resctrl_write(Root *root, const Knob *k, const char *value) {
         if (!value) {
                 if (!c.group || !group_exists(root, &c, mfd))
                         return 0; /* the default group is always there; the group is already gone */
-                if (root->is_host)
-                        r = unlinkat(mfd, c.group, AT_REMOVEDIR) < 0 ? -errno : 0;
-                else
-                        r = fake_resctrl_rmdir(root, c.mount, c.group);
+                r = root_rmdir_object(root, ROOT_FS_RESCTRL, c.mount, c.group);
         } else {
                 bool created = false;
                 if (c.group && !group_exists(root, &c, mfd)) {
-                        if (root->is_host)
-                                r = mkdirat(mfd, c.group, 0755) < 0 && errno != EEXIST ? -errno : 0;
-                        else
-                                r = fake_resctrl_mkdir(root, c.mount, c.group);
-                        if (r < 0) {
+                        r = root_mkdir_object(root, ROOT_FS_RESCTRL, c.mount, c.group);
+                        if (r < 0 && r != -EEXIST) {
                                 keep_last_cmd_status(root, c.mount); /* ENOSPC: "out of CLOSIDs" */
                                 return r;
                         }
@@ -1199,20 +1192,15 @@ static int resctrl_write(Root *root, const Knob *k, const char *value) {
                 /* Schemata: only this resource's line, "L3:0=7f0;1=7f0"; the kernel keeps the rest. */
                 if (c.resource ? asprintf(&data, "%s:%s", c.resource, value) < 0 : !(data = strdup(value)))
                         r = -ENOMEM;
-                else if (root->is_host)
-                        r = root_write_value(root, k->path, data);
                 else
-                        r = fake_resctrl_write(root, c.mount, c.group, c.file, data);
+                        r = root_write_object(root, ROOT_FS_RESCTRL, c.mount, c.group, c.file, data);
                 if (r < 0) {
                         keep_last_cmd_status(root, c.mount);
                         /* A refused write leaves nothing behind: not the group it created either
                          * (the journal knows only of the write, not of the mkdir). */
                         if (created) {
                                 _cleanup_free_ char *reason = strdup(status);
-                                if (root->is_host)
-                                        (void) unlinkat(mfd, c.group, AT_REMOVEDIR);
-                                else
-                                        (void) fake_resctrl_rmdir(root, c.mount, c.group);
+                                (void) root_rmdir_object(root, ROOT_FS_RESCTRL, c.mount, c.group);
                                 if (reason)
                                         status_set("%s", reason);
                         }

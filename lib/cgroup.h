@@ -1,15 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* The cgroup operations of the cpuset backend, one function per operation, each with one small
- * switch over how it is done:
- *
- *   real host, cgroup v2    system calls on cgroupfs (mkdir, write, rmdir)
- *   real host, cgroup v1    libcgroup (cgroup_create_cgroup, cgroup_modify_cgroup,
- *                           cgroup_attach_task_pid, cgroup_delete_cgroup); errors carry the
- *                           kernel's errno (cgroup_get_last_errno() behind ECGOTHER)
- *   fake tree (--root DIR)  the fake tree emulation of fake-kernel.h, since libcgroup cannot be
- *                           pointed at a tree and plain directories have no kernel behind them
+/* The cgroup operations of the cpuset backend, one function per operation. Changes go through
+ * the root's ops (root.h: mkdir/rmdir/write of a ROOT_FS_CGROUP object): on "/" system calls on
+ * cgroupfs for v2 and libcgroup for a v1 cpuset (errors carry the kernel's errno), on a tree
+ * whatever that root's table does (plain files, or the simulator in tests).
  *
  * hier is the hierarchy's root-relative mount ("sys/fs/cgroup" for v2, "sys/fs/cgroup/cpuset"
  * for a v1 cpuset); name a cgroup directly below it, NULL for the hierarchy's root. Functions

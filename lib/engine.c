@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,14 +44,6 @@ static void note(EngineResult *r, const char *fmt, ...) {
                 (void) strv_push(&r->notes, s);
         else if (n >= 0)
                 free(s);
-}
-
-/* Test hook: RTPART_TEST_CRASH_AFTER=N kills this process (SIGKILL, as a crash would) right
- * after the Nth knob write of a transaction, so tests can prove recovery at every step. */
-static void maybe_crash(unsigned writes) {
-        const char *e = getenv("RTPART_TEST_CRASH_AFTER");
-        if (e && (unsigned) atoi(e) == writes && writes > 0)
-                (void) kill(getpid(), SIGKILL);
 }
 
 static int write_knob(Root *root, const Knob *k, const char *value) {
@@ -313,7 +304,6 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
         /* 3. Write. */
         size_t i;
         json_t *e;
-        unsigned writes = 0;
         _cleanup_(json_decrefp) json_t *skipped = json_object(), *forget = json_array();
         if (!skipped || !forget)
                 return -ENOMEM;
@@ -347,7 +337,6 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                         json_array_append_new(forget, json_string(kn.id));
                 else
                         res->written++;
-                maybe_crash(++writes);
         }
         if (res->written > 0 || res->restored > 0)
                 flush_domains(root, host, touched, res);
@@ -368,7 +357,7 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                 _cleanup_free_ char *list = strbuf_steal(&b);
                 note(res, "%zu knob%s left as they are and not recorded as applied (%s): their backend cannot write them %s",
                      res->skipped, res->skipped == 1 ? "" : "s", strempty(list),
-                     root->is_host ? "on this host" : "under --root (thread scheduling needs the real host)");
+                     root_is_system(root) ? "on this host" : "under --root (thread scheduling needs the real host)");
         }
 
         /* 4. Commit: the profile, what it wants of every knob, and no open transaction. */
@@ -493,7 +482,6 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
         /* Revert does not stop at the first failure: it restores all it can, keeps what it could
          * not in the journal (a later revert retries them) and says which. Reverse order: the
          * last knob changed is the first put back. */
-        unsigned writes = 0;
         int first_err = 0;
         for (size_t i = json_array_size(steps); i-- > 0;) {
                 json_t *e = json_array_get(steps, i);
@@ -517,8 +505,7 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
                 else if (k == 0) {
                         touched[kn.domain] = true;
                         res->written++;
-                        maybe_crash(++writes);
-                }
+                        }
                 json_object_del(originals, kn.id);
         }
         flush_domains(root, host, touched, res);

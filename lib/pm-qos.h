@@ -31,9 +31,11 @@
  * Revert must go through the daemon that holds it; a revert by `rtpartctl --no-daemon` skips the
  * knob (the holder is off there) and the request lasts until rtpartd releases it or exits.
  *
- * Under a fake root (tests) nothing is opened: the held value is kept in memory and the cpu
- * backend's read of cpu/pm_qos in this process returns the smaller of the tree's file and the held
- * value, as the kernel's aggregate would.
+ * The request is opened through the root's ops (root_pm_qos_open(), ROOT_CAN_HOLD_PM_QOS); a
+ * root that cannot hold one (a tree) skips the knob. Where dev/cpu_dma_latency is a regular file
+ * rather than the kernel's device (the simulator's trees), the cpu backend's read of cpu/pm_qos in
+ * this process returns the smaller of the file and the held value, as the kernel's aggregate
+ * would.
  *
  * Not thread-safe: call from the thread that runs the engine. */
 
@@ -51,7 +53,8 @@ bool cpu_pm_qos_holder_enabled(void);
 
 /* Holds (or updates) this process's request at us µs on root's dev/cpu_dma_latency. Works whether
  * or not the holder is enabled (the holder only decides what the write verb does). Returns 0,
- * -ENOENT if the root has no dev/cpu_dma_latency, or the errno of open()/write(). */
+ * -ENOENT if the root has no dev/cpu_dma_latency, -EOPNOTSUPP if it cannot hold a request, or the
+ * errno of open()/write(). */
 int cpu_pm_qos_hold(Root *root, int32_t us);
 /* Drops the request, if one is held. */
 void cpu_pm_qos_release(void);

@@ -61,7 +61,7 @@ static void search_path_init(Root *root, SearchPath *sp) {
         *sp = (SearchPath) {};
         for (const char * const *dir = profile_dirs; *dir && sp->n < ELEMENTSOF(sp->d); dir++)
                 sp->d[sp->n++] = (typeof(sp->d[0])) { root, *dir, streq(*dir, PROFILE_DIR_USER) };
-        if (root->is_host)
+        if (root_is_system(root))
                 return;
         if (root_new("/", &sp->program) >= 0)
                 for (const char * const *dir = profile_dirs + 1; *dir && sp->n < ELEMENTSOF(sp->d); dir++)

@@ -46,6 +46,9 @@ int root_new_full(const char *path, RootResolve resolve, Root **ret) {
         char real[PATH_MAX];
         r->is_host = realpath(path, real) && streq(real, "/");
         r->resolve = resolve;
+        /* The kernel answers only for its own "/"; any other tree gets the tree table, which the
+         * simulator replaces in the programs linked with it. */
+        r->ops = r->is_host ? &root_kernel_ops : root_tree_ops();
         r->fd = TAKE_FD(fd);
         *ret = TAKE_PTR(r);
         return 0;
@@ -74,6 +77,7 @@ int root_set_state_dir(Root *r, const char *dir) {
         if (k < 0)
                 return k;
         s->is_host = false;
+        s->ops = &root_plain_tree_ops; /* the journal only: files, nothing a kernel acts on */
         root_free(r->state);
         r->state = s;
         return 0;
@@ -557,76 +561,60 @@ char *root_display_path(Root *r, const char *rel) {
         return asprintf(&s, "%s%s%s", r->path, n && r->path[n - 1] == '/' ? "" : "/", rel) < 0 ? NULL : s;
 }
 
-/* In a fake tree a file is only a file; where the kernel would show the effect of a write
- * differently from the bytes written, mirror it, so that a fake host reads back as a real one
- * would: a selection file ("always [madvise] never") moves its brackets. */
-static char *fake_tree_emulate(int fd, const char *value) {
-        char buf[4096];
-        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-        if (n <= 0)
-                return NULL;
-        buf[n] = 0;
-        if (!strchr(buf, '[') || strchr(value, ' '))
-                return NULL;
-        StrBuf b = {};
-        bool found = false;
-        char *save = NULL;
-        for (char *t = strtok_r(buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
-                size_t len = strlen(t);
-                if (t[0] == '[' && len > 1 && t[len - 1] == ']') {
-                        t[len - 1] = 0;
-                        t++;
-                }
-                bool sel = streq(t, value);
-                found = found || sel;
-                strbuf_appendf(&b, "%s%s%s%s", b.len ? " " : "", sel ? "[" : "", t, sel ? "]" : "");
-        }
-        strbuf_append(&b, "\n");
-        char *out = strbuf_steal(&b);
-        if (!found) {
-                free(out);
-                return NULL;
-        }
-        return out;
+bool root_is_system(Root *r) {
+        return r->is_host;
 }
 
-int root_unshare_file(Root *r, const char *rel) {
-        struct stat st;
-        if (r->is_host || root_stat(r, rel, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink <= 1)
-                return 0;
-        /* A fake tree may hard-link identical files to save space; a write must change this path
-         * only, as it would on the kernel's own filesystems: copy, then rename over. */
-        _cleanup_free_ char *text = NULL;
-        size_t n;
-        int k = root_read_file(r, rel, &text, &n);
+int root_write_once(Root *r, const char *rel, int flags, const char *data) {
+        _cleanup_close_ int fd = root_open(r, rel, O_WRONLY | O_NOCTTY | flags, 0);
+        if (fd < 0)
+                return fd;
+        size_t n = strlen(data);
+        ssize_t k = write(fd, data, n);
         if (k < 0)
-                return k;
-        return root_write_file_atomic(r, rel, text, n, st.st_mode & 07777);
+                return -errno;
+        return (size_t) k == n ? 0 : -EIO;
 }
 
 int root_write_value(Root *r, const char *rel, const char *value) {
-        int u = root_unshare_file(r, rel);
-        if (u < 0)
-                return u;
-        _cleanup_close_ int fd = root_open(r, rel, r->is_host ? O_WRONLY | O_NOCTTY : O_RDWR | O_NOCTTY, 0);
-        _cleanup_free_ char *data = NULL;
-        if (fd < 0)
-                return fd;
-        /* One write(2) with a trailing newline, as echo does: procfs and sysfs take it, and the
-         * kernel's answer to this very write is the errno we report. */
-        if (!r->is_host)
-                data = fake_tree_emulate(fd, value);
-        if (!data && asprintf(&data, "%s\n", value) < 0)
-                return -ENOMEM;
-        if (!r->is_host && ftruncate(fd, 0) < 0)
-                return -errno;
-        size_t n = strlen(data);
-        ssize_t k = write(fd, data, n); /* offset 0: just opened; pread did not move it */
-        if (k < 0)
-                return -errno;
-        if ((size_t) k != n)
-                return -EIO;
-        return 0;
+        return r->ops->write_value(r, rel, value);
+}
+
+int root_mkdir_object(Root *r, RootFs fs, const char *mount, const char *name) {
+        return r->ops->mkdir_object(r, fs, mount, name);
+}
+
+int root_rmdir_object(Root *r, RootFs fs, const char *mount, const char *name) {
+        return r->ops->rmdir_object(r, fs, mount, name);
+}
+
+int root_write_object(Root *r, RootFs fs, const char *mount, const char *name, const char *file,
+                      const char *value) {
+        return r->ops->write_object(r, fs, mount, name, file, value);
+}
+
+int root_set_affinity(Root *r, int tid, const CpuSet *cpus) {
+        return root_can(r, ROOT_CAN_SCHEDULE) ? r->ops->set_affinity(r, tid, cpus) : -EOPNOTSUPP;
+}
+
+int root_set_scheduler(Root *r, int tid, unsigned policy, unsigned priority) {
+        return root_can(r, ROOT_CAN_SCHEDULE) ? r->ops->set_scheduler(r, tid, policy, priority) : -EOPNOTSUPP;
+}
+
+int root_pm_qos_open(Root *r) {
+        return root_can(r, ROOT_CAN_HOLD_PM_QOS) ? r->ops->pm_qos_open(r) : -EOPNOTSUPP;
+}
+
+int root_update_bootloader(Root *r, const char *command) {
+        return root_can(r, ROOT_CAN_UPDATE_BOOTLOADER) ? r->ops->update_bootloader(r, command) : -EOPNOTSUPP;
+}
+
+int root_mount(Root *r, const char *rel, const char *fstype, const char *options) {
+        return root_can(r, ROOT_CAN_MOUNT) ? r->ops->mount(r, rel, fstype, options) : -EOPNOTSUPP;
+}
+
+int root_umount(Root *r, const char *rel) {
+        return root_can(r, ROOT_CAN_MOUNT) ? r->ops->umount(r, rel) : -EOPNOTSUPP;
 }
 
 static int split_parent(const char *rel, char **ret_dir, const char **ret_base) {

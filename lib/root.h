@@ -25,13 +25,89 @@ typedef enum RootResolve {
         _ROOT_RESOLVE_INVALID = -EINVAL,
 } RootResolve;
 
+typedef struct RootOps RootOps;
+
 typedef struct Root {
         int fd;
         char *path;     /* as given, for messages */
-        bool is_host;   /* the real "/" */
+        bool is_host;   /* the real "/": only root.c reads it; others ask root_is_system()/root_can() */
         RootResolve resolve;
+        const RootOps *ops;
         struct Root *state; /* where the journal lives when not under this root (--state-dir) */
 } Root;
+
+/* What a backend may ask of the kernel behind a root beyond reading and writing files. A backend
+ * asks root_can() instead of where it runs; the answer is its root's ops table's. */
+typedef enum RootCan {
+        /* Thread ids read from the root's proc/ are this kernel's live tasks, and its CPUs are the
+         * ones this process runs on: sched_setaffinity()/sched_setscheduler() reach them, the
+         * daemon may pin itself to the root's housekeeping CPUs and move tasks off isolated ones. */
+        ROOT_CAN_SCHEDULE               = 1u << 0,
+        /* A systemd manager runs for this root and answers on the system bus (when the root also
+         * has run/systemd/system): slices' AllowedCPUs=, restarting irqbalance. */
+        ROOT_CAN_ASK_SYSTEMD            = 1u << 1,
+        /* The root's bootloader configuration is this system's: its update command (update-grub)
+         * regenerates what the next boot reads. */
+        ROOT_CAN_UPDATE_BOOTLOADER      = 1u << 2,
+        /* root_pm_qos_open() gives a PM QoS CPU latency request that lasts while its fd is open. */
+        ROOT_CAN_HOLD_PM_QOS            = 1u << 3,
+        /* root_mount()/root_umount() mount a kernel filesystem (resctrl) at a path of the root. */
+        ROOT_CAN_MOUNT                  = 1u << 4,
+        /* The kernel's process events (the proc connector) are about the tasks in the root's proc/. */
+        ROOT_CAN_WATCH_PROCESSES        = 1u << 5,
+} RootCan;
+
+/* Which kernel filesystem holds an object made with root_mkdir_object(). */
+typedef enum RootFs {
+        ROOT_FS_CGROUP,         /* a cgroup v2 hierarchy or a v1 cpuset one */
+        ROOT_FS_RESCTRL,
+        _ROOT_FS_MAX,
+        _ROOT_FS_INVALID = -EINVAL,
+} RootFs;
+
+/* The one seam between rtpart and the kernel. lib/ has two tables: the kernel's, for "/" (system
+ * calls; libcgroup for a v1 cpuset hierarchy), and a plain directory tree's for any other --root
+ * (a tree to read and write as files, nothing more: no capabilities). What a kernel does after a
+ * write is simulated under tests/sim/ only, which replaces the tree's table at link time (see
+ * root_tree_ops()). Every function returns 0 or a negative errno, the kernel's where it answered.
+ *
+ * Kernel objects: mount is the root-relative mount of the filesystem holding them (a cgroup
+ * hierarchy, resctrl's mount point), name a directory directly below it (NULL in object_write:
+ * the mount's own directory). */
+struct RootOps {
+        const char *name;       /* "kernel", "tree", …: for debugging */
+        unsigned can;           /* RootCan flags */
+        /* One write(2) of value plus a newline to an existing file. */
+        int (*write_value)(Root *r, const char *rel, const char *value);
+        /* -EEXIST / -ENOENT as mkdir(2) / rmdir(2) give them; -EBUSY while an object is in use. */
+        int (*mkdir_object)(Root *r, RootFs fs, const char *mount, const char *name);
+        int (*rmdir_object)(Root *r, RootFs fs, const char *mount, const char *name);
+        /* value without a newline, to mount/name/file; a task id to a cgroup's "tasks" or
+         * "cgroup.procs" moves the task. */
+        int (*write_object)(Root *r, RootFs fs, const char *mount, const char *name, const char *file,
+                            const char *value);
+        /* ROOT_CAN_SCHEDULE */
+        int (*set_affinity)(Root *r, int tid, const CpuSet *cpus);
+        int (*set_scheduler)(Root *r, int tid, unsigned policy, unsigned priority);
+        /* ROOT_CAN_HOLD_PM_QOS: an fd whose 4-byte writes (a native s32, µs) set this process's
+         * request and whose close drops it; -ENOENT if the root has no dev/cpu_dma_latency. */
+        int (*pm_qos_open)(Root *r);
+        /* ROOT_CAN_UPDATE_BOOTLOADER: runs the shell command that regenerates the bootloader's
+         * configuration; -EPROTO if it failed. */
+        int (*update_bootloader)(Root *r, const char *command);
+        /* ROOT_CAN_MOUNT */
+        int (*mount)(Root *r, const char *rel, const char *fstype, const char *options);
+        int (*umount)(Root *r, const char *rel);
+};
+
+/* The two tables of lib/. */
+extern const RootOps root_kernel_ops;
+extern const RootOps root_plain_tree_ops;
+/* The table root_new() gives a root other than "/". lib/ defines it weak, returning
+ * &root_plain_tree_ops; the simulator (tests/sim/, linked whole into the test programs and the
+ * not-installed sim builds of rtpartctl and rtpartd) defines it strong. daemon/ and lib/ never
+ * name the simulator: which table a tree gets is decided by what the program was linked with. */
+const RootOps *root_tree_ops(void);
 
 int root_new(const char *path, Root **ret);
 /* Same, with the resolution chosen (tests reach the user-space walk on any kernel). */
@@ -71,12 +147,32 @@ int root_canonicalize(Root *r, const char *rel, char **ret);
 /* For messages: the path as the user would see it ("/proc/cmdline", or "ROOT/proc/cmdline"). */
 char *root_display_path(Root *r, const char *rel);
 
-/* Writes value to an existing file (procfs, sysfs, cgroupfs): one write(2), O_TRUNC so that plain
- * files in fake trees hold exactly the value. Returns the kernel's errno on refusal. */
+/* The root is this system's "/" (messages say "this host" rather than the root's path). */
+bool root_is_system(Root *r);
+static inline bool root_can(Root *r, RootCan what) {
+        return (r->ops->can & what) == what;
+}
+
+/* Through the root's ops (see RootOps): writes value to an existing file (procfs, sysfs), one
+ * write(2), the kernel's errno on refusal. */
 int root_write_value(Root *r, const char *rel, const char *value);
-/* In a fake tree, gives rel an inode of its own if it shares one (a hard link), so that a write
- * changes this path only. No-op on the real root. */
-int root_unshare_file(Root *r, const char *rel);
+int root_mkdir_object(Root *r, RootFs fs, const char *mount, const char *name);
+int root_rmdir_object(Root *r, RootFs fs, const char *mount, const char *name);
+int root_write_object(Root *r, RootFs fs, const char *mount, const char *name, const char *file,
+                      const char *value);
+/* -EOPNOTSUPP where the root cannot (root_can()). */
+int root_set_affinity(Root *r, int tid, const CpuSet *cpus);
+int root_set_scheduler(Root *r, int tid, unsigned policy, unsigned priority);
+int root_pm_qos_open(Root *r);
+int root_update_bootloader(Root *r, const char *command);
+int root_mount(Root *r, const char *rel, const char *fstype, const char *options);
+int root_umount(Root *r, const char *rel);
+
+/* For ops tables: one write(2) of data to rel opened with O_WRONLY|O_NOCTTY|flags. */
+int root_write_once(Root *r, const char *rel, int flags, const char *data);
+/* Runs command with /bin/sh, RTPART_ROOT set to the root's path and output discarded; -EPROTO
+ * unless it exits 0. */
+int root_run_shell(Root *r, const char *command);
 /* Replaces a regular file atomically: temp file, fsync, rename, fsync of the directory. */
 int root_write_file_atomic(Root *r, const char *rel, const char *data, size_t size, mode_t mode);
 int root_unlink(Root *r, const char *rel);

@@ -7,7 +7,7 @@
 #include "systemd.h"
 
 bool systemd_owns_cgroups(Root *r) {
-        return r->is_host && root_is_dir(r, "run/systemd/system");
+        return root_can(r, ROOT_CAN_ASK_SYSTEMD) && root_is_dir(r, "run/systemd/system");
 }
 
 bool systemd_is_unit_cgroup(const char *name) {

@@ -191,3 +191,14 @@ int task_set_affinity(int tid, const CpuSet *cpus) {
         CPU_FREE(set);
         return r;
 }
+
+int task_set_scheduler(int tid, unsigned policy, unsigned priority) {
+        struct sched_param param = { .sched_priority = (int) priority };
+        int p = (int) policy;
+        int cur = sched_getscheduler(tid);
+        if (cur < 0)
+                return -errno;
+        if (cur & SCHED_RESET_ON_FORK)
+                p |= SCHED_RESET_ON_FORK;
+        return sched_setscheduler(tid, p, &param) < 0 ? -errno : 0;
+}

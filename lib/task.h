@@ -67,3 +67,5 @@ void task_move_target(const Task *t, const CpuSet *isolated, const CpuSet *house
 /* sched_setaffinity() of a thread (0: the caller) to cpus; -EINVAL for an empty set. Real host
  * only: the caller decides whether the root is the host. */
 int task_set_affinity(int tid, const CpuSet *cpus);
+/* sched_setscheduler() keeping the thread's reset-on-fork flag (nice stays on its own). */
+int task_set_scheduler(int tid, unsigned policy, unsigned priority);

@@ -49,8 +49,9 @@ import unittest
 
 SRC = os.environ.get("RTPART_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 BUILD = os.environ.get("RTPART_BUILD_DIR", os.path.join(SRC, "build"))
-DAEMON = os.environ.get("RTPARTD") or os.path.join(BUILD, "daemon", "rtpartd")
-CTL = os.environ.get("RTPARTCTL") or os.path.join(BUILD, "daemon", "rtpartctl")
+# The sim builds (the real programs linked with the kernel simulator), as meson passes them.
+DAEMON = os.environ.get("RTPARTD") or os.path.join(BUILD, "tests", "sim", "rtpartd")
+CTL = os.environ.get("RTPARTCTL") or os.path.join(BUILD, "tests", "sim", "rtpartctl")
 HOSTS = os.path.join(SRC, "tests", "fixtures", "hosts")
 PROFILES = os.path.join(SRC, "profiles")
 IFACE = "org.rtpart.Manager"

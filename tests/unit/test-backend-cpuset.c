@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cgroup.h"
-#include "fake-kernel.h"
+#include "sim-kernel.h"
 #include "proc.h"
 #include "strv.h"
 #include "test-tree.h"
@@ -515,10 +515,10 @@ START_TEST(test_v1_exclusive_conflict) {
         copy_host("vm");
         open_host();
         const char *v1 = "sys/fs/cgroup/cpuset";
-        ck_assert_int_eq(fake_cgroup_mkdir(root, v1, "other"), 0);
-        ck_assert_int_eq(fake_cgroup_write(root, v1, "other", "cpuset.cpus", "3"), 0);
-        ck_assert_int_eq(fake_cgroup_write(root, v1, "other", "cpuset.mems", "0"), 0);
-        ck_assert_int_eq(fake_cgroup_write(root, v1, "other", "cpuset.cpu_exclusive", "1"), 0);
+        ck_assert_int_eq(sim_cgroup_mkdir(root, v1, "other"), 0);
+        ck_assert_int_eq(sim_cgroup_write(root, v1, "other", "cpuset.cpus", "3"), 0);
+        ck_assert_int_eq(sim_cgroup_write(root, v1, "other", "cpuset.mems", "0"), 0);
+        ck_assert_int_eq(sim_cgroup_write(root, v1, "other", "cpuset.cpu_exclusive", "1"), 0);
         _cleanup_free_ char *before = tree_snapshot(host_dir);
         _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
                 "{\"cpus\": {\"isolated\": \"2-3\"},"

@@ -24,7 +24,7 @@ static Root *root;
 
 static void setup(void) {
         ck_assert_int_eq(root_new("/", &root), 0);
-        ck_assert(root->is_host);
+        ck_assert(root_is_system(root));
 }
 
 static void teardown(void) {

@@ -21,7 +21,7 @@ static void teardown(void) {
 }
 
 START_TEST(test_cpus) {
-        ck_assert(root->is_host);
+        ck_assert(root_is_system(root));
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         ck_assert_int_eq((long) cpu_set_count(&host->online), n);
         /* Every CPU this process may run on is online, and has a core, a package and a node. */

@@ -185,13 +185,14 @@ static inline int tree_revert(const char *root_path) {
         return k;
 }
 
-/* The real rtpartctl (RTPARTCTL from meson) on the tree; returns its exit status, *ret_out
- * (optional) its stdout and stderr. */
+/* The sim build of rtpartctl (RTPARTCTL from meson: tests/sim/rtpartctl, the real program linked
+ * with the kernel simulator) on the tree; returns its exit status, *ret_out (optional) its stdout
+ * and stderr. */
 static inline int tree_ctl(const char *root_path, char **ret_out, const char *args) {
         const char *ctl = getenv("RTPARTCTL");
         _cleanup_free_ char *def = NULL;
         if (!ctl) {
-                ck_assert(asprintf(&def, "%s/daemon/rtpartctl", BUILD_DIR) >= 0);
+                ck_assert(asprintf(&def, "%s/tests/sim/rtpartctl", BUILD_DIR) >= 0);
                 ctl = def;
         }
         return tree_sh(ret_out, "'%s' --root '%s' %s 2>&1", ctl, root_path, args);

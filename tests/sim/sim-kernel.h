@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Fake tree emulation: the kernel's side of cgroupfs and resctrl, mirrored in a fake host tree
- * (--root DIR that is not "/"), in this one place.
+/* The kernel simulator (test code, never in the shipped programs): the kernel's side of cgroupfs
+ * and resctrl, mirrored in a fake host tree.
  *
  * On a real host, mkdir in cgroupfs or resctrl makes the kernel create a group's control files,
  * a write to a control file is checked and normalized by the kernel (and may change other
  * files: CPUs move between resctrl groups, a partition root turns "invalid"), and rmdir drops
- * them again. In a fake tree a directory is only a directory and a file only a file. The cpuset
- * and resctrl backends therefore call these functions instead of the plain system calls when
- * !root->is_host, so that a fake host reads back as a real one would and the real rtpartctl
- * binary can be tested on it (apply → the kernel's files, verify, revert → the original tree).
+ * them again. In a tree a directory is only a directory and a file only a file. The simulator's
+ * root ops (sim-root.c) call these functions for the objects the backends make, write and remove
+ * (root_mkdir_object() and friends), so that a fake host reads back as a real one would and the
+ * sim builds of rtpartctl and rtpartd can be tested on it (apply → the kernel's files, verify,
+ * revert → the original tree).
  *
  * What is emulated (kernel 6.1-6.8 semantics; the function comments name the kernel code):
  *   cgroup v2   mkdir creates the cgroup core and cpuset files; cpuset.cpus/mems/cpus.exclusive are
@@ -39,17 +40,25 @@
 
 #include "root.h"
 
+/* Gives rel an inode of its own if it shares one (a hard link: fixture trees link identical
+ * files to save space), so that a write changes this path only, as on the kernel's filesystems. */
+int sim_unshare_file(Root *r, const char *rel);
+
+/* The simulator's ops table (sim-root.c), which root_new() gives every root other than "/" in the
+ * programs linked with the simulator. */
+extern const RootOps sim_root_ops;
+
 /* hier: the hierarchy's root-relative mount ("sys/fs/cgroup", "sys/fs/cgroup/cpuset"); whether it
  * is cgroup v2 or a v1 cpuset is read from the tree (v2 has cgroup.controllers). name: a
  * direct child of hier. */
-int fake_cgroup_mkdir(Root *r, const char *hier, const char *name);
+int sim_cgroup_mkdir(Root *r, const char *hier, const char *name);
 /* -EBUSY while the cgroup holds tasks or child cgroups, as rmdir(2) in cgroupfs. */
-int fake_cgroup_rmdir(Root *r, const char *hier, const char *name);
+int sim_cgroup_rmdir(Root *r, const char *hier, const char *name);
 /* Writes value (no trailing newline) to hier/name/file (name NULL: the hierarchy's root). */
-int fake_cgroup_write(Root *r, const char *hier, const char *name, const char *file, const char *value);
+int sim_cgroup_write(Root *r, const char *hier, const char *name, const char *file, const char *value);
 
 /* mount: resctrl's root-relative mount point; group: a control group directly below it. */
-int fake_resctrl_mkdir(Root *r, const char *mount, const char *group);
-int fake_resctrl_rmdir(Root *r, const char *mount, const char *group);
+int sim_resctrl_mkdir(Root *r, const char *mount, const char *group);
+int sim_resctrl_rmdir(Root *r, const char *mount, const char *group);
 /* group NULL: the default group. file: "schemata" (value "L3:0=7f0;1=7f0"), "cpus_list", "mode". */
-int fake_resctrl_write(Root *r, const char *mount, const char *group, const char *file, const char *value);
+int sim_resctrl_write(Root *r, const char *mount, const char *group, const char *file, const char *value);

@@ -11,11 +11,11 @@
 #include <unistd.h>
 
 #include "cpu-set.h"
-#include "fake-kernel.h"
+#include "sim-kernel.h"
 #include "proc.h"
 #include "strv.h"
 
-/* See fake-kernel.h. Only the backends' !root->is_host branches call into this file. */
+/* See sim-kernel.h. Only the simulator's root ops (sim-root.c) call into this file. */
 
 /* ---- files of the tree ---- */
 
@@ -53,7 +53,7 @@ static int put(Root *r, const char *dir, const char *file, const char *text, mod
         _cleanup_free_ char *p = path_join(dir, file, NULL);
         if (!p)
                 return -ENOMEM;
-        int u = root_unshare_file(r, p);
+        int u = sim_unshare_file(r, p);
         if (u < 0)
                 return u;
         _cleanup_close_ int fd = root_open(r, p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode);
@@ -374,7 +374,7 @@ static int mkdir_v1(Root *r, const char *hier, const char *dir) {
         return 0;
 }
 
-int fake_cgroup_mkdir(Root *r, const char *hier, const char *name) {
+int sim_cgroup_mkdir(Root *r, const char *hier, const char *name) {
         _cleanup_free_ char *dir = path_join(hier, name, NULL);
         if (!dir)
                 return -ENOMEM;
@@ -635,7 +635,7 @@ static int attach(Root *r, const char *hier, const char *name, const char *file,
         return put_ids(r, dst_dir, "cgroup.threads", &tt);
 }
 
-int fake_cgroup_rmdir(Root *r, const char *hier, const char *name) {
+int sim_cgroup_rmdir(Root *r, const char *hier, const char *name) {
         _cleanup_free_ char *dir = path_join(hier, name, NULL);
         _cleanup_strv_free_ char **children = NULL;
         _cleanup_(ids_done) Ids ids = {};
@@ -834,7 +834,7 @@ static int write_v1(Root *r, const char *hier, const char *name, const char *dir
         return exists(r, dir, eff, NULL) ? put_list(r, dir, eff, &s, 0444) : 0;
 }
 
-int fake_cgroup_write(Root *r, const char *hier, const char *name, const char *file, const char *value) {
+int sim_cgroup_write(Root *r, const char *hier, const char *name, const char *file, const char *value) {
         _cleanup_free_ char *dir = path_join(hier, name, NULL);
         if (!dir)
                 return -ENOMEM;
@@ -1081,11 +1081,12 @@ static uint64_t cache_bytes(Root *r, unsigned level, unsigned id) {
             root_glob(r, pattern, &ids) < 0)
                 return 0;
         for (char **p = ids; *p; p++) {
-                _cleanup_free_ char *v = NULL, *size = NULL, *sp = strdup(*p);
-                if (!sp || root_read_line(r, *p, &v) < 0 || (unsigned) strtoul(v, NULL, 10) != id)
+                _cleanup_free_ char *v = NULL, *size = NULL, *sp = NULL;
+                if (root_read_line(r, *p, &v) < 0 || (unsigned) strtoul(v, NULL, 10) != id)
                         continue;
-                strcpy(strrchr(sp, '/') + 1, "size");
-                if (root_read_line(r, sp, &size) < 0)
+                /* The sibling file "size": a new string, as "size" is longer than "id". */
+                const char *slash = strrchr(*p, '/');
+                if (asprintf(&sp, "%.*s/size", (int) (slash - *p), *p) < 0 || root_read_line(r, sp, &size) < 0)
                         return 0;
                 char *end;
                 uint64_t b = strtoull(size, &end, 10);
@@ -1137,7 +1138,7 @@ static int put_group_cpus(Root *r, const char *mount, const char *dir, const Cpu
         return k < 0 ? k : put_list(r, dir, "cpus_list", s, 0644);
 }
 
-int fake_resctrl_mkdir(Root *r, const char *mount, const char *group) {
+int sim_resctrl_mkdir(Root *r, const char *mount, const char *group) {
         _cleanup_strv_free_ char **groups = NULL;
         _cleanup_(schemata_done) Schemata s = {};
         _cleanup_free_ char *dir = path_join(mount, group, NULL);
@@ -1254,7 +1255,7 @@ int fake_resctrl_mkdir(Root *r, const char *mount, const char *group) {
         return 0;
 }
 
-int fake_resctrl_rmdir(Root *r, const char *mount, const char *group) {
+int sim_resctrl_rmdir(Root *r, const char *mount, const char *group) {
         _cleanup_free_ char *dir = path_join(mount, group, NULL);
         CpuSet mine = {}, def = {};
         _cleanup_(ids_done) Ids tasks = {}, dtasks = {};
@@ -1455,7 +1456,7 @@ static int write_mode(Root *r, const char *mount, const char *g, const char *dir
         return putf(r, dir, "mode", 0644, "%s\n", value);
 }
 
-int fake_resctrl_write(Root *r, const char *mount, const char *group, const char *file, const char *value) {
+int sim_resctrl_write(Root *r, const char *mount, const char *group, const char *file, const char *value) {
         const char *g = group ? group : "";
         _cleanup_free_ char *dir = path_join(mount, g, NULL);
         int k;
