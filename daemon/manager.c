@@ -387,7 +387,8 @@ static int journal_reload(Manager *m, bool *ret_changed) {
         int r = journal_load_if_changed(m->root, m->journal ? m->journal->digest : 0, &j, &je);
         trim_later(m); /* the file was read, and maybe parsed */
         if (r == -EBADMSG && je.message && !streq_ptr(je.message, m->journal_error)) {
-                log_warning("%s; keeping the journal as last read, and changing nothing", je.message);
+                if (m->journal) /* else the caller refuses to start */
+                        log_warning("%s; keeping the journal as last read, and changing nothing", je.message);
                 free(m->journal_error);
                 m->journal_error = TAKE_PTR(je.message);
         }

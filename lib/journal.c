@@ -213,15 +213,20 @@ int journal_knob_make(Journal *j, const Knob *k, const char *value, JournalKnob 
         return 0;
 }
 
-static int originals_append(Journal *j, const JournalKnob *e) {
-        int r = GROW_ARRAY(j->originals, j->cap_originals, j->n_originals, 16);
+/* Appends e to a list of knobs and to its index. */
+static int knobs_append(JournalKnob **l, size_t *n, size_t *cap, JournalIndex *x, const JournalKnob *e) {
+        int r = GROW_ARRAY(*l, *cap, *n, 16);
         if (r < 0)
                 return r;
-        j->originals[j->n_originals++] = *e;
-        r = index_add(&j->originals_index, j->originals, sizeof(JournalKnob), j->n_originals);
+        (*l)[(*n)++] = *e;
+        r = index_add(x, *l, sizeof(JournalKnob), *n);
         if (r < 0)
-                j->n_originals--;
+                (*n)--;
         return r;
+}
+
+static int originals_append(Journal *j, const JournalKnob *e) {
+        return knobs_append(&j->originals, &j->n_originals, &j->cap_originals, &j->originals_index, e);
 }
 
 int journal_add_original(Journal *j, const Knob *k, const char *value) {
@@ -264,14 +269,7 @@ int journal_set_applied(Journal *j, JournalKnob *l, size_t n) {
 }
 
 static int applied_append(Journal *j, const JournalKnob *e) {
-        int r = GROW_ARRAY(j->applied, j->cap_applied, j->n_applied, 16);
-        if (r < 0)
-                return r;
-        j->applied[j->n_applied++] = *e;
-        r = index_add(&j->applied_index, j->applied, sizeof(JournalKnob), j->n_applied);
-        if (r < 0)
-                j->n_applied--;
-        return r;
+        return knobs_append(&j->applied, &j->n_applied, &j->cap_applied, &j->applied_index, e);
 }
 
 const char *journal_find_unmovable(const Journal *j, const char *id) {
@@ -598,7 +596,8 @@ static int parse_transaction(Parser *p, json_t *tx) {
                 const char *id;
                 if (!json_is_string(e))
                         return refuse(p, where, "\"new_originals\"[%zu] is %s, not a string", i, json_kind(e));
-                if ((r = journal_strdup(p->j, json_string_value(e), &id)) < 0 || (r = new_originals_append(p->j, id)) < 0)
+                if ((r = journal_strdup(p->j, json_string_value(e), &id)) < 0 ||
+                    (r = new_originals_append(p->j, id)) < 0)
                         return r;
         }
         return 0;
@@ -640,7 +639,8 @@ static int parse_document(Parser *p, json_t *doc) {
                 return refuse(p, NULL, "not an rtpart journal of version 1: \"version\" is %s",
                               version ? json_is_integer(version) ? "another number" : json_kind(version) : "missing");
         if (!json_is_object(originals))
-                return refuse(p, NULL, "\"originals\" is %s, not an object", originals ? json_kind(originals) : "missing");
+                return refuse(p, NULL, "\"originals\" is %s, not an object",
+                              originals ? json_kind(originals) : "missing");
         if (applied && !json_is_array(applied))
                 return refuse(p, NULL, "\"applied\" is %s, not an array", json_kind(applied));
         if (unmovable && !json_is_object(unmovable))
