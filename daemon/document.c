@@ -87,8 +87,10 @@ json_t *document_apply(const Plan *plan, const EngineResult *er) {
 
 static json_t *error_entry(const EngineResult *er, int r) {
         int err = er->failed_errno ? er->failed_errno : -r;
+        /* A refused journal: the message names the entry and what is wrong with it. */
+        const char *msg = er->journal_error.message ?: strerror(err);
         return json_pack("{s:s?, s:s?, s:i, s:s, s:s?}", "knob", er->failed_knob, "path", er->failed_path, "errno", err,
-                         "message", strerror(err), "detail", er->failed_detail);
+                         "message", msg, "detail", er->failed_detail);
 }
 
 json_t *document_apply_failure(const EngineResult *er, int r) {
@@ -124,12 +126,11 @@ json_t *document_verify(const VerifyResult *v) {
                          "transaction_open", v->transaction_open);
 }
 
-json_t *document_status(const VerifyResult *v, json_t *state) {
-        json_t *last = json_object_get(state, "last_error");
-        return json_pack("{s:s?, s:s?, s:I, s:I, s:b, s:o, s:I, s:O, s:b}", "profile", v->profile,
+json_t *document_status(const VerifyResult *v, const Journal *j) {
+        return json_pack("{s:s?, s:s?, s:I, s:I, s:b, s:o, s:I, s:o, s:b}", "profile", v->profile,
                          "applied_at", v->applied_at, "knobs", (json_int_t) v->checked,
                          "drift", (json_int_t) v->n_drift, "reboot_required", strv_length(v->reboot_pending) > 0,
                          "unmovable", document_strv(v->unmovable),
-                         "originals", (json_int_t) json_object_size(json_object_get(state, "originals")),
-                         "last_error", last ? last : json_null(), "transaction_open", v->transaction_open);
+                         "originals", (json_int_t) journal_count_originals(j),
+                         "last_error", journal_last_error_to_json(j), "transaction_open", v->transaction_open);
 }

@@ -28,8 +28,8 @@ json_t *document_revert(const EngineResult *er, int r);
  * transaction_open}. */
 json_t *document_verify(const VerifyResult *v);
 /* status: {profile, applied_at, knobs, drift, reboot_required, unmovable, originals, last_error,
- * transaction_open}; state is the journal. */
-json_t *document_status(const VerifyResult *v, json_t *state);
+ * transaction_open}; j is the journal. */
+json_t *document_status(const VerifyResult *v, const Journal *j);
 /* One drift entry: {knob, domain, expected, actual}. */
 json_t *document_drift(const char *knob, Domain d, const char *expected, const char *actual);
 json_t *document_strv(char * const *l);

@@ -88,7 +88,7 @@ const char *drift_policy_to_string(DriftPolicy p) {
 /* A call builds the host's topology, the profile, the plan, a whole journal or an answer of
  * hundreds of knobs, and frees them again: give the heap back once the answer is out (the loop
  * runs post sources after every other), so that the daemon idles at its own size, not at its
- * largest. The long-lived data is small and packed (StateView); what malloc_trim() cannot give
+ * largest. The long-lived data is small and packed (the Journal); what malloc_trim() cannot give
  * back is the pages it shares with them. */
 static int on_trim(sd_event_source *s, void *userdata) {
         (void) malloc_trim(0);
@@ -232,7 +232,7 @@ static int prepare_journal(Manager *m, bool want_plan, bool check_hash, Prepared
         r = prepare_profile(m, profile, want_plan, &p, e);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *hash = state_hash(p.resolved->doc);
+        _cleanup_free_ char *hash = journal_hash(p.resolved->doc);
         if (!hash) {
                 prepared_done(&p);
                 return -ENOMEM;
@@ -318,7 +318,7 @@ static void settings_refresh(Manager *m) {
         apply_interval(m);
 }
 
-static bool knob_watchable(const StateViewKnob *k) {
+static bool knob_watchable(const JournalKnob *k) {
         if (!k->path)
                 return false;
         switch (k->domain) {
@@ -346,7 +346,7 @@ static void watch_refresh(Manager *m) {
         if (!files)
                 return;
         for (size_t i = 0; i < m->journal->n_applied; i++) {
-                const StateViewKnob *k = &m->journal->applied[i];
+                const JournalKnob *k = &m->journal->applied[i];
                 if (!knob_watchable(k))
                         continue;
                 files[n++] = (WatchFile) { k->id, k->path };
@@ -363,8 +363,8 @@ static void watch_refresh(Manager *m) {
         /* What the watcher has is known by its digest: the same files again are only a flush of the
          * events our own writes raised. */
         for (size_t i = 0; i < n; i++) {
-                key = key * 31 + state_digest(files[i].knob, strlen(files[i].knob));
-                key = key * 31 + state_digest(files[i].path, strlen(files[i].path));
+                key = key * 31 + journal_digest(files[i].knob, strlen(files[i].knob));
+                key = key * 31 + journal_digest(files[i].path, strlen(files[i].path));
         }
         if (m->watching && m->watch_key == key) {
                 watcher_flush(m->watcher);
@@ -380,19 +380,28 @@ static void watch_refresh(Manager *m) {
         m->watch_key = key;
 }
 
-/* Reads state.json again when its bytes changed; what the daemon keeps of it is a StateView (the
- * applied knobs, packed), never the document. */
+/* Reads state.json again when its bytes changed; what the daemon keeps of it is the Journal. A
+ * journal that is refused leaves the one held as it was, and its message in m->journal_error. */
 static int journal_reload(Manager *m, bool *ret_changed) {
-        StateView *j = NULL;
-        int r = state_view_load(m->root, m->journal ? m->journal->digest : 0, &j);
+        _cleanup_(journal_error_done) JournalError je = {};
+        Journal *j = NULL;
+        int r = journal_load_if_changed(m->root, m->journal ? m->journal->digest : 0, &j, &je);
         trim_later(m); /* the file was read, and maybe parsed */
+        if (r == -EBADMSG && je.message && !streq_ptr(je.message, m->journal_error)) {
+                if (m->journal) /* else the caller refuses to start */
+                        log_warning("%s; keeping the journal as last read, and changing nothing", je.message);
+                free(m->journal_error);
+                m->journal_error = TAKE_PTR(je.message);
+        }
         if (r < 0)
                 return r;
+        free(m->journal_error);
+        m->journal_error = NULL;
         if (ret_changed)
                 *ret_changed = r > 0;
         if (r == 0)
                 return 0;
-        state_view_free(m->journal);
+        journal_free(m->journal);
         m->journal = j;
         if (!streq_ptr(j->profile, m->profile)) {
                 free(m->profile);
@@ -402,7 +411,7 @@ static int journal_reload(Manager *m, bool *ret_changed) {
         const char *id;
         json_t *v, *tmp;
         json_object_foreach_safe(m->drift, tmp, id, v)
-                if (!state_view_find(m->journal, id))
+                if (!journal_find_applied(m->journal, id))
                         json_object_del(m->drift, id);
         settings_refresh(m);
         watch_refresh(m);
@@ -570,7 +579,7 @@ static int check_knobs(Manager *m, char **ids, json_t **ret_found) {
         if (r >= 0 && !m->journal)
                 r = journal_reload(m, NULL);
         if (r >= 0)
-                r = engine_verify_knobs_in(m->root, m->journal, strempty(cmdline), ids, strv_length(ids), &v);
+                r = engine_verify_knobs(m->root, m->journal, strempty(cmdline), ids, strv_length(ids), &v);
         if (r < 0)
                 return log_warning_errno(r, "Cannot check %s: %m", strempty(ids ? ids[0] : NULL));
         json_t *found = json_array();
@@ -605,7 +614,9 @@ static int check_all(Manager *m, VerifyResult *ret) {
         VerifyResult v = {};
         int r = read_cmdline(m->root, &cmdline);
         if (r >= 0)
-                r = engine_verify(m->root, cmdline, &v);
+                r = journal_reload(m, NULL);
+        if (r >= 0)
+                r = engine_verify(m->root, m->journal, cmdline, &v);
         if (r < 0)
                 return r;
         _cleanup_(json_decrefp) json_t *found = json_array();
@@ -625,8 +636,8 @@ static int check_all(Manager *m, VerifyResult *ret) {
 /* ---- applying ---- */
 
 static bool knob_is_new(Manager *m, const Knob *k) {
-        return !state_view_find(m->journal, k->id) && !json_object_get(m->not_owned, k->id) &&
-               !state_view_unmovable(m->journal, k->id);
+        return !journal_find_applied(m->journal, k->id) && !json_object_get(m->not_owned, k->id) &&
+               !journal_find_unmovable(m->journal, k->id);
 }
 
 static int take_lock(Manager *m, int *ret, ManagerError *e) {
@@ -648,7 +659,7 @@ static int engine_failure(ManagerError *e, const EngineResult *res, int r) {
                           res->rollback_incomplete ? "the changes of this run were undone except those noted"
                                                    : "every change of this run was undone");
         else
-                error_set(e, MANAGER_ERROR_FAILED, "%s", strerror(-r));
+                error_set(e, MANAGER_ERROR_FAILED, "%s", res->journal_error.message ?: strerror(-r));
         e->details = document_apply_failure(res, r);
         return r;
 }
@@ -656,10 +667,10 @@ static int engine_failure(ManagerError *e, const EngineResult *res, int r) {
 /* A knob the journal has is put back to what the journal says the applied profile wants (its file
  * may have been edited since, without an apply). */
 static void knob_use_journal(Manager *m, Knob *k) {
-        const StateViewKnob *entry = state_view_find(m->journal, k->id);
+        const JournalKnob *entry = journal_find_applied(m->journal, k->id);
         if (!entry)
                 return;
-        const char *want = entry->desired;
+        const char *want = entry->value;
         if (streq_ptr(want, k->desired))
                 return;
         char *n = want ? strdup(want) : NULL;
@@ -726,7 +737,7 @@ static int apply_selected(Manager *m, char **ids, size_t *ret_written, ManagerEr
         /* New knobs the engine did not record (their backend cannot write them on this root)
          * are not tried again until the next full apply. */
         for (char **f = fresh; r >= 0 && f && *f; f++)
-                if (!state_view_find(m->journal, *f))
+                if (!journal_find_applied(m->journal, *f))
                         json_object_set_new(m->not_owned, *f, json_true());
         watcher_flush(m->watcher);
         trim_later(m);
@@ -774,7 +785,7 @@ static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *
         /* The settings come from this resolution (the journal's hash is its hash); the journal, the
          * watches and drift follow. */
         free(m->settings_hash);
-        m->settings_hash = state_hash(p.resolved->doc);
+        m->settings_hash = journal_hash(p.resolved->doc);
         settings_from_resolved(m, p.resolved);
         apply_interval(m);
         pin_self(m, &p.resolved->housekeeping);
@@ -874,10 +885,12 @@ int manager_correct(Manager *m, json_t **ret, ManagerError *e) {
 
 int manager_verify(Manager *m, json_t **ret, ManagerError *e) {
         VerifyResult v = {};
-        (void) journal_reload(m, NULL);
         int r = check_all(m, &v);
         if (r < 0) {
-                error_set(e, MANAGER_ERROR_FAILED, "cannot verify: %s", r == -EBADMSG ? "the journal is not an rtpart journal" : strerror(-r));
+                if (r == -EBADMSG)
+                        error_set(e, MANAGER_ERROR_FAILED, "%s", strempty(m->journal_error));
+                else
+                        error_set(e, MANAGER_ERROR_FAILED, "cannot verify: %s", strerror(-r));
                 return r;
         }
         *ret = document_verify(&v);
@@ -906,7 +919,7 @@ int manager_revert(Manager *m, json_t **ret, ManagerError *e) {
                                   "the journal and a later revert retries them", er.failed, er.failed == 1 ? "" : "s",
                                   er.failed_knob, strerror(er.failed_errno));
                 else
-                        error_set(e, MANAGER_ERROR_FAILED, "revert failed: %s", strerror(-r));
+                        error_set(e, MANAGER_ERROR_FAILED, "revert failed: %s", er.journal_error.message ?: strerror(-r));
                 e->details = doc;
                 doc = NULL;
         } else
@@ -929,18 +942,19 @@ int manager_revert(Manager *m, json_t **ret, ManagerError *e) {
 int manager_status(Manager *m, json_t **ret, ManagerError *e) {
         VerifyResult v = {};
         _cleanup_free_ char *cmdline = NULL;
-        json_t *state = NULL;
         int r = read_cmdline(m->root, &cmdline);
         if (r >= 0)
-                r = engine_verify(m->root, cmdline, &v);
+                r = journal_reload(m, NULL);
         if (r >= 0)
-                r = state_load(m->root, &state);
+                r = engine_verify(m->root, m->journal, cmdline, &v);
         if (r < 0) {
-                verify_result_done(&v);
-                error_set(e, MANAGER_ERROR_FAILED, "cannot read the journal: %s", strerror(-r));
+                if (r == -EBADMSG)
+                        error_set(e, MANAGER_ERROR_FAILED, "%s", strempty(m->journal_error));
+                else
+                        error_set(e, MANAGER_ERROR_FAILED, "cannot read the journal: %s", strerror(-r));
                 return r;
         }
-        json_t *doc = document_status(&v, state);
+        json_t *doc = document_status(&v, m->journal);
         /* What only the daemon knows. */
         if (doc)
                 json_object_set_new(doc, "daemon", json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:b, s:I}",
@@ -953,7 +967,6 @@ int manager_status(Manager *m, json_t **ret, ManagerError *e) {
                                                               "task_check", m->task_check,
                                                               "tasks_on_isolated",
                                                               (json_int_t) (json_object_size(m->tasks) + m->tasks_unlisted)));
-        json_decref(state);
         verify_result_done(&v);
         trim_later(m);
         *ret = doc;
@@ -1108,7 +1121,8 @@ Manager *manager_free(Manager *m) {
         manager_dbus_detach(m);
         watcher_free(m->watcher);
         sd_event_source_disable_unref(m->trim_source);
-        state_view_free(m->journal);
+        journal_free(m->journal);
+        free(m->journal_error);
         json_decref(m->drift);
         json_decref(m->corrections);
         json_decref(m->not_owned);
@@ -1147,7 +1161,8 @@ int manager_startup(Manager *m) {
         /* 2. The journal. */
         r = journal_reload(m, NULL);
         if (r == -EBADMSG)
-                return log_error_errno(r, "The journal under %s is not an rtpart journal; refusing to touch it", m->root->path);
+                return log_error_errno(r, "%s; refusing to touch the host or the journal",
+                                       m->journal_error ?: "The journal is not an rtpart journal");
         if (r < 0)
                 return log_error_errno(r, "Cannot read the journal: %m");
 
@@ -1167,7 +1182,7 @@ int manager_startup(Manager *m) {
 
         /* 4. Watch. */
         const char *dir;
-        Root *sr = state_root(m->root, &dir);
+        Root *sr = journal_root(m->root, &dir);
         if (root_mkdir_p(sr, dir, 0755) >= 0) {
                 r = watcher_watch_journal(m->watcher, sr, dir);
                 if (r < 0)

@@ -81,7 +81,8 @@ struct Manager {
         Watcher *watcher;
         sd_event_source *trim_source;   /* gives the heap back after a call (post source) */
 
-        StateView *journal;             /* state.json as last read */
+        Journal *journal;               /* state.json as last read */
+        char *journal_error;            /* why state.json as it is now was refused, NULL */
         uint64_t watch_key;             /* digest of the (knob, path) list the watcher has */
         bool watching;                  /* … and whether it has one */
         char *profile;                  /* active profile (the journal's), NULL */

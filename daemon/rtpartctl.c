@@ -189,7 +189,7 @@ static int take_lock(Root *root, int *ret_fd) {
         }
         if (fd < 0) {
                 const char *dir;
-                Root *sr = state_root(root, &dir);
+                Root *sr = journal_root(root, &dir);
                 _cleanup_free_ char *p = root_display_path(sr, dir);
                 log_error("cannot lock %s: %s%s", strempty(p), strerror(-fd),
                           fd == -EACCES || fd == -EROFS || fd == -EPERM ? " (changing the host needs root)" : "");
@@ -335,16 +335,19 @@ static int local_revert(Root *root, const char *arg, json_t **ret_doc) {
 
 static int local_verify(Root *root, const char *arg, json_t **ret_doc) {
         _cleanup_free_ char *cmdline = NULL;
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(journal_error_done) JournalError je = {};
         VerifyResult v = {};
         int r = read_cmdline(root, &cmdline);
         if (r >= 0)
-                r = engine_verify(root, cmdline, &v);
+                r = journal_load(root, &j, &je);
+        if (r >= 0)
+                r = engine_verify(root, j, cmdline, &v);
         if (r < 0) {
-                const char *dir;
-                Root *sr = state_root(root, &dir);
-                _cleanup_free_ char *p = root_display_path(sr, dir);
-                log_error("cannot verify: %s%s%s", r == -EBADMSG ? strempty(p) : "", r == -EBADMSG ? " is not an rtpart journal" : "",
-                          r == -EBADMSG ? "" : strerror(-r));
+                if (je.message)
+                        log_error("cannot verify: %s", je.message);
+                else
+                        log_error("cannot verify: %s", strerror(-r));
                 return EXIT_FAILED;
         }
         *ret_doc = document_verify(&v);
@@ -354,19 +357,19 @@ static int local_verify(Root *root, const char *arg, json_t **ret_doc) {
 
 static int local_status(Root *root, const char *arg, json_t **ret_doc) {
         _cleanup_free_ char *cmdline = NULL;
-        _cleanup_(json_decrefp) json_t *state = NULL;
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(journal_error_done) JournalError je = {};
         VerifyResult v = {};
         int r = read_cmdline(root, &cmdline);
         if (r >= 0)
-                r = engine_verify(root, cmdline, &v);
+                r = journal_load(root, &j, &je);
         if (r >= 0)
-                r = state_load(root, &state);
+                r = engine_verify(root, j, cmdline, &v);
         if (r < 0) {
-                log_error("cannot read the journal: %s", strerror(-r));
-                verify_result_done(&v);
+                log_error("cannot read the journal: %s", je.message ?: strerror(-r));
                 return EXIT_FAILED;
         }
-        *ret_doc = document_status(&v, state);
+        *ret_doc = document_status(&v, j);
         verify_result_done(&v);
         return *ret_doc ? EXIT_OK : EXIT_FAILED;
 }

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "backend.h"
-#include "state.h"
+#include "journal.h"
 #include "strv.h"
 
 /* Boot arguments: one knob per kernel parameter. Their value is read from, and written to, the
@@ -320,7 +320,7 @@ static bool same_args(char **a, char **b) {
  * arguments are back to the copy's (in any order), the copy itself is put back, byte for byte. */
 static int backup_path(Root *root, const char *path, Root **ret_root, char **ret) {
         const char *dir;
-        *ret_root = state_root(root, &dir);
+        *ret_root = journal_root(root, &dir);
         _cleanup_free_ char *flat = strdup(path);
         if (!flat)
                 return -ENOMEM;

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "engine.h"
-#include "state-view.h"
 #include "strv.h"
 
 void engine_result_done(EngineResult *r) {
@@ -15,6 +14,7 @@ void engine_result_done(EngineResult *r) {
         free(r->failed_path);
         free(r->failed_detail);
         strv_free(r->notes);
+        journal_error_done(&r->journal_error);
         *r = (EngineResult) {};
 }
 
@@ -87,17 +87,12 @@ static void flush_domains(Root *root, const Host *host, const bool touched[_DOMA
 }
 
 /* Undoes steps [0, n) in reverse: each gets its "before" value back. */
-static size_t undo_steps(Root *root, json_t *steps, size_t n, bool touched[_DOMAIN_MAX], EngineResult *res) {
+static size_t undo_steps(Root *root, const JournalTransaction *t, size_t n, bool touched[_DOMAIN_MAX],
+                         EngineResult *res) {
         size_t failures = 0;
         for (size_t i = n; i-- > 0;) {
-                json_t *st = json_array_get(steps, i);
-                Knob k;
-                if (state_entry_knob(st, NULL, &k) < 0) {
-                        failures++;
-                        continue;
-                }
-                json_t *before = json_object_get(st, "before");
-                int r = write_knob(root, &k, json_string_value(before));
+                Knob k = journal_step_knob(&t->steps[i]);
+                int r = write_knob(root, &k, t->steps[i].before);
                 if (r < 0) {
                         failures++;
                         note_not_restored(res, &k, r, NULL);
@@ -107,64 +102,54 @@ static size_t undo_steps(Root *root, json_t *steps, size_t n, bool touched[_DOMA
         return failures;
 }
 
-static void drop_new_originals(json_t *state, json_t *tx) {
-        json_t *originals = json_object_get(state, "originals");
-        size_t i;
-        json_t *id;
-        json_array_foreach(json_object_get(tx, "new_originals"), i, id)
-                json_object_del(originals, json_string_value(id));
+static void drop_new_originals(Journal *j) {
+        for (size_t i = 0; i < j->transaction.n_new_originals; i++)
+                journal_remove_original(j, j->transaction.new_originals[i]);
 }
 
-int engine_recover(Root *root, const Host *host, EngineResult *res) {
-        json_t *state = NULL;
-        int k = state_load(root, &state);
-        if (k < 0)
-                return k;
-        json_t *tx = json_object_get(state, "transaction");
-        if (!json_is_object(tx)) {
-                json_decref(state);
-                return 0;
-        }
-
+/* Rolls back the transaction j holds, if any, and saves j. */
+static int recover_journal(Root *root, const Host *host, Journal *j, EngineResult *res) {
+        const JournalTransaction *t = &j->transaction;
         bool touched[_DOMAIN_MAX] = {};
-        json_t *steps = json_object_get(tx, "steps");
-        size_t fails = undo_steps(root, steps, json_array_size(steps), touched, res);
-        drop_new_originals(state, tx);
-        const char *op = json_string_value(json_object_get(tx, "op")),
-                   *prof = json_string_value(json_object_get(tx, "profile")),
-                   *started = json_string_value(json_object_get(tx, "started"));
-        _cleanup_free_ char *now = state_now_iso8601(), *msg = NULL;
+        int k;
+
+        if (!j->transaction_open)
+                return 0;
+        size_t fails = undo_steps(root, t, t->n_steps, touched, res);
+        drop_new_originals(j);
         /* Only what the journal says: a transaction without its op, profile or start time (an
          * older or hand-edited journal) is still named sensibly. */
+        const char *op = journal_op_to_string(t->op);
+        _cleanup_free_ char *now = journal_now_iso8601(), *msg = NULL;
         StrBuf b = {};
-        strbuf_appendf(&b, "an interrupted %s", op && *op ? op : "transaction");
-        if (prof && *prof)
-                strbuf_appendf(&b, " of %s", prof);
-        if (started && *started)
-                strbuf_appendf(&b, " (started %s)", started);
+        strbuf_appendf(&b, "an interrupted %s", op ?: "transaction");
+        if (t->profile && *t->profile)
+                strbuf_appendf(&b, " of %s", t->profile);
+        if (t->started && *t->started)
+                strbuf_appendf(&b, " (started %s)", t->started);
         strbuf_appendf(&b, " was rolled back%s", fails ? "; some values could not be restored" : "");
         msg = strbuf_steal(&b);
-        json_object_set_new(state, "last_error", json_pack("{s:s?, s:s?}", "message", msg, "at", now));
-        json_object_set_new(state, "transaction", json_null());
-        k = state_save(root, state);
-        json_decref(state);
+        if (!msg || !now)
+                return -ENOMEM;
+        k = journal_set_last_error(j, /* knob= */ NULL, NULL, 0, NULL, msg, now);
+        if (k < 0)
+                return k;
+        journal_end(j);
+        k = journal_save(root, j);
         if (k < 0)
                 return k;
         flush_domains(root, host, touched, res);
         res->recovered = true;
-        if (msg)
-                note(res, "%s", msg);
+        note(res, "%s", msg);
         return 0;
 }
 
-static json_t *step_new(const Knob *k, const char *before, const char *after) {
-        json_t *s = state_entry_new(k, NULL, NULL);
-        if (!s)
-                return NULL;
-        json_object_set_new(s, "knob", json_string(k->id));
-        json_object_set_new(s, "before", before ? json_string(before) : json_null());
-        json_object_set_new(s, "after", after ? json_string(after) : json_null());
-        return s;
+int engine_recover(Root *root, const Host *host, EngineResult *res) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+        int k = journal_load(root, &j, &res->journal_error);
+        if (k < 0)
+                return k;
+        return recover_journal(root, host, j, res);
 }
 
 static const char *refusal_reason(Domain d) {
@@ -178,22 +163,24 @@ static const char *refusal_reason(Domain d) {
         }
 }
 
-static int fail(Root *root, json_t *state, json_t *tx, const Knob *k, int err, size_t done, bool touched[_DOMAIN_MAX],
+static int fail(Root *root, Journal *j, const Knob *k, int err, size_t done, bool touched[_DOMAIN_MAX],
                 const Host *host, EngineResult *res) {
         /* Read the kernel's reason before the undo writes replace it. */
         _cleanup_free_ char *detail = write_detail(k);
-        json_t *steps = json_object_get(tx, "steps");
-        size_t fails = undo_steps(root, steps, done, touched, res);
-        drop_new_originals(state, tx);
-        _cleanup_free_ char *now = state_now_iso8601(), *msg = NULL;
+        size_t fails = undo_steps(root, &j->transaction, done, touched, res);
+        drop_new_originals(j);
+        _cleanup_free_ char *now = journal_now_iso8601(), *msg = NULL;
         if (asprintf(&msg, "writing %s failed: %s%s%s%s; every change of this run was undone%s", k->id, strerror(-err),
                      detail ? " (kernel: " : "", strempty(detail), detail ? ")" : "",
                      fails ? " except the ones noted" : "") < 0)
                 msg = NULL;
-        json_object_set_new(state, "last_error", json_pack("{s:s, s:s?, s:i, s:s?, s:s?, s:s?}", "knob", k->id, "path", k->path,
-                                                           "errno", -err, "detail", detail, "message", msg, "at", now));
-        json_object_set_new(state, "transaction", json_null());
-        int r = state_save(root, state);
+        int r = msg && now ? journal_set_last_error(j, k->id, k->path, -err, detail, msg, now) : -ENOMEM;
+        if (r >= 0) {
+                journal_end(j);
+                r = journal_save(root, j);
+        }
+        /* Not saved: the transaction stays open in the journal, and the next run rolls it back
+         * again (the same writes). */
         flush_domains(root, host, touched, res);
         res->rolled_back = true;
         res->rollback_incomplete = fails > 0;
@@ -204,137 +191,190 @@ static int fail(Root *root, json_t *state, json_t *tx, const Knob *k, int err, s
         return r < 0 ? r : err;
 }
 
-static bool in_filter(const json_t *only, const char *id) {
-        return !only || json_object_get(only, id);
-}
-
-/* What apply and revert start with: an interrupted transaction rolled back, then the journal. */
-static int recover_and_load(Root *root, const Host *host, EngineResult *res, json_t **ret) {
-        int k = engine_recover(root, host, res);
+/* What apply and revert start with: the journal, an interrupted transaction rolled back. */
+static int recover_and_load(Root *root, const Host *host, EngineResult *res, Journal **ret) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+        int k = journal_load(root, &j, &res->journal_error);
         if (k < 0)
                 return k;
-        return state_load(root, ret);
+        k = recover_journal(root, host, j, res);
+        if (k < 0)
+                return k;
+        *ret = TAKE_PTR(j);
+        return 0;
 }
 
-/* engine_apply(), or with `only` (a set of knob ids) engine_apply_knobs(): the knobs of the plan
- * named there are written and recorded; the rest of the journal stays as it is. */
-static int apply_core(Root *root, const Host *host, const Resolved *resolved, const Plan *plan, const json_t *only,
-                      EngineResult *res) {
-        json_t *state = NULL;
+/* What became of a knob of the plan (flags per knob) and of a step (per step). */
+enum {
+        PLAN_PICKED = 1 << 0,   /* in the subset to apply */
+        PLAN_SKIPPED = 1 << 1,  /* its backend cannot write it here */
+        PLAN_CONSUMED = 1 << 2, /* its new applied entry has found its place */
+        STEP_SKIPPED = 1 << 0,
+        STEP_FORGET = 1 << 1,   /* a restored knob: its original goes on commit */
+};
+
+/* The applied list after a subset apply: the journal's knobs in their order, those of the subset
+ * renewed (or gone, when the kernel refused them or they cannot be written here; kept as they
+ * were when the plan does not have them); new ones after. */
+static int subset_applied(Journal *j, const Plan *plan, const JournalIndex *plan_index, uint8_t *pflags,
+                          const JournalKnob *fresh, const bool *dropped, JournalKnob **ret, size_t *ret_n) {
+        JournalKnob *l = malloc(MAX(j->n_applied + plan->n_knobs, (size_t) 1) * sizeof(JournalKnob));
+        size_t n = 0;
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < j->n_applied; i++) {
+                const JournalKnob *e = &j->applied[i];
+                ssize_t p = journal_index_find(plan_index, plan->knobs, sizeof(Knob), e->id);
+                if (p < 0 || !(pflags[p] & PLAN_PICKED) || (pflags[p] & PLAN_CONSUMED)) {
+                        l[n++] = *e;
+                        continue;
+                }
+                pflags[p] |= PLAN_CONSUMED;
+                if (!dropped[p])
+                        l[n++] = fresh[p];
+        }
+        for (size_t p = 0; p < plan->n_knobs; p++)
+                if ((pflags[p] & PLAN_PICKED) && !(pflags[p] & PLAN_CONSUMED) && !dropped[p]) {
+                        pflags[p] |= PLAN_CONSUMED;
+                        l[n++] = fresh[p];
+                }
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
+/* engine_apply(), or with subset engine_apply_knobs(): the knobs of the plan named in ids are
+ * written and recorded; the rest of the journal stays as it is. */
+static int apply_core(Root *root, const Host *host, const Resolved *resolved, const Plan *plan, bool subset,
+                      char * const *ids, size_t n_ids, EngineResult *res) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(journal_index_done) JournalIndex plan_index = {};
+        _cleanup_free_ uint8_t *pflags = NULL, *sflags = NULL;
+        _cleanup_free_ size_t *step_src = NULL;
+        _cleanup_free_ JournalKnob *fresh = NULL;
+        _cleanup_free_ bool *dropped = NULL;
+        _cleanup_free_ char *now = NULL;
         int k;
 
-        k = recover_and_load(root, host, res, &state);
+        k = recover_and_load(root, host, res, &j);
         if (k < 0)
                 return k;
-        _cleanup_(json_decrefp) json_t *state_ref = state;
-
-        json_t *originals = json_object_get(state, "originals");
-        json_t *unmovable = json_object_get(state, "unmovable");
-        json_t *steps = json_array(), *new_originals = json_array();
-        /* Hash sets beside the arrays: 10k+ knobs on a big host make pairwise scans quadratic. */
-        _cleanup_(json_decrefp) json_t *new_set = json_object(), *plan_ids = json_object();
-        if (!new_set || !plan_ids)
+        /* Plan knobs found by id: 10k+ knobs on a big host make pairwise scans quadratic. */
+        k = journal_index_build(&plan_index, plan->knobs, sizeof(Knob), plan->n_knobs);
+        if (k < 0)
+                return k;
+        pflags = calloc(MAX(plan->n_knobs, (size_t) 1), sizeof(uint8_t));
+        now = journal_now_iso8601();
+        if (!pflags || !now)
                 return -ENOMEM;
-        for (size_t j = 0; j < plan->n_knobs; j++)
-                json_object_set_new(plan_ids, plan->knobs[j].id, json_true());
-        _cleanup_(json_decrefp) json_t *tx = json_pack("{s:s, s:s, s:s?, s:o, s:o}", "op", "apply", "profile", plan->profile,
-                                                       "started", NULL, "steps", steps, "new_originals", new_originals);
-        _cleanup_free_ char *now = state_now_iso8601();
-        if (!tx || !now)
-                return -ENOMEM;
-        json_object_set_new(tx, "started", json_string(now));
+        for (size_t i = 0; subset && i < n_ids; i++) {
+                ssize_t p = ids[i] ? journal_index_find(&plan_index, plan->knobs, sizeof(Knob), ids[i]) : -1;
+                if (p >= 0)
+                        pflags[p] |= PLAN_PICKED;
+        }
+        k = journal_begin(j, JOURNAL_OP_APPLY, plan->profile, now);
+        if (k < 0)
+                return k;
+        size_t first_new = j->n_originals;
 
         /* 1. What this run will write: every changed knob, and every knob of the previous profile
-         *    that this one no longer manages (back to its original). */
-        json_t *prev = json_object_get(state, "applied");
-        /* Restores first, last applied first: a resctrl group goes before the default group it
-         * shrank, a cgroup before the slices it needed room from, and new values find them gone. */
-        for (size_t i = only ? 0 : json_array_size(prev); i-- > 0;) {
-                json_t *e = json_array_get(prev, i);
-                const char *id = json_string_value(json_object_get(e, "knob"));
-                bool still = id && json_object_get(plan_ids, id);
-                json_t *orig = id ? json_object_get(originals, id) : NULL;
-                Knob kn;
-                if (still || !orig || state_entry_knob(orig, id, &kn) < 0)
+         *    that this one no longer manages (back to its original). Restores first, last applied
+         *    first: a resctrl group goes before the default group it shrank, a cgroup before the
+         *    slices it needed room from, and new values find them gone. */
+        for (size_t i = subset ? 0 : j->n_applied; i-- > 0;) {
+                const char *id = j->applied[i].id;
+                const JournalKnob *orig = journal_find_original(j, id);
+                if (!orig || journal_index_find(&plan_index, plan->knobs, sizeof(Knob), id) >= 0)
                         continue;
+                Knob kn = journal_knob(orig);
                 const Backend *b = backend_for(kn.domain);
                 _cleanup_free_ char *cur = NULL;
                 if (b && b->read)
                         (void) b->read(root, &kn, &cur);
-                const char *ov = json_string_value(json_object_get(orig, "value"));
-                if (value_equal(kn.kind, cur, ov))
+                if (value_equal(kn.kind, cur, orig->value))
                         continue;
                 if (!cur && (kn.domain == DOMAIN_IRQ || kn.domain == DOMAIN_KTHREAD)) {
                         /* Gone with its device or thread: nothing left to put back. */
-                        json_object_del(originals, id);
+                        journal_remove_original(j, id);
                         continue;
                 }
-                json_t *st = step_new(&kn, cur, ov);
-                json_object_set_new(st, "restore", json_true());
-                json_array_append_new(steps, st);
+                k = journal_add_step(j, &kn, cur, orig->value, /* restore= */ true);
+                if (k < 0)
+                        return k;
                 res->restored++;
         }
 
+        size_t n_restores = j->transaction.n_steps;
+        step_src = malloc((n_restores + plan->n_knobs + 1) * sizeof(size_t));
+        if (!step_src)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_restores; i++)
+                step_src[i] = SIZE_MAX;
         for (size_t i = 0; i < plan->n_knobs; i++) {
                 const Knob *kn = &plan->knobs[i];
-                if (!in_filter(only, kn->id))
+                if (subset && !(pflags[i] & PLAN_PICKED))
                         continue;
                 if (!kn->changed) {
                         res->unchanged++;
                         continue;
                 }
-                if (json_object_get(unmovable, kn->id))
+                if (journal_find_unmovable(j, kn->id))
                         continue; /* the kernel said no before; it will again */
-                json_array_append_new(steps, step_new(kn, kn->current, kn->desired));
-                if (!json_object_get(originals, kn->id)) {
-                        json_object_set_new(originals, kn->id, state_entry_new(kn, "value", kn->current));
-                        json_array_append_new(new_originals, json_string(kn->id));
-                        json_object_set_new(new_set, kn->id, json_true());
+                k = journal_add_step(j, kn, kn->current, kn->desired, /* restore= */ false);
+                if (k < 0)
+                        return k;
+                step_src[j->transaction.n_steps - 1] = i;
+                if (!journal_find_original(j, kn->id)) {
+                        if ((k = journal_add_original(j, kn, kn->current)) < 0 ||
+                            (k = journal_add_new_original(j, kn->id)) < 0)
+                                return k;
                 }
         }
+
         /* 2. Journal the transaction before the first write. */
         bool touched[_DOMAIN_MAX] = {};
-        if (json_array_size(steps) > 0) {
-                json_object_set(state, "transaction", tx);
-                k = state_save(root, state);
+        const JournalTransaction *t = &j->transaction;
+        if (t->n_steps > 0) {
+                k = journal_save(root, j);
                 if (k < 0)
                         return k;
         }
 
         /* 3. Write. */
-        size_t i;
-        json_t *e;
-        _cleanup_(json_decrefp) json_t *skipped = json_object(), *forget = json_array();
-        if (!skipped || !forget)
+        sflags = calloc(MAX(t->n_steps, (size_t) 1), sizeof(uint8_t));
+        if (!sflags)
                 return -ENOMEM;
-        json_array_foreach(steps, i, e) {
-                Knob kn;
-                if (state_entry_knob(e, NULL, &kn) < 0)
-                        return -EBADMSG;
-                k = write_knob(root, &kn, json_string_value(json_object_get(e, "after")));
+        for (size_t i = 0; i < t->n_steps; i++) {
+                const JournalStep *s = &t->steps[i];
+                Knob kn = journal_step_knob(s);
+                k = write_knob(root, &kn, s->after);
                 if (k == KNOB_REFUSED) {
-                        json_object_set_new(unmovable, kn.id, json_string(refusal_reason(kn.domain)));
+                        k = journal_set_unmovable(j, kn.id, refusal_reason(kn.domain));
+                        if (k < 0)
+                                return k;
                         res->refused++;
                         continue;
                 }
                 if (k == KNOB_SKIPPED) {
                         /* Not written, so not owned: no original to keep, nothing to verify. */
-                        json_object_set_new(skipped, kn.id, json_true());
+                        sflags[i] |= STEP_SKIPPED;
+                        if (step_src[i] != SIZE_MAX)
+                                pflags[step_src[i]] |= PLAN_SKIPPED;
                         res->skipped++;
                         continue;
                 }
-                if (k == -ENOENT && json_is_true(json_object_get(e, "restore"))) {
+                if (k == -ENOENT && s->restore) {
                         /* The previous profile's object vanished between read and write. */
-                        json_array_append_new(forget, json_string(kn.id));
+                        sflags[i] |= STEP_FORGET;
                         continue;
                 }
                 if (k < 0)
-                        return fail(root, state, tx, &kn, k, i, touched, host, res);
+                        return fail(root, j, &kn, k, i, touched, host, res);
                 touched[kn.domain] = true;
-                if (json_is_true(json_object_get(e, "restore")))
+                if (s->restore)
                         /* Back at its original and no longer managed: forgotten on commit (a
                          * rollback still needs it). */
-                        json_array_append_new(forget, json_string(kn.id));
+                        sflags[i] |= STEP_FORGET;
                 else
                         res->written++;
         }
@@ -342,17 +382,13 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                 flush_domains(root, host, touched, res);
         if (res->skipped > 0) {
                 StrBuf b = {};
-                const char *id;
-                json_t *v;
                 bool seen[_DOMAIN_MAX] = {};
-                json_object_foreach(skipped, id, v) {
-                        const char *slash = strchr(id, '/');
-                        _cleanup_free_ char *dom = slash ? strndup(id, (size_t) (slash - id)) : strdup(id);
-                        Domain d = dom ? domain_from_string(dom) : _DOMAIN_INVALID;
-                        if (d >= 0 && !seen[d]) {
-                                seen[d] = true;
-                                strbuf_appendf(&b, "%s%s", b.len ? ", " : "", dom);
-                        }
+                for (size_t i = 0; i < t->n_steps; i++) {
+                        Domain d = t->steps[i].domain;
+                        if (!(sflags[i] & STEP_SKIPPED) || seen[d])
+                                continue;
+                        seen[d] = true;
+                        strbuf_appendf(&b, "%s%s", b.len ? ", " : "", domain_to_string(d));
                 }
                 _cleanup_free_ char *list = strbuf_steal(&b);
                 note(res, "%zu knob%s left as they are and not recorded as applied (%s): their backend cannot write them %s",
@@ -361,120 +397,115 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
         }
 
         /* 4. Commit: the profile, what it wants of every knob, and no open transaction. */
-        json_array_foreach(forget, i, e)
-                json_object_del(originals, json_string_value(e));
-        json_t *applied = json_array(), *fresh = only ? json_object() : NULL;
-        for (size_t j = 0; j < plan->n_knobs; j++) {
-                const Knob *kn = &plan->knobs[j];
-                if (!in_filter(only, kn->id))
+        for (size_t i = 0; i < t->n_steps; i++)
+                if (sflags[i] & STEP_FORGET)
+                        journal_remove_original(j, t->steps[i].id);
+        fresh = calloc(MAX(plan->n_knobs, (size_t) 1), sizeof(JournalKnob));
+        dropped = calloc(MAX(plan->n_knobs, (size_t) 1), sizeof(bool));
+        if (!fresh || !dropped)
+                return -ENOMEM;
+        size_t n_fresh = 0;
+        for (size_t i = 0; i < plan->n_knobs; i++) {
+                const Knob *kn = &plan->knobs[i];
+                if (subset && !(pflags[i] & PLAN_PICKED))
                         continue;
-                if (json_object_get(unmovable, kn->id)) {
-                        if (only)
-                                json_object_set_new(fresh, kn->id, json_null()); /* no longer applied */
+                if (journal_find_unmovable(j, kn->id)) {
+                        dropped[i] = true; /* no longer applied */
                         continue;
                 }
-                if (json_object_get(skipped, kn->id)) {
+                if (pflags[i] & PLAN_SKIPPED) {
                         /* Not written: an original first recorded by this run goes again. */
-                        if (json_object_get(new_set, kn->id))
-                                json_object_del(originals, kn->id);
-                        if (only)
-                                json_object_set_new(fresh, kn->id, json_null());
+                        const JournalKnob *o = journal_find_original(j, kn->id);
+                        if (o && (size_t) (o - j->originals) >= first_new)
+                                journal_remove_original(j, kn->id);
+                        dropped[i] = true;
                         continue;
                 }
-                json_t *a = state_entry_new(kn, "desired", kn->desired);
-                json_object_set_new(a, "knob", json_string(kn->id));
-                json_object_set_new(a, "reboot", json_boolean(kn->reboot));
-                if (only)
-                        json_object_set_new(fresh, kn->id, a);
-                else
-                        json_array_append_new(applied, a);
+                k = journal_knob_make(j, kn, kn->desired, subset ? &fresh[i] : &fresh[n_fresh++]);
+                if (k < 0)
+                        return k;
         }
-        if (only) {
-                /* The journal's knobs in their order, those of the subset renewed (or gone, when
-                 * the kernel refused them or they cannot be written here; kept as they were when
-                 * the plan does not have them); new ones after. */
-                json_array_foreach(prev, i, e) {
-                        const char *id = json_string_value(json_object_get(e, "knob"));
-                        json_t *n = id ? json_object_get(fresh, id) : NULL;
-                        if (!n)
-                                json_array_append(applied, e);
-                        else if (json_is_object(n))
-                                json_array_append(applied, n);
-                        if (n)
-                                json_object_del(fresh, id);
-                }
-                for (size_t j = 0; j < plan->n_knobs; j++) {
-                        json_t *n = json_object_get(fresh, plan->knobs[j].id);
-                        if (json_is_object(n))
-                                json_array_append(applied, n);
-                }
-                json_decref(fresh);
-                json_object_set_new(state, "applied", applied);
-                json_object_set_new(state, "transaction", json_null());
-                json_object_set_new(state, "last_error", json_null());
-                return state_save(root, state);
+        JournalKnob *applied = TAKE_PTR(fresh);
+        size_t n_applied = n_fresh;
+        if (subset) {
+                _cleanup_free_ JournalKnob *renewed = applied;
+                k = subset_applied(j, plan, &plan_index, pflags, renewed, dropped, &applied, &n_applied);
+                if (k < 0)
+                        return k;
         }
-        _cleanup_free_ char *hash = state_hash(resolved->doc);
-        const char *old_hash = json_string_value(json_object_get(state, "hash"));
-        bool same = streq_ptr(json_string_value(json_object_get(state, "profile")), plan->profile) && streq_ptr(old_hash, hash);
-        json_object_set_new(state, "profile", json_string(plan->profile));
+        k = journal_set_applied(j, applied, n_applied);
+        if (k < 0) {
+                free(applied);
+                return k;
+        }
+        journal_end(j);
+        journal_clear_last_error(j);
+        if (subset)
+                return journal_save(root, j);
+
+        _cleanup_free_ char *hash = journal_hash(resolved->doc);
+        if (!hash)
+                return -ENOMEM;
+        bool same = streq_ptr(j->profile, plan->profile) && streq_ptr(j->hash, hash);
+        if ((k = journal_set(j, &j->profile, plan->profile)) < 0 || (k = journal_set(j, &j->hash, hash)) < 0)
+                return k;
         /* What rtpartd applies again (at start, to new IRQs and threads, to correct drift) is the
          * profile as it is now, merged over its includes, never the file it came from: that may
          * change or go. The path is for people; a profile built from "source" keeps it. */
         const Profile *prof = resolved->profile;
         if (!prof || prof->path) {
                 _cleanup_free_ char *real = prof ? realpath(prof->path, NULL) : NULL;
-                const char *ppath = real ? real : prof ? prof->path : NULL;
-                json_object_set_new(state, "profile_path", ppath ? json_string(ppath) : json_null());
+                k = journal_set(j, &j->profile_path, real ?: prof ? prof->path : NULL);
+                if (k < 0)
+                        return k;
         }
-        json_object_set_new(state, "source", prof && prof->doc ? json_deep_copy(prof->doc) : json_null());
-        json_object_set_new(state, "hash", hash ? json_string(hash) : json_null());
-        if (!same || res->written > 0 || !json_string_value(json_object_get(state, "applied_at")))
-                json_object_set_new(state, "applied_at", json_string(now));
-        json_object_set_new(state, "applied", applied);
-        json_object_set_new(state, "transaction", json_null());
-        json_object_set_new(state, "last_error", json_null());
-        return state_save(root, state);
+        k = journal_set_source(j, prof ? prof->doc : NULL);
+        if (k < 0)
+                return k;
+        if (!same || res->written > 0 || !j->applied_at) {
+                k = journal_set(j, &j->applied_at, now);
+                if (k < 0)
+                        return k;
+        }
+        return journal_save(root, j);
 }
 
 int engine_apply(Root *root, const Host *host, const Resolved *resolved, const Plan *plan, EngineResult *res) {
-        return apply_core(root, host, resolved, plan, NULL, res);
+        return apply_core(root, host, resolved, plan, /* subset= */ false, NULL, 0, res);
 }
 
 int engine_revert(Root *root, const Host *host, EngineResult *res) {
-        json_t *state = NULL;
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_free_ char *now = NULL;
         int k;
 
-        k = recover_and_load(root, host, res, &state);
+        k = recover_and_load(root, host, res, &j);
         if (k < 0)
                 return k;
-        _cleanup_(json_decrefp) json_t *state_ref = state;
-        json_t *originals = json_object_get(state, "originals");
-
-        json_t *steps = json_array();
-        _cleanup_free_ char *now = state_now_iso8601();
-        _cleanup_(json_decrefp) json_t *tx = json_pack("{s:s, s:O, s:s?, s:o, s:[]}", "op", "revert", "profile",
-                                                       json_object_get(state, "profile"), "started", now, "steps", steps,
-                                                       "new_originals");
-        if (!tx)
+        now = journal_now_iso8601();
+        if (!now)
                 return -ENOMEM;
-        const char *id;
-        json_t *orig;
-        json_object_foreach(originals, id, orig) {
-                Knob kn;
-                if (state_entry_knob(orig, id, &kn) < 0)
+        k = journal_begin(j, JOURNAL_OP_REVERT, j->profile, now);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < j->n_originals; i++) {
+                const JournalKnob *orig = &j->originals[i];
+                if (orig->removed)
                         continue;
+                Knob kn = journal_knob(orig);
                 const Backend *b = backend_for(kn.domain);
                 _cleanup_free_ char *cur = NULL;
                 if (b && b->read)
                         (void) b->read(root, &kn, &cur);
-                json_array_append_new(steps, step_new(&kn, cur, json_string_value(json_object_get(orig, "value"))));
+                k = journal_add_step(j, &kn, cur, orig->value, /* restore= */ false);
+                if (k < 0)
+                        return k;
         }
 
         bool touched[_DOMAIN_MAX] = {};
-        if (json_array_size(steps) > 0) {
-                json_object_set(state, "transaction", tx);
-                k = state_save(root, state);
+        const JournalTransaction *t = &j->transaction;
+        if (t->n_steps > 0) {
+                k = journal_save(root, j);
                 if (k < 0)
                         return k;
         }
@@ -483,12 +514,9 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
          * not in the journal (a later revert retries them) and says which. Reverse order: the
          * last knob changed is the first put back. */
         int first_err = 0;
-        for (size_t i = json_array_size(steps); i-- > 0;) {
-                json_t *e = json_array_get(steps, i);
-                Knob kn;
-                if (state_entry_knob(e, NULL, &kn) < 0)
-                        continue;
-                k = write_knob(root, &kn, json_string_value(json_object_get(e, "after")));
+        for (size_t i = t->n_steps; i-- > 0;) {
+                Knob kn = journal_step_knob(&t->steps[i]);
+                k = write_knob(root, &kn, t->steps[i].after);
                 if (k < 0) {
                         res->failed++;
                         if (!first_err) {
@@ -505,20 +533,18 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
                 else if (k == 0) {
                         touched[kn.domain] = true;
                         res->written++;
-                        }
-                json_object_del(originals, kn.id);
+                }
+                journal_remove_original(j, kn.id);
         }
         flush_domains(root, host, touched, res);
 
-        json_object_set_new(state, "profile", json_null());
-        json_object_set_new(state, "profile_path", json_null());
-        json_object_set_new(state, "source", json_null());
-        json_object_set_new(state, "hash", json_null());
-        json_object_set_new(state, "applied_at", json_null());
-        json_object_set_new(state, "applied", json_array());
-        json_object_set_new(state, "unmovable", json_object());
-        json_object_set_new(state, "transaction", json_null());
-        k = state_save(root, state);
+        j->profile = j->profile_path = j->source = j->hash = j->applied_at = NULL;
+        k = journal_set_applied(j, NULL, 0);
+        if (k < 0)
+                return k;
+        journal_clear_unmovable(j);
+        journal_end(j);
+        k = journal_save(root, j);
         if (k < 0)
                 return k;
         return first_err;
@@ -526,7 +552,7 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
 
 int engine_lock(Root *root, bool wait) {
         const char *dir;
-        Root *sr = state_root(root, &dir);
+        Root *sr = journal_root(root, &dir);
         _cleanup_free_ char *lock = NULL;
         if (asprintf(&lock, "%s/lock", dir) < 0)
                 return -ENOMEM;
@@ -545,12 +571,9 @@ int engine_lock(Root *root, bool wait) {
 }
 
 bool engine_transaction_open(Root *root) {
-        json_t *state = NULL;
-        if (state_load(root, &state) < 0)
-                return false;
-        bool open = json_is_object(json_object_get(state, "transaction"));
-        json_decref(state);
-        return open;
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(journal_error_done) JournalError e = {};
+        return journal_load(root, &j, &e) >= 0 && j->transaction_open;
 }
 
 static int index_cmp(const void *a, const void *b) {
@@ -558,12 +581,17 @@ static int index_cmp(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+static int unmovable_cmp(const void *a, const void *b) {
+        return strcmp((*(const JournalUnmovable * const *) a)->id, (*(const JournalUnmovable * const *) b)->id);
+}
+
 /* engine_verify() of a journal (all), or engine_verify_knobs(): the knobs of ids only, found by id,
  * checked in journal order. */
-static int verify_core(Root *root, const StateView *state, const char *running_cmdline, bool all, char * const *ids,
+static int verify_core(Root *root, const Journal *j, const char *running_cmdline, bool all, char * const *ids,
                        size_t n_ids, VerifyResult *ret) {
         _cleanup_free_ uint32_t *pick = NULL;
-        size_t n = state->n_applied;
+        _cleanup_free_ const JournalUnmovable **um = NULL;
+        size_t n = j->n_applied;
         int k;
 
         if (!all) {
@@ -572,30 +600,38 @@ static int verify_core(Root *root, const StateView *state, const char *running_c
                         return -ENOMEM;
                 n = 0;
                 for (size_t i = 0; i < n_ids; i++) {
-                        const StateViewKnob *e = ids[i] ? state_view_find(state, ids[i]) : NULL;
+                        const JournalKnob *e = journal_find_applied(j, ids[i]);
                         if (e)
-                                pick[n++] = (uint32_t) (e - state->applied);
+                                pick[n++] = (uint32_t) (e - j->applied);
                 }
                 qsort(pick, n, sizeof(uint32_t), index_cmp);
         }
 
+        /* Unmovable knobs by id. */
+        um = malloc(MAX(j->n_unmovable, (size_t) 1) * sizeof(*um));
+        if (!um)
+                return -ENOMEM;
+        for (size_t i = 0; i < j->n_unmovable; i++)
+                um[i] = &j->unmovable[i];
+        qsort(um, j->n_unmovable, sizeof(*um), unmovable_cmp);
+
         VerifyResult v = {};
-        v.profile = state->profile ? strdup(state->profile) : NULL;
-        v.applied_at = state->applied_at ? strdup(state->applied_at) : NULL;
-        v.transaction_open = state->transaction_open;
-        for (size_t i = 0; i < state->n_unmovable; i++) {
+        v.profile = j->profile ? strdup(j->profile) : NULL;
+        v.applied_at = j->applied_at ? strdup(j->applied_at) : NULL;
+        v.transaction_open = j->transaction_open;
+        for (size_t i = 0; i < j->n_unmovable; i++) {
                 char *s;
-                if (asprintf(&s, "%s: %s", state->unmovable[i].id, strempty(state->unmovable[i].reason)) >= 0)
+                if (asprintf(&s, "%s: %s", um[i]->id, strempty(um[i]->reason)) >= 0)
                         (void) strv_push(&v.unmovable, s);
         }
 
         for (size_t i = 0; i < n; i++) {
                 if (pick && i > 0 && pick[i] == pick[i - 1])
                         continue; /* an id given twice */
-                const StateViewKnob *e = &state->applied[pick ? pick[i] : i];
-                Knob kn = state_view_knob(e);
+                const JournalKnob *e = &j->applied[pick ? pick[i] : i];
+                Knob kn = journal_knob(e);
                 const Backend *b = backend_for(kn.domain);
-                const char *want = e->desired;
+                const char *want = e->value;
                 _cleanup_free_ char *cur = NULL;
                 v.checked++;
                 if (!b || !b->read)
@@ -642,58 +678,21 @@ static int verify_core(Root *root, const StateView *state, const char *running_c
         return 0;
 }
 
-/* The journal as the verifiers read it. */
-static int load_view(Root *root, StateView **ret) {
-        _cleanup_(json_decrefp) json_t *state = NULL;
-        int k = state_load(root, &state);
-        if (k < 0)
-                return k;
-        return state_view_new(state, ret);
+int engine_verify(Root *root, const Journal *journal, const char *running_cmdline, VerifyResult *ret) {
+        return verify_core(root, journal, running_cmdline, /* all= */ true, NULL, 0, ret);
 }
 
-int engine_verify(Root *root, const char *running_cmdline, VerifyResult *ret) {
-        _cleanup_(state_view_freep) StateView *view = NULL;
-        int k = load_view(root, &view);
-        if (k < 0)
-                return k;
-        return verify_core(root, view, running_cmdline, /* all= */ true, NULL, 0, ret);
-}
-
-int engine_verify_knobs_in(Root *root, const StateView *journal, const char *running_cmdline, char * const *ids, size_t n,
-                           VerifyResult *ret) {
+int engine_verify_knobs(Root *root, const Journal *journal, const char *running_cmdline, char * const *ids, size_t n,
+                        VerifyResult *ret) {
         return verify_core(root, journal, running_cmdline, /* all= */ false, ids, ids ? n : 0, ret);
 }
 
-int engine_verify_knobs(Root *root, const char *running_cmdline, char * const *ids, size_t n, VerifyResult *ret) {
-        _cleanup_(state_view_freep) StateView *view = NULL;
-        int k = load_view(root, &view);
-        if (k < 0)
-                return k;
-        return engine_verify_knobs_in(root, view, running_cmdline, ids, n, ret);
-}
-
-static int id_set(char * const *ids, size_t n, json_t **ret) {
-        json_t *set = json_object();
-        if (!set)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++)
-                if (ids[i] && json_object_set_new(set, ids[i], json_true()) < 0) {
-                        json_decref(set);
-                        return -ENOMEM;
-                }
-        *ret = set;
-        return 0;
-}
-
 int engine_apply_knobs(Root *root, const Host *host, const Plan *plan, char * const *ids, size_t n, EngineResult *res) {
-        _cleanup_(json_decrefp) json_t *only = NULL, *state = NULL;
-        int k = state_load(root, &state);
+        _cleanup_(journal_freep) Journal *j = NULL;
+        int k = journal_load(root, &j, &res->journal_error);
         if (k < 0)
                 return k;
-        if (!streq_ptr(json_string_value(json_object_get(state, "profile")), plan->profile))
+        if (!streq_ptr(j->profile, plan->profile))
                 return -ESTALE; /* a subset of another profile than the applied one */
-        k = id_set(ids, n, &only);
-        if (k < 0)
-                return k;
-        return apply_core(root, host, NULL, plan, only, res);
+        return apply_core(root, host, NULL, plan, /* subset= */ true, ids, ids ? n : 0, res);
 }

@@ -4,11 +4,8 @@
 /* Apply, verify, revert and crash recovery over the journal; shared by rtpartctl --no-daemon and
  * rtpartd. lib/ never prints: everything the user should hear is returned. */
 
-#include <jansson.h>
-
 #include "backend.h"
-#include "state.h"
-#include "state-view.h"
+#include "journal.h"
 
 typedef struct EngineResult {
         size_t written;         /* knobs changed by this run */
@@ -25,6 +22,7 @@ typedef struct EngineResult {
         int failed_errno;
         char *failed_detail;    /* the kernel's reason, where it gives one (resctrl, cpuset) */
         char **notes;
+        JournalError journal_error; /* the journal was refused (-EBADMSG): what is wrong, where */
 } EngineResult;
 
 void engine_result_done(EngineResult *r);
@@ -58,9 +56,13 @@ typedef struct VerifyResult {
 } VerifyResult;
 
 void verify_result_done(VerifyResult *v);
-/* running_cmdline: the running kernel's command line (for boot knobs: configured ≠ running means a
- * reboot is pending). Read-only. */
-int engine_verify(Root *root, const char *running_cmdline, VerifyResult *ret);
+/* Checks every applied knob of journal (journal_load()). running_cmdline: the running kernel's
+ * command line (for boot knobs: configured ≠ running means a reboot is pending). Read-only. */
+int engine_verify(Root *root, const Journal *journal, const char *running_cmdline, VerifyResult *ret);
+/* engine_verify() for the journal's knobs named in ids (n of them) only: what rtpartd checks when
+ * inotify says some files changed. Knobs of ids the journal does not have are not counted. */
+int engine_verify_knobs(Root *root, const Journal *journal, const char *running_cmdline, char * const *ids, size_t n,
+                        VerifyResult *ret);
 
 /* Serializes changes between rtpartctl and rtpartd: an exclusive flock on var/lib/rtpart/lock.
  * Returns the fd to close, or a negative errno (-EWOULDBLOCK if busy and !wait). */
@@ -68,13 +70,6 @@ int engine_lock(Root *root, bool wait);
 /* Whether the journal holds an open transaction (cheap: one read). */
 bool engine_transaction_open(Root *root);
 
-/* engine_verify() for the journal's knobs named in ids (n of them) only: what rtpartd checks when
- * inotify says some files changed. Knobs of ids the journal does not have are not counted. */
-int engine_verify_knobs(Root *root, const char *running_cmdline, char * const *ids, size_t n, VerifyResult *ret);
-/* The same against a journal already read (state_view_load()), as rtpartd holds it: no read and
- * parse of state.json per check. */
-int engine_verify_knobs_in(Root *root, const StateView *journal, const char *running_cmdline, char * const *ids,
-                           size_t n, VerifyResult *ret);
 /* engine_apply() for the knobs of plan named in ids only (drift to correct, IRQs and kernel threads
  * new to the journal): they are written as engine_apply() writes (originals and transaction
  * journalled first, all or nothing) and recorded as applied; every other knob of the journal, the

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "backend.h"
-#include "state.h"
+#include "journal.h"
 #include "strv.h"
 
 /* The order is the order of application: boot first (nothing at runtime), then what moves work
@@ -496,16 +496,14 @@ size_t plan_count_changes(const Plan *p, size_t *ret_reboot) {
  * the kernel's reason as its note. A journal that cannot be read here (not root, none yet, or
  * broken, which apply reports) marks nothing. */
 static int plan_mark_refused(Plan *p, Root *root) {
-        _cleanup_(json_decrefp) json_t *state = NULL;
-        if (state_load(root, &state) < 0)
-                return 0;
-        json_t *unmovable = json_object_get(state, "unmovable");
-        if (json_object_size(unmovable) == 0)
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(journal_error_done) JournalError e = {};
+        if (journal_load(root, &j, &e) < 0 || j->n_unmovable == 0)
                 return 0;
         for (size_t i = 0; i < p->n_knobs; i++) {
                 Knob *k = &p->knobs[i];
-                const char *reason = json_string_value(json_object_get(unmovable, k->id));
-                if (!k->changed || !reason)
+                const char *reason = k->changed ? journal_find_unmovable(j, k->id) : NULL;
+                if (!reason)
                         continue;
                 char *note = NULL;
                 if (asprintf(&note, "refused by the kernel at the last apply: %s", reason) < 0)

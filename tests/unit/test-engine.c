@@ -53,11 +53,101 @@ START_TEST(test_recover_names_what_it_knows) {
 }
 END_TEST
 
+static Journal *load_journal(void) {
+        Root *root;
+        Journal *j = NULL;
+        JournalError e = {};
+        ck_assert_int_eq(root_new(host_dir, &root), 0);
+        int r = journal_load(root, &j, &e);
+        ck_assert_msg(r == 0, "%s", strempty(e.message));
+        root_free(root);
+        return j;
+}
+
+/* A recovery puts every step's "before" back, forgets the originals the transaction recorded,
+ * keeps the older ones, and says so in last_error. */
+START_TEST(test_recover_restores_and_forgets) {
+        test_write(host_dir, "proc/sys/vm/swappiness", "10\n");
+        _cleanup_free_ char *n = recover_note(
+                "{\"version\": 1, \"originals\": {"
+                "\"sysctl/vm.swappiness\": {\"domain\": \"sysctl\", \"kind\": \"auto\", \"path\": \"proc/sys/vm/swappiness\", \"value\": \"60\"},"
+                "\"sysctl/kernel.x\": {\"domain\": \"sysctl\", \"kind\": \"auto\", \"path\": null, \"value\": \"1\"}},"
+                " \"transaction\": {\"op\": \"apply\", \"profile\": \"lab\", \"steps\": [{\"domain\": \"sysctl\","
+                " \"kind\": \"auto\", \"path\": \"proc/sys/vm/swappiness\", \"knob\": \"sysctl/vm.swappiness\","
+                " \"before\": \"60\", \"after\": \"10\"}], \"new_originals\": [\"sysctl/vm.swappiness\"]}}");
+        ck_assert_str_eq(n, "an interrupted apply of lab was rolled back");
+        _cleanup_free_ char *v = tree_read(host_dir, "proc/sys/vm/swappiness");
+        ck_assert_str_eq(v, "60\n");
+        _cleanup_(journal_freep) Journal *j = load_journal();
+        ck_assert(!j->transaction_open);
+        ck_assert_ptr_null(journal_find_original(j, "sysctl/vm.swappiness"));
+        ck_assert_ptr_nonnull(journal_find_original(j, "sysctl/kernel.x"));
+        ck_assert(j->has_last_error);
+        ck_assert_ptr_null(j->last_error.knob);
+        ck_assert_str_eq(j->last_error.message, n);
+}
+END_TEST
+
+/* What apply and revert leave in the journal. */
+START_TEST(test_apply_revert_journal) {
+        _cleanup_free_ char *swappiness = tree_read(host_dir, "proc/sys/vm/swappiness");
+        EngineResult res = {};
+        ck_assert_int_eq(tree_apply(host_dir, "realtime-virtual-host", &res), 0);
+        size_t written = res.written;
+        ck_assert_uint_gt(written, 0);
+        engine_result_done(&res);
+
+        _cleanup_(journal_freep) Journal *j = load_journal();
+        ck_assert_str_eq(j->profile, "realtime-virtual-host");
+        ck_assert_ptr_nonnull(j->hash);
+        ck_assert_ptr_nonnull(j->source);
+        ck_assert(!j->transaction_open);
+        ck_assert(!j->has_last_error);
+        /* Every written knob has its first value kept, and is applied with what the profile
+         * wants, which is what the host now holds. */
+        ck_assert_uint_eq(journal_count_originals(j), written);
+        for (size_t i = 0; i < j->n_applied; i++) {
+                const JournalKnob *a = &j->applied[i];
+                if (!a->path || a->domain != DOMAIN_SYSCTL)
+                        continue;
+                _cleanup_free_ char *now = tree_read(host_dir, a->path);
+                ck_assert_ptr_nonnull(now);
+                ck_assert_msg(value_equal(a->kind, now, a->value), "%s: %s, not %s", a->id, now, strempty(a->value));
+        }
+        const JournalKnob *o = journal_find_original(j, "sysctl/vm.swappiness");
+        if (o) {
+                ck_assert_int_eq(o->domain, DOMAIN_SYSCTL);
+                ck_assert_ptr_nonnull(journal_find_applied(j, "sysctl/vm.swappiness"));
+                ck_assert_msg(value_equal(o->kind, swappiness, o->value), "original %s", strempty(o->value));
+        }
+
+        ck_assert_int_eq(tree_revert(host_dir), 0);
+        _cleanup_(journal_freep) Journal *r = load_journal();
+        ck_assert_ptr_null(r->profile);
+        ck_assert_ptr_null(r->hash);
+        ck_assert_ptr_null(r->source);
+        ck_assert_ptr_null(r->applied_at);
+        ck_assert_uint_eq(r->n_applied, 0);
+        ck_assert_uint_eq(r->n_unmovable, 0);
+        ck_assert_uint_eq(journal_count_originals(r), 0);
+        ck_assert(!r->transaction_open);
+        _cleanup_free_ char *back = tree_read(host_dir, "proc/sys/vm/swappiness");
+        ck_assert_str_eq(back, swappiness);
+}
+END_TEST
+
 static Suite *engine_suite(void) {
         Suite *s = suite_create("engine");
         TCase *tc = tcase_create("recover");
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_recover_names_what_it_knows);
+        tcase_add_test(tc, test_recover_restores_and_forgets);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("journal");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, test_apply_revert_journal);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "state.h"
+#include "journal.h"
 #include "strv.h"
 #include "test-tree.h"
 #include "test-util.h"

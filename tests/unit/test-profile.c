@@ -6,7 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "state.h"
+#include "journal.h"
 #include "strv.h"
 #include "test-util.h"
 
@@ -517,7 +517,7 @@ START_TEST(test_from_document) {
         ck_assert_str_eq(q->summary, "top");
         ck_assert_ptr_null(q->path);
         ck_assert_int_eq(profile_resolve(q, host, &r2, &e), 0);
-        _cleanup_free_ char *h1 = state_hash(r->doc), *h2 = state_hash(r2->doc);
+        _cleanup_free_ char *h1 = journal_hash(r->doc), *h2 = journal_hash(r2->doc);
         ck_assert_str_eq(h1, h2);
         ck_assert_str_eq(RESOLVED_STR(r2, "sysctl", "vm.swappiness"), "10");
         resolved_free(r2);

@@ -160,7 +160,11 @@ static inline size_t tree_verify(const char *root_path, char **ret_first) {
         Root *root;
         ck_assert_int_eq(root_new(root_path, &root), 0);
         VerifyResult v = {};
-        ck_assert_int_eq(engine_verify(root, "", &v), 0);
+        Journal *j = NULL;
+        JournalError je = {};
+        ck_assert_int_eq(journal_load(root, &j, &je), 0);
+        ck_assert_int_eq(engine_verify(root, j, "", &v), 0);
+        journal_free(j);
         size_t n = v.n_drift;
         if (ret_first) {
                 *ret_first = NULL;

@@ -1,0 +1,910 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "journal.h"
+
+static const char * const journal_op_table[_JOURNAL_OP_MAX] = {
+        [JOURNAL_OP_APPLY] = "apply",
+        [JOURNAL_OP_REVERT] = "revert",
+};
+
+const char *journal_op_to_string(JournalOp op) {
+        return op >= 0 && op < _JOURNAL_OP_MAX ? journal_op_table[op] : NULL;
+}
+
+JournalOp journal_op_from_string(const char *s) {
+        for (int i = 0; s && i < _JOURNAL_OP_MAX; i++)
+                if (streq(s, journal_op_table[i]))
+                        return (JournalOp) i;
+        return _JOURNAL_OP_INVALID;
+}
+
+void journal_error_done(JournalError *e) {
+        free(e->message);
+        *e = (JournalError) {};
+}
+
+Root *journal_root(Root *root, const char **ret_dir) {
+        *ret_dir = root->state ? "." : JOURNAL_DIR;
+        return root->state ? root->state : root;
+}
+
+/* ---- strings: bump-allocated in chunks, freed with the journal ---- */
+
+#define CHUNK_DATA (4096 - sizeof(JournalChunk))
+
+struct JournalChunk {
+        JournalChunk *next;
+        size_t size, used;
+        char data[];
+};
+
+int journal_strdup(Journal *j, const char *s, const char **ret) {
+        if (!s) {
+                *ret = NULL;
+                return 0;
+        }
+        size_t n = strlen(s) + 1;
+        JournalChunk *c = j->chunks;
+        if (!c || c->size - c->used < n) {
+                /* A large string (the profile's source) gets a chunk of its own, behind the one
+                 * being filled, so that the room left there is not lost. */
+                bool own = n > CHUNK_DATA / 4;
+                size_t size = own ? n : CHUNK_DATA;
+                JournalChunk *nc = malloc(sizeof(JournalChunk) + size);
+                if (!nc)
+                        return -ENOMEM;
+                nc->size = size;
+                nc->used = 0;
+                if (own && c) {
+                        nc->next = c->next;
+                        c->next = nc;
+                } else {
+                        nc->next = c;
+                        j->chunks = nc;
+                }
+                c = nc;
+        }
+        char *p = memcpy(c->data + c->used, s, n);
+        c->used += n;
+        *ret = p;
+        return 0;
+}
+
+int journal_set(Journal *j, const char **field, const char *s) {
+        const char *p;
+        int k = journal_strdup(j, s, &p);
+        if (k < 0)
+                return k;
+        *field = p;
+        return 0;
+}
+
+int journal_set_source(Journal *j, const json_t *doc) {
+        if (!doc) {
+                j->source = NULL;
+                return 0;
+        }
+        _cleanup_free_ char *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (!text)
+                return -ENOMEM;
+        return journal_set(j, &j->source, text);
+}
+
+/* ---- indexes: open addressing over arrays whose elements start with their id ---- */
+
+static const char *item_id(const void *items, size_t size, size_t i) {
+        return *(const char * const *) ((const char *) items + i * size);
+}
+
+static void index_put(JournalIndex *x, const char *id, size_t pos) {
+        size_t mask = x->n_slots - 1;
+        for (size_t s = journal_digest(id, strlen(id)) & mask;; s = (s + 1) & mask)
+                if (x->slots[s] == 0) {
+                        x->slots[s] = (uint32_t) (pos + 1);
+                        return;
+                }
+}
+
+void journal_index_done(JournalIndex *x) {
+        free(x->slots);
+        *x = (JournalIndex) {};
+}
+
+int journal_index_build(JournalIndex *x, const void *items, size_t size, size_t n) {
+        if (n >= UINT32_MAX / 4)
+                return -E2BIG;
+        size_t slots = 16;
+        while (slots < 2 * n)
+                slots *= 2;
+        JournalIndex nx = { .slots = calloc(slots, sizeof(uint32_t)), .n_slots = slots };
+        if (!nx.slots)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                index_put(&nx, item_id(items, size, i), i);
+        journal_index_done(x);
+        *x = nx;
+        return 0;
+}
+
+/* Adds items[n - 1], growing the index when it is half full. */
+static int index_add(JournalIndex *x, const void *items, size_t size, size_t n) {
+        if (2 * n > x->n_slots)
+                return journal_index_build(x, items, size, n);
+        index_put(x, item_id(items, size, n - 1), n - 1);
+        return 0;
+}
+
+/* The first element with this id that accept() takes (NULL: any), or -1. */
+static ssize_t index_find(const JournalIndex *x, const void *items, size_t size, const char *id,
+                          bool (*accept)(const void *item)) {
+        if (!id || x->n_slots == 0)
+                return -1;
+        size_t mask = x->n_slots - 1;
+        for (size_t s = journal_digest(id, strlen(id)) & mask; x->slots[s] != 0; s = (s + 1) & mask) {
+                size_t pos = x->slots[s] - 1;
+                const void *item = (const char *) items + pos * size;
+                if (streq(item_id(items, size, pos), id) && (!accept || accept(item)))
+                        return (ssize_t) pos;
+        }
+        return -1;
+}
+
+ssize_t journal_index_find(const JournalIndex *x, const void *items, size_t size, const char *id) {
+        return index_find(x, items, size, id, NULL);
+}
+
+/* ---- the journal ---- */
+
+int journal_new(Journal **ret) {
+        Journal *j = calloc(1, sizeof(Journal));
+        if (!j)
+                return -ENOMEM;
+        j->transaction.op = _JOURNAL_OP_INVALID;
+        *ret = j;
+        return 0;
+}
+
+static void transaction_done(JournalTransaction *t) {
+        free(t->steps);
+        free(t->new_originals);
+        *t = (JournalTransaction) { .op = _JOURNAL_OP_INVALID };
+}
+
+Journal *journal_free(Journal *j) {
+        if (!j)
+                return NULL;
+        free(j->originals);
+        free(j->applied);
+        free(j->unmovable);
+        transaction_done(&j->transaction);
+        journal_index_done(&j->originals_index);
+        journal_index_done(&j->applied_index);
+        journal_index_done(&j->unmovable_index);
+        while (j->chunks) {
+                JournalChunk *c = j->chunks;
+                j->chunks = c->next;
+                free(c);
+        }
+        free(j);
+        return NULL;
+}
+
+static bool knob_live(const void *item) {
+        return !((const JournalKnob *) item)->removed;
+}
+
+const JournalKnob *journal_find_original(const Journal *j, const char *id) {
+        ssize_t i = index_find(&j->originals_index, j->originals, sizeof(JournalKnob), id, knob_live);
+        return i < 0 ? NULL : &j->originals[i];
+}
+
+int journal_knob_make(Journal *j, const Knob *k, const char *value, JournalKnob *ret) {
+        JournalKnob e = { .domain = k->domain, .kind = k->kind, .reboot = k->reboot };
+        int r;
+        if ((r = journal_strdup(j, k->id, &e.id)) < 0 || (r = journal_strdup(j, k->path, &e.path)) < 0 ||
+            (r = journal_strdup(j, value, &e.value)) < 0)
+                return r;
+        *ret = e;
+        return 0;
+}
+
+/* Appends e to a list of knobs and to its index. */
+static int knobs_append(JournalKnob **l, size_t *n, size_t *cap, JournalIndex *x, const JournalKnob *e) {
+        int r = GROW_ARRAY(*l, *cap, *n, 16);
+        if (r < 0)
+                return r;
+        (*l)[(*n)++] = *e;
+        r = index_add(x, *l, sizeof(JournalKnob), *n);
+        if (r < 0)
+                (*n)--;
+        return r;
+}
+
+static int originals_append(Journal *j, const JournalKnob *e) {
+        return knobs_append(&j->originals, &j->n_originals, &j->cap_originals, &j->originals_index, e);
+}
+
+int journal_add_original(Journal *j, const Knob *k, const char *value) {
+        JournalKnob e;
+        int r = journal_knob_make(j, k, value, &e);
+        if (r < 0)
+                return r;
+        return originals_append(j, &e);
+}
+
+void journal_remove_original(Journal *j, const char *id) {
+        JournalKnob *k = (JournalKnob *) journal_find_original(j, id);
+        if (k)
+                k->removed = true;
+}
+
+size_t journal_count_originals(const Journal *j) {
+        size_t n = 0;
+        for (size_t i = 0; i < j->n_originals; i++)
+                n += !j->originals[i].removed;
+        return n;
+}
+
+const JournalKnob *journal_find_applied(const Journal *j, const char *id) {
+        ssize_t i = index_find(&j->applied_index, j->applied, sizeof(JournalKnob), id, NULL);
+        return i < 0 ? NULL : &j->applied[i];
+}
+
+int journal_set_applied(Journal *j, JournalKnob *l, size_t n) {
+        JournalIndex x = {};
+        int r = journal_index_build(&x, l, sizeof(JournalKnob), n);
+        if (r < 0)
+                return r;
+        free(j->applied);
+        journal_index_done(&j->applied_index);
+        j->applied = l;
+        j->n_applied = j->cap_applied = n;
+        j->applied_index = x;
+        return 0;
+}
+
+static int applied_append(Journal *j, const JournalKnob *e) {
+        return knobs_append(&j->applied, &j->n_applied, &j->cap_applied, &j->applied_index, e);
+}
+
+const char *journal_find_unmovable(const Journal *j, const char *id) {
+        ssize_t i = index_find(&j->unmovable_index, j->unmovable, sizeof(JournalUnmovable), id, NULL);
+        return i < 0 ? NULL : strempty(j->unmovable[i].reason);
+}
+
+int journal_set_unmovable(Journal *j, const char *id, const char *reason) {
+        ssize_t i = index_find(&j->unmovable_index, j->unmovable, sizeof(JournalUnmovable), id, NULL);
+        if (i >= 0)
+                return journal_set(j, &j->unmovable[i].reason, reason);
+        JournalUnmovable u;
+        int r;
+        if ((r = journal_strdup(j, id, &u.id)) < 0 || (r = journal_strdup(j, reason, &u.reason)) < 0)
+                return r;
+        r = GROW_ARRAY(j->unmovable, j->cap_unmovable, j->n_unmovable, 16);
+        if (r < 0)
+                return r;
+        j->unmovable[j->n_unmovable++] = u;
+        r = index_add(&j->unmovable_index, j->unmovable, sizeof(JournalUnmovable), j->n_unmovable);
+        if (r < 0)
+                j->n_unmovable--;
+        return r;
+}
+
+void journal_clear_unmovable(Journal *j) {
+        j->n_unmovable = 0;
+        if (j->unmovable_index.slots)
+                memset(j->unmovable_index.slots, 0, j->unmovable_index.n_slots * sizeof(uint32_t));
+}
+
+int journal_begin(Journal *j, JournalOp op, const char *profile, const char *started) {
+        JournalTransaction t = { .op = op };
+        int r;
+        if ((r = journal_strdup(j, profile, &t.profile)) < 0 || (r = journal_strdup(j, started, &t.started)) < 0)
+                return r;
+        transaction_done(&j->transaction);
+        j->transaction = t;
+        j->transaction_open = true;
+        return 0;
+}
+
+static int steps_append(Journal *j, const JournalStep *s) {
+        JournalTransaction *t = &j->transaction;
+        int r = GROW_ARRAY(t->steps, t->cap_steps, t->n_steps, 16);
+        if (r < 0)
+                return r;
+        t->steps[t->n_steps++] = *s;
+        return 0;
+}
+
+int journal_add_step(Journal *j, const Knob *k, const char *before, const char *after, bool restore) {
+        JournalStep s = { .domain = k->domain, .kind = k->kind, .reboot = k->reboot, .restore = restore };
+        int r;
+        if ((r = journal_strdup(j, k->id, &s.id)) < 0 || (r = journal_strdup(j, k->path, &s.path)) < 0 ||
+            (r = journal_strdup(j, before, &s.before)) < 0 || (r = journal_strdup(j, after, &s.after)) < 0)
+                return r;
+        return steps_append(j, &s);
+}
+
+static int new_originals_append(Journal *j, const char *id) {
+        JournalTransaction *t = &j->transaction;
+        int r = GROW_ARRAY(t->new_originals, t->cap_new_originals, t->n_new_originals, 16);
+        if (r < 0)
+                return r;
+        t->new_originals[t->n_new_originals++] = id;
+        return 0;
+}
+
+int journal_add_new_original(Journal *j, const char *id) {
+        const char *s;
+        int r = journal_strdup(j, id, &s);
+        if (r < 0)
+                return r;
+        return new_originals_append(j, s);
+}
+
+void journal_end(Journal *j) {
+        transaction_done(&j->transaction);
+        j->transaction_open = false;
+}
+
+int journal_set_last_error(Journal *j, const char *knob, const char *path, int error, const char *detail,
+                           const char *message, const char *at) {
+        JournalLastError le = { .error = error };
+        int r;
+        if ((r = journal_strdup(j, knob, &le.knob)) < 0 || (r = journal_strdup(j, path, &le.path)) < 0 ||
+            (r = journal_strdup(j, detail, &le.detail)) < 0 || (r = journal_strdup(j, message, &le.message)) < 0 ||
+            (r = journal_strdup(j, at, &le.at)) < 0)
+                return r;
+        j->last_error = le;
+        j->has_last_error = true;
+        return 0;
+}
+
+void journal_clear_last_error(Journal *j) {
+        j->last_error = (JournalLastError) {};
+        j->has_last_error = false;
+}
+
+Knob journal_knob(const JournalKnob *k) {
+        return (Knob) {
+                .id = (char *) k->id,
+                .domain = k->domain,
+                .kind = k->kind,
+                .path = (char *) k->path,
+                .reboot = k->reboot,
+        };
+}
+
+Knob journal_step_knob(const JournalStep *s) {
+        return (Knob) {
+                .id = (char *) s->id,
+                .domain = s->domain,
+                .kind = s->kind,
+                .path = (char *) s->path,
+                .reboot = s->reboot,
+        };
+}
+
+/* ---- load: the document into C types, every entry checked ---- */
+
+typedef struct Parser {
+        Journal *j;
+        const char *name;       /* the file, for messages */
+        JournalError *e;
+} Parser;
+
+_printf_(3, 4)
+static int refuse(Parser *p, const char *where, const char *fmt, ...) {
+        _cleanup_free_ char *what = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vasprintf(&what, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return -ENOMEM;
+        free(p->e->message);
+        p->e->message = NULL;
+        if (asprintf(&p->e->message, "%s: %s%s%s", p->name, strempty(where), where ? ": " : "", what) < 0) {
+                p->e->message = NULL;
+                return -ENOMEM;
+        }
+        return -EBADMSG;
+}
+
+static const char *json_kind(const json_t *v) {
+        switch (json_typeof(v)) {
+        case JSON_OBJECT:
+                return "an object";
+        case JSON_ARRAY:
+                return "an array";
+        case JSON_STRING:
+                return "a string";
+        case JSON_INTEGER:
+        case JSON_REAL:
+                return "a number";
+        case JSON_TRUE:
+        case JSON_FALSE:
+                return "a boolean";
+        default:
+                return "null";
+        }
+}
+
+/* A string or null field; a missing one is an error when required. */
+static int get_string(Parser *p, const char *where, json_t *o, const char *key, bool required, const char **ret) {
+        json_t *v = json_object_get(o, key);
+        if (!v && required)
+                return refuse(p, where, "\"%s\" is missing", key);
+        if (v && !json_is_string(v) && !json_is_null(v))
+                return refuse(p, where, "\"%s\" is %s, not a string or null", key, json_kind(v));
+        return journal_strdup(p->j, json_string_value(v), ret);
+}
+
+static int get_bool(Parser *p, const char *where, json_t *o, const char *key, bool *ret) {
+        json_t *v = json_object_get(o, key);
+        if (v && !json_is_boolean(v))
+                return refuse(p, where, "\"%s\" is %s, not true or false", key, json_kind(v));
+        *ret = json_is_true(v);
+        return 0;
+}
+
+/* The knob description every entry has: domain, kind, path, reboot. */
+static int get_knob(Parser *p, const char *where, json_t *o, Domain *ret_domain, ValueKind *ret_kind,
+                    const char **ret_path, bool *ret_reboot) {
+        if (!json_is_object(o))
+                return refuse(p, where, "is %s, not an object", json_kind(o));
+        json_t *d = json_object_get(o, "domain"), *k = json_object_get(o, "kind");
+        if (!json_is_string(d))
+                return refuse(p, where, d ? "\"domain\" is %s, not a string" : "\"domain\" is missing%s",
+                              d ? json_kind(d) : "");
+        Domain domain = domain_from_string(json_string_value(d));
+        if (domain < 0)
+                return refuse(p, where, "unknown domain \"%s\"", json_string_value(d));
+        if (!json_is_string(k))
+                return refuse(p, where, k ? "\"kind\" is %s, not a string" : "\"kind\" is missing%s",
+                              k ? json_kind(k) : "");
+        ValueKind kind = value_kind_from_string(json_string_value(k));
+        if (kind < 0)
+                return refuse(p, where, "unknown kind \"%s\"", json_string_value(k));
+        int r = get_string(p, where, o, "path", /* required= */ false, ret_path);
+        if (r < 0)
+                return r;
+        r = get_bool(p, where, o, "reboot", ret_reboot);
+        if (r < 0)
+                return r;
+        *ret_domain = domain;
+        *ret_kind = kind;
+        return 0;
+}
+
+/* "applied[3] (irq/41/affinity)": an array entry, by position and, where it has one, its knob. */
+static char *array_where(const char *array, size_t i, json_t *e) {
+        const char *id = json_string_value(json_object_get(e, "knob"));
+        char *s;
+        if (asprintf(&s, "%s[%zu]%s%s%s", array, i, id ? " (" : "", strempty(id), id ? ")" : "") < 0)
+                return NULL;
+        return s;
+}
+
+static int parse_originals(Parser *p, json_t *originals) {
+        const char *id;
+        json_t *e;
+        json_object_foreach(originals, id, e) {
+                _cleanup_free_ char *where = NULL;
+                JournalKnob k = {};
+                if (asprintf(&where, "originals[\"%s\"]", id) < 0)
+                        return -ENOMEM;
+                int r = get_knob(p, where, e, &k.domain, &k.kind, &k.path, &k.reboot);
+                if (r < 0)
+                        return r;
+                if ((r = get_string(p, where, e, "value", /* required= */ true, &k.value)) < 0 ||
+                    (r = journal_strdup(p->j, id, &k.id)) < 0 || (r = originals_append(p->j, &k)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int parse_applied(Parser *p, json_t *applied) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(applied, i, e) {
+                _cleanup_free_ char *where = array_where("applied", i, e);
+                JournalKnob k = {};
+                if (!where)
+                        return -ENOMEM;
+                int r = get_knob(p, where, e, &k.domain, &k.kind, &k.path, &k.reboot);
+                if (r < 0)
+                        return r;
+                if ((r = get_string(p, where, e, "knob", /* required= */ true, &k.id)) < 0 ||
+                    (r = get_string(p, where, e, "desired", /* required= */ true, &k.value)) < 0)
+                        return r;
+                if (!k.id)
+                        return refuse(p, where, "\"knob\" is null, not a string");
+                if ((r = applied_append(p->j, &k)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int parse_unmovable(Parser *p, json_t *unmovable) {
+        const char *id;
+        json_t *e;
+        json_object_foreach(unmovable, id, e) {
+                if (!json_is_string(e)) {
+                        _cleanup_free_ char *where = NULL;
+                        if (asprintf(&where, "unmovable[\"%s\"]", id) < 0)
+                                return -ENOMEM;
+                        return refuse(p, where, "is %s, not a string", json_kind(e));
+                }
+                int r = journal_set_unmovable(p->j, id, json_string_value(e));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int parse_transaction(Parser *p, json_t *tx) {
+        const char *where = "transaction";
+        JournalTransaction *t = &p->j->transaction;
+        json_t *op = json_object_get(tx, "op"), *steps = json_object_get(tx, "steps"),
+               *fresh = json_object_get(tx, "new_originals");
+        int r;
+
+        if (!json_is_object(tx))
+                return refuse(p, where, "is %s, not an object or null", json_kind(tx));
+        /* An older or hand-written transaction may leave out its op, profile and start. */
+        if (op && !json_is_null(op)) {
+                if (!json_is_string(op))
+                        return refuse(p, where, "\"op\" is %s, not a string", json_kind(op));
+                t->op = journal_op_from_string(json_string_value(op));
+                if (t->op < 0)
+                        return refuse(p, where, "unknown op \"%s\"", json_string_value(op));
+        }
+        if ((r = get_string(p, where, tx, "profile", false, &t->profile)) < 0 ||
+            (r = get_string(p, where, tx, "started", false, &t->started)) < 0)
+                return r;
+        if (steps && !json_is_array(steps))
+                return refuse(p, where, "\"steps\" is %s, not an array", json_kind(steps));
+        if (fresh && !json_is_array(fresh))
+                return refuse(p, where, "\"new_originals\" is %s, not an array", json_kind(fresh));
+        p->j->transaction_open = true;
+
+        size_t i;
+        json_t *e;
+        json_array_foreach(steps, i, e) {
+                _cleanup_free_ char *sw = array_where("transaction.steps", i, e);
+                JournalStep s = {};
+                if (!sw)
+                        return -ENOMEM;
+                if ((r = get_knob(p, sw, e, &s.domain, &s.kind, &s.path, &s.reboot)) < 0 ||
+                    (r = get_string(p, sw, e, "knob", true, &s.id)) < 0 ||
+                    (r = get_string(p, sw, e, "before", true, &s.before)) < 0 ||
+                    (r = get_string(p, sw, e, "after", true, &s.after)) < 0 ||
+                    (r = get_bool(p, sw, e, "restore", &s.restore)) < 0)
+                        return r;
+                if (!s.id)
+                        return refuse(p, sw, "\"knob\" is null, not a string");
+                if ((r = steps_append(p->j, &s)) < 0)
+                        return r;
+        }
+        json_array_foreach(fresh, i, e) {
+                const char *id;
+                if (!json_is_string(e))
+                        return refuse(p, where, "\"new_originals\"[%zu] is %s, not a string", i, json_kind(e));
+                if ((r = journal_strdup(p->j, json_string_value(e), &id)) < 0 ||
+                    (r = new_originals_append(p->j, id)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int parse_last_error(Parser *p, json_t *le) {
+        const char *where = "last_error";
+        JournalLastError l = {};
+        int r;
+
+        if (!json_is_object(le))
+                return refuse(p, where, "is %s, not an object or null", json_kind(le));
+        json_t *err = json_object_get(le, "errno");
+        if (err && !json_is_integer(err))
+                return refuse(p, where, "\"errno\" is %s, not an integer", json_kind(err));
+        l.error = (int) json_integer_value(err);
+        if ((r = get_string(p, where, le, "knob", false, &l.knob)) < 0 ||
+            (r = get_string(p, where, le, "path", false, &l.path)) < 0 ||
+            (r = get_string(p, where, le, "detail", false, &l.detail)) < 0 ||
+            (r = get_string(p, where, le, "message", false, &l.message)) < 0 ||
+            (r = get_string(p, where, le, "at", false, &l.at)) < 0)
+                return r;
+        p->j->last_error = l;
+        p->j->has_last_error = true;
+        return 0;
+}
+
+static int parse_document(Parser *p, json_t *doc) {
+        json_t *version = json_object_get(doc, "version"), *originals = json_object_get(doc, "originals"),
+               *applied = json_object_get(doc, "applied"), *unmovable = json_object_get(doc, "unmovable"),
+               *source = json_object_get(doc, "source"), *tx = json_object_get(doc, "transaction"),
+               *le = json_object_get(doc, "last_error");
+        Journal *j = p->j;
+        int r;
+
+        if (!json_is_object(doc))
+                return refuse(p, NULL, "not an rtpart journal: the document is %s, not an object", json_kind(doc));
+        if (!json_is_integer(version) || json_integer_value(version) != 1)
+                return refuse(p, NULL, "not an rtpart journal of version 1: \"version\" is %s",
+                              version ? json_is_integer(version) ? "another number" : json_kind(version) : "missing");
+        if (!json_is_object(originals))
+                return refuse(p, NULL, "\"originals\" is %s, not an object",
+                              originals ? json_kind(originals) : "missing");
+        if (applied && !json_is_array(applied))
+                return refuse(p, NULL, "\"applied\" is %s, not an array", json_kind(applied));
+        if (unmovable && !json_is_object(unmovable))
+                return refuse(p, NULL, "\"unmovable\" is %s, not an object", json_kind(unmovable));
+        if (source && !json_is_object(source) && !json_is_null(source))
+                return refuse(p, NULL, "\"source\" is %s, not an object or null", json_kind(source));
+
+        if ((r = get_string(p, NULL, doc, "profile", false, &j->profile)) < 0 ||
+            (r = get_string(p, NULL, doc, "profile_path", false, &j->profile_path)) < 0 ||
+            (r = get_string(p, NULL, doc, "hash", false, &j->hash)) < 0 ||
+            (r = get_string(p, NULL, doc, "applied_at", false, &j->applied_at)) < 0)
+                return r;
+        if (json_is_object(source)) {
+                _cleanup_free_ char *text = json_dumps(source, JSON_COMPACT | JSON_PRESERVE_ORDER);
+                if (!text || (r = journal_strdup(j, text, &j->source)) < 0)
+                        return -ENOMEM;
+        }
+        if ((r = parse_originals(p, originals)) < 0 || (r = parse_applied(p, applied)) < 0 ||
+            (r = parse_unmovable(p, unmovable)) < 0)
+                return r;
+        if (tx && !json_is_null(tx) && (r = parse_transaction(p, tx)) < 0)
+                return r;
+        if (le && !json_is_null(le) && (r = parse_last_error(p, le)) < 0)
+                return r;
+        return 0;
+}
+
+int journal_parse(const char *text, size_t size, const char *name, Journal **ret, JournalError *e) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+        int r = journal_new(&j);
+        if (r < 0)
+                return r;
+        if (text) {
+                json_error_t jerr;
+                json_t *doc = json_loadb(text, size, 0, &jerr);
+                Parser p = { .j = j, .name = name ?: "state.json", .e = e };
+                if (!doc)
+                        return refuse(&p, NULL, "not JSON: %s (line %d)", jerr.text, jerr.line);
+                r = parse_document(&p, doc);
+                json_decref(doc);
+                if (r < 0)
+                        return r;
+        }
+        j->digest = journal_digest(strempty(text), text ? size : 0);
+        *ret = TAKE_PTR(j);
+        return 0;
+}
+
+int journal_read(Root *root, char **ret_text, size_t *ret_size) {
+        const char *dir;
+        Root *sr = journal_root(root, &dir);
+        _cleanup_free_ char *file = NULL;
+        if (asprintf(&file, "%s/state.json", dir) < 0)
+                return -ENOMEM;
+        char *text = NULL;
+        size_t size = 0;
+        int k = root_read_file(sr, file, &text, &size);
+        if (k == -ENOENT) {
+                text = NULL;
+                size = 0;
+        } else if (k < 0)
+                return k;
+        *ret_text = text;
+        if (ret_size)
+                *ret_size = size;
+        return 0;
+}
+
+int journal_load_if_changed(Root *root, uint64_t unless_digest, Journal **ret, JournalError *e) {
+        _cleanup_free_ char *text = NULL, *name = NULL, *file = NULL;
+        size_t size = 0;
+        int k = journal_read(root, &text, &size);
+        if (k < 0)
+                return k;
+        if (unless_digest != 0 && journal_digest(strempty(text), size) == unless_digest) {
+                *ret = NULL;
+                return 0;
+        }
+        const char *dir;
+        Root *sr = journal_root(root, &dir);
+        if (asprintf(&file, "%s/state.json", dir) < 0)
+                return -ENOMEM;
+        name = root_display_path(sr, file);
+        if (!name)
+                return -ENOMEM;
+        k = journal_parse(text, size, name, ret, e);
+        return k < 0 ? k : 1;
+}
+
+int journal_load(Root *root, Journal **ret, JournalError *e) {
+        int k = journal_load_if_changed(root, 0, ret, e);
+        return k < 0 ? k : 0;
+}
+
+/* ---- save: the C types into the document, every step checked ---- */
+
+static json_t *string_or_null(const char *s) {
+        return s ? json_string(s) : json_null();
+}
+
+/* Sets key to v (taken, also on failure); false on failure. */
+static bool set(json_t *o, const char *key, json_t *v) {
+        return v && json_object_set_new(o, key, v) == 0;
+}
+
+static json_t *knob_head(Domain d, ValueKind k, const char *path, bool reboot) {
+        return json_pack("{s:s, s:s, s:o, s:b}", "domain", domain_to_string(d), "kind", value_kind_to_string(k),
+                         "path", string_or_null(path), "reboot", reboot);
+}
+
+static json_t *format_originals(const Journal *j) {
+        json_t *o = json_object();
+        for (size_t i = 0; o && i < j->n_originals; i++) {
+                const JournalKnob *k = &j->originals[i];
+                if (k->removed)
+                        continue;
+                json_t *e = knob_head(k->domain, k->kind, k->path, k->reboot);
+                if (!e || !set(e, "value", string_or_null(k->value)) || !set(o, k->id, e)) {
+                        json_decref(e);
+                        json_decref(o);
+                        return NULL;
+                }
+        }
+        return o;
+}
+
+static json_t *format_applied(const Journal *j) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < j->n_applied; i++) {
+                const JournalKnob *k = &j->applied[i];
+                json_t *e = knob_head(k->domain, k->kind, k->path, k->reboot);
+                if (!e || !set(e, "desired", string_or_null(k->value)) || !set(e, "knob", json_string(k->id)) ||
+                    json_array_append_new(a, e) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        }
+        return a;
+}
+
+static json_t *format_unmovable(const Journal *j) {
+        json_t *o = json_object();
+        for (size_t i = 0; o && i < j->n_unmovable; i++)
+                if (!set(o, j->unmovable[i].id, json_string(strempty(j->unmovable[i].reason)))) {
+                        json_decref(o);
+                        return NULL;
+                }
+        return o;
+}
+
+static json_t *format_transaction(const Journal *j) {
+        const JournalTransaction *t = &j->transaction;
+        if (!j->transaction_open)
+                return json_null();
+        json_t *steps = json_array(), *fresh = json_array();
+        for (size_t i = 0; steps && i < t->n_steps; i++) {
+                const JournalStep *s = &t->steps[i];
+                json_t *e = knob_head(s->domain, s->kind, s->path, s->reboot);
+                if (!e || !set(e, "knob", json_string(s->id)) || !set(e, "before", string_or_null(s->before)) ||
+                    !set(e, "after", string_or_null(s->after)) || (s->restore && !set(e, "restore", json_true())) ||
+                    json_array_append_new(steps, e) < 0) {
+                        json_decref(steps);
+                        steps = NULL;
+                }
+        }
+        for (size_t i = 0; fresh && i < t->n_new_originals; i++)
+                if (json_array_append_new(fresh, json_string(t->new_originals[i])) < 0) {
+                        json_decref(fresh);
+                        fresh = NULL;
+                }
+        if (!steps || !fresh) {
+                json_decref(steps);
+                json_decref(fresh);
+                return NULL;
+        }
+        return json_pack("{s:o, s:o, s:o, s:o, s:o}", "op", string_or_null(journal_op_to_string(t->op)),
+                         "profile", string_or_null(t->profile), "started", string_or_null(t->started),
+                         "steps", steps, "new_originals", fresh);
+}
+
+json_t *journal_last_error_to_json(const Journal *j) {
+        const JournalLastError *l = &j->last_error;
+        if (!j->has_last_error)
+                return json_null();
+        if (!l->knob)
+                return json_pack("{s:o, s:o}", "message", string_or_null(l->message), "at", string_or_null(l->at));
+        return json_pack("{s:s, s:o, s:i, s:o, s:o, s:o}", "knob", l->knob, "path", string_or_null(l->path),
+                         "errno", l->error, "detail", string_or_null(l->detail), "message", string_or_null(l->message),
+                         "at", string_or_null(l->at));
+}
+
+int journal_format(const Journal *j, char **ret_text, size_t *ret_size) {
+        json_t *source = NULL;
+        if (j->source) {
+                source = json_loads(j->source, 0, NULL);
+                if (!source)
+                        return -ENOMEM; /* it was JSON when it was stored */
+        }
+        _cleanup_(json_decrefp) json_t *doc = json_pack(
+                "{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                "version", 1,
+                "profile", string_or_null(j->profile),
+                "hash", string_or_null(j->hash),
+                "applied_at", string_or_null(j->applied_at),
+                "originals", format_originals(j),
+                "applied", format_applied(j),
+                "unmovable", format_unmovable(j),
+                "transaction", format_transaction(j),
+                "last_error", journal_last_error_to_json(j),
+                "profile_path", string_or_null(j->profile_path),
+                "source", source ?: json_null());
+        if (!doc)
+                return -ENOMEM;
+        _cleanup_free_ char *text = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+        char *out;
+        if (!text || asprintf(&out, "%s\n", text) < 0)
+                return -ENOMEM;
+        if (ret_size)
+                *ret_size = strlen(out);
+        *ret_text = out;
+        return 0;
+}
+
+int journal_save(Root *root, const Journal *j) {
+        _cleanup_free_ char *text = NULL, *file = NULL;
+        size_t size;
+        int k = journal_format(j, &text, &size);
+        if (k < 0)
+                return k;
+        const char *dir;
+        Root *sr = journal_root(root, &dir);
+        if (asprintf(&file, "%s/state.json", dir) < 0)
+                return -ENOMEM;
+        k = root_mkdir_p(sr, dir, 0755);
+        if (k < 0)
+                return k;
+        return root_write_file_atomic(sr, file, text, size, 0644);
+}
+
+/* ---- small things ---- */
+
+char *journal_now_iso8601(void) {
+        time_t t = time(NULL);
+        struct tm tm;
+        char buf[32];
+        if (!gmtime_r(&t, &tm) || strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+                return NULL;
+        return strdup(buf);
+}
+
+uint64_t journal_digest(const void *p, size_t n) {
+        uint64_t h = UINT64_C(0xcbf29ce484222325); /* FNV-1a */
+        for (const unsigned char *c = p; n > 0; c++, n--) {
+                h ^= *c;
+                h *= UINT64_C(0x100000001b3);
+        }
+        return h;
+}
+
+char *journal_hash(const json_t *doc) {
+        _cleanup_free_ char *text = json_dumps(doc, JSON_COMPACT | JSON_SORT_KEYS);
+        if (!text)
+                return NULL;
+        uint64_t h = journal_digest(text, strlen(text));
+        char *s;
+        return asprintf(&s, "fnv1a64:%016llx", (unsigned long long) h) < 0 ? NULL : s;
+}

@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The journal: var/lib/rtpart/state.json under the root (or state.json in the --state-dir). One
+ * JSON document, replaced atomically (temp file, fsync, rename, fsync dir) on every change:
+ *
+ *   { "version": 1,
+ *     "profile": NAME | null, "hash": "fnv1a64:…", "applied_at": "2026-12-03T05:00:00Z",
+ *     "originals": { KNOB: { "domain", "kind", "path", "reboot", "value" } },   first value rtpart saw
+ *     "applied":   [ { "domain", "kind", "path", "reboot", "desired", "knob" } ],
+ *     "unmovable": { KNOB: REASON },
+ *     "transaction": null | { "op": "apply"|"revert", "profile", "started",
+ *                             "steps": [ { "domain", "kind", "path", "reboot", "knob", "before",
+ *                                          "after", "restore"? } ],
+ *                             "new_originals": [ KNOB ] },
+ *     "last_error": null | { "knob", "path", "errno", "detail", "message", "at" }
+ *                        | { "message", "at" },          a rolled back interrupted transaction
+ *     "profile_path": FILE | null,     where it was read from, for people only
+ *     "source": PROFILE | null }       the applied profile merged over its includes, before
+ *                                      resolution (Profile.doc): what rtpartd applies again, never
+ *                                      the file; "hash" is of its resolution. Journals written
+ *                                      before it have none: rtpartd then loads NAME by name.
+ *
+ * "domain" and "kind" are the names of Domain and ValueKind; "path" is root-relative or null (boot
+ * arguments, kernel threads); "value", "desired", "before" and "after" are a string or null
+ * (absent); "reboot" and "restore" are booleans, false when left out. "applied" and "unmovable"
+ * may be missing (older writers). Keys not listed here are not kept.
+ *
+ * In memory the journal is typed: it is parsed once at load, where an entry that is wrong (an
+ * unknown domain or kind, a value that is not a string or null) refuses the whole journal with a
+ * message naming the entry, and serialised once at save, in the order above. Strings live in
+ * blocks owned by the journal; knobs are found by id through hash indexes. */
+
+#include <jansson.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "backend.h"
+#include "root.h"
+
+#define JOURNAL_DIR "var/lib/rtpart"
+
+typedef enum JournalOp {
+        JOURNAL_OP_APPLY,
+        JOURNAL_OP_REVERT,
+        _JOURNAL_OP_MAX,
+        _JOURNAL_OP_INVALID = -EINVAL,
+} JournalOp;
+
+const char *journal_op_to_string(JournalOp op);
+JournalOp journal_op_from_string(const char *s);
+
+/* An original ("value": what rtpart first saw) or an applied knob ("value": what the profile
+ * wants). */
+typedef struct JournalKnob {
+        const char *id;
+        const char *path;       /* NULL: none */
+        const char *value;      /* NULL: absent */
+        Domain domain;
+        ValueKind kind;
+        bool reboot;
+        bool removed;           /* an original forgotten since load: not found, not saved */
+} JournalKnob;
+
+typedef struct JournalUnmovable {
+        const char *id;
+        const char *reason;
+} JournalUnmovable;
+
+typedef struct JournalStep {
+        const char *id;
+        const char *path;
+        const char *before;     /* NULL: absent */
+        const char *after;
+        Domain domain;
+        ValueKind kind;
+        bool reboot;
+        bool restore;           /* a knob of the previous profile going back to its original */
+} JournalStep;
+
+typedef struct JournalTransaction {
+        JournalOp op;           /* _JOURNAL_OP_INVALID: not recorded (a hand-written journal) */
+        const char *profile;
+        const char *started;
+        JournalStep *steps;
+        size_t n_steps, cap_steps;
+        const char **new_originals;     /* originals first recorded by it: dropped on rollback */
+        size_t n_new_originals, cap_new_originals;
+} JournalTransaction;
+
+typedef struct JournalLastError {
+        const char *knob;       /* NULL: not a write (a rolled back transaction) */
+        const char *path;
+        int error;              /* "errno", positive */
+        const char *detail;
+        const char *message;
+        const char *at;
+} JournalLastError;
+
+/* A hash index of an array whose elements begin with their id (a const char *): JournalKnob, Knob,
+ * char *. Slot → 1 + position, 0: empty. */
+typedef struct JournalIndex {
+        uint32_t *slots;
+        size_t n_slots;
+} JournalIndex;
+
+int journal_index_build(JournalIndex *x, const void *items, size_t size, size_t n);
+/* The position of the first element with this id, or -1. */
+ssize_t journal_index_find(const JournalIndex *x, const void *items, size_t size, const char *id);
+void journal_index_done(JournalIndex *x);
+
+typedef struct JournalChunk JournalChunk;
+
+typedef struct Journal {
+        uint64_t digest;                /* of state.json's bytes as read (0: not read) */
+        const char *profile;            /* NULL: nothing applied */
+        const char *profile_path;
+        const char *hash;
+        const char *applied_at;
+        const char *source;             /* "source" as compact JSON text; NULL: none */
+
+        JournalKnob *originals;         /* in journal order; entries may be removed */
+        size_t n_originals, cap_originals;
+        JournalKnob *applied;           /* in journal order */
+        size_t n_applied, cap_applied;
+        JournalUnmovable *unmovable;
+        size_t n_unmovable, cap_unmovable;
+        bool transaction_open;
+        JournalTransaction transaction;
+        bool has_last_error;
+        JournalLastError last_error;
+
+        JournalIndex originals_index, applied_index, unmovable_index;
+        JournalChunk *chunks;           /* the strings */
+} Journal;
+
+/* Why a journal was refused: "FILE: originals[\"irq/41/affinity\"]: unknown domain \"irqq\"". */
+typedef struct JournalError {
+        char *message;
+} JournalError;
+
+void journal_error_done(JournalError *e);
+
+/* The journal's directory: var/lib/rtpart under the root, or the --state-dir root. */
+Root *journal_root(Root *root, const char **ret_dir);
+
+/* An empty journal: nothing applied, no originals. */
+int journal_new(Journal **ret);
+Journal *journal_free(Journal *j);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Journal *, journal_free);
+
+/* The file's bytes (NULL and size 0 when there is no journal yet). */
+int journal_read(Root *root, char **ret_text, size_t *ret_size);
+/* The journal those bytes make (an empty one for NULL); name is the file as messages call it. A
+ * document that is not a journal, or has a wrong entry, is -EBADMSG and e says what and where;
+ * -ENOMEM is out of memory. */
+int journal_parse(const char *text, size_t size, const char *name, Journal **ret, JournalError *e);
+/* journal_read() then journal_parse(). A missing file is an empty journal. */
+int journal_load(Root *root, Journal **ret, JournalError *e);
+/* journal_load(), unless the file's bytes hash to unless_digest (that of a journal already held):
+ * then nothing is parsed, and it returns 0 with *ret = NULL. Else 1 and the journal. */
+int journal_load_if_changed(Root *root, uint64_t unless_digest, Journal **ret, JournalError *e);
+/* The document of j, as journal_save() writes it. */
+int journal_format(const Journal *j, char **ret_text, size_t *ret_size);
+int journal_save(Root *root, const Journal *j);
+
+/* A copy of s in j's strings, for the fields of j and of its entries (NULL for NULL). */
+int journal_strdup(Journal *j, const char *s, const char **ret);
+/* Sets one of j's string fields (&j->profile, &j->transaction.started, …) to a copy of s. */
+int journal_set(Journal *j, const char **field, const char *s);
+/* Stores a profile document as "source" (NULL: none). */
+int journal_set_source(Journal *j, const json_t *doc);
+
+const JournalKnob *journal_find_original(const Journal *j, const char *id);
+/* Records k's first value (k must have no original yet). */
+int journal_add_original(Journal *j, const Knob *k, const char *value);
+void journal_remove_original(Journal *j, const char *id);
+size_t journal_count_originals(const Journal *j);
+
+const JournalKnob *journal_find_applied(const Journal *j, const char *id);
+/* A knob for the applied list, its strings copied into j. */
+int journal_knob_make(Journal *j, const Knob *k, const char *value, JournalKnob *ret);
+/* Replaces the applied list by the n entries of l (a malloc'd array, taken on success; their strings
+ * are j's). */
+int journal_set_applied(Journal *j, JournalKnob *l, size_t n);
+
+/* Why the knob with this id is recorded as unmovable, or NULL if it is not. */
+const char *journal_find_unmovable(const Journal *j, const char *id);
+int journal_set_unmovable(Journal *j, const char *id, const char *reason);
+void journal_clear_unmovable(Journal *j);
+
+/* Opens a transaction (none must be open). */
+int journal_begin(Journal *j, JournalOp op, const char *profile, const char *started);
+int journal_add_step(Journal *j, const Knob *k, const char *before, const char *after, bool restore);
+int journal_add_new_original(Journal *j, const char *id);
+/* Closes the transaction: committed or rolled back, it is forgotten. */
+void journal_end(Journal *j);
+
+/* knob NULL: the short form, a message and when. */
+int journal_set_last_error(Journal *j, const char *knob, const char *path, int error, const char *detail,
+                           const char *message, const char *at);
+void journal_clear_last_error(Journal *j);
+/* "last_error" as the journal has it: null, or the object (NULL on OOM). */
+json_t *journal_last_error_to_json(const Journal *j);
+
+/* A journal entry as the backends take it; it borrows the journal's strings. */
+Knob journal_knob(const JournalKnob *k);
+Knob journal_step_knob(const JournalStep *s);
+
+char *journal_now_iso8601(void);
+/* FNV-1a over n bytes. */
+uint64_t journal_digest(const void *p, size_t n);
+/* The journal's "hash" of a resolved profile document (stable: keys sorted); NULL on OOM. */
+char *journal_hash(const json_t *doc);

@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "journal.h"
+#include "test-tree.h"
+#include "test-util.h"
+
+/* The journal: typed at load, the same bytes at save, and strict about entries that parse but
+ * are wrong (issue 11.8: they were skipped in silence and their originals forgotten). */
+
+/* A journal with every field, compact; as the writer writes it, it is this indented. */
+#define EVERY_FIELD                                                                                                   \
+        "{\"version\": 1, \"profile\": \"lab\", \"hash\": \"fnv1a64:0123456789abcdef\","                             \
+        " \"applied_at\": \"2026-12-03T05:00:00Z\","                                                                  \
+        " \"originals\": {\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\","                        \
+        " \"path\": \"proc/irq/41/smp_affinity_list\", \"reboot\": false, \"value\": \"0-7\"},"                       \
+        " \"boot/isolcpus\": {\"domain\": \"boot\", \"kind\": \"bootarg\", \"path\": null, \"reboot\": true,"         \
+        " \"value\": null}},"                                                                                         \
+        " \"applied\": [{\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"proc/irq/41/smp_affinity_list\","   \
+        " \"reboot\": false, \"desired\": \"0\", \"knob\": \"irq/41/affinity\"},"                                     \
+        " {\"domain\": \"boot\", \"kind\": \"bootarg\", \"path\": null, \"reboot\": true, \"desired\": \"2-7\","      \
+        " \"knob\": \"boot/isolcpus\"}],"                                                                             \
+        " \"unmovable\": {\"irq/0/affinity\": \"the kernel manages this IRQ's affinity\"},"                          \
+        " \"transaction\": {\"op\": \"apply\", \"profile\": \"lab\", \"started\": \"2026-12-03T05:00:00Z\","         \
+        " \"steps\": [{\"domain\": \"sysctl\", \"kind\": \"auto\", \"path\": \"proc/sys/vm/swappiness\","           \
+        " \"reboot\": false, \"knob\": \"sysctl/vm.swappiness\", \"before\": \"60\", \"after\": \"10\","            \
+        " \"restore\": true}, {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"proc/irq/41/smp_affinity_list\"," \
+        " \"reboot\": false, \"knob\": \"irq/41/affinity\", \"before\": \"0-7\", \"after\": null}],"                 \
+        " \"new_originals\": [\"irq/41/affinity\"]},"                                                                 \
+        " \"last_error\": {\"knob\": \"irq/41/affinity\", \"path\": \"proc/irq/41/smp_affinity_list\", \"errno\": 5," \
+        " \"detail\": null, \"message\": \"writing irq/41/affinity failed\", \"at\": \"2026-12-03T05:00:01Z\"},"      \
+        " \"profile_path\": \"/etc/rtpart/profiles/lab.json\","                                                       \
+        " \"source\": {\"summary\": \"lab\", \"irq\": {\"default\": \"housekeeping\"}, \"ratio\": 0.5}}"
+
+/* text as the journal's writer lays it out (indent 1, keys in order, a final newline). */
+static char *as_written(const char *text) {
+        json_error_t jerr;
+        json_t *doc = json_loads(text, 0, &jerr);
+        ck_assert_msg(doc, "%s", jerr.text);
+        char *dump = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER), *out;
+        ck_assert_ptr_nonnull(dump);
+        ck_assert_int_ge(asprintf(&out, "%s\n", dump), 0);
+        free(dump);
+        json_decref(doc);
+        return out;
+}
+
+static Journal *parse_ok(const char *text) {
+        Journal *j = NULL;
+        JournalError e = {};
+        int r = journal_parse(text, strlen(text), "state.json", &j, &e);
+        ck_assert_msg(r == 0, "journal_parse: %d: %s", r, strempty(e.message));
+        ck_assert_ptr_null(e.message);
+        return j;
+}
+
+/* Load → save gives the same bytes. */
+static void assert_round_trip(const char *text) {
+        _cleanup_(journal_freep) Journal *j = parse_ok(text);
+        _cleanup_free_ char *out = NULL;
+        size_t size = 0;
+        ck_assert_int_eq(journal_format(j, &out, &size), 0);
+        ck_assert_uint_eq(size, strlen(out));
+        ck_assert_str_eq(out, text);
+}
+
+START_TEST(test_every_field) {
+        _cleanup_free_ char *text = as_written(EVERY_FIELD);
+        _cleanup_(journal_freep) Journal *j = parse_ok(text);
+
+        ck_assert_str_eq(j->profile, "lab");
+        ck_assert_str_eq(j->hash, "fnv1a64:0123456789abcdef");
+        ck_assert_str_eq(j->applied_at, "2026-12-03T05:00:00Z");
+        ck_assert_str_eq(j->profile_path, "/etc/rtpart/profiles/lab.json");
+        ck_assert_str_eq(j->source, "{\"summary\":\"lab\",\"irq\":{\"default\":\"housekeeping\"},\"ratio\":0.5}");
+
+        ck_assert_uint_eq(journal_count_originals(j), 2);
+        const JournalKnob *o = journal_find_original(j, "irq/41/affinity");
+        ck_assert_ptr_nonnull(o);
+        ck_assert_int_eq(o->domain, DOMAIN_IRQ);
+        ck_assert_int_eq(o->kind, VALUE_CPU_LIST);
+        ck_assert_str_eq(o->path, "proc/irq/41/smp_affinity_list");
+        ck_assert_str_eq(o->value, "0-7");
+        ck_assert(!o->reboot);
+        o = journal_find_original(j, "boot/isolcpus");
+        ck_assert_ptr_nonnull(o);
+        ck_assert_int_eq(o->domain, DOMAIN_BOOT);
+        ck_assert_int_eq(o->kind, VALUE_BOOTARG);
+        ck_assert_ptr_null(o->path);
+        ck_assert_ptr_null(o->value);
+        ck_assert(o->reboot);
+        ck_assert_ptr_null(journal_find_original(j, "irq/42/affinity"));
+
+        ck_assert_uint_eq(j->n_applied, 2);
+        const JournalKnob *a = journal_find_applied(j, "boot/isolcpus");
+        ck_assert_ptr_eq(a, &j->applied[1]);
+        ck_assert_str_eq(a->value, "2-7");
+        ck_assert(a->reboot);
+        ck_assert_str_eq(journal_find_applied(j, "irq/41/affinity")->value, "0");
+
+        ck_assert_str_eq(journal_find_unmovable(j, "irq/0/affinity"), "the kernel manages this IRQ's affinity");
+        ck_assert_ptr_null(journal_find_unmovable(j, "irq/41/affinity"));
+
+        ck_assert(j->transaction_open);
+        const JournalTransaction *t = &j->transaction;
+        ck_assert_int_eq(t->op, JOURNAL_OP_APPLY);
+        ck_assert_str_eq(t->profile, "lab");
+        ck_assert_str_eq(t->started, "2026-12-03T05:00:00Z");
+        ck_assert_uint_eq(t->n_steps, 2);
+        ck_assert_str_eq(t->steps[0].id, "sysctl/vm.swappiness");
+        ck_assert_int_eq(t->steps[0].domain, DOMAIN_SYSCTL);
+        ck_assert_str_eq(t->steps[0].before, "60");
+        ck_assert_str_eq(t->steps[0].after, "10");
+        ck_assert(t->steps[0].restore);
+        ck_assert(!t->steps[1].restore);
+        ck_assert_ptr_null(t->steps[1].after);
+        ck_assert_uint_eq(t->n_new_originals, 1);
+        ck_assert_str_eq(t->new_originals[0], "irq/41/affinity");
+
+        ck_assert(j->has_last_error);
+        ck_assert_str_eq(j->last_error.knob, "irq/41/affinity");
+        ck_assert_int_eq(j->last_error.error, 5);
+        ck_assert_ptr_null(j->last_error.detail);
+        ck_assert_str_eq(j->last_error.at, "2026-12-03T05:00:01Z");
+
+        assert_round_trip(text);
+}
+END_TEST
+
+START_TEST(test_short_forms) {
+        /* A rolled back transaction's last_error, nothing applied, no transaction. */
+        _cleanup_free_ char *text = as_written(
+                "{\"version\": 1, \"profile\": null, \"hash\": null, \"applied_at\": null, \"originals\": {},"
+                " \"applied\": [], \"unmovable\": {}, \"transaction\": null,"
+                " \"last_error\": {\"message\": \"an interrupted apply was rolled back\", \"at\": \"2026-12-03T05:00:00Z\"},"
+                " \"profile_path\": null, \"source\": null}");
+        _cleanup_(journal_freep) Journal *j = parse_ok(text);
+        ck_assert(!j->transaction_open);
+        ck_assert(j->has_last_error);
+        ck_assert_ptr_null(j->last_error.knob);
+        ck_assert_ptr_null(j->profile);
+        ck_assert_ptr_null(j->source);
+        assert_round_trip(text);
+
+        /* An older writer's journal loads, and is written with every key. */
+        _cleanup_(journal_freep) Journal *old = parse_ok("{\"version\": 1, \"originals\": {}}");
+        ck_assert_uint_eq(old->n_applied, 0);
+        ck_assert_uint_eq(old->n_unmovable, 0);
+        _cleanup_free_ char *out = NULL;
+        ck_assert_int_eq(journal_format(old, &out, NULL), 0);
+        _cleanup_free_ char *want = as_written(
+                "{\"version\": 1, \"profile\": null, \"hash\": null, \"applied_at\": null, \"originals\": {},"
+                " \"applied\": [], \"unmovable\": {}, \"transaction\": null, \"last_error\": null,"
+                " \"profile_path\": null, \"source\": null}");
+        ck_assert_str_eq(out, want);
+
+        /* No file: an empty journal. */
+        Journal *none = NULL;
+        JournalError e = {};
+        ck_assert_int_eq(journal_parse(NULL, 0, "state.json", &none, &e), 0);
+        ck_assert_uint_eq(none->n_originals, 0);
+        ck_assert(!none->transaction_open);
+        journal_free(none);
+}
+END_TEST
+
+/* Knobs found by id among many, with removals and additions (the engine's use). */
+START_TEST(test_many_knobs) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+        ck_assert_int_eq(journal_new(&j), 0);
+        for (unsigned i = 0; i < 16384; i++) {
+                char id[32], path[64];
+                snprintf(id, sizeof(id), "irq/%u/affinity", i);
+                snprintf(path, sizeof(path), "proc/irq/%u/smp_affinity_list", i);
+                Knob k = { .id = id, .domain = DOMAIN_IRQ, .kind = VALUE_CPU_LIST, .path = path };
+                ck_assert_int_eq(journal_add_original(j, &k, "0-63"), 0);
+                ck_assert_int_eq(journal_set_unmovable(j, id, "managed"), 0);
+        }
+        journal_remove_original(j, "irq/7/affinity");
+        ck_assert_ptr_null(journal_find_original(j, "irq/7/affinity"));
+        ck_assert_uint_eq(journal_count_originals(j), 16383);
+        Knob again = { .id = (char *) "irq/7/affinity", .domain = DOMAIN_IRQ, .kind = VALUE_CPU_LIST };
+        ck_assert_int_eq(journal_add_original(j, &again, "1"), 0);
+        ck_assert_str_eq(journal_find_original(j, "irq/7/affinity")->value, "1");
+        ck_assert_str_eq(journal_find_original(j, "irq/16383/affinity")->path, "proc/irq/16383/smp_affinity_list");
+        ck_assert_str_eq(journal_find_unmovable(j, "irq/9999/affinity"), "managed");
+        ck_assert_ptr_null(journal_find_original(j, "irq/16384/affinity"));
+
+        /* Saved and loaded again: the same file. */
+        _cleanup_free_ char *text = NULL;
+        ck_assert_int_eq(journal_format(j, &text, NULL), 0);
+        assert_round_trip(text);
+}
+END_TEST
+
+/* ---- strict load ---- */
+
+typedef struct BadCase {
+        const char *originals;  /* the "originals" object */
+        const char *rest;       /* more top-level members, after it */
+        const char *message;    /* journal_parse()'s, exactly */
+} BadCase;
+
+#define ORIG_OK "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0-7\"}}"
+#define STEP(extra) \
+        "{\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"knob\": \"irq/41/affinity\", " extra "}"
+
+static const BadCase bad_cases[] = {
+        { "{\"irq/41/affinity\": {\"domain\": \"irqq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0-7\"}}", "",
+          "state.json: originals[\"irq/41/affinity\"]: unknown domain \"irqq\"" },
+        { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpulist\", \"path\": \"p\", \"value\": \"0-7\"}}", "",
+          "state.json: originals[\"irq/41/affinity\"]: unknown kind \"cpulist\"" },
+        { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": 7}}", "",
+          "state.json: originals[\"irq/41/affinity\"]: \"value\" is a number, not a string or null" },
+        { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": [\"0\"]}}", "",
+          "state.json: originals[\"irq/41/affinity\"]: \"value\" is an array, not a string or null" },
+        { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\"}}", "",
+          "state.json: originals[\"irq/41/affinity\"]: \"value\" is missing" },
+        { "{\"irq/41/affinity\": {\"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0\"}}", "",
+          "state.json: originals[\"irq/41/affinity\"]: \"domain\" is missing" },
+        { "{\"irq/41/affinity\": {\"domain\": 3, \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0\"}}", "",
+          "state.json: originals[\"irq/41/affinity\"]: \"domain\" is a number, not a string" },
+        { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": 4, \"value\": \"0\"}}", "",
+          "state.json: originals[\"irq/41/affinity\"]: \"path\" is a number, not a string or null" },
+        { "{\"irq/41/affinity\": \"0-7\"}", "",
+          "state.json: originals[\"irq/41/affinity\"]: is a string, not an object" },
+        { ORIG_OK, ", \"applied\": [{\"domain\": \"irqq\", \"kind\": \"cpu-list\", \"desired\": \"0\", \"knob\": \"irq/41/affinity\"}]",
+          "state.json: applied[0] (irq/41/affinity): unknown domain \"irqq\"" },
+        { ORIG_OK, ", \"applied\": [{\"domain\": \"irq\", \"kind\": \"cpu-list\", \"desired\": 0, \"knob\": \"irq/41/affinity\"}]",
+          "state.json: applied[0] (irq/41/affinity): \"desired\" is a number, not a string or null" },
+        { ORIG_OK, ", \"applied\": [{\"domain\": \"irq\", \"kind\": \"cpu-list\", \"desired\": \"0\"}]",
+          "state.json: applied[0]: \"knob\" is missing" },
+        { ORIG_OK, ", \"applied\": [{\"domain\": \"irq\", \"kind\": \"cpu-list\", \"desired\": \"0\", \"knob\": \"k\", \"reboot\": \"no\"}]",
+          "state.json: applied[0] (k): \"reboot\" is a string, not true or false" },
+        { ORIG_OK, ", \"applied\": {}", "state.json: \"applied\" is an object, not an array" },
+        { ORIG_OK, ", \"unmovable\": {\"irq/0/affinity\": 1}",
+          "state.json: unmovable[\"irq/0/affinity\"]: is a number, not a string" },
+        { ORIG_OK, ", \"transaction\": {\"op\": \"undo\", \"steps\": []}", "state.json: transaction: unknown op \"undo\"" },
+        { ORIG_OK, ", \"transaction\": {\"op\": \"apply\", \"steps\": [" STEP("\"before\": \"0\", \"after\": 1") "]}",
+          "state.json: transaction.steps[0] (irq/41/affinity): \"after\" is a number, not a string or null" },
+        { ORIG_OK, ", \"transaction\": {\"op\": \"apply\", \"steps\": [{\"domain\": \"irq\", \"kind\": \"x\", \"knob\": \"k\", \"before\": null, \"after\": null}]}",
+          "state.json: transaction.steps[0] (k): unknown kind \"x\"" },
+        { ORIG_OK, ", \"transaction\": {\"op\": \"apply\", \"steps\": [], \"new_originals\": [1]}",
+          "state.json: transaction: \"new_originals\"[0] is a number, not a string" },
+        { ORIG_OK, ", \"transaction\": 1", "state.json: transaction: is a number, not an object or null" },
+        { ORIG_OK, ", \"last_error\": {\"errno\": \"EIO\"}", "state.json: last_error: \"errno\" is a string, not an integer" },
+        { ORIG_OK, ", \"profile\": 7", "state.json: \"profile\" is a number, not a string or null" },
+        { ORIG_OK, ", \"source\": \"lab\"", "state.json: \"source\" is a string, not an object or null" },
+        { "[]", "", "state.json: \"originals\" is an array, not an object" },
+};
+
+START_TEST(test_wrong_entry) {
+        const BadCase *c = &bad_cases[_i];
+        _cleanup_free_ char *text = NULL;
+        ck_assert_int_ge(asprintf(&text, "{\"version\": 1, \"originals\": %s%s}", c->originals, c->rest), 0);
+        Journal *j = NULL;
+        JournalError e = {};
+        ck_assert_int_eq(journal_parse(text, strlen(text), "state.json", &j, &e), -EBADMSG);
+        ck_assert_ptr_null(j);
+        ck_assert_str_eq(strempty(e.message), c->message);
+        journal_error_done(&e);
+}
+END_TEST
+
+START_TEST(test_not_a_journal) {
+        static const char * const texts[] = { "", "{", "[]", "{\"version\": 2, \"originals\": {}}", "{\"originals\": {}}" };
+        for (size_t i = 0; i < ELEMENTSOF(texts); i++) {
+                Journal *j = NULL;
+                JournalError e = {};
+                ck_assert_int_eq(journal_parse(texts[i], strlen(texts[i]), "state.json", &j, &e), -EBADMSG);
+                ck_assert_ptr_nonnull(e.message);
+                ck_assert_msg(strncmp(e.message, "state.json: not ", 16) == 0, "%s", e.message);
+                journal_error_done(&e);
+        }
+}
+END_TEST
+
+/* ---- journals written by apply and revert, on the fixtures ---- */
+
+static char *host_dir;
+
+static void setup(void) {
+        host_dir = NULL;
+}
+
+static void teardown(void) {
+        if (host_dir)
+                tree_remove(host_dir);
+        free(host_dir);
+        host_dir = NULL;
+}
+
+static void assert_file_round_trip(const char *what) {
+        _cleanup_free_ char *text = tree_read(host_dir, "var/lib/rtpart/state.json");
+        ck_assert_msg(text, "%s: no journal", what);
+        assert_round_trip(text);
+}
+
+static const char * const hosts[] = { "vm", "intel-2s", "epyc" };
+
+START_TEST(test_apply_round_trip) {
+        host_dir = tree_copy_host(hosts[_i]);
+        EngineResult res = {};
+        ck_assert_int_eq(tree_apply(host_dir, "realtime-virtual-host", &res), 0);
+        ck_assert_uint_gt(res.written, 0);
+        engine_result_done(&res);
+        assert_file_round_trip("apply");
+
+        /* What apply recorded: the profile, an original and an applied entry per written knob. */
+        Root *root;
+        ck_assert_int_eq(root_new(host_dir, &root), 0);
+        _cleanup_(journal_freep) Journal *j = NULL;
+        JournalError e = {};
+        ck_assert_int_eq(journal_load(root, &j, &e), 0);
+        ck_assert_str_eq(j->profile, "realtime-virtual-host");
+        ck_assert_ptr_nonnull(j->hash);
+        ck_assert_ptr_nonnull(j->source);
+        ck_assert_ptr_nonnull(j->applied_at);
+        ck_assert(!j->transaction_open);
+        ck_assert(!j->has_last_error);
+        ck_assert_uint_gt(j->n_applied, 0);
+        for (size_t i = 0; i < j->n_applied; i++)
+                ck_assert_ptr_eq(journal_find_applied(j, j->applied[i].id), &j->applied[i]);
+        root_free(root);
+
+        /* The same profile again: nothing to write, the same journal. */
+        _cleanup_free_ char *before = tree_read(host_dir, "var/lib/rtpart/state.json");
+        ck_assert_int_eq(tree_apply(host_dir, "realtime-virtual-host", &res), 0);
+        ck_assert_uint_eq(res.written, 0);
+        engine_result_done(&res);
+        _cleanup_free_ char *after = tree_read(host_dir, "var/lib/rtpart/state.json");
+        ck_assert_str_eq(after, before);
+
+        /* Another profile: the previous one's knobs restored, its originals forgotten. */
+        ck_assert_int_eq(tree_apply(host_dir, "cpu-partitioning", &res), 0);
+        engine_result_done(&res);
+        assert_file_round_trip("apply over another profile");
+
+        ck_assert_int_eq(tree_revert(host_dir), 0);
+        assert_file_round_trip("revert");
+        ck_assert_int_eq(root_new(host_dir, &root), 0);
+        _cleanup_(journal_freep) Journal *r = NULL;
+        ck_assert_int_eq(journal_load(root, &r, &e), 0);
+        ck_assert_ptr_null(r->profile);
+        ck_assert_uint_eq(r->n_applied, 0);
+        ck_assert_uint_eq(r->n_unmovable, 0);
+        root_free(root);
+}
+END_TEST
+
+/* ---- a wrong journal refused by the engine and by rtpartctl, changing nothing ---- */
+
+/* Applies realtime-virtual-host to a copy of the vm fixture, then spoils the first original of
+ * the journal as `how` says; returns its id. */
+static char *spoil_journal(const char *how) {
+        host_dir = tree_copy_host("vm");
+        ck_assert_int_eq(tree_apply(host_dir, "realtime-virtual-host", NULL), 0);
+        _cleanup_free_ char *text = tree_read(host_dir, "var/lib/rtpart/state.json");
+        json_t *doc = json_loads(text, 0, NULL);
+        ck_assert_ptr_nonnull(doc);
+        json_t *originals = json_object_get(doc, "originals");
+        void *it = json_object_iter(originals);
+        ck_assert_ptr_nonnull(it);
+        char *id = strdup(json_object_iter_key(it));
+        json_t *e = json_object_iter_value(it);
+        if (streq(how, "domain"))
+                json_object_set_new(e, "domain", json_string("irqq"));
+        else if (streq(how, "kind"))
+                json_object_set_new(e, "kind", json_string("cpulist"));
+        else if (streq(how, "value"))
+                json_object_set_new(e, "value", json_integer(7));
+        else
+                ck_abort_msg("%s", how);
+        _cleanup_free_ char *dump = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+        json_decref(doc);
+        test_write(host_dir, "var/lib/rtpart/state.json", dump);
+        return id;
+}
+
+static const char * const spoils[] = { "domain", "kind", "value" };
+
+static char *spoil_message(const char *how, const char *id) {
+        char *m;
+        if (streq(how, "domain"))
+                ck_assert_int_ge(asprintf(&m, "originals[\"%s\"]: unknown domain \"irqq\"", id), 0);
+        else if (streq(how, "kind"))
+                ck_assert_int_ge(asprintf(&m, "originals[\"%s\"]: unknown kind \"cpulist\"", id), 0);
+        else
+                ck_assert_int_ge(asprintf(&m, "originals[\"%s\"]: \"value\" is a number, not a string or null", id), 0);
+        return m;
+}
+
+START_TEST(test_engine_refuses) {
+        const char *how = spoils[_i];
+        _cleanup_free_ char *id = spoil_journal(how), *msg = spoil_message(how, id);
+        _cleanup_free_ char *tree = tree_snapshot(host_dir), *journal = tree_read(host_dir, "var/lib/rtpart/state.json");
+        Root *root;
+        Host *host;
+        test_open_host(host_dir, &root, &host);
+
+        EngineResult res = {};
+        ck_assert_int_eq(engine_revert(root, host, &res), -EBADMSG);
+        ck_assert_uint_eq(res.written, 0);
+        ck_assert_msg(res.journal_error.message && strstr(res.journal_error.message, msg), "%s",
+                      strempty(res.journal_error.message));
+        engine_result_done(&res);
+        ck_assert_int_eq(engine_recover(root, host, &res), -EBADMSG);
+        engine_result_done(&res);
+        host_free(host);
+        root_free(root);
+        ck_assert_int_eq(tree_apply(host_dir, "cpu-partitioning", &res), -EBADMSG);
+        ck_assert_ptr_nonnull(strstr(strempty(res.journal_error.message), msg));
+        engine_result_done(&res);
+
+        _cleanup_free_ char *tree_after = tree_snapshot(host_dir), *journal_after = tree_read(host_dir, "var/lib/rtpart/state.json");
+        tree_assert_same(tree, tree_after, "the tree after a refused journal");
+        ck_assert_str_eq(journal_after, journal);
+}
+END_TEST
+
+/* The real rtpartctl: revert, apply and verify of a wrong journal are exit 1 naming the entry,
+ * and change neither the host nor the journal. */
+START_TEST(test_rtpartctl_refuses) {
+        const char *how = spoils[_i];
+        _cleanup_free_ char *id = spoil_journal(how), *msg = spoil_message(how, id);
+        _cleanup_free_ char *tree = tree_snapshot(host_dir), *journal = tree_read(host_dir, "var/lib/rtpart/state.json");
+        static const char * const verbs[] = { "revert", "apply cpu-partitioning", "verify", "status" };
+
+        for (size_t v = 0; v < ELEMENTSOF(verbs); v++) {
+                _cleanup_free_ char *out = NULL, *args = NULL;
+                ck_assert_int_ge(asprintf(&args, "--no-daemon %s", verbs[v]), 0);
+                int st = tree_ctl(host_dir, &out, args);
+                ck_assert_msg(st == 1, "rtpartctl %s on a journal with a wrong %s: exit %d, not 1: %s", verbs[v], how,
+                              st, strempty(out));
+                ck_assert_msg(strstr(strempty(out), msg), "rtpartctl %s: the message does not name the entry (%s): %s",
+                              verbs[v], msg, strempty(out));
+                _cleanup_free_ char *tree_after = tree_snapshot(host_dir),
+                                    *journal_after = tree_read(host_dir, "var/lib/rtpart/state.json");
+                tree_assert_same(tree, tree_after, verbs[v]);
+                ck_assert_msg(streq(journal_after, journal), "rtpartctl %s changed the journal", verbs[v]);
+        }
+}
+END_TEST
+
+static Suite *journal_suite(void) {
+        Suite *s = suite_create("journal");
+        TCase *tc = tcase_create("format");
+        tcase_add_test(tc, test_every_field);
+        tcase_add_test(tc, test_short_forms);
+        tcase_add_test(tc, test_many_knobs);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("strict");
+        tcase_add_loop_test(tc, test_wrong_entry, 0, ELEMENTSOF(bad_cases));
+        tcase_add_test(tc, test_not_a_journal);
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("apply");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 120);
+        tcase_add_loop_test(tc, test_apply_round_trip, 0, ELEMENTSOF(hosts));
+        tcase_add_loop_test(tc, test_engine_refuses, 0, ELEMENTSOF(spoils));
+        suite_add_tcase(s, tc);
+
+        tc = tcase_create("rtpartctl");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 120);
+        tcase_add_loop_test(tc, test_rtpartctl_refuses, 0, ELEMENTSOF(spoils));
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        return test_run(journal_suite());
+}
