@@ -113,6 +113,9 @@ struct VarlinkConnection {
         VarlinkCall *current;   /* the call being answered; later messages wait in `in` */
         bool eof;               /* the peer sent everything it will send */
         bool closing;           /* close once the output is written */
+        bool failed;            /* … after a protocol violation: drain the peer's input first */
+        bool draining;          /* our side shut down; the peer's input is read and dropped */
+        size_t drained;
         bool dead;              /* close now (I/O error, overrun) */
 };
 
@@ -593,6 +596,7 @@ static void connection_fail(VarlinkConnection *c, const char *error, const char 
         if (m)
                 (void) connection_send(c, m, /* stream= */ false);
         c->closing = true;
+        c->failed = true;
         connection_update(c);
 }
 
@@ -767,7 +771,50 @@ static int connection_write(VarlinkConnection *c) {
         return 0;
 }
 
+/* Whether the connection is over and may be freed. A connection closed for a protocol violation
+ * whose peer may still be sending (a message past VARLINK_MESSAGE_MAX, pipelined calls after a bad
+ * one) is not closed at once: closing a socket with unread input makes the peer's next write
+ * fail, and a client such as socat then exits before it reads the error reply. Once the reply is
+ * written, our side is shut down and the peer's input read and dropped, up to
+ * VARLINK_DRAIN_MAX, until it closes or the idle timeout ends the connection. */
+static bool connection_finished(VarlinkConnection *c) {
+        if (c->dead)
+                return true;
+        if (!c->closing || c->out_off < c->out_len)
+                return false;
+        if (!c->failed || c->eof)
+                return true;
+        if (!c->draining) {
+                c->draining = true;
+                (void) shutdown(c->fd, SHUT_WR);
+                free(c->in);
+                connection_set_input(c, NULL, 0);
+                c->in_len = 0;
+                c->idle_since = 0;
+                connection_set_idle(c);
+        }
+        return false;
+}
+
+static int connection_drain(VarlinkConnection *c) {
+        char buf[16384];
+        for (;;) {
+                ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+                if (n < 0)
+                        return errno == EINTR ? 0 : errno == EAGAIN ? 0 : -errno;
+                if (n == 0)
+                        return -ECONNRESET; /* the peer is done: close */
+                c->drained += (size_t) n;
+                if (c->drained > VARLINK_DRAIN_MAX)
+                        return -EMSGSIZE;
+        }
+}
+
 static void connection_update(VarlinkConnection *c) {
+        if (c->draining) {
+                (void) sd_event_source_set_io_events(c->io, EPOLLIN);
+                return;
+        }
         if (c->dead || (c->closing && c->out_off == c->out_len)) {
                 /* Freed from the loop, never under a caller that may still use the connection. */
                 (void) sd_event_source_set_enabled(c->defer, SD_EVENT_ONESHOT);
@@ -786,6 +833,11 @@ static void connection_update(VarlinkConnection *c) {
 static int connection_on_io(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         VarlinkConnection *c = userdata;
 
+        if (c->draining) {
+                if (connection_drain(c) < 0 || revents & (EPOLLHUP | EPOLLERR))
+                        connection_free(c);
+                return 0;
+        }
         if (revents & EPOLLOUT && connection_write(c) < 0)
                 c->dead = true;
         if (!c->dead && revents & (EPOLLIN | EPOLLHUP)) {
@@ -801,17 +853,25 @@ static int connection_on_io(sd_event_source *src, int fd, uint32_t revents, void
          * wake us on every turn meanwhile. */
         if (revents & EPOLLHUP && !c->dead && !c->closing && (c->stalled || c->starved || c->out_off < c->out_len))
                 c->dead = true;
-        if (c->dead || (c->closing && c->out_off == c->out_len))
+        if (revents & EPOLLHUP && c->failed)
+                c->eof = true; /* nothing more to drain */
+        if (connection_finished(c))
                 connection_free(c);
+        else
+                connection_update(c);
         return 0;
 }
 
 static int connection_on_defer(sd_event_source *src, void *userdata) {
         VarlinkConnection *c = userdata;
+        if (c->draining)
+                return 0;
         if (!c->dead)
                 connection_process(c);
-        if (c->dead || (c->closing && c->out_off == c->out_len))
+        if (connection_finished(c))
                 connection_free(c);
+        else
+                connection_update(c);
         return 0;
 }
 

@@ -54,6 +54,7 @@
 #define VARLINK_STREAM_OUTPUT_MAX (1U << 20)            /* queued notifications of one "more" call */
 #define VARLINK_UID_OUTPUT_MAX (4U << 20)               /* queued output of one uid's connections */
 #define VARLINK_OUTPUT_MAX (16U << 20)                  /* queued output of every uid but 0, together */
+#define VARLINK_DRAIN_MAX (4U << 20)                    /* input dropped after a protocol error */
 #define VARLINK_UID_INPUT_MAX (4U << 20)                /* input buffers of one uid's connections */
 #define VARLINK_INPUT_MAX (16U << 20)                   /* input buffers of every uid but 0, together */
 #define VARLINK_REFUSED_LOG_INTERVAL_USEC (60U * 1000000ULL)

@@ -301,8 +301,38 @@ START_TEST(test_malformed_input_closes) {
                 ck_assert_str_eq(error_of(m), VARLINK_ERROR_INVALID_PARAMETER);
                 _cleanup_(json_decrefp) json_t *none = client_recv(&client, 5000);
                 ck_assert_msg(!none && client.eof, "connection not closed after %s", bad[i]);
+                /* The server shut its side down and drops what the client still sends (so that
+                 * the client's writes do not fail before it reads the error); the connection is
+                 * gone once the client closes too. */
+                ck_assert_int_le(varlink_server_n_connections(server), 1);
+                ck_assert_int_eq(send(client.fd, "{}", 3, MSG_NOSIGNAL), 3);
+                close(client.fd);
+                client.fd = -EBADF;
+                for (int t = 0; t < 100 && varlink_server_n_connections(server) > 0; t++)
+                        ck_assert_int_ge(sd_event_run(event, 10 * 1000), 0);
                 ck_assert_int_eq(varlink_server_n_connections(server), 0);
         }
+}
+END_TEST
+
+/* A client that goes on sending after its error does not keep the connection past
+ * VARLINK_DRAIN_MAX, and is answered before. */
+START_TEST(test_failed_connection_drains_bounded) {
+        client_send(&client, "[1]");
+        _cleanup_(json_decrefp) json_t *m = client_recv(&client, 5000);
+        ck_assert_str_eq(error_of(m), VARLINK_ERROR_INVALID_PARAMETER);
+        static char chunk[65536];
+        size_t sent = 0;
+        for (int round = 0; round < 10000 && varlink_server_n_connections(server) > 0; round++) {
+                ssize_t k = send(client.fd, chunk, sizeof(chunk), MSG_DONTWAIT | MSG_NOSIGNAL);
+                if (k > 0)
+                        sent += (size_t) k;
+                ck_assert_int_ge(sd_event_run(event, 1000), 0);
+        }
+        ck_assert_int_eq(varlink_server_n_connections(server), 0);
+        ck_assert_uint_gt(sent, VARLINK_DRAIN_MAX);
+        ck_assert_uint_lt(sent, VARLINK_DRAIN_MAX + (4U << 20)); /* the drain bound, plus socket buffers */
+        ck_assert_uint_eq(varlink_server_buffered_bytes(server), 0);
 }
 END_TEST
 
@@ -1036,6 +1066,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_more_required);
         tcase_add_test(tc, test_oneway_gets_no_answer);
         tcase_add_test(tc, test_malformed_input_closes);
+        tcase_add_test(tc, test_failed_connection_drains_bounded);
         tcase_add_test(tc, test_oversized_message_closes);
         tcase_add_test(tc, test_peer_uid);
         tcase_add_test(tc, test_streaming_client_goes_away);
