@@ -96,7 +96,7 @@ static int method_plan(sd_bus_message *msg, void *userdata, sd_bus_error *error)
         int r = sd_bus_message_read(msg, "s", &profile);
         if (r < 0)
                 return r;
-        if (manager_profile_is_path(profile) && sender_is_root(msg) <= 0)
+        if (profile_is_path(profile) && sender_is_root(msg) <= 0)
                 return sd_bus_error_setf(error, MANAGER_DBUS_ERROR_PREFIX MANAGER_ERROR_PERMISSION_DENIED, "%s",
                                          MANAGER_PLAN_PATH_DENIED);
         r = manager_plan(m, profile, &doc, &e);

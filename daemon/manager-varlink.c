@@ -211,7 +211,7 @@ static int method_plan(VarlinkCall *call, json_t *params, VarlinkCallFlags flags
         const char *profile = json_string_value(json_object_get(params, "profile"));
         if (!profile)
                 return varlink_call_error_invalid_parameter(call, "profile");
-        if (manager_profile_is_path(profile) && !peer_is_root(call))
+        if (profile_is_path(profile) && !peer_is_root(call))
                 return varlink_call_error(call, MANAGER_VARLINK_INTERFACE ".PermissionDenied",
                                           json_pack("{s:s}", "message", MANAGER_PLAN_PATH_DENIED));
         int r = manager_plan(userdata, profile, &doc, &e);

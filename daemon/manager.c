@@ -14,6 +14,7 @@
 #include "document.h"
 #include "host.h"
 #include "manager.h"
+#include "prepare.h"
 #include "profile.h"
 #include "strv.h"
 #include "task.h"
@@ -23,19 +24,6 @@
 #define CORRECT_BURST 10
 #define CORRECT_WINDOW_USEC (60 * 1000000ULL)
 #define DEFAULT_INTERVAL_USEC (60 * 1000000ULL)
-
-int log_max_level = LOG_INFO;
-
-void log_internal(int level, int error, const char *fmt, ...) {
-        char buf[2048];
-        va_list ap;
-
-        errno = error < 0 ? -error : error;
-        va_start(ap, fmt);
-        (void) vsnprintf(buf, sizeof(buf), fmt, ap);
-        va_end(ap);
-        fprintf(stderr, "<%d>%s\n", level, buf);
-}
 
 static void close_fd(int *fd) {
         if (*fd >= 0)
@@ -120,73 +108,43 @@ static int profile_failure(ManagerError *e, ProfileError *pe, int r) {
         return r;
 }
 
-bool manager_profile_is_path(const char *s) {
-        size_t n = strlen(s);
-        return strchr(s, '/') || (n > 5 && streq(s + n - 5, ".json"));
-}
 
-/* Host, profile, resolution and plan, with errors in the caller's words. */
-typedef struct Prepared {
-        Host *host;
-        Profile *profile;
-        Resolved *resolved;
-        Plan *plan;
-} Prepared;
-
-static void prepared_done(Prepared *p) {
-        plan_free(p->plan);
-        resolved_free(p->resolved);
-        profile_free(p->profile);
-        host_free(p->host);
-        *p = (Prepared) {};
-}
-
-/* Host, resolution and plan of a profile already loaded (taken). */
-static int prepare_profile(Manager *m, Profile *profile, bool want_plan, Prepared *ret, ManagerError *e) {
-        Prepared p = { .profile = profile };
-        ProfileError pe = {};
-        const char *name = profile->name;
-        int r;
-
-        r = host_discover(m->root, 0, &p.host);
-        if (r < 0) {
+/* The prepare pipeline's failure (lib/prepare.h), in the caller's words. */
+static int prepare_failure(Manager *m, PrepareError *pe, int r, ManagerError *e) {
+        switch (pe->step) {
+        case PREPARE_STEP_HOST:
                 error_set(e, MANAGER_ERROR_FAILED, "cannot read the host's topology under %s: %s", m->root->path, strerror(-r));
-                prepared_done(&p);
-                return r;
+                break;
+        case PREPARE_STEP_PROFILE:
+                r = profile_failure(e, &pe->profile, r);
+                break;
+        default:
+                error_set(e, MANAGER_ERROR_FAILED, "cannot build the plan for %s: %s", strempty(pe->name), strerror(-r));
         }
-        r = profile_resolve(p.profile, p.host, &p.resolved, &pe);
-        if (r >= 0 && want_plan)
-                r = plan_build(p.resolved, m->root, &p.plan, &pe);
-        if (r < 0) {
-                if (pe.message || pe.file)
-                        r = profile_failure(e, &pe, r);
-                else {
-                        profile_error_done(&pe);
-                        error_set(e, MANAGER_ERROR_FAILED, "cannot build the plan for %s: %s", name, strerror(-r));
-                }
-                prepared_done(&p);
-                return r;
-        }
-        *ret = p;
-        return 0;
+        prepare_error_done(pe);
+        return r;
+}
+
+/* Host, resolution and plan of a profile already built (taken). */
+static int prepare_built(Manager *m, Profile *profile, bool want_plan, Prepared *ret, ManagerError *e) {
+        PrepareError pe = {};
+        int r = prepare_profile_built(m->root, profile, want_plan ? PREPARE_PLAN : 0, ret, &pe);
+        return r < 0 ? prepare_failure(m, &pe, r, e) : 0;
 }
 
 static int prepare(Manager *m, const char *name, bool want_plan, Prepared *ret, ManagerError *e) {
-        Profile *profile = NULL;
-        ProfileError pe = {};
+        PrepareError pe = {};
         int r;
 
         if (!name || !*name)
                 return error_set(e, MANAGER_ERROR_INVALID_PROFILE, "no profile given; name one of ListProfiles or an absolute path");
-        if (manager_profile_is_path(name) && name[0] != '/')
+        if (profile_is_path(name) && name[0] != '/')
                 return error_set(e, MANAGER_ERROR_INVALID_PROFILE,
                                  "%s: rtpartd cannot resolve a relative path; give the absolute path or a profile name", name);
         /* A FIFO, a device or another user's file is refused when opened, before it is read: the
          * event loop never waits on a profile. */
-        r = profile_load(m->root, name, &profile, &pe);
-        if (r < 0)
-                return profile_failure(e, &pe, r);
-        return prepare_profile(m, profile, want_plan, ret, e);
+        r = prepare_profile(m->root, name, want_plan ? PREPARE_PLAN : 0, ret, &pe);
+        return r < 0 ? prepare_failure(m, &pe, r, e) : 0;
 }
 
 /* ---- the journal and what follows from it ---- */
@@ -212,7 +170,7 @@ static int journal_profile(Manager *m, Profile **ret, ManagerError *e) {
         } else {
                 log_notice("The journal of %s predates stored profiles: loading %s by name from the profile directories, "
                            "not from %s; apply it again to store it", name, name, strempty(m->journal->profile_path));
-                if (manager_profile_is_path(name))
+                if (profile_is_path(name))
                         return error_set(e, MANAGER_ERROR_INVALID_PROFILE,
                                          "%s is no profile name; apply the profile again", name);
                 r = profile_load(m->root, name, ret, &pe);
@@ -229,7 +187,7 @@ static int prepare_journal(Manager *m, bool want_plan, bool check_hash, Prepared
         int r = journal_profile(m, &profile, e);
         if (r < 0)
                 return r;
-        r = prepare_profile(m, profile, want_plan, &p, e);
+        r = prepare_built(m, profile, want_plan, &p, e);
         if (r < 0)
                 return r;
         _cleanup_free_ char *hash = journal_hash(p.resolved->doc);

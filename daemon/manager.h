@@ -15,31 +15,11 @@
 
 #include "backend.h"
 #include "engine.h"
+#include "log.h"
 #include "root.h"
 #include "task.h"
 #include "varlink.h"
 #include "watch.h"
-
-/* ---- logging: stderr, one line each, with the syslog priority prefix journald reads ---- */
-
-#include <syslog.h>
-
-extern int log_max_level;
-void log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
-#define log_full_errno(level, error, ...)                                       \
-        ({                                                                      \
-                int _e = (error);                                               \
-                if ((level) <= log_max_level)                                   \
-                        log_internal((level), _e, __VA_ARGS__);                 \
-                _e < 0 ? _e : -_e;                                              \
-        })
-#define log_debug(...) (void) log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
-#define log_info(...) (void) log_full_errno(LOG_INFO, 0, __VA_ARGS__)
-#define log_notice(...) (void) log_full_errno(LOG_NOTICE, 0, __VA_ARGS__)
-#define log_warning(...) (void) log_full_errno(LOG_WARNING, 0, __VA_ARGS__)
-#define log_error(...) (void) log_full_errno(LOG_ERR, 0, __VA_ARGS__)
-#define log_warning_errno(e, ...) log_full_errno(LOG_WARNING, (e), __VA_ARGS__)
-#define log_error_errno(e, ...) log_full_errno(LOG_ERR, (e), __VA_ARGS__)
 
 /* ---- the manager ---- */
 
@@ -138,9 +118,8 @@ int manager_status(Manager *m, json_t **ret, ManagerError *e);
 /* Writes every drifted knob back now, whatever the policy. */
 int manager_correct(Manager *m, json_t **ret, ManagerError *e);
 
-/* Whether a Plan/Apply argument names a file (else a profile name). rtpartd reads such a file as
- * root: Plan takes one from root only (MANAGER_PLAN_PATH_DENIED), as Apply does anyway. */
-bool manager_profile_is_path(const char *profile);
+/* A Plan/Apply argument that names a file (profile_is_path()) is read by rtpartd as root: Plan
+ * takes one from root only (MANAGER_PLAN_PATH_DENIED), as Apply does anyway. */
 #define MANAGER_PLAN_PATH_DENIED                                                                  \
         "rtpartd reads profile files as root, so only root may name one; give a profile name, or " \
         "plan the file with rtpartctl --no-daemon"

@@ -203,6 +203,7 @@ static int run(int argc, char **argv) {
         _cleanup_(varlink_server_freep) VarlinkServer *varlink = NULL;
         int r;
 
+        log_setup_daemon();
         r = parse_argv(argc, argv);
         if (r <= 0)
                 return r < 0 ? 2 : 0;

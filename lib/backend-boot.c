@@ -25,39 +25,11 @@
 
 /* ---- command lines as ordered argument lists ---- */
 
-static char **cmdline_split(const char *s) {
-        char **l = NULL;
-        const char *p = s ? s : "";
-        for (;;) {
-                while (isspace((unsigned char) *p))
-                        p++;
-                if (!*p)
-                        break;
-                const char *start = p;
-                bool quoted = false;
-                while (*p && (quoted || !isspace((unsigned char) *p))) {
-                        if (*p == '"')
-                                quoted = !quoted;
-                        p++;
-                }
-                if (strv_push(&l, strndup(start, (size_t) (p - start))) < 0) {
-                        strv_free(l);
-                        return NULL;
-                }
-        }
-        return l ? l : calloc(1, sizeof(char *));
-}
-
-static bool arg_is(const char *arg, const char *key) {
-        size_t n = strlen(key);
-        return strncmp(arg, key, n) == 0 && (arg[n] == 0 || arg[n] == '=');
-}
-
 /* Removes every occurrence of key; then, if value is non-NULL, appends key[=value]. */
 static int cmdline_set(char ***l, const char *key, const char *value) {
         size_t j = 0;
         for (size_t i = 0; (*l)[i]; i++) {
-                if (arg_is((*l)[i], key))
+                if (cmdline_arg_is((*l)[i], key))
                         free((*l)[i]);
                 else
                         (*l)[j++] = (*l)[i];
@@ -143,8 +115,8 @@ static int grub_write(Root *root, const char *key, const char *value) {
         if (!unset && !(unset = calloc(1, sizeof(char *))))
                 return -ENOMEM;
 
-        _cleanup_strv_free_ char **bl = cmdline_split(base_l), **bd = cmdline_split(base_d);
-        if (!bl || !bd)
+        _cleanup_strv_free_ char **bl = NULL, **bd = NULL;
+        if (cmdline_split(base_l, &bl) < 0 || cmdline_split(base_d, &bd) < 0)
                 return -ENOMEM;
         _cleanup_free_ char *base_val = NULL;
         _cleanup_free_ char *base_all = NULL;
@@ -184,7 +156,7 @@ static int grub_write(Root *root, const char *key, const char *value) {
                 if (!bootarg_name_valid(kk) || ((*i)[strlen(kk)] && bootarg_value_invalid(*i + strlen(kk) + 1)))
                         return -EINVAL;
                 for (char **a = bd; *a; a++)
-                        touch_default = touch_default || arg_is(*a, kk);
+                        touch_default = touch_default || cmdline_arg_is(*a, kk);
                 if (cmdline_set(&bl, kk, NULL) < 0 || cmdline_set(&bd, kk, NULL) < 0)
                         return -ENOMEM;
         }
@@ -192,7 +164,7 @@ static int grub_write(Root *root, const char *key, const char *value) {
                 if (!bootarg_name_valid(*i))
                         return -EINVAL;
                 for (char **a = bd; *a; a++)
-                        touch_default = touch_default || arg_is(*a, *i);
+                        touch_default = touch_default || cmdline_arg_is(*a, *i);
                 if (cmdline_set(&bl, *i, NULL) < 0 || cmdline_set(&bd, *i, NULL) < 0)
                         return -ENOMEM;
         }
@@ -240,16 +212,8 @@ static int edit_args(StrBuf *out, const char *b, const char *e, const char *key,
         StrBuf o = {};
 
         while (p < e) {
-                const char *ws = p;
-                while (p < e && isspace((unsigned char) *p))
-                        p++;
-                const char *t = p;
-                bool quoted = false;
-                while (p < e && (quoted || !isspace((unsigned char) *p))) {
-                        if (*p == '"')
-                                quoted = !quoted;
-                        p++;
-                }
+                const char *ws = p, *t;
+                p = cmdline_next(p, e, &t);
                 if (t == p)
                         break;
                 _cleanup_free_ char *tok = strndup(t, (size_t) (p - t));
@@ -257,7 +221,7 @@ static int edit_args(StrBuf *out, const char *b, const char *e, const char *key,
                         strbuf_done(&o);
                         return -ENOMEM;
                 }
-                if (!arg_is(tok, key)) {
+                if (!cmdline_arg_is(tok, key)) {
                         if (o.len)
                                 strbuf_appendf(&o, "%.*s", (int) (p - ws), ws);
                         else    /* the first argument kept: no separator before it */
@@ -288,21 +252,24 @@ static bool is_options_line(const char *line) {
         return startswith(line, "options") && (line[7] == ' ' || line[7] == '\t');
 }
 
-/* The arguments of a file: the options line of an entry, or the first line of a one-line file. */
+/* The arguments of a file: the options line of an entry, or the first line of a one-line file
+ * (NULL on OOM). */
 static char **file_args(const char *text, bool whole_file) {
         _cleanup_free_ char *copy = strdup(text);
+        const char *args = "";
+        char **l = NULL;
         if (!copy)
                 return NULL;
         for (char *line = copy, *next; line && *line; line = next) {
                 next = strchr(line, '\n');
                 if (next)
                         *next++ = 0;
-                if (whole_file)
-                        return cmdline_split(line);
-                if (is_options_line(line))
-                        return cmdline_split(line + 8);
+                if (whole_file || is_options_line(line)) {
+                        args = whole_file ? line : line + 8;
+                        break;
+                }
         }
-        return cmdline_split("");
+        return cmdline_split(args, &l) < 0 ? NULL : l;
 }
 
 static bool same_args(char **a, char **b) {

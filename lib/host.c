@@ -65,37 +65,6 @@ Host *host_free(Host *h) {
         return NULL;
 }
 
-int cmdline_get(const char *cmdline, const char *key, char **ret) {
-        size_t klen = strlen(key);
-        const char *p = cmdline;
-        char *found = NULL;
-
-        /* The last occurrence wins, as for the kernel's own parsing of most parameters. Stop at
-         * "--": what follows belongs to init. */
-        while (p && *p) {
-                while (isspace((unsigned char) *p))
-                        p++;
-                const char *start = p;
-                bool quoted = false;
-                while (*p && (quoted || !isspace((unsigned char) *p))) {
-                        if (*p == '"')
-                                quoted = !quoted;
-                        p++;
-                }
-                size_t len = (size_t) (p - start);
-                if (len == 2 && strncmp(start, "--", 2) == 0)
-                        break;
-                if (len >= klen && strncmp(start, key, klen) == 0 && (len == klen || start[klen] == '=')) {
-                        free(found);
-                        found = len == klen ? strdup("") : strndup(start + klen + 1, len - klen - 1);
-                        if (!found)
-                                return -ENOMEM;
-                }
-        }
-        *ret = found;
-        return 0;
-}
-
 /* ---- CPUs and topology ---- */
 
 static int discover_cpus(Host *h) {

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cmdline.h"     /* Host.cmdline is read with cmdline_get() */
 #include "cpu-set.h"
 #include "root.h"
 
@@ -147,6 +148,3 @@ BootLoader host_detect_bootloader(Root *r);
 const char *cgroup_mode_to_string(CgroupMode m);
 const char *bootloader_to_string(BootLoader b);
 const char *cpu_vendor_to_string(CpuVendor v);
-
-/* Value of a kernel command-line parameter: ret is NULL if absent, "" for a bare flag. */
-int cmdline_get(const char *cmdline, const char *key, char **ret);

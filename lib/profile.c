@@ -681,7 +681,7 @@ Profile *profile_free(Profile *p) {
         return NULL;
 }
 
-static bool is_path(const char *s) {
+bool profile_is_path(const char *s) {
         size_t n = strlen(s);
         return strchr(s, '/') || (n > 5 && streq(s + n - 5, ".json"));
 }
@@ -812,7 +812,7 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
         _cleanup_free_ char *text = NULL, *display = NULL, *dir = NULL;
         int k;
 
-        if (is_path(name_or_path)) {
+        if (profile_is_path(name_or_path)) {
                 _cleanup_free_ char *path = NULL;
                 if (name_or_path[0] != '/' && include_dir) {
                         if (asprintf(&path, "%s/%s", include_dir, name_or_path) < 0)

@@ -39,6 +39,8 @@ extern const char * const profile_dirs[];
  * effective uid, and writable by no one else (by its group only when that is gid 0); else
  * -EINVAL naming the file and the fix. */
 int profile_load(Root *root, const char *name_or_path, Profile **ret, ProfileError *ret_error);
+/* Whether a profile argument names a file (contains '/' or ends ".json"), else a profile name. */
+bool profile_is_path(const char *name_or_path);
 /* A profile from its merged document (Profile.doc of a profile loaded before, as the journal keeps
  * it), checked against the same schema as a file; path and files are NULL. */
 int profile_from_document(const char *name, const json_t *doc, Profile **ret, ProfileError *ret_error);

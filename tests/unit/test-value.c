@@ -43,28 +43,11 @@ START_TEST(test_display) {
 }
 END_TEST
 
-START_TEST(test_cmdline_get) {
-        const char *cl = "BOOT_IMAGE=/vmlinuz root=UUID=1 ro quiet isolcpus=1-3 foo=\"a b\" isolcpus=2-3 -- init=x";
-        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL, *d = NULL, *e = NULL;
-        ck_assert_int_eq(cmdline_get(cl, "isolcpus", &a), 0);
-        ck_assert_str_eq(a, "2-3"); /* the last one wins */
-        ck_assert_int_eq(cmdline_get(cl, "quiet", &b), 0);
-        ck_assert_str_eq(b, "");
-        ck_assert_int_eq(cmdline_get(cl, "nohz_full", &c), 0);
-        ck_assert_ptr_null(c);
-        ck_assert_int_eq(cmdline_get(cl, "init", &d), 0);
-        ck_assert_ptr_null(d); /* after "--": init's, not the kernel's */
-        ck_assert_int_eq(cmdline_get(cl, "foo", &e), 0);
-        ck_assert_str_eq(e, "\"a b\"");
-}
-END_TEST
-
 int main(void) {
         Suite *s = suite_create("value");
         TCase *tc = tcase_create("core");
         tcase_add_test(tc, test_semantic_equal);
         tcase_add_test(tc, test_display);
-        tcase_add_test(tc, test_cmdline_get);
         suite_add_tcase(s, tc);
         return test_run(s);
 }

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+#include "engine.h"
+#include "journal.h"
+
+/* Working on the host directly: what the local halves of the verbs share. */
+
+int ctl_open_root(Root **ret) {
+        _cleanup_(root_freep) Root *root = NULL;
+        int r = root_new(arg_root, &root);
+        if (r < 0) {
+                log_error("cannot open root directory %s: %s", arg_root, strerror(-r));
+                return EXIT_USAGE;
+        }
+        if (arg_state_dir) {
+                r = root_set_state_dir(root, arg_state_dir);
+                if (r < 0) {
+                        log_error("cannot use state directory %s: %s", arg_state_dir, strerror(-r));
+                        return EXIT_USAGE;
+                }
+        }
+        *ret = TAKE_PTR(root);
+        return 0;
+}
+
+static int host_failure(Root *root, int r) {
+        if (r == -ENODEV)
+                return log_error_errno(r, "%s: no online CPUs found in sys/devices/system/cpu/online", root->path);
+        return log_error_errno(r, "cannot read the host's topology under %s: %m", root->path);
+}
+
+int ctl_discover(Root *root, Host **ret) {
+        int r = host_discover(root, 0, ret);
+        return r < 0 ? host_failure(root, r) : 0;
+}
+
+int ctl_prepare_failure(Root *root, PrepareError *pe, int r) {
+        switch (pe->step) {
+        case PREPARE_STEP_HOST:
+                r = host_failure(root, r);
+                break;
+        case PREPARE_STEP_PROFILE: {
+                if (r == -ENOMEM) {
+                        r = log_oom();
+                        break;
+                }
+                _cleanup_free_ char *msg = profile_error_format(&pe->profile);
+                /* The message names file, JSON pointer and the fix, and is the whole line. */
+                fprintf(stderr, "%s\n", msg ? msg : "invalid profile");
+                /* A profile that cannot be read for an I/O reason is a failure; anything about its
+                 * content (including a missing name) is bad usage. */
+                if (r == -EINVAL || r == -ENOENT)
+                        r = EXIT_USAGE;
+                break;
+        }
+        default:
+                r = log_error_errno(r, "cannot build the plan: %m");
+        }
+        prepare_error_done(pe);
+        return r;
+}
+
+int ctl_take_lock(Root *root, int *ret_fd) {
+        int fd = engine_lock(root, /* wait= */ false);
+        if (fd == -EWOULDBLOCK) {
+                log_info("another rtpartctl or rtpartd is changing this host; waiting…");
+                fd = engine_lock(root, /* wait= */ true);
+        }
+        if (fd < 0) {
+                const char *dir;
+                Root *sr = journal_root(root, &dir);
+                _cleanup_free_ char *p = root_display_path(sr, dir);
+                return log_error_errno(fd, "cannot lock %s: %m%s", strempty(p),
+                                       fd == -EACCES || fd == -EROFS || fd == -EPERM ? " (changing the host needs root)" : "");
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+void ctl_recover(Root *root) {
+        if (!engine_transaction_open(root))
+                return;
+        _cleanup_(host_freep) Host *host = NULL;
+        _cleanup_close_ int lock = -EBADF;
+        EngineResult er = {};
+        int r = -EPERM;
+        if (host_discover(root, 0, &host) >= 0 && (lock = engine_lock(root, true)) >= 0)
+                r = engine_recover(root, host, &er);
+        if (r < 0)
+                log_error("the journal holds an interrupted transaction that could not be rolled back: %s%s",
+                          strerror(-r), r == -EACCES || r == -EPERM ? " (run as root)" : "");
+        else
+                for (char **n = er.notes; n && *n; n++)
+                        log_info("%s", *n);
+        engine_result_done(&er);
+}
