@@ -493,7 +493,7 @@ static int boot_read(Root *root, const Knob *k, char **ret) {
         return cmdline_get(cmdline, k->id + strlen("boot/"), ret);
 }
 
-static int boot_write(Root *root, const Knob *k, const char *value) {
+static int boot_write_args(Root *root, const Knob *k, const char *value) {
         const char *key = k->id + strlen("boot/");
         _cleanup_strv_free_ char **entries = NULL;
         int r;
@@ -525,6 +525,11 @@ static int boot_write(Root *root, const Knob *k, const char *value) {
         default:
                 return KNOB_SKIPPED;
         }
+}
+
+static int boot_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+        *ret = (KnobResult) {};
+        return knob_result_finish(ret, boot_write_args(root, k, value));
 }
 
 static int boot_flush(Root *root, const Host *host, char **ret_note) {

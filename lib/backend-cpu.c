@@ -498,15 +498,16 @@ static int pm_qos_write(Root *root, const Knob *k, const char *value) {
         return r;
 }
 
-static int cpu_write(Root *root, const Knob *k, const char *value) {
+static int cpu_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+        *ret = (KnobResult) {};
         if (streq(k->id, "cpu/pm_qos"))
-                return pm_qos_write(root, k, value);
+                return knob_result_finish(ret, pm_qos_write(root, k, value));
         int r = knob_write_file(root, k, value);
         if (r == -ENOENT)
                 /* The CPU went offline (its cpufreq and cpuidle directories go with it) or the
                  * driver went away: nothing takes the value now. */
-                return KNOB_SKIPPED;
-        return r;
+                r = KNOB_SKIPPED;
+        return knob_result_finish(ret, r);
 }
 
 const Backend backend_cpu = {

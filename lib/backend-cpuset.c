@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "cgroup.h"
+#include "config.h"
 #include "proc.h"
 #include "strv.h"
 #include "systemd.h"
@@ -636,7 +637,7 @@ static int read_nrt_tasks(Root *root, const CpusetKnob *c, char **ret) {
 /* "movable": every task of the root cpuset that the kernel lets go moves into rtpart-nrt, in
  * passes until none is left to move (tasks fork meanwhile). Anything else (the original, or
  * NULL): every task of rtpart-nrt goes back to the root. */
-static int write_nrt_tasks(Root *root, const CpusetKnob *c, const char *value) {
+static int write_nrt_tasks(Root *root, const CpusetKnob *c, const char *value, KnobResult *ret) {
         _cleanup_free_ long *ids = NULL;
         size_t n;
         int k;
@@ -671,7 +672,7 @@ static int write_nrt_tasks(Root *root, const CpusetKnob *c, const char *value) {
                         case -ESRCH:  /* exited meanwhile */
                                 break;
                         default:
-                                cpuset_status_set("moving task %ld into %s: %s", ids[i], c->name, strerror(-k));
+                                knob_result_reason(ret, "moving task %ld into %s: %s", ids[i], c->name, strerror(-k));
                                 return k;
                         }
                 }
@@ -696,7 +697,7 @@ static int enable_cpuset(Root *root, const char *hier) {
 
 /* systemd answers a property change before it writes the cgroup: wait, up to 5 s, until the
  * cgroup's file shows `value` (a CPU or node list; NULL: until the cgroup is gone). */
-static int wait_for_systemd(Root *root, const CpusetKnob *c, const char *file, const char *value) {
+static int wait_for_systemd(Root *root, const CpusetKnob *c, const char *file, const char *value, KnobResult *ret) {
         _cleanup_free_ char *path = NULL;
         CpuSet want = {};
         if (asprintf(&path, "%s/%s/%s", c->hier, c->name, file) < 0)
@@ -712,15 +713,15 @@ static int wait_for_systemd(Root *root, const CpusetKnob *c, const char *file, c
                         return 0;
                 (void) usleep(2000);
         }
-        cpuset_status_set("systemd accepted the change of %s but its %s did not follow within 5 s", c->name, file);
+        knob_result_reason(ret, "systemd accepted the change of %s but its %s did not follow within 5 s", c->name, file);
         return -ETIMEDOUT;
 }
 
-static int set_allowed_cpus(const CpusetKnob *c, const CpuSet *s) {
+static int set_allowed_cpus(const CpusetKnob *c, const CpuSet *s, KnobResult *ret) {
         _cleanup_free_ char *err = NULL;
         int k = systemd_set_allowed_cpus(NULL, c->name, s, &err);
         if (k < 0)
-                cpuset_status_set("systemd refused AllowedCPUs= for %s: %s", c->name, err ? err : strerror(-k));
+                knob_result_reason(ret, "systemd refused AllowedCPUs= for %s: %s", c->name, err ? err : strerror(-k));
         return k;
 }
 
@@ -729,14 +730,14 @@ static int set_allowed_cpus(const CpusetKnob *c, const CpuSet *s) {
  * systemd issue 43846), so a reset first gives the slice every CPU the root has (no partition is
  * left by then: partitions are reverted first), and then empties AllowedCPUs=: the slice ends on
  * all CPUs, and systemd's setting is empty, as it was. */
-static int write_allowed_cpus(Root *root, const CpusetKnob *c, const char *value) {
+static int write_allowed_cpus(Root *root, const CpusetKnob *c, const char *value, KnobResult *ret) {
         CpuSet s = {};
         int k;
         if (value && cpu_set_parse_list(value, &s, NULL) < 0)
                 return -EINVAL;
         if (!cpu_set_is_empty(&s)) {
-                k = set_allowed_cpus(c, &s);
-                return k < 0 ? k : wait_for_systemd(root, c, "cpuset.cpus", value);
+                k = set_allowed_cpus(c, &s, ret);
+                return k < 0 ? k : wait_for_systemd(root, c, "cpuset.cpus", value, ret);
         }
         _cleanup_free_ char *eff = NULL, *list = NULL;
         CpuSet all;
@@ -745,16 +746,16 @@ static int write_allowed_cpus(Root *root, const CpusetKnob *c, const char *value
         if (root_read_cpu_list(root, eff, &all) >= 0 && !cpu_set_is_empty(&all)) {
                 if (!(list = cpu_set_format_list(&all)))
                         return -ENOMEM;
-                k = set_allowed_cpus(c, &all);
+                k = set_allowed_cpus(c, &all, ret);
                 if (k >= 0)
-                        k = wait_for_systemd(root, c, "cpuset.cpus", list);
+                        k = wait_for_systemd(root, c, "cpuset.cpus", list, ret);
                 if (k < 0)
                         return k;
         }
-        return set_allowed_cpus(c, &s);
+        return set_allowed_cpus(c, &s, ret);
 }
 
-static int check_partition(Root *root, const Knob *k, const char *value);
+static int check_partition(Root *root, const Knob *k, const char *value, KnobResult *ret);
 
 /* Whether a cgroup or any below it holds a task: cgroup.events "populated 1". */
 static bool cgroup_populated(Root *root, const CpusetKnob *c) {
@@ -769,7 +770,7 @@ static bool cgroup_populated(Root *root, const CpusetKnob *c) {
  * CPUs and memory nodes (AllowedCPUs=, AllowedMemoryNodes=, for now only: rtpartd makes it again at
  * boot); rtpart writes only cpuset.cpus.partition (unless systemd has CPUSetPartition=) and
  * cpuset.cpus.exclusive, files systemd leaves alone. */
-static int write_partition_slice(Root *root, const Knob *k, const CpusetKnob *c, const char *value) {
+static int write_partition_slice(Root *root, const Knob *k, const CpusetKnob *c, const char *value, KnobResult *ret) {
         _cleanup_free_ char *err = NULL;
         bool exists = cgroup_exists(root, c->hier, c->name);
         CpuSet s = {};
@@ -780,17 +781,17 @@ static int write_partition_slice(Root *root, const Knob *k, const CpusetKnob *c,
                         return 0;
                 if (cgroup_populated(root, c)) {
                         /* Stopping the slice would stop every unit in it: the realtime work itself. */
-                        cpuset_status_set("%s still runs tasks; stop them or move them out of the slice first (rtpart "
+                        knob_result_reason(ret, "%s still runs tasks; stop them or move them out of the slice first (rtpart "
                                           "does not stop them)", c->name);
                         return -EBUSY;
                 }
                 (void) cgroup_write_file(root, c->hier, c->name, "cpuset.cpus.partition", "member");
                 r = systemd_stop_unit(NULL, c->name, &err);
                 if (r < 0) {
-                        cpuset_status_set("systemd refused to stop %s: %s", c->name, err ? err : strerror(-r));
+                        knob_result_reason(ret, "systemd refused to stop %s: %s", c->name, err ? err : strerror(-r));
                         return r;
                 }
-                return wait_for_systemd(root, c, "cgroup.procs", NULL);
+                return wait_for_systemd(root, c, "cgroup.procs", NULL, ret);
         }
 
         if (streq(c->what, "cpus") || streq(c->what, "mems")) {
@@ -807,43 +808,42 @@ static int write_partition_slice(Root *root, const Knob *k, const CpusetKnob *c,
                         r = systemd_set_cpus(NULL, c->name, cpus ? "AllowedCPUs" : "AllowedMemoryNodes", &s,
                                              /* runtime= */ true, &err);
                 if (r < 0) {
-                        cpuset_status_set("systemd refused %s %s for %s: %s", exists ? "to set" : "to start with",
+                        knob_result_reason(ret, "systemd refused %s %s for %s: %s", exists ? "to set" : "to start with",
                                           cpus ? "AllowedCPUs=" : "AllowedMemoryNodes=", c->name,
                                           err ? err : strerror(-r));
                         return r;
                 }
-                return wait_for_systemd(root, c, c->file, value);
+                return wait_for_systemd(root, c, c->file, value, ret);
         }
 
         if (!exists) {
-                cpuset_status_set("%s does not exist: its CPUs come first", c->name);
+                knob_result_reason(ret, "%s does not exist: its CPUs come first", c->name);
                 return -ENOENT;
         }
         if (streq(c->what, "partition") && systemd_set_partition(NULL, c->name, value, NULL) >= 0)
-                return check_partition(root, k, value);
+                return check_partition(root, k, value, ret);
         r = cgroup_write_file(root, c->hier, c->name, c->file, value);
         if (r >= 0 && streq(c->what, "partition"))
-                r = check_partition(root, k, value);
+                r = check_partition(root, k, value, ret);
         return r;
 }
 
 /* The kernel takes any partition mode and reports trouble only when read:
  * "isolated invalid (Cpu list in cpuset.cpus not exclusive)". */
-static int check_partition(Root *root, const Knob *k, const char *value) {
+static int check_partition(Root *root, const Knob *k, const char *value, KnobResult *ret) {
         _cleanup_free_ char *got = NULL;
         int r = root_read_line(root, k->path, &got);
         if (r >= 0 && !streq(got, value)) {
-                cpuset_status_set("%s", got);
+                knob_result_reason(ret, "%s", got);
                 r = -EINVAL;
         }
         return r;
 }
 
-static int cpuset_write(Root *root, const Knob *k, const char *value) {
+static int cpuset_write_value(Root *root, const Knob *k, const char *value, KnobResult *ret) {
         _cleanup_(cpuset_knob_done) CpusetKnob c = {};
         int r;
 
-        cpuset_status_clear();
         r = cpuset_knob_parse(k, &c);
         if (r < 0)
                 return r;
@@ -853,13 +853,13 @@ static int cpuset_write(Root *root, const Knob *k, const char *value) {
 
         bool v2 = cgroup_is_v2(root, c.hier);
         if (!v2 && is_nrt_tasks(&c))
-                return write_nrt_tasks(root, &c, value);
+                return write_nrt_tasks(root, &c, value, ret);
         if (v2 && c.slice && systemd_owns_cgroups(root))
-                return write_partition_slice(root, k, &c, value);
+                return write_partition_slice(root, k, &c, value, ret);
         if (v2 && streq(c.what, "cpus") && systemd_owns_cgroups(root) && systemd_is_unit_cgroup(c.name) &&
             cgroup_exists(root, c.hier, c.name))
                 /* Never write into a cgroup systemd manages: it would overwrite it anyway. */
-                return write_allowed_cpus(root, &c, value);
+                return write_allowed_cpus(root, &c, value, ret);
 
         if (!value) {
                 /* The cgroup did not exist before rtpart: remove it (the partition ends first). */
@@ -889,7 +889,7 @@ static int cpuset_write(Root *root, const Knob *k, const char *value) {
         }
         r = cgroup_write_file(root, c.hier, c.name, c.file, value);
         if (r >= 0 && v2 && streq(c.what, "partition"))
-                r = check_partition(root, k, value);
+                r = check_partition(root, k, value, ret);
         if (r < 0 && created)
                 /* A refused write leaves nothing behind: not the cgroup it created either (the
                  * journal knows only of the write). */
@@ -917,11 +917,18 @@ static int cpuset_read(Root *root, const Knob *k, char **ret) {
         return r;
 }
 
+static int cpuset_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+        *ret = (KnobResult) {};
+        int r = cpuset_write_value(root, k, value, ret);
+        if (r == -EOPNOTSUPP && !ret->reason) /* the real root's cgroup v1 ops could not load libcgroup */
+                knob_result_reason(ret, "cgroup v1 needs %s (libcgroup)", LIBCGROUP_SONAME);
+        return knob_result_finish(ret, r);
+}
+
 const Backend backend_cpuset = {
         .domain = DOMAIN_CPUSET,
         .name = "cpuset",
         .plan = cpuset_plan,
         .read = cpuset_read,
         .write = cpuset_write,
-        .last_status = cpuset_last_status,
 };

@@ -118,15 +118,21 @@ static int irq_read(Root *root, const Knob *k, char **ret) {
         return knob_read_file(root, k, ret);
 }
 
-static int irq_write(Root *root, const Knob *k, const char *value) {
+#define IRQ_REFUSAL "the kernel manages this IRQ's affinity (managed or per-CPU interrupt)"
+
+static int irq_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+        *ret = (KnobResult) {};
         int r = knob_write_file(root, k, value);
         switch (r) {
         case -EIO:      /* managed IRQ: the kernel owns its affinity (EIO up to 6.11) */
         case -EPERM:    /* the same refusal since 6.12 */
-                return streq(k->id, "irq/default_affinity") ? r : KNOB_REFUSED;
-        default:
-                return r;
+                if (streq(k->id, "irq/default_affinity"))
+                        break;
+                knob_result_reason(ret, IRQ_REFUSAL);
+                r = KNOB_REFUSED;
+                break;
         }
+        return knob_result_finish(ret, r);
 }
 
 const Backend backend_irq = {
@@ -135,6 +141,7 @@ const Backend backend_irq = {
         .plan = irq_plan,
         .read = irq_read,
         .write = irq_write,
+        .refusal_reason = IRQ_REFUSAL,
 };
 
 /* irqbalance: the banned CPU list in its environment file, so that it never moves an IRQ onto an
@@ -199,7 +206,7 @@ static int irqbalance_read(Root *root, const Knob *k, char **ret) {
 
 /* Rewrites the environment file with IRQBALANCE_BANNED_CPULIST set (NULL: removed), keeping every
  * other line as it was. */
-static int irqbalance_write(Root *root, const Knob *k, const char *value) {
+static int irqbalance_write_file(Root *root, const Knob *k, const char *value) {
         _cleanup_free_ char *text = NULL;
         int r = root_read_file(root, k->path, &text, NULL);
         if (r < 0 && r != -ENOENT)
@@ -229,6 +236,11 @@ static int irqbalance_write(Root *root, const Knob *k, const char *value) {
         if (!value && !text)
                 return 0;
         return root_write_file_atomic(root, k->path, out, strlen(out), 0644);
+}
+
+static int irqbalance_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+        *ret = (KnobResult) {};
+        return knob_result_finish(ret, irqbalance_write_file(root, k, value));
 }
 
 static int irqbalance_flush(Root *root, const Host *host, char **ret_note) {

@@ -648,7 +648,7 @@ static bool is_pinned(Root *root, int tid) {
  *
  * Anything else the kernel says (EPERM without CAP_SYS_NICE or from a realtime cgroup budget, EINVAL
  * for a mask without a usable CPU) is an error. */
-static int kthread_write(Root *root, const Knob *kn, const char *value) {
+static int kthread_write_value(Root *root, const Knob *kn, const char *value) {
         _cleanup_free_ char *comm = NULL;
         unsigned policy = 0, prio = 0;
         CpuSet cpus;
@@ -700,10 +700,21 @@ static int kthread_write(Root *root, const Knob *kn, const char *value) {
         }
 }
 
+#define KTHREAD_REFUSAL "the kernel pins this thread to its CPU"
+
+static int kthread_write(Root *root, const Knob *kn, const char *value, KnobResult *ret) {
+        *ret = (KnobResult) {};
+        int r = kthread_write_value(root, kn, value);
+        if (r == KNOB_REFUSED)
+                knob_result_reason(ret, KTHREAD_REFUSAL);
+        return knob_result_finish(ret, r);
+}
+
 const Backend backend_kthread = {
         .domain = DOMAIN_KTHREAD,
         .name = "kthread",
         .plan = kthread_plan,
         .read = kthread_read,
         .write = kthread_write,
+        .refusal_reason = KTHREAD_REFUSAL,
 };

@@ -534,7 +534,7 @@ static int module_read(Root *root, const Knob *k, char **ret) {
  * (the file could not be read when rtpart came: write-only or missing) leaves it, and a module
  * that is no longer loaded takes nothing (KNOB_SKIPPED; it starts with its defaults when loaded
  * again). */
-static int module_write(Root *root, const Knob *k, const char *value) {
+static int module_write_value(Root *root, const Knob *k, const char *value) {
         _cleanup_free_ char *mod = NULL, *param = NULL;
         int r = module_knob(root, k, &mod, &param);
         if (r < 0)
@@ -547,6 +547,11 @@ static int module_write(Root *root, const Knob *k, const char *value) {
         if (r == -ENOENT)
                 return KNOB_SKIPPED;
         return r;
+}
+
+static int module_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+        *ret = (KnobResult) {};
+        return knob_result_finish(ret, module_write_value(root, k, value));
 }
 
 const Backend backend_module = {

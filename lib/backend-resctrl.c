@@ -34,7 +34,7 @@
  * (mkdir) by the first of its knobs written; any of its knobs written as absent removes it
  * (rmdir: the kernel gives its CPUs and tasks back to the default group), and the default
  * group's schemata comes back through its own knob, written first and so reverted last. A
- * refused write's reason, info/last_cmd_status, is kept for resctrl_last_status(). Groups are
+ * refused write's reason, info/last_cmd_status, goes into its result. Groups are
  * made, written and removed through the root's ops (ROOT_FS_RESCTRL objects); a root that cannot
  * mount (ROOT_CAN_MOUNT: any tree) skips the mount knob. */
 
@@ -954,20 +954,6 @@ static int resctrl_plan(PlanCtx *ctx) {
 
 /* ---- read and write ---- */
 
-static _Thread_local char status[512];
-
-const char *resctrl_last_status(void) {
-        return status[0] ? status : NULL;
-}
-
-_printf_(1, 2)
-static void status_set(const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        (void) vsnprintf(status, sizeof(status), fmt, ap);
-        va_end(ap);
-}
-
 static const char * const mount_options[] = { "cdp", "cdpl2", "mba_MBps" };
 
 int resctrl_read_mount(Root *root, const char *path, char **ret) {
@@ -1050,7 +1036,7 @@ static int foreign_groups(Root *root, const char *mount, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-static int write_mount(Root *root, const Knob *k, const char *value) {
+static int write_mount(Root *root, const Knob *k, const char *value, KnobResult *ret) {
         _cleanup_free_ char *cur = NULL, *abs = NULL;
         int r = resctrl_read_mount(root, k->path, &cur);
         if (r < 0)
@@ -1065,7 +1051,7 @@ static int write_mount(Root *root, const Knob *k, const char *value) {
                 const char *opts = strchr(value, ',');
                 r = root_mount(root, k->path, "resctrl", opts ? opts + 1 : NULL);
                 if (r < 0) {
-                        status_set("mount -t resctrl%s%s resctrl %s: %s", opts ? " -o " : "", opts ? opts + 1 : "", abs,
+                        knob_result_reason(ret, "mount -t resctrl%s%s resctrl %s: %s", opts ? " -o " : "", opts ? opts + 1 : "", abs,
                                    strerror(-r));
                         return r;
                 }
@@ -1077,12 +1063,12 @@ static int write_mount(Root *root, const Knob *k, const char *value) {
         if (r < 0)
                 return r;
         if (*others) {
-                status_set("resctrl stays mounted at %s: it holds groups rtpart did not create (%s)", abs, others);
+                knob_result_reason(ret, "resctrl stays mounted at %s: it holds groups rtpart did not create (%s)", abs, others);
                 return KNOB_SKIPPED;
         }
         r = root_umount(root, k->path);
         if (r < 0) {
-                status_set("umount %s: %s", abs, strerror(-r));
+                knob_result_reason(ret, "umount %s: %s", abs, strerror(-r));
                 return r;
         }
         return 0;
@@ -1133,13 +1119,13 @@ static int resctrl_knob_parse(const Knob *k, ResctrlKnob *ret) {
         return 0;
 }
 
-/* After a refusal: the kernel's reason, kept for resctrl_last_status(). */
-static void keep_last_cmd_status(Root *root, const char *mount) {
+/* After a refusal: the kernel's reason, info/last_cmd_status. */
+static void keep_last_cmd_status(Root *root, const char *mount, KnobResult *ret) {
         _cleanup_free_ char *p = NULL, *t = NULL;
         if (asprintf(&p, "%s/info/last_cmd_status", mount) < 0 || root_read_line(root, p, &t) < 0)
                 return;
         if (*t && !streq(t, "ok"))
-                status_set("%s", t);
+                knob_result_reason(ret, "%s", t);
 }
 
 static int group_exists(Root *root, const ResctrlKnob *c, int mfd) {
@@ -1147,14 +1133,13 @@ static int group_exists(Root *root, const ResctrlKnob *c, int mfd) {
         return fstatat(mfd, c->group, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISDIR(st.st_mode);
 }
 
-static int resctrl_write(Root *root, const Knob *k, const char *value) {
+static int resctrl_write_value(Root *root, const Knob *k, const char *value, KnobResult *ret) {
         _cleanup_(resctrl_knob_done) ResctrlKnob c = {};
         _cleanup_free_ char *mounted = NULL, *data = NULL;
         int r;
 
-        status[0] = 0;
         if (streq(k->id, "resctrl/mount"))
-                return write_mount(root, k, value);
+                return write_mount(root, k, value, ret);
         r = resctrl_knob_parse(k, &c);
         if (r < 0)
                 return r;
@@ -1164,7 +1149,7 @@ static int resctrl_write(Root *root, const Knob *k, const char *value) {
         if (!mounted) {
                 if (!root_can(root, ROOT_CAN_MOUNT))
                         return KNOB_SKIPPED; /* not mounted in a tree that cannot mount it: nothing to change */
-                status_set("resctrl is not mounted at /%s", c.mount);
+                knob_result_reason(ret, "resctrl is not mounted at /%s", c.mount);
                 return -ENODEV;
         }
 
@@ -1184,7 +1169,7 @@ static int resctrl_write(Root *root, const Knob *k, const char *value) {
                 if (c.group && !group_exists(root, &c, mfd)) {
                         r = root_mkdir_object(root, ROOT_FS_RESCTRL, c.mount, c.group);
                         if (r < 0 && r != -EEXIST) {
-                                keep_last_cmd_status(root, c.mount); /* ENOSPC: "out of CLOSIDs" */
+                                keep_last_cmd_status(root, c.mount, ret); /* ENOSPC: "out of CLOSIDs" */
                                 return r;
                         }
                         created = true;
@@ -1195,22 +1180,23 @@ static int resctrl_write(Root *root, const Knob *k, const char *value) {
                 else
                         r = root_write_object(root, ROOT_FS_RESCTRL, c.mount, c.group, c.file, data);
                 if (r < 0) {
-                        keep_last_cmd_status(root, c.mount);
+                        keep_last_cmd_status(root, c.mount, ret);
                         /* A refused write leaves nothing behind: not the group it created either
                          * (the journal knows only of the write, not of the mkdir). */
-                        if (created) {
-                                _cleanup_free_ char *reason = strdup(status);
+                        if (created)
                                 (void) root_rmdir_object(root, ROOT_FS_RESCTRL, c.mount, c.group);
-                                if (reason)
-                                        status_set("%s", reason);
-                        }
                         return r;
                 }
                 return 0;
         }
         if (r < 0)
-                keep_last_cmd_status(root, c.mount);
+                keep_last_cmd_status(root, c.mount, ret);
         return r;
+}
+
+static int resctrl_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+        *ret = (KnobResult) {};
+        return knob_result_finish(ret, resctrl_write_value(root, k, value, ret));
 }
 
 static int resctrl_read(Root *root, const Knob *k, char **ret) {
@@ -1251,5 +1237,4 @@ const Backend backend_resctrl = {
         .plan = resctrl_plan,
         .read = resctrl_read,
         .write = resctrl_write,
-        .last_status = resctrl_last_status,
 };

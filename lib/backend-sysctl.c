@@ -67,7 +67,7 @@ const Backend backend_sysctl = {
         .name = "sysctl",
         .plan = sysctl_plan,
         .read = knob_read_file,
-        .write = knob_write_file,
+        .write = knob_write_file_verb,
 };
 
 /* sysfs: any path under /sys, with wildcards; two patterns reaching the same file through
@@ -149,5 +149,5 @@ const Backend backend_sysfs = {
         .name = "sysfs",
         .plan = sysfs_plan,
         .read = knob_read_file,
-        .write = knob_write_file,
+        .write = knob_write_file_verb,
 };

@@ -65,6 +65,31 @@ typedef struct PlanCtx {
         ProfileError *error;
 } PlanCtx;
 
+/* What became of a write. */
+typedef enum KnobStatus {
+        KNOB_DONE,      /* written (or nothing to write) */
+        KNOB_REFUSED,   /* the kernel said no, as expected (a managed IRQ, a per-CPU kthread) */
+        KNOB_SKIPPED,   /* not possible on this root now (syscall-backed knobs under a tree, a CPU
+                         * gone offline, a module unloaded) */
+        KNOB_FAILED,    /* error says why */
+        _KNOB_STATUS_MAX,
+        _KNOB_STATUS_INVALID = -EINVAL,
+} KnobStatus;
+
+typedef struct KnobResult {
+        KnobStatus status;
+        int error;              /* negative errno when KNOB_FAILED, else 0 */
+        char *reason;           /* the kernel's or systemd's own words (resctrl's info/last_cmd_status,
+                                 * a cpuset partition's "invalid (reason)"), or NULL */
+} KnobResult;
+
+void knob_result_done(KnobResult *r);
+/* Sets (replaces) r's reason. */
+void knob_result_reason(KnobResult *r, const char *fmt, ...) _printf_(2, 3);
+/* Ends a write verb: r is KNOB_DONE, KNOB_REFUSED, KNOB_SKIPPED or a negative errno. Fills ret's
+ * status and error (its reason stays) and returns r. */
+int knob_result_finish(KnobResult *ret, int r);
+
 typedef struct Backend {
         Domain domain;
         const char *name;
@@ -73,21 +98,18 @@ typedef struct Backend {
         /* Re-reads a knob's current value. Absent (no such file, group or argument) is either
          * 0 with *ret = NULL or -ENOENT: callers treat both alike. */
         int (*read)(Root *root, const Knob *k, char **ret);
-        /* Writes value (NULL: make it absent again, e.g. drop a boot argument) to the knob.
-         * Returns 0, KNOB_REFUSED when the kernel refuses as expected (a managed IRQ, a per-CPU
-         * kthread), KNOB_SKIPPED when this host cannot take it now (not the real root for
-         * syscall-backed knobs), or a negative errno. NULL: the domain is read-only for now. */
-        int (*write)(Root *root, const Knob *k, const char *value);
+        /* Writes value (NULL: make it absent again, e.g. drop a boot argument) to the knob and says
+         * what became of it in *ret (overwritten, not freed: pass a cleared result). Returns
+         * KNOB_DONE, KNOB_REFUSED, KNOB_SKIPPED or the negative errno of ret->error. NULL: the
+         * domain is read-only for now. */
+        int (*write)(Root *root, const Knob *k, const char *value, KnobResult *ret);
         /* After a batch of writes to this domain: make them take effect (regenerate grub.cfg).
          * May set *ret_note for the user. NULL: nothing to do. */
         int (*flush)(Root *root, const Host *host, char **ret_note);
-        /* The kernel's own words on the last failed write (resctrl's info/last_cmd_status, a
-         * cpuset partition's "invalid (reason)"), or NULL. Optional. */
-        const char *(*last_status)(void);
+        /* Why the kernel refuses a write as expected (KNOB_REFUSED), when the write says nothing
+         * more. NULL: this domain is never refused. */
+        const char *refusal_reason;
 } Backend;
-
-#define KNOB_REFUSED 1
-#define KNOB_SKIPPED 2
 
 extern const Backend backend_boot, backend_irq, backend_irqbalance, backend_cpuset, backend_resctrl,
         backend_sysctl, backend_sysfs, backend_kthread, backend_cpu, backend_module;
@@ -108,6 +130,8 @@ int plan_fail(PlanCtx *ctx, const char *pointer, const char *fmt, ...) _printf_(
 int plan_fail_item(PlanCtx *ctx, const char *list, size_t i, const char *key, const char *fmt, ...) _printf_(5, 6);
 /* Writes a knob file (the value as the kernel takes it: a selection unwrapped). NULL: nothing. */
 int knob_write_file(Root *root, const Knob *k, const char *value);
+/* knob_write_file() as a backend's write verb. */
+int knob_write_file_verb(Root *root, const Knob *k, const char *value, KnobResult *ret);
 /* "always [madvise] never" → "madvise"; other values as they are. */
 char *value_for_write(ValueKind kind, const char *v);
 /* Reads a knob file: first line, trimmed; -ENOENT if missing. */

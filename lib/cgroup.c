@@ -8,25 +8,6 @@
 
 #include "cgroup.h"
 
-/* ---- the kernel's explanation ---- */
-
-static _Thread_local char status[512];
-
-const char *cpuset_last_status(void) {
-        return status[0] ? status : NULL;
-}
-
-void cpuset_status_clear(void) {
-        status[0] = 0;
-}
-
-void cpuset_status_set(const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        (void) vsnprintf(status, sizeof(status), fmt, ap);
-        va_end(ap);
-}
-
 static char *cg_dir(const char *hier, const char *name) {
         char *s;
         return asprintf(&s, "%s%s%s", hier, name ? "/" : "", strempty(name)) < 0 ? NULL : s;

@@ -30,9 +30,3 @@ int cgroup_read_tasks(Root *r, const char *hier, const char *name, long **ret, s
 /* Moves the cgroup's tasks to the root, then removes the cgroup. 0 if there is no such cgroup. */
 int cgroup_rmdir(Root *r, const char *hier, const char *name);
 
-/* The kernel's explanation of the cpuset backend's last refused write on this thread, or NULL:
- * the partition state the kernel reported ("isolated invalid (Cpu list in cpuset.cpus not
- * exclusive)"), or systemd's error message. Reset at the start of every write. */
-const char *cpuset_last_status(void);
-void cpuset_status_clear(void);
-void cpuset_status_set(const char *fmt, ...) _printf_(1, 2);

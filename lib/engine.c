@@ -46,25 +46,29 @@ static void note(EngineResult *r, const char *fmt, ...) {
                 free(s);
 }
 
-static int write_knob(Root *root, const Knob *k, const char *value) {
+/* Writes through the knob's backend; *ret says what became of it (knob_result_done() it). */
+static int write_knob(Root *root, const Knob *k, const char *value, KnobResult *ret) {
         const Backend *b = backend_for(k->domain);
-        if (!b || !b->write)
-                return KNOB_SKIPPED;
-        return b->write(root, k, value);
+        if (!b || !b->write) {
+                *ret = (KnobResult) {};
+                return knob_result_finish(ret, KNOB_SKIPPED);
+        }
+        return b->write(root, k, value, ret);
 }
 
-/* The kernel's (or systemd's) own reason for a refused write, where its backend keeps one; NULL
- * if none. Read it before the next write replaces it. */
-static char *write_detail(const Knob *k) {
-        const Backend *b = backend_for(k->domain);
-        const char *st = b && b->last_status ? b->last_status() : NULL;
-        return st && *st ? strdup(st) : NULL;
+/* The kernel's (or systemd's) own reason in a write's result, taken out of it; NULL if none. */
+static char *take_reason(KnobResult *w) {
+        if (w->reason && !*w->reason) {
+                free(w->reason);
+                w->reason = NULL;
+        }
+        return TAKE_PTR(w->reason);
 }
 
 /* Notes a knob that could not be put back, with the reason. */
-static void note_not_restored(EngineResult *res, const Knob *k, int err, char **ret_detail) {
-        _cleanup_free_ char *detail = write_detail(k);
-        note(res, "could not restore %s (%s): %s%s%s%s", k->id, strempty(k->path), strerror(-err),
+static void note_not_restored(EngineResult *res, const Knob *k, KnobResult *w, char **ret_detail) {
+        _cleanup_free_ char *detail = take_reason(w);
+        note(res, "could not restore %s (%s): %s%s%s%s", k->id, strempty(k->path), strerror(-w->error),
              detail ? " (" : "", strempty(detail), detail ? ")" : "");
         if (ret_detail && !*ret_detail)
                 *ret_detail = TAKE_PTR(detail);
@@ -92,10 +96,11 @@ static size_t undo_steps(Root *root, const JournalTransaction *t, size_t n, bool
         size_t failures = 0;
         for (size_t i = n; i-- > 0;) {
                 Knob k = journal_step_knob(&t->steps[i]);
-                int r = write_knob(root, &k, t->steps[i].before);
+                _cleanup_(knob_result_done) KnobResult w = {};
+                int r = write_knob(root, &k, t->steps[i].before, &w);
                 if (r < 0) {
                         failures++;
-                        note_not_restored(res, &k, r, NULL);
+                        note_not_restored(res, &k, &w, NULL);
                 } else
                         touched[k.domain] = true;
         }
@@ -152,21 +157,18 @@ int engine_recover(Root *root, const Host *host, EngineResult *res) {
         return recover_journal(root, host, j, res);
 }
 
-static const char *refusal_reason(Domain d) {
-        switch (d) {
-        case DOMAIN_IRQ:
-                return "the kernel manages this IRQ's affinity (managed or per-CPU interrupt)";
-        case DOMAIN_KTHREAD:
-                return "the kernel pins this thread to its CPU";
-        default:
-                return "the kernel refused the value";
-        }
+/* Why the kernel refused a write, as the journal keeps it for an unmovable knob. */
+static const char *refusal_reason(const Knob *k, const KnobResult *w) {
+        const Backend *b = backend_for(k->domain);
+        if (w->reason && *w->reason)
+                return w->reason;
+        return b && b->refusal_reason ? b->refusal_reason : "the kernel refused the value";
 }
 
-static int fail(Root *root, Journal *j, const Knob *k, int err, size_t done, bool touched[_DOMAIN_MAX],
+static int fail(Root *root, Journal *j, const Knob *k, KnobResult *w, size_t done, bool touched[_DOMAIN_MAX],
                 const Host *host, EngineResult *res) {
-        /* Read the kernel's reason before the undo writes replace it. */
-        _cleanup_free_ char *detail = write_detail(k);
+        int err = w->error;
+        _cleanup_free_ char *detail = take_reason(w);
         size_t fails = undo_steps(root, &j->transaction, done, touched, res);
         drop_new_originals(j);
         _cleanup_free_ char *now = journal_now_iso8601(), *msg = NULL;
@@ -347,15 +349,16 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
         for (size_t i = 0; i < t->n_steps; i++) {
                 const JournalStep *s = &t->steps[i];
                 Knob kn = journal_step_knob(s);
-                k = write_knob(root, &kn, s->after);
-                if (k == KNOB_REFUSED) {
-                        k = journal_set_unmovable(j, kn.id, refusal_reason(kn.domain));
+                _cleanup_(knob_result_done) KnobResult w = {};
+                k = write_knob(root, &kn, s->after, &w);
+                if (w.status == KNOB_REFUSED) {
+                        k = journal_set_unmovable(j, kn.id, refusal_reason(&kn, &w));
                         if (k < 0)
                                 return k;
                         res->refused++;
                         continue;
                 }
-                if (k == KNOB_SKIPPED) {
+                if (w.status == KNOB_SKIPPED) {
                         /* Not written, so not owned: no original to keep, nothing to verify. */
                         sflags[i] |= STEP_SKIPPED;
                         if (step_src[i] != SIZE_MAX)
@@ -363,13 +366,13 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                         res->skipped++;
                         continue;
                 }
-                if (k == -ENOENT && s->restore) {
+                if (w.error == -ENOENT && s->restore) {
                         /* The previous profile's object vanished between read and write. */
                         sflags[i] |= STEP_FORGET;
                         continue;
                 }
-                if (k < 0)
-                        return fail(root, j, &kn, k, i, touched, host, res);
+                if (w.status == KNOB_FAILED)
+                        return fail(root, j, &kn, &w, i, touched, host, res);
                 touched[kn.domain] = true;
                 if (s->restore)
                         /* Back at its original and no longer managed: forgotten on commit (a
@@ -516,21 +519,22 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
         int first_err = 0;
         for (size_t i = t->n_steps; i-- > 0;) {
                 Knob kn = journal_step_knob(&t->steps[i]);
-                k = write_knob(root, &kn, t->steps[i].after);
-                if (k < 0) {
+                _cleanup_(knob_result_done) KnobResult w = {};
+                (void) write_knob(root, &kn, t->steps[i].after, &w);
+                if (w.status == KNOB_FAILED) {
                         res->failed++;
                         if (!first_err) {
-                                first_err = k;
+                                first_err = w.error;
                                 res->failed_knob = strdup(kn.id);
                                 res->failed_path = kn.path ? strdup(kn.path) : NULL;
-                                res->failed_errno = -k;
+                                res->failed_errno = -w.error;
                         }
-                        note_not_restored(res, &kn, k, &res->failed_detail);
+                        note_not_restored(res, &kn, &w, &res->failed_detail);
                         continue;
                 }
-                if (k == KNOB_SKIPPED)
+                if (w.status == KNOB_SKIPPED)
                         res->skipped++;
-                else if (k == 0) {
+                else if (w.status == KNOB_DONE) {
                         touched[kn.domain] = true;
                         res->written++;
                 }

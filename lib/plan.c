@@ -403,6 +403,34 @@ int knob_write_file(Root *root, const Knob *k, const char *value) {
         return root_write_value(root, k->path, v);
 }
 
+int knob_write_file_verb(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+        *ret = (KnobResult) {};
+        return knob_result_finish(ret, knob_write_file(root, k, value));
+}
+
+void knob_result_done(KnobResult *r) {
+        free(r->reason);
+        *r = (KnobResult) {};
+}
+
+void knob_result_reason(KnobResult *r, const char *fmt, ...) {
+        char *s;
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return; /* a reason is a courtesy: without memory, the errno still says what */
+        free(r->reason);
+        r->reason = s;
+}
+
+int knob_result_finish(KnobResult *ret, int r) {
+        ret->status = r < 0 ? KNOB_FAILED : r == KNOB_REFUSED ? KNOB_REFUSED : r == KNOB_SKIPPED ? KNOB_SKIPPED : KNOB_DONE;
+        ret->error = MIN(r, 0);
+        return r;
+}
+
 /* ---- kernel and module parameters in files a shell or a config parser reads ----
  *
  * The kernel splits its command line with next_arg() (lib/cmdline.c, kernel/params.c): arguments

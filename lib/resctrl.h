@@ -26,12 +26,6 @@ int resctrl_mask_parse(const char *s, uint64_t *ret);
  * prints for `cbm_bits` bits (0 for a decimal value, as MB). */
 char *resctrl_schemata_format(const unsigned *domains, size_t n, uint64_t value, unsigned cbm_bits);
 
-/* The kernel's explanation of the resctrl backend's last failed write on this thread, or NULL:
- * info/last_cmd_status after the refusal ("Overlaps with exclusive group", "out of CLOSIDs"), or
- * rtpart's own reason (resctrl not mounted, foreign groups keep it mounted). Reset at the start of
- * every write. */
-const char *resctrl_last_status(void);
-
 /* How resctrl is mounted at `path` according to the root's proc/self/mountinfo: "mounted",
  * followed by ",cdp", ",cdpl2", ",mba_MBps" for the options rtpart cares about (in that order);
  * NULL (0 returned) when nothing of type resctrl is mounted there. */

@@ -32,13 +32,10 @@ static int libcgroup_load(void) {
                 return 0;
         /* Kept for the life of the process: the pointers below stay valid. */
         void *dl = dlopen(LIBCGROUP_SONAME, RTLD_NOW | RTLD_NODELETE);
-        if (!dl) {
-                cpuset_status_set("cgroup v1 needs %s (libcgroup): %s", LIBCGROUP_SONAME, strempty(dlerror()));
-                return -EOPNOTSUPP;
-        }
+        if (!dl)
+                return -EOPNOTSUPP; /* the cpuset backend says what is missing */
 #define LOAD_SYM(f)                                                                                 \
         if (!(sym_##f = (__typeof__(f) *) dlsym(dl, #f))) {                                         \
-                cpuset_status_set("%s has no %s: %s", LIBCGROUP_SONAME, #f, strempty(dlerror()));   \
                 dlclose(dl);                                                                        \
                 return -EOPNOTSUPP;                                                                 \
         }

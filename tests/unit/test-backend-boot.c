@@ -176,7 +176,7 @@ END_TEST
 static void write_all(const Plan *p) {
         for (size_t i = 0; i < p->n_knobs; i++) {
                 const Knob *k = &p->knobs[i];
-                int r = backend_boot.write(root, k, k->desired);
+                int r = backend_write(&backend_boot, root, k, k->desired);
                 ck_assert_msg(r == 0, "write %s: %d", k->id, r);
         }
 }
@@ -184,7 +184,7 @@ static void write_all(const Plan *p) {
 static void revert_all(const Plan *p) {
         for (size_t i = p->n_knobs; i > 0; i--) {
                 const Knob *k = &p->knobs[i - 1];
-                int r = backend_boot.write(root, k, k->current);
+                int r = backend_write(&backend_boot, root, k, k->current);
                 ck_assert_msg(r == 0, "revert %s: %d", k->id, r);
         }
 }
@@ -220,25 +220,25 @@ END_TEST
  * (a journal or a caller that bypassed the plan). */
 START_TEST(test_write_refuses_unsafe) {
         Knob k = { .id = (char *) "boot/x", .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
-        ck_assert_int_eq(backend_boot.write(root, &k, "$(id>/tmp/pwned)"), -EINVAL);
-        ck_assert_int_eq(backend_boot.write(root, &k, "`id`"), -EINVAL);
-        ck_assert_int_eq(backend_boot.write(root, &k, "a\nGRUB_CMDLINE_LINUX=x"), -EINVAL);
+        ck_assert_int_eq(backend_write(&backend_boot, root, &k, "$(id>/tmp/pwned)"), -EINVAL);
+        ck_assert_int_eq(backend_write(&backend_boot, root, &k, "`id`"), -EINVAL);
+        ck_assert_int_eq(backend_write(&backend_boot, root, &k, "a\nGRUB_CMDLINE_LINUX=x"), -EINVAL);
         ck_assert(!exists_rel("etc/default/grub.d/rtpart.cfg"));
         Knob bad_name = { .id = (char *) "boot/x;id", .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
-        ck_assert_int_eq(backend_boot.write(root, &bad_name, "1"), -EINVAL);
+        ck_assert_int_eq(backend_write(&backend_boot, root, &bad_name, "1"), -EINVAL);
         ck_assert(!exists_rel("etc/default/grub.d/rtpart.cfg"));
 
         /* BLS: a newline would start a new line of the entry ("linux /evil"). */
         static const char entry[] = "title Debian\nlinux /vmlinuz\noptions root=/dev/vda ro quiet\n";
         test_write(host_dir, "boot/loader/entries/debian.conf", entry);
-        ck_assert_int_eq(backend_boot.write(root, &k, "1\nlinux /evil"), -EINVAL);
+        ck_assert_int_eq(backend_write(&backend_boot, root, &k, "1\nlinux /evil"), -EINVAL);
         _cleanup_free_ char *now = read_rel("boot/loader/entries/debian.conf");
         ck_assert_str_eq(now, entry);
         /* A legitimate value still goes in, and reverting restores the entry byte for byte. */
-        ck_assert_int_eq(backend_boot.write(root, &k, "1"), 0);
+        ck_assert_int_eq(backend_write(&backend_boot, root, &k, "1"), 0);
         _cleanup_free_ char *set = read_rel("boot/loader/entries/debian.conf");
         ck_assert_str_eq(set, "title Debian\nlinux /vmlinuz\noptions root=/dev/vda ro quiet x=1\n");
-        ck_assert_int_eq(backend_boot.write(root, &k, NULL), 0);
+        ck_assert_int_eq(backend_write(&backend_boot, root, &k, NULL), 0);
         _cleanup_free_ char *back = read_rel("boot/loader/entries/debian.conf");
         ck_assert_str_eq(back, entry);
 }

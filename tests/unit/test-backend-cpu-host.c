@@ -75,7 +75,7 @@ START_TEST(test_pm_qos) {
         ck_assert_int_eq(target_elsewhere(), o);
 
         /* rtpartctl: not held */
-        ck_assert_int_eq(backend_cpu.write(root, &k, "20"), KNOB_SKIPPED);
+        ck_assert_int_eq(backend_write(&backend_cpu, root, &k, "20"), KNOB_SKIPPED);
         ck_assert_int_eq(target_elsewhere(), o);
 
         if (o <= 20) {
@@ -84,16 +84,16 @@ START_TEST(test_pm_qos) {
         }
         /* rtpartd: held while this process lives, visible to every other */
         cpu_pm_qos_set_holder(true);
-        ck_assert_int_eq(backend_cpu.write(root, &k, "20"), 0);
+        ck_assert_int_eq(backend_write(&backend_cpu, root, &k, "20"), 0);
         ck_assert(cpu_pm_qos_held(NULL));
         _cleanup_free_ char *v = read_value(&k);
         ck_assert_str_eq(v, "20");
         ck_assert_int_eq(target_elsewhere(), 20);
-        ck_assert_int_eq(backend_cpu.write(root, &k, "7"), 0);
+        ck_assert_int_eq(backend_write(&backend_cpu, root, &k, "7"), 0);
         ck_assert_int_eq(target_elsewhere(), 7);
 
         /* restored: the recorded target again, and no request of ours left when it is the default */
-        ck_assert_int_eq(backend_cpu.write(root, &k, orig), 0);
+        ck_assert_int_eq(backend_write(&backend_cpu, root, &k, orig), 0);
         _cleanup_free_ char *v2 = read_value(&k);
         ck_assert_str_eq(v2, orig);
         ck_assert_int_eq(target_elsewhere(), o);
@@ -101,7 +101,7 @@ START_TEST(test_pm_qos) {
                 ck_assert(!cpu_pm_qos_held(NULL));
 
         /* turning the holder off drops a request */
-        ck_assert_int_eq(backend_cpu.write(root, &k, "9"), 0);
+        ck_assert_int_eq(backend_write(&backend_cpu, root, &k, "9"), 0);
         ck_assert_int_eq(target_elsewhere(), 9);
         cpu_pm_qos_set_holder(false);
         ck_assert(!cpu_pm_qos_held(NULL));
@@ -136,10 +136,10 @@ START_TEST(test_idle_disable) {
         _cleanup_free_ char *orig = read_value(&k);
         ck_assert_ptr_nonnull(orig);
         const char *other = streq(orig, "0") ? "1" : "0";
-        ck_assert_int_eq(backend_cpu.write(root, &k, other), 0);
+        ck_assert_int_eq(backend_write(&backend_cpu, root, &k, other), 0);
         _cleanup_free_ char *v = read_value(&k);
         ck_assert_str_eq(v, other);
-        ck_assert_int_eq(backend_cpu.write(root, &k, orig), 0);
+        ck_assert_int_eq(backend_write(&backend_cpu, root, &k, orig), 0);
         _cleanup_free_ char *v2 = read_value(&k);
         ck_assert_str_eq(v2, orig);
 }
@@ -161,7 +161,7 @@ START_TEST(test_governor) {
         _cleanup_free_ char *orig = read_value(&k);
         ck_assert_ptr_nonnull(orig);
         /* the same governor again: the write path without changing the machine */
-        ck_assert_int_eq(backend_cpu.write(root, &k, orig), 0);
+        ck_assert_int_eq(backend_write(&backend_cpu, root, &k, orig), 0);
         _cleanup_free_ char *v = read_value(&k);
         ck_assert_str_eq(v, orig);
 }

@@ -641,7 +641,7 @@ static void assert_same_tree(const char *before, const char *dir) {
 }
 
 static int write_knob(Root *r, const Knob *k, const char *value) {
-        return backend_for(k->domain)->write(r, k, value);
+        return backend_write(backend_for(k->domain), r, k, value);
 }
 
 static char *read_value(Root *r, const Knob *k) {

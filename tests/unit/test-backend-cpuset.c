@@ -403,15 +403,21 @@ START_TEST(test_v2_invalid_partition) {
                       .path = (char *) "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus" };
         Knob part = { .id = (char *) "cpuset/rtpart-rt/partition", .domain = DOMAIN_CPUSET, .kind = VALUE_AUTO,
                       .path = (char *) "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.partition" };
-        ck_assert_int_eq(backend_cpuset.write(root, &cpus, "4-11"), 0);
-        ck_assert_int_eq(backend_cpuset.write(root, &part, "isolated"), -EINVAL);
-        ck_assert_str_eq(cpuset_last_status(), "isolated invalid (Cpu list in cpuset.cpus not exclusive)");
-        ck_assert_int_eq(backend_cpuset.write(root, &cpus, "4-7"), 0);
-        ck_assert_ptr_null(cpuset_last_status());
-        ck_assert_int_eq(backend_cpuset.write(root, &part, "isolated"), 0);
+        ck_assert_int_eq(backend_write(&backend_cpuset, root, &cpus, "4-11"), 0);
+        /* The kernel takes the mode and says why it is invalid when read: the write's reason. */
+        _cleanup_(knob_result_done) KnobResult w = {};
+        ck_assert_int_eq(backend_cpuset.write(root, &part, "isolated", &w), -EINVAL);
+        ck_assert_int_eq(w.status, KNOB_FAILED);
+        ck_assert_int_eq(w.error, -EINVAL);
+        ck_assert_str_eq(w.reason, "isolated invalid (Cpu list in cpuset.cpus not exclusive)");
+        knob_result_done(&w);
+        ck_assert_int_eq(backend_cpuset.write(root, &cpus, "4-7", &w), 0);
+        ck_assert_int_eq(w.status, KNOB_DONE);
+        ck_assert_ptr_null(w.reason);
+        ck_assert_int_eq(backend_write(&backend_cpuset, root, &part, "isolated"), 0);
         tree_assert_file(host_dir, "sys/fs/cgroup/cpuset.cpus.isolated", "4-7\n");
         /* Absent again: member, then gone. */
-        ck_assert_int_eq(backend_cpuset.write(root, &part, NULL), 0);
+        ck_assert_int_eq(backend_write(&backend_cpuset, root, &part, NULL), 0);
         ck_assert(!tree_exists(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice"));
         tree_assert_file(host_dir, "sys/fs/cgroup/cpuset.cpus.isolated", "\n");
 }

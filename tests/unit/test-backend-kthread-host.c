@@ -109,25 +109,25 @@ static void sched_cycle(pid_t tid, const char *comm) {
         orig = read_value(&k);
         ck_assert_ptr_nonnull(orig);
 
-        int r = backend_kthread.write(root, &k, "fifo:2");
+        int r = backend_write(&backend_kthread, root, &k, "fifo:2");
         ck_assert_msg(r == 0, "write fifo:2 on %d: %d (%s)", (int) tid, r, r < 0 ? strerror(-r) : "");
         expect_sched(tid, SCHED_FIFO, 2);
         _cleanup_free_ char *v1 = read_value(&k);
         ck_assert_str_eq(v1, "fifo:2");
 
-        ck_assert_int_eq(backend_kthread.write(root, &k, "rr:3"), 0);
+        ck_assert_int_eq(backend_write(&backend_kthread, root, &k, "rr:3"), 0);
         expect_sched(tid, SCHED_RR, 3);
 
-        ck_assert_int_eq(backend_kthread.write(root, &k, "other:0"), 0);
+        ck_assert_int_eq(backend_write(&backend_kthread, root, &k, "other:0"), 0);
         expect_sched(tid, SCHED_OTHER, 0);
         _cleanup_free_ char *v2 = read_value(&k);
         ck_assert_str_eq(v2, "other:0");
 
         /* a value the kernel refuses for its own reasons is an error, not a refusal */
-        ck_assert_int_eq(backend_kthread.write(root, &k, "fifo:0"), -EINVAL);
+        ck_assert_int_eq(backend_write(&backend_kthread, root, &k, "fifo:0"), -EINVAL);
 
         /* restored: exactly what was recorded */
-        ck_assert_int_eq(backend_kthread.write(root, &k, orig), 0);
+        ck_assert_int_eq(backend_write(&backend_kthread, root, &k, orig), 0);
         expect_sched(tid, orig_policy & ~SCHED_RESET_ON_FORK, op.sched_priority);
         _cleanup_free_ char *v3 = read_value(&k);
         ck_assert_str_eq(v3, orig);
@@ -151,7 +151,7 @@ static void affinity_cycle(pid_t tid, const char *comm) {
         ck_assert_int_ge(first, 0);
         ck_assert(asprintf(&one, "%d", first) >= 0);
 
-        ck_assert_int_eq(backend_kthread.write(root, &k, one), 0);
+        ck_assert_int_eq(backend_write(&backend_kthread, root, &k, one), 0);
         ck_assert_int_eq(sched_getaffinity(tid, sizeof(now), &now), 0);
         ck_assert_int_eq(CPU_COUNT(&now), 1);
         ck_assert(CPU_ISSET(first, &now));
@@ -159,7 +159,7 @@ static void affinity_cycle(pid_t tid, const char *comm) {
         ck_assert_str_eq(v, one);
 
         /* restored */
-        ck_assert_int_eq(backend_kthread.write(root, &k, orig), 0);
+        ck_assert_int_eq(backend_write(&backend_kthread, root, &k, orig), 0);
         ck_assert_int_eq(sched_getaffinity(tid, sizeof(now), &now), 0);
         ck_assert(CPU_EQUAL(&now, &before));
         _cleanup_free_ char *v2 = read_value(&k);
@@ -211,8 +211,8 @@ START_TEST(test_child_process) {
         Knob k = make_knob(id, path, false);
         ck_assert_int_eq(kill(child, SIGKILL), 0);
         ck_assert_int_eq(waitpid(child, NULL, 0), child);
-        ck_assert_int_eq(backend_kthread.write(root, &k, "fifo:2"), KNOB_SKIPPED);
-        ck_assert_int_eq(backend_kthread.write(root, &k, NULL), 0);
+        ck_assert_int_eq(backend_write(&backend_kthread, root, &k, "fifo:2"), KNOB_SKIPPED);
+        ck_assert_int_eq(backend_write(&backend_kthread, root, &k, NULL), 0);
         _cleanup_free_ char *v = read_value(&k);
         ck_assert_ptr_null(v);
 }
@@ -231,7 +231,7 @@ START_TEST(test_foreign_task) {
         Knob k = make_knob(id, (char *) "proc/1/stat", false);
         _cleanup_free_ char *v = read_value(&k);
         ck_assert_ptr_null(v);
-        ck_assert_int_eq(backend_kthread.write(root, &k, cur), KNOB_SKIPPED);
+        ck_assert_int_eq(backend_write(&backend_kthread, root, &k, cur), KNOB_SKIPPED);
 }
 END_TEST
 
@@ -273,7 +273,7 @@ START_TEST(test_pinned_refused) {
         Knob k = make_knob(id, path, true);
         _cleanup_free_ char *v = read_value(&k);
         ck_assert_str_eq(v, cpus);
-        ck_assert_int_eq(backend_kthread.write(root, &k, cpus), KNOB_REFUSED);
+        ck_assert_int_eq(backend_write(&backend_kthread, root, &k, cpus), KNOB_REFUSED);
 }
 END_TEST
 

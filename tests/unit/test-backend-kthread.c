@@ -424,8 +424,8 @@ START_TEST(test_write_fake_root) {
                 const Knob *k = &p->knobs[i];
                 if (k->domain != DOMAIN_KTHREAD)
                         continue;
-                ck_assert_int_eq(backend_kthread.write(root, k, k->desired), KNOB_SKIPPED);
-                ck_assert_int_eq(backend_kthread.write(root, k, k->current), KNOB_SKIPPED);
+                ck_assert_int_eq(backend_write(&backend_kthread, root, k, k->desired), KNOB_SKIPPED);
+                ck_assert_int_eq(backend_write(&backend_kthread, root, k, k->current), KNOB_SKIPPED);
                 n++;
         }
         ck_assert_uint_gt(n, 5);
@@ -445,14 +445,14 @@ START_TEST(test_write_fake_root) {
         _cleanup_free_ char *pv = NULL;
         ck_assert_int_eq(backend_kthread.read(root, &pin, &pv), 0);
         ck_assert_str_eq(pv, "0");
-        ck_assert_int_eq(backend_kthread.write(root, &pin, "0"), KNOB_SKIPPED);
+        ck_assert_int_eq(backend_write(&backend_kthread, root, &pin, "0"), KNOB_SKIPPED);
 
         /* a knob id that is not the kthread backend's is an error, whatever the root */
         Knob bad = *knob(p, "kthread/ksoftirqd/0/sched");
         bad.id = (char *) "kthread/ksoftirqd/0/nice";
-        ck_assert_int_eq(backend_kthread.write(root, &bad, "fifo:2"), -EINVAL);
+        ck_assert_int_eq(backend_write(&backend_kthread, root, &bad, "fifo:2"), -EINVAL);
         bad.id = (char *) "irq/41/affinity";
-        ck_assert_int_eq(backend_kthread.write(root, &bad, "0"), -EINVAL);
+        ck_assert_int_eq(backend_write(&backend_kthread, root, &bad, "0"), -EINVAL);
 }
 END_TEST
 
@@ -469,7 +469,7 @@ START_TEST(test_fixture_write) {
         ck_assert(!root_is_system(r) && !root_can(r, ROOT_CAN_SCHEDULE));
         for (size_t i = 0; i < p->n_knobs; i++)
                 if (p->knobs[i].domain == DOMAIN_KTHREAD)
-                        ck_assert_int_eq(backend_kthread.write(r, &p->knobs[i], p->knobs[i].desired), KNOB_SKIPPED);
+                        ck_assert_int_eq(backend_write(&backend_kthread, r, &p->knobs[i], p->knobs[i].desired), KNOB_SKIPPED);
         plan_free(p);
         host_free(h);
         root_free(r);

@@ -450,9 +450,9 @@ START_TEST(test_not_mounted) {
         knob(q, "resctrl/mount", NULL, "mounted,cdp");
         /* Under --root nothing is mounted and the groups wait for it: skipped, not written. */
         k = plan_find(q, "resctrl/mount");
-        ck_assert_int_eq(backend_resctrl.write(root, k, k->desired), KNOB_SKIPPED);
+        ck_assert_int_eq(backend_write(&backend_resctrl, root, k, k->desired), KNOB_SKIPPED);
         k = plan_find(q, "resctrl/rt/cpus");
-        ck_assert_int_eq(backend_resctrl.write(root, k, k->desired), KNOB_SKIPPED);
+        ck_assert_int_eq(backend_write(&backend_resctrl, root, k, k->desired), KNOB_SKIPPED);
         ck_assert(!tree_exists(host_dir, "sys/fs/resctrl/rt"));
         /* CPUs are still checked. */
         plan_err("{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"1-2\"}, {\"name\": \"b\", \"cpus\": \"2-3\"}]}}",
@@ -577,16 +577,22 @@ START_TEST(test_kernel_refusal) {
         open_host();
         Knob rt = { .id = (char *) "resctrl/rt/schemata/L3", .domain = DOMAIN_RESCTRL, .kind = VALUE_SCHEMATA,
                     .path = (char *) "sys/fs/resctrl/rt/schemata" };
-        ck_assert_int_eq(backend_resctrl.write(root, &rt, "0=300;1=300"), -EINVAL);
-        ck_assert_str_eq(resctrl_last_status(), "Overlaps with exclusive group");
-        ck_assert_int_eq(backend_resctrl.write(root, &rt, "0=180;1=180"), 0);
-        ck_assert_ptr_null(resctrl_last_status());
+        _cleanup_(knob_result_done) KnobResult w = {};
+        ck_assert_int_eq(backend_resctrl.write(root, &rt, "0=300;1=300", &w), -EINVAL);
+        ck_assert_int_eq(w.status, KNOB_FAILED);
+        ck_assert_int_eq(w.error, -EINVAL);
+        ck_assert_str_eq(w.reason, "Overlaps with exclusive group");
+        knob_result_done(&w);
+        ck_assert_int_eq(backend_resctrl.write(root, &rt, "0=180;1=180", &w), 0);
+        ck_assert_int_eq(w.status, KNOB_DONE);
+        ck_assert_ptr_null(w.reason);
         Knob mode = { .id = (char *) "resctrl/rt/mode", .domain = DOMAIN_RESCTRL, .kind = VALUE_AUTO,
                       .path = (char *) "sys/fs/resctrl/rt/mode" };
         /* The default group (1ff) still shares 180: exclusive mode is refused until it shrinks. */
-        ck_assert_int_eq(backend_resctrl.write(root, &mode, "exclusive"), -EINVAL);
-        ck_assert_str_eq(resctrl_last_status(), "Schemata overlaps");
-        ck_assert_int_eq(backend_resctrl.write(root, &mode, NULL), 0);
+        knob_result_done(&w);
+        ck_assert_int_eq(backend_resctrl.write(root, &mode, "exclusive", &w), -EINVAL);
+        ck_assert_str_eq(w.reason, "Schemata overlaps");
+        ck_assert_int_eq(backend_write(&backend_resctrl, root, &mode, NULL), 0);
         ck_assert(!tree_exists(host_dir, "sys/fs/resctrl/rt"));
         tree_assert_file(host_dir, "sys/fs/resctrl/cpus_list", "0-31\n");
 }
@@ -612,8 +618,11 @@ START_TEST(test_out_of_closids) {
         open_host();
         Knob cpus = { .id = (char *) "resctrl/rt/cpus", .domain = DOMAIN_RESCTRL, .kind = VALUE_CPU_LIST,
                       .path = (char *) "sys/fs/resctrl/rt/cpus_list" };
-        ck_assert_int_eq(backend_resctrl.write(root, &cpus, "2-5"), -ENOSPC);
-        ck_assert_str_eq(resctrl_last_status(), "out of CLOSIDs");
+        /* The group the write made is removed again, and the reason is the mkdir's. */
+        _cleanup_(knob_result_done) KnobResult w = {};
+        ck_assert_int_eq(backend_resctrl.write(root, &cpus, "2-5", &w), -ENOSPC);
+        ck_assert_int_eq(w.status, KNOB_FAILED);
+        ck_assert_str_eq(w.reason, "out of CLOSIDs");
 }
 END_TEST
 

@@ -50,3 +50,14 @@ int test_run(Suite *s);
 char *test_mini_host(unsigned cpus, bool smt, unsigned nodes);
 /* Writes a profile file into dir and returns its path. */
 char *test_profile(const char *dir, const char *name, const char *json);
+
+/* A backend's write verb, its result checked against its return and then dropped: KNOB_DONE,
+ * KNOB_REFUSED, KNOB_SKIPPED or the negative errno. */
+static inline int backend_write(const Backend *b, Root *r, const Knob *k, const char *value) {
+        KnobResult w = { .reason = (char *) 0x1 };
+        int x = b->write(r, k, value, &w);
+        ck_assert_int_eq(x < 0 ? KNOB_FAILED : x, w.status);
+        ck_assert_int_eq(x < 0 ? x : 0, w.error);
+        knob_result_done(&w);
+        return x;
+}
