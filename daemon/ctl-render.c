@@ -62,17 +62,9 @@ int render_list(json_t *doc) {
 }
 
 static void print_domain_header(Domain d, json_t *host) {
-        switch (d) {
-        case DOMAIN_BOOT:
-                printf("\nboot (kernel command line, effective after reboot; bootloader: %s)\n", strempty(jstr(host, "bootloader")));
-                return;
-        case DOMAIN_CPUSET:
-                printf("\ncpuset (cgroup %s%s)\n", strempty(jstr(host, "cgroup")),
-                       jtrue(host, "systemd") ? ", slices through systemd" : "");
-                return;
-        default:
-                printf("\n%s\n", domain_to_string(d));
-        }
+        const Backend *b = backend_for(d);
+        _cleanup_free_ char *heading = b && b->heading ? b->heading(host) : NULL;
+        printf("\n%s\n", heading ?: domain_to_string(d));
 }
 
 static void print_knob(json_t *k, bool changed, size_t width) {

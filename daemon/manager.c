@@ -209,6 +209,7 @@ static int prepare_journal(Manager *m, bool want_plan, bool check_hash, Prepared
 static void settings_reset(Manager *m) {
         for (int d = 0; d < _DOMAIN_MAX; d++)
                 m->policy[d] = DRIFT_REPORT;
+        m->policy_default = DRIFT_REPORT;
         m->profile_interval_usec = 0;
         manager_task_settings(m, NULL);
 }
@@ -221,6 +222,7 @@ static void settings_from_resolved(Manager *m, const Resolved *r) {
                 def = DRIFT_REPORT;
         for (int d = 0; d < _DOMAIN_MAX; d++)
                 m->policy[d] = def;
+        m->policy_default = def;
         const char *key;
         json_t *v;
         json_object_foreach(json_object_get(drift, "domains"), key, v) {
@@ -276,48 +278,48 @@ static void settings_refresh(Manager *m) {
         apply_interval(m);
 }
 
-static bool knob_watchable(const JournalKnob *k) {
-        if (!k->path)
-                return false;
-        switch (k->domain) {
-        case DOMAIN_KTHREAD:    /* proc/PID/stat: the proc connector and the timer */
-        case DOMAIN_BOOT:
-                return false;
-        case DOMAIN_CPU:
-                return !streq(k->id, "cpu/pm_qos"); /* a character device */
-        default:
-                return true;
+/* The files to watch, each with its knob; the paths are owned. */
+typedef struct WatchList {
+        WatchFile *files;
+        size_t n, cap;
+} WatchList;
+
+static void watch_list_done(WatchList *l) {
+        for (size_t i = 0; i < l->n; i++)
+                free((char *) l->files[i].path);
+        free(l->files);
+        *l = (WatchList) {};
+}
+
+/* The files each applied knob's backend names (an IRQ's smp_affinity_list and smp_affinity; no
+ * file for a thread or a boot argument). */
+static int watch_list_build(const Journal *j, WatchList *l) {
+        for (size_t i = 0; i < j->n_applied; i++) {
+                Knob kn = journal_knob(&j->applied[i]);
+                const Backend *b = backend_for(kn.domain);
+                _cleanup_strv_free_ char **paths = NULL;
+                int r = b && b->watch ? b->watch(&kn, &paths) : 0;
+                if (r < 0)
+                        return r;
+                for (char **p = paths; r > 0 && *p; p++) {
+                        if (GROW_ARRAY(l->files, l->cap, l->n, 64) < 0)
+                                return -ENOMEM;
+                        l->files[l->n++] = (WatchFile) { j->applied[i].id, TAKE_PTR(*p) };
+                }
         }
+        return 0;
 }
 
 static void watch_refresh(Manager *m) {
-        _cleanup_free_ WatchFile *files = NULL;
-        _cleanup_strv_free_ char **extra = NULL;
-        size_t n = 0, n_extra = 0;
+        _cleanup_(watch_list_done) WatchList l = {};
         uint64_t key = 0;
 
         if (!m->watcher || !m->journal)
                 return;
-        /* At most two files a knob: /proc/irq/N/smp_affinity is another inode over the value of
-         * smp_affinity_list, and is watched too. */
-        files = calloc(2 * m->journal->n_applied + 1, sizeof(WatchFile));
-        if (!files)
+        if (watch_list_build(m->journal, &l) < 0)
                 return;
-        for (size_t i = 0; i < m->journal->n_applied; i++) {
-                const JournalKnob *k = &m->journal->applied[i];
-                if (!knob_watchable(k))
-                        continue;
-                files[n++] = (WatchFile) { k->id, k->path };
-                size_t len = strlen(k->path);
-                if (k->domain == DOMAIN_IRQ && len > 5 && streq(k->path + len - 5, "_list")) {
-                        char *sib = strndup(k->path, len - 5);
-                        if (!sib || strv_push(&extra, sib) < 0) {
-                                free(sib);
-                                return;
-                        }
-                        files[n++] = (WatchFile) { k->id, extra[n_extra++] };
-                }
-        }
+        const WatchFile *files = l.files;
+        size_t n = l.n;
         /* What the watcher has is known by its digest: the same files again are only a flush of the
          * events our own writes raised. */
         for (size_t i = 0; i < n; i++) {
@@ -557,11 +559,14 @@ static void check_some(Manager *m, char **ids) {
                 drift_update(m, found, ids);
 }
 
-static void check_domain(Manager *m, Domain d) {
+/* The applied knobs whose backends have flag. */
+static void check_flagged(Manager *m, BackendFlags flag) {
         _cleanup_strv_free_ char **ids = NULL;
-        for (size_t i = 0; m->journal && i < m->journal->n_applied; i++)
-                if (m->journal->applied[i].domain == d)
+        for (size_t i = 0; m->journal && i < m->journal->n_applied; i++) {
+                const Backend *b = backend_for(m->journal->applied[i].domain);
+                if (b && (b->flags & flag))
                         (void) strv_extend(&ids, m->journal->applied[i].id);
+        }
         if (ids)
                 check_some(m, ids);
 }
@@ -920,7 +925,7 @@ int manager_status(Manager *m, json_t **ret, ManagerError *e) {
                                                               "interval_s", (json_int_t) (m->watcher ? watcher_get_interval(m->watcher) / 1000000ULL : 0),
                                                               "drift_events", (json_int_t) m->drift_events,
                                                               "safety_checks", (json_int_t) m->safety_checks,
-                                                              "policy", drift_policy_to_string(m->policy[DOMAIN_SYSCTL]),
+                                                              "policy", drift_policy_to_string(m->policy_default),
                                                               "streams", (json_int_t) m->n_streams,
                                                               "task_check", m->task_check,
                                                               "tasks_on_isolated",
@@ -983,7 +988,7 @@ static void on_device_added(Watcher *w, const char *action, const char *devpath,
 static void on_kthreads_forked(Watcher *w, void *userdata) {
         Manager *m = userdata;
         log_debug("kthreadd forked: checking kernel threads");
-        check_domain(m, DOMAIN_KTHREAD);
+        check_flagged(m, BACKEND_FOLLOWS_FORKS);
         adopt_new(m, "new kernel threads");
 }
 

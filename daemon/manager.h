@@ -68,6 +68,7 @@ struct Manager {
         char *profile;                  /* active profile (the journal's), NULL */
         char *settings_hash;            /* the journal hash the settings below were read for */
         DriftPolicy policy[_DOMAIN_MAX];
+        DriftPolicy policy_default; /* the profile's "drift" policy, before per-domain ones */
         uint64_t profile_interval_usec;
         uint64_t irq_signature;
 

@@ -554,6 +554,18 @@ static int boot_flush(Root *root, const Host *host, char **ret_note) {
         return asprintf(ret_note, "grub.cfg regenerated; the new kernel arguments take effect at the next boot") < 0 ? -ENOMEM : 0;
 }
 
+static int boot_running(const Knob *k, const char *running_cmdline, char **ret) {
+        if (!startswith(k->id, "boot/"))
+                return -EINVAL;
+        return cmdline_get(running_cmdline, k->id + strlen("boot/"), ret);
+}
+
+static char *boot_heading(json_t *host) {
+        char *s;
+        return asprintf(&s, "boot (kernel command line, effective after reboot; bootloader: %s)",
+                        strempty(json_string_value(json_object_get(host, "bootloader")))) < 0 ? NULL : s;
+}
+
 const Backend backend_boot = {
         .domain = DOMAIN_BOOT,
         .name = "boot",
@@ -561,4 +573,8 @@ const Backend backend_boot = {
         .read = boot_read,
         .write = boot_write,
         .flush = boot_flush,
+        .flags = BACKEND_REBOOT_ONLY,
+        .running = boot_running,
+        .heading = boot_heading,
+        .watch = knob_watch_none, /* bootloader files: verified at start and by the timer */
 };

@@ -510,10 +510,18 @@ static int cpu_write(Root *root, const Knob *k, const char *value, KnobResult *r
         return knob_result_finish(ret, r);
 }
 
+static int cpu_watch(const Knob *k, char ***ret_paths) {
+        if (streq(k->id, "cpu/pm_qos"))
+                return knob_watch_none(k, ret_paths); /* a character device */
+        return knob_watch_file(k, ret_paths);
+}
+
 const Backend backend_cpu = {
         .domain = DOMAIN_CPU,
         .name = "cpu",
         .plan = cpu_plan,
         .read = cpu_read,
         .write = cpu_write,
+        .flags = BACKEND_NEEDS_DAEMON,
+        .watch = cpu_watch,
 };

@@ -925,10 +925,18 @@ static int cpuset_write(Root *root, const Knob *k, const char *value, KnobResult
         return knob_result_finish(ret, r);
 }
 
+static char *cpuset_heading(json_t *host) {
+        char *s;
+        return asprintf(&s, "cpuset (cgroup %s%s)", strempty(json_string_value(json_object_get(host, "cgroup"))),
+                        json_is_true(json_object_get(host, "systemd")) ? ", slices through systemd" : "") < 0 ? NULL : s;
+}
+
 const Backend backend_cpuset = {
         .domain = DOMAIN_CPUSET,
         .name = "cpuset",
         .plan = cpuset_plan,
         .read = cpuset_read,
         .write = cpuset_write,
+        .watch = knob_watch_file,
+        .heading = cpuset_heading,
 };

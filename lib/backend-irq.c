@@ -135,6 +135,29 @@ static int irq_write(Root *root, const Knob *k, const char *value, KnobResult *r
         return knob_result_finish(ret, r);
 }
 
+/* /proc/irq/N/smp_affinity is another inode over the value of smp_affinity_list: both are
+ * watched. */
+static int irq_watch(const Knob *k, char ***ret_paths) {
+        _cleanup_strv_free_ char **l = NULL;
+        size_t len = k->path ? strlen(k->path) : 0;
+        if (!k->path) {
+                *ret_paths = NULL;
+                return 0;
+        }
+        if (strv_extend(&l, k->path) < 0)
+                return -ENOMEM;
+        if (len > 5 && streq(k->path + len - 5, "_list")) {
+                char *sib = strndup(k->path, len - 5);
+                if (!sib || strv_push(&l, sib) < 0) {
+                        free(sib);
+                        return -ENOMEM;
+                }
+        }
+        int n = (int) strv_length(l);
+        *ret_paths = TAKE_PTR(l);
+        return n;
+}
+
 const Backend backend_irq = {
         .domain = DOMAIN_IRQ,
         .name = "irq",
@@ -142,6 +165,8 @@ const Backend backend_irq = {
         .read = irq_read,
         .write = irq_write,
         .refusal_reason = IRQ_REFUSAL,
+        .flags = BACKEND_OBJECTS_VANISH,
+        .watch = irq_watch,
 };
 
 /* irqbalance: the banned CPU list in its environment file, so that it never moves an IRQ onto an
@@ -261,4 +286,5 @@ const Backend backend_irqbalance = {
         .read = irqbalance_read,
         .write = irqbalance_write,
         .flush = irqbalance_flush,
+        .watch = knob_watch_file,
 };

@@ -560,4 +560,5 @@ const Backend backend_module = {
         .plan = module_plan,
         .read = module_read,
         .write = module_write,
+        .watch = knob_watch_file,
 };

@@ -1237,4 +1237,5 @@ const Backend backend_resctrl = {
         .plan = resctrl_plan,
         .read = resctrl_read,
         .write = resctrl_write,
+        .watch = knob_watch_file,
 };

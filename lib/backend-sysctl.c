@@ -68,6 +68,7 @@ const Backend backend_sysctl = {
         .plan = sysctl_plan,
         .read = knob_read_file,
         .write = knob_write_file_verb,
+        .watch = knob_watch_file,
 };
 
 /* sysfs: any path under /sys, with wildcards; two patterns reaching the same file through
@@ -150,4 +151,5 @@ const Backend backend_sysfs = {
         .plan = sysfs_plan,
         .read = knob_read_file,
         .write = knob_write_file_verb,
+        .watch = knob_watch_file,
 };

@@ -90,6 +90,17 @@ void knob_result_reason(KnobResult *r, const char *fmt, ...) _printf_(2, 3);
  * status and error (its reason stays) and returns r. */
 int knob_result_finish(KnobResult *ret, int r);
 
+/* What a domain is like, for the engine and the daemon to ask instead of naming it. */
+typedef enum BackendFlags {
+        BACKEND_REBOOT_ONLY = 1 << 0,   /* takes effect at the next boot: verify also compares with
+                                         * what the running system uses (running) */
+        BACKEND_OBJECTS_VANISH = 1 << 1, /* its objects come and go (IRQs with their devices, threads):
+                                          * an absent one has vanished, it has not drifted */
+        BACKEND_NEEDS_DAEMON = 1 << 2,  /* some knobs hold only while rtpartd runs (pm_qos requests) */
+        BACKEND_FOLLOWS_FORKS = 1 << 3, /* its objects are threads: checked again when the kernel
+                                         * forks some (the proc connector), as no file says so */
+} BackendFlags;
+
 typedef struct Backend {
         Domain domain;
         const char *name;
@@ -109,12 +120,25 @@ typedef struct Backend {
         /* Why the kernel refuses a write as expected (KNOB_REFUSED), when the write says nothing
          * more. NULL: this domain is never refused. */
         const char *refusal_reason;
+        BackendFlags flags;
+        /* BACKEND_REBOOT_ONLY: the value the running system uses (from its command line), NULL if
+         * none. */
+        int (*running)(const Knob *k, const char *running_cmdline, char **ret);
+        /* The files whose change means the knob may have drifted (root-relative; none: the daemon's
+         * timer or the proc connector sees it). Returns their number and *ret_paths (a strv, NULL
+         * when there are none). */
+        int (*watch)(const Knob *k, char ***ret_paths);
+        /* What a plan shows above this domain's knobs, from the plan document's "host" object
+         * ({"bootloader": …, "cgroup": …, "systemd": …}); a new string. NULL: the name. */
+        char *(*heading)(json_t *host);
 } Backend;
 
 extern const Backend backend_boot, backend_irq, backend_irqbalance, backend_cpuset, backend_resctrl,
         backend_sysctl, backend_sysfs, backend_kthread, backend_cpu, backend_module;
 
 const Backend *backend_for(Domain d);
+/* Every backend, in the order of application; *ret_n of them. */
+const Backend * const *backend_table(size_t *ret_n);
 const char *domain_to_string(Domain d);
 Domain domain_from_string(const char *s);
 
@@ -134,6 +158,9 @@ int knob_write_file(Root *root, const Knob *k, const char *value);
 int knob_write_file_verb(Root *root, const Knob *k, const char *value, KnobResult *ret);
 /* "always [madvise] never" → "madvise"; other values as they are. */
 char *value_for_write(ValueKind kind, const char *v);
+/* Watch verbs: the knob's own file (if it has one), or none. */
+int knob_watch_file(const Knob *k, char ***ret_paths);
+int knob_watch_none(const Knob *k, char ***ret_paths);
 /* Reads a knob file: first line, trimmed; -ENOENT if missing. */
 int knob_read_file(Root *root, const Knob *k, char **ret);
 

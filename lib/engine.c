@@ -157,6 +157,11 @@ int engine_recover(Root *root, const Host *host, EngineResult *res) {
         return recover_journal(root, host, j, res);
 }
 
+static bool backend_has(const Knob *k, BackendFlags f) {
+        const Backend *b = backend_for(k->domain);
+        return b && (b->flags & f);
+}
+
 /* Why the kernel refused a write, as the journal keeps it for an unmovable knob. */
 static const char *refusal_reason(const Knob *k, const KnobResult *w) {
         const Backend *b = backend_for(k->domain);
@@ -295,7 +300,7 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                         (void) b->read(root, &kn, &cur);
                 if (value_equal(kn.kind, cur, orig->value))
                         continue;
-                if (!cur && (kn.domain == DOMAIN_IRQ || kn.domain == DOMAIN_KTHREAD)) {
+                if (!cur && backend_has(&kn, BACKEND_OBJECTS_VANISH)) {
                         /* Gone with its device or thread: nothing left to put back. */
                         journal_remove_original(j, id);
                         continue;
@@ -641,7 +646,7 @@ static int verify_core(Root *root, const Journal *j, const char *running_cmdline
                 if (!b || !b->read)
                         continue;
                 k = b->read(root, &kn, &cur);
-                if ((k == -ENOENT || (k >= 0 && !cur)) && (kn.domain == DOMAIN_IRQ || kn.domain == DOMAIN_KTHREAD)) {
+                if ((k == -ENOENT || (k >= 0 && !cur)) && (b->flags & BACKEND_OBJECTS_VANISH)) {
                         /* The IRQ went with its device, the thread exited: nothing to hold, nothing
                          * drifted. */
                         (void) strv_extend(&v.vanished, kn.id);
@@ -664,12 +669,12 @@ static int verify_core(Root *root, const Journal *j, const char *running_cmdline
                         };
                         continue;
                 }
-                if (kn.domain == DOMAIN_BOOT || kn.reboot) {
+                if ((b->flags & BACKEND_REBOOT_ONLY) || kn.reboot) {
                         /* Configured as wanted; is it what the running system uses? */
                         _cleanup_free_ char *running = NULL;
                         bool live;
-                        if (kn.domain == DOMAIN_BOOT) {
-                                (void) cmdline_get(running_cmdline, kn.id + strlen("boot/"), &running);
+                        if (b->running) {
+                                (void) b->running(&kn, running_cmdline, &running);
                                 live = value_equal(kn.kind, running, want);
                         } else
                                 live = kn.path && root_read_line(root, kn.path, &running) >= 0 &&

@@ -75,6 +75,11 @@ const Backend *backend_for(Domain d) {
         return NULL;
 }
 
+const Backend * const *backend_table(size_t *ret_n) {
+        *ret_n = ELEMENTSOF(backends);
+        return backends;
+}
+
 Plan *plan_free(Plan *p) {
         if (!p)
                 return NULL;
@@ -408,21 +413,34 @@ int knob_write_file_verb(Root *root, const Knob *k, const char *value, KnobResul
         return knob_result_finish(ret, knob_write_file(root, k, value));
 }
 
+int knob_watch_file(const Knob *k, char ***ret_paths) {
+        char **l = NULL;
+        if (k->path && strv_extend(&l, k->path) < 0)
+                return -ENOMEM;
+        *ret_paths = l;
+        return k->path ? 1 : 0;
+}
+
+int knob_watch_none(const Knob *k, char ***ret_paths) {
+        *ret_paths = NULL;
+        return 0;
+}
+
 void knob_result_done(KnobResult *r) {
         free(r->reason);
         *r = (KnobResult) {};
 }
 
 void knob_result_reason(KnobResult *r, const char *fmt, ...) {
-        char *s;
+        char *s = NULL;
         va_list ap;
         va_start(ap, fmt);
-        int n = vasprintf(&s, fmt, ap);
+        /* A reason is a courtesy: without memory for it, the errno still says what. */
+        if (vasprintf(&s, fmt, ap) >= 0) {
+                free(r->reason);
+                r->reason = s;
+        }
         va_end(ap);
-        if (n < 0)
-                return; /* a reason is a courtesy: without memory, the errno still says what */
-        free(r->reason);
-        r->reason = s;
 }
 
 int knob_result_finish(KnobResult *ret, int r) {
