@@ -609,6 +609,8 @@ START_TEST(test_out_of_closids) {
         EngineResult res = {};
         ck_assert_int_eq(tree_apply(host_dir, prof, &res), -ENOSPC);
         ck_assert(res.rolled_back);
+        /* The engine takes the kernel's reason from the write's result. */
+        ck_assert_str_eq(res.failed_detail, "out of CLOSIDs");
         engine_result_done(&res);
         /* As on a real kernel, the refusal's reason stays in last_cmd_status. */
         tree_assert_file(host_dir, "sys/fs/resctrl/info/last_cmd_status", "out of CLOSIDs\n");
