@@ -164,11 +164,19 @@ static int method_describe(sd_bus_message *msg, void *userdata, sd_bus_error *er
         return method_simple(msg, userdata, manager_describe, false, error);
 }
 
-static int append_drift(sd_bus_message *msg, const DriftEntry *entries, size_t n) {
-        int r = sd_bus_message_open_container(msg, 'a', "(ssss)");
+/* Into an open a(ssss). */
+static int append_entries(sd_bus_message *msg, const DriftEntry *entries, size_t n) {
+        int r = 0;
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = sd_bus_message_append(msg, "(ssss)", entries[i].knob, entries[i].domain,
                                           entries[i].expected ?: ABSENT, entries[i].actual ?: ABSENT);
+        return r;
+}
+
+static int append_drift(sd_bus_message *msg, const DriftEntry *entries, size_t n) {
+        int r = sd_bus_message_open_container(msg, 'a', "(ssss)");
+        if (r >= 0)
+                r = append_entries(msg, entries, n);
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(msg);
@@ -182,12 +190,10 @@ static int method_get_drift(sd_bus_message *msg, void *userdata, sd_bus_error *e
                 return r;
         /* The knobs, then the user tasks: one array, as DriftCount counts them. */
         r = sd_bus_message_open_container(reply, 'a', "(ssss)");
-        for (size_t i = 0; r >= 0 && i < m->drift.n; i++)
-                r = sd_bus_message_append(reply, "(ssss)", m->drift.entries[i].knob, m->drift.entries[i].domain,
-                                          m->drift.entries[i].expected ?: ABSENT, m->drift.entries[i].actual ?: ABSENT);
-        for (size_t i = 0; r >= 0 && i < m->tasks.n; i++)
-                r = sd_bus_message_append(reply, "(ssss)", m->tasks.entries[i].knob, m->tasks.entries[i].domain,
-                                          m->tasks.entries[i].expected ?: ABSENT, m->tasks.entries[i].actual ?: ABSENT);
+        if (r >= 0)
+                r = append_entries(reply, m->drift.entries, m->drift.n);
+        if (r >= 0)
+                r = append_entries(reply, m->tasks.entries, m->tasks.n);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r < 0)
