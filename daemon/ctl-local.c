@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ctl.h"
 #include "engine.h"
@@ -75,8 +76,16 @@ int ctl_take_lock(Root *root, int *ret_fd) {
                 const char *dir;
                 Root *sr = journal_root(root, &dir);
                 _cleanup_free_ char *p = root_display_path(sr, dir);
-                return log_error_errno(fd, "cannot lock %s: %m%s", strempty(p),
-                                       fd == -EACCES || fd == -EROFS || fd == -EPERM ? " (changing the host needs root)" : "");
+                /* Say why: a user without the rights, or a state directory no one may write. */
+                const char *why = "";
+                if (fd == -EROFS)
+                        why = " (the state directory is on a read-only filesystem; rtpart keeps its journal there)";
+                else if ((fd == -EACCES || fd == -EPERM) && geteuid() != 0)
+                        why = " (changing the host needs root)";
+                else if (fd == -EACCES || fd == -EPERM)
+                        why = " (even root may not write the state directory: check its permissions, attributes and "
+                              "mount)";
+                return log_error_errno(fd, "cannot lock %s: %m%s", strempty(p), why);
         }
         *ret_fd = fd;
         return 0;

@@ -4,10 +4,13 @@
 #include <string.h>
 
 #include "manager.h"
+#include "strv.h"
 
-/* org.rtpart.Manager1 on /org/rtpart/Manager1. Every answer is the JSON document rtpartctl --json
- * prints for the same command, as one string; signals carry drift as a(ssss): knob, domain,
- * expected, actual ("(absent)" for a value that is not there). */
+/* org.rtpart.Manager1 on /org/rtpart/Manager1. Typed where the shape is fixed: the properties,
+ * ListProfiles, GetDrift, VerifyTyped and the signals carry drift as a(ssss): knob, domain,
+ * expected, actual ("(absent)" for a value that is not there). Plan, Apply, Verify, Revert, Correct
+ * and Status answer with the JSON document rtpartctl --json prints for the same command, as one
+ * string; Describe with the document varlink's Describe answers (manager_describe()). */
 
 #define ABSENT "(absent)"
 
@@ -157,6 +160,79 @@ static int method_correct(sd_bus_message *msg, void *userdata, sd_bus_error *err
         return method_simple(msg, userdata, manager_correct, true, error);
 }
 
+static int method_describe(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return method_simple(msg, userdata, manager_describe, false, error);
+}
+
+/* Into an open a(ssss). */
+static int append_entries(sd_bus_message *msg, const DriftEntry *entries, size_t n) {
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(msg, "(ssss)", entries[i].knob, entries[i].domain,
+                                          entries[i].expected ?: ABSENT, entries[i].actual ?: ABSENT);
+        return r;
+}
+
+static int append_drift(sd_bus_message *msg, const DriftEntry *entries, size_t n) {
+        int r = sd_bus_message_open_container(msg, 'a', "(ssss)");
+        if (r >= 0)
+                r = append_entries(msg, entries, n);
+        if (r < 0)
+                return r;
+        return sd_bus_message_close_container(msg);
+}
+
+static int method_get_drift(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        int r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        /* The knobs, then the user tasks: one array, as DriftCount counts them. */
+        r = sd_bus_message_open_container(reply, 'a', "(ssss)");
+        if (r >= 0)
+                r = append_entries(reply, m->drift.entries, m->drift.n);
+        if (r >= 0)
+                r = append_entries(reply, m->tasks.entries, m->tasks.n);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+/* Verify's document as C types: (b in_sync, b reboot_required, a(ssss) drift, as reboot_pending,
+ * as unmovable, u checked). */
+static int method_verify_typed(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        ManagerError e = {};
+        VerifyResult v = {};
+
+        int r = manager_verify_result(userdata, &v, &e);
+        if (r < 0)
+                return reply_error(&e, r, error);
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "bb", v.n_drift == 0, strv_length(v.reboot_pending) > 0);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ssss)");
+        for (size_t i = 0; r >= 0 && i < v.n_drift; i++)
+                r = sd_bus_message_append(reply, "(ssss)", v.drift[i].knob, domain_to_string(v.drift[i].domain),
+                                          v.drift[i].expected ?: ABSENT, v.drift[i].actual ?: ABSENT);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(reply, v.reboot_pending);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(reply, v.unmovable);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "u", (uint32_t) v.checked);
+        verify_result_done(&v);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
 static int property_get_active_profile(sd_bus *bus, const char *path, const char *interface, const char *property,
                                        sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         return sd_bus_message_append(reply, "s", strempty(manager_active_profile(userdata)));
@@ -218,11 +294,57 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_RESULT("s", status),
                                 method_status,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetDrift",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a(ssss)", drift),
+                                method_get_drift,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("VerifyTyped",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("b", in_sync, "b", reboot_required, "a(ssss)", drift, "as", reboot_pending,
+                                              "as", unmovable, "u", checked),
+                                method_verify_typed,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Describe",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("s", json),
+                                method_describe,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("DriftDetected", SD_BUS_ARGS("a(ssss)", drift), 0),
         SD_BUS_SIGNAL_WITH_ARGS("Corrected", SD_BUS_ARGS("a(ssss)", drift), 0),
         SD_BUS_SIGNAL_WITH_ARGS("ProfileApplied", SD_BUS_ARGS("s", profile), 0),
         SD_BUS_VTABLE_END
 };
+
+/* ---- the manager's events, as signals ---- */
+
+static void on_drift(Manager *m, ManagerDriftEvent event, const DriftEntry *entries, size_t n, void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
+
+        if (!m->bus)
+                return;
+        if (sd_bus_message_new_signal(m->bus, &msg, MANAGER_DBUS_PATH, MANAGER_DBUS_INTERFACE,
+                                      event == MANAGER_DRIFT_CORRECTED ? "Corrected" : "DriftDetected") < 0 ||
+            append_drift(msg, entries, n) < 0)
+                return;
+        (void) sd_bus_send(m->bus, msg, NULL);
+}
+
+static void on_applied(Manager *m, const char *profile, bool external, void *userdata) {
+        if (m->bus)
+                (void) sd_bus_emit_signal(m->bus, MANAGER_DBUS_PATH, MANAGER_DBUS_INTERFACE, "ProfileApplied", "s",
+                                          strempty(profile));
+}
+
+static void on_properties_changed(Manager *m, void *userdata) {
+        if (m->bus)
+                (void) sd_bus_emit_properties_changed(m->bus, MANAGER_DBUS_PATH, MANAGER_DBUS_INTERFACE, "ActiveProfile",
+                                                      "InSync", "RebootRequired", "DriftCount", NULL);
+}
+
+static void on_detach(Manager *m, void *userdata) {
+        manager_dbus_detach(m);
+}
 
 int manager_dbus_attach(Manager *m, sd_bus *bus) {
         int r;
@@ -235,46 +357,23 @@ int manager_dbus_attach(Manager *m, sd_bus *bus) {
         r = sd_bus_add_object_vtable(bus, &m->bus_slot, MANAGER_DBUS_PATH, MANAGER_DBUS_INTERFACE, manager_vtable, m);
         if (r < 0)
                 return r;
+        r = manager_add_listener(m, &(const ManagerListener) {
+                .applied = on_applied,
+                .drift = on_drift,
+                .properties_changed = on_properties_changed,
+                .detach = on_detach,
+                .userdata = &m->bus_slot, /* identifies this listener */
+        });
+        if (r < 0) {
+                m->bus_slot = sd_bus_slot_unref(m->bus_slot);
+                return r;
+        }
         m->bus = sd_bus_ref(bus);
         return 0;
 }
 
 void manager_dbus_detach(Manager *m) {
+        manager_remove_listener(m, &m->bus_slot);
         m->bus_slot = sd_bus_slot_unref(m->bus_slot);
         m->bus = sd_bus_unref(m->bus);
-}
-
-void manager_dbus_emit_drift(Manager *m, const char *signal, json_t *drift) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *msg = NULL;
-        size_t i;
-        json_t *d;
-
-        if (!m->bus)
-                return;
-        if (sd_bus_message_new_signal(m->bus, &msg, MANAGER_DBUS_PATH, MANAGER_DBUS_INTERFACE, signal) < 0 ||
-            sd_bus_message_open_container(msg, 'a', "(ssss)") < 0)
-                return;
-        json_array_foreach(drift, i, d) {
-                const char *exp = json_string_value(json_object_get(d, "expected"));
-                const char *act = json_string_value(json_object_get(d, "actual"));
-                if (sd_bus_message_append(msg, "(ssss)", json_string_value(json_object_get(d, "knob")),
-                                          json_string_value(json_object_get(d, "domain")), exp ? exp : ABSENT,
-                                          act ? act : ABSENT) < 0)
-                        return;
-        }
-        if (sd_bus_message_close_container(msg) < 0)
-                return;
-        (void) sd_bus_send(m->bus, msg, NULL);
-}
-
-void manager_dbus_emit_applied(Manager *m, const char *profile) {
-        if (m->bus)
-                (void) sd_bus_emit_signal(m->bus, MANAGER_DBUS_PATH, MANAGER_DBUS_INTERFACE, "ProfileApplied", "s",
-                                          strempty(profile));
-}
-
-void manager_dbus_emit_properties(Manager *m) {
-        if (m->bus)
-                (void) sd_bus_emit_properties_changed(m->bus, MANAGER_DBUS_PATH, MANAGER_DBUS_INTERFACE, "ActiveProfile",
-                                                      "InSync", "RebootRequired", "DriftCount", NULL);
 }

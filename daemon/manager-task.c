@@ -29,7 +29,7 @@ static int task_id(char buf[static 32], int pid) {
 }
 
 static void task_forget(Manager *m, const char *id) {
-        (void) json_object_del(m->tasks, id);
+        (void) drift_set_remove(&m->tasks, id);
         (void) json_object_del(m->corrections, id);
 }
 
@@ -89,45 +89,44 @@ void manager_task_settings(Manager *m, const Resolved *r) {
                                                  "are checked at the next safety check");
         }
         if (!on) {
-                json_object_clear(m->tasks);
+                drift_set_clear(&m->tasks);
                 m->tasks_unlisted = 0;
         }
 }
 
-/* {knob: "task/PID", domain: "task", expected: housekeeping CPUs, actual: "CPUS (COMM in CGROUP)"}. */
-static json_t *task_entry(Manager *m, const Task *t) {
+/* knob "task/PID", domain "task", expected the housekeeping CPUs, actual "CPUS (COMM in CGROUP)". */
+static int task_entry(Manager *m, const Task *t, DriftEntry *ret) {
         _cleanup_free_ char *expected = cpu_set_format_list(&m->task_housekeeping);
-        _cleanup_free_ char *cpus = cpu_set_format_list(&t->cpus_allowed), *actual = NULL;
+        _cleanup_free_ char *cpus = cpu_set_format_list(&t->cpus_allowed), *actual = NULL, *knob = NULL, *domain = NULL;
         char id[32];
 
         task_id(id, t->pid);
         if (!expected || !cpus ||
-            asprintf(&actual, "%s (%s in %s)", cpus, strempty(t->comm), t->cgroup ? t->cgroup : "no cgroup") < 0)
-                return NULL;
-        return json_pack("{s:s, s:s, s:s, s:s}", "knob", id, "domain", "task", "expected", expected, "actual", actual);
+            asprintf(&actual, "%s (%s in %s)", cpus, strempty(t->comm), t->cgroup ? t->cgroup : "no cgroup") < 0 ||
+            !(knob = strdup(id)) || !(domain = strdup("task")))
+                return -ENOMEM;
+        *ret = (DriftEntry) {
+                .knob = TAKE_PTR(knob),
+                .domain = TAKE_PTR(domain),
+                .expected = TAKE_PTR(expected),
+                .actual = TAKE_PTR(actual),
+        };
+        return 0;
 }
 
-static void tasks_report(Manager *m, json_t *fresh) {
-        size_t n = json_array_size(fresh), i;
-        json_t *e;
+static void tasks_report(Manager *m, const DriftSet *fresh) {
+        size_t n = fresh->n;
 
         if (n == 0)
                 return;
         m->drift_events++;
-        _cleanup_(json_decrefp) json_t *shown = n > MANAGER_TASKS_BURST ? json_array() : json_incref(fresh);
-        json_array_foreach(fresh, i, e) {
-                if (i >= MANAGER_TASKS_BURST)
-                        break;
-                if (n > MANAGER_TASKS_BURST)
-                        json_array_append(shown, e);
-                log_warning("Drift: %s may run on isolated CPUs: allowed %s, the profile wants %s",
-                            json_string_value(json_object_get(e, "knob")), json_string_value(json_object_get(e, "actual")),
-                            json_string_value(json_object_get(e, "expected")));
-        }
+        for (size_t i = 0; i < n && i < MANAGER_TASKS_BURST; i++)
+                log_warning("Drift: %s may run on isolated CPUs: allowed %s, the profile wants %s", fresh->entries[i].knob,
+                            fresh->entries[i].actual, fresh->entries[i].expected);
         if (n > MANAGER_TASKS_BURST)
                 log_warning("Drift: %zu more user tasks may run on isolated CPUs, not listed one by one (DriftCount "
                             "counts them; a Watch stream's first reply lists them)", n - MANAGER_TASKS_BURST);
-        manager_emit(m, "DriftDetected", "drift", shown);
+        manager_emit_drift(m, MANAGER_DRIFT_DETECTED, fresh->entries, MIN(n, (size_t) MANAGER_TASKS_BURST));
 }
 
 /* Moves one task off the isolated CPUs. Returns true if it is off them now. */
@@ -161,24 +160,22 @@ static bool task_correct(Manager *m, int pid, const char *id) {
         return done;
 }
 
-static void tasks_correct(Manager *m, json_t *fresh) {
-        _cleanup_(json_decrefp) json_t *corrected = json_array();
-        size_t i;
-        json_t *e;
+static void tasks_correct(Manager *m, const DriftSet *fresh) {
+        _cleanup_(drift_set_done) DriftSet corrected = {};
 
-        if (m->task_policy != DRIFT_CORRECT || !corrected)
+        if (m->task_policy != DRIFT_CORRECT)
                 return;
-        json_array_foreach(fresh, i, e) {
-                const char *id = json_string_value(json_object_get(e, "knob"));
-                int pid = id ? atoi(id + strlen("task/")) : 0;
+        for (size_t i = 0; i < fresh->n; i++) {
+                const char *id = fresh->entries[i].knob;
+                int pid = atoi(id + strlen("task/"));
                 if (pid <= 0 || !manager_correction_allowed(m, id) || !task_correct(m, pid, id))
                         continue;
-                if (json_array_size(corrected) < MANAGER_TASKS_BURST)
-                        json_array_append(corrected, e);
-                (void) json_object_del(m->tasks, id); /* fresh holds e, and so id, still */
+                if (corrected.n < MANAGER_TASKS_BURST)
+                        (void) drift_set_put_entry(&corrected, &fresh->entries[i]);
+                (void) drift_set_remove(&m->tasks, id);
         }
-        if (json_array_size(corrected) > 0)
-                manager_emit(m, "Corrected", "corrected", corrected);
+        if (corrected.n > 0)
+                manager_emit_drift(m, MANAGER_DRIFT_CORRECTED, corrected.entries, corrected.n);
 }
 
 static int pid_compare(const void *a, const void *b) {
@@ -189,11 +186,10 @@ static int pid_compare(const void *a, const void *b) {
 /* Looks at the given task ids (sorted and made unique here): a task on isolated CPUs is kept,
  * reported when new or changed, and moved if the policy says so; any other is forgotten. */
 static void tasks_check(Manager *m, int *pids, size_t n) {
-        _cleanup_(json_decrefp) json_t *fresh = json_array();
+        _cleanup_(drift_set_done) DriftSet fresh = {};
+        uint64_t now = drift_now();
         char id[32];
 
-        if (!fresh)
-                return;
         if (n > 0)
                 qsort(pids, n, sizeof(int), pid_compare);
         for (size_t i = 0; i < n; i++) {
@@ -211,24 +207,20 @@ static void tasks_check(Manager *m, int *pids, size_t n) {
                                 task_done(&t);
                         continue;
                 }
-                json_t *e = task_entry(m, &t), *old = json_object_get(m->tasks, id);
+                DriftEntry e = {};
+                k = task_entry(m, &t, &e);
                 task_done(&t);
-                if (!e)
+                if (k < 0)
                         break;
-                if (old && json_equal(old, e)) {
-                        json_decref(e);
-                        continue;
-                }
-                if (!old && json_object_size(m->tasks) >= MANAGER_TASKS_MAX) {
+                const DriftEntry *old = drift_set_find(&m->tasks, id);
+                if (!old && m->tasks.n >= MANAGER_TASKS_MAX)
                         m->tasks_unlisted++;
-                        json_decref(e);
-                        continue;
-                }
-                json_object_set(m->tasks, id, e);
-                json_array_append_new(fresh, e);
+                else if (drift_set_put(&m->tasks, e.knob, e.domain, e.expected, e.actual, now) > 0)
+                        (void) drift_set_put_entry(&fresh, drift_set_find(&m->tasks, id));
+                drift_entry_done(&e);
         }
-        tasks_report(m, fresh);
-        tasks_correct(m, fresh);
+        tasks_report(m, &fresh);
+        tasks_correct(m, &fresh);
         manager_properties_update(m);
 }
 
@@ -248,8 +240,6 @@ static int pids_push(int **pids, size_t *n, size_t *cap, int pid) {
 void manager_task_scan(Manager *m) {
         _cleanup_free_ int *pids = NULL;
         size_t n = 0, cap = 0;
-        const char *id;
-        json_t *v;
         DIR *d = NULL;
 
         if (!m->task_check)
@@ -270,8 +260,8 @@ void manager_task_scan(Manager *m) {
                         break;
         }
         closedir(d);
-        json_object_foreach(m->tasks, id, v)
-                (void) pids_push(&pids, &n, &cap, atoi(id + strlen("task/")));
+        for (size_t i = 0; i < m->tasks.n; i++)
+                (void) pids_push(&pids, &n, &cap, atoi(m->tasks.entries[i].knob + strlen("task/")));
         m->tasks_unlisted = 0;
         tasks_check(m, pids, n);
 }

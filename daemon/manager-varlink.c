@@ -129,6 +129,19 @@ const char manager_varlink_description[] =
         "          streams: int, task_check: bool, tasks_on_isolated: int)\n"
         ")\n"
         "\n"
+        "# Every property and the drift known now, without reading the host: the document D-Bus\n"
+        "# Describe answers. tasks_unlisted: user tasks on isolated CPUs beyond the ones listed.\n"
+        "method Describe() -> (\n"
+        "  profile: ?string,\n"
+        "  in_sync: bool,\n"
+        "  reboot_required: bool,\n"
+        "  drift_count: int,\n"
+        "  drift: []Drift,\n"
+        "  tasks_unlisted: int,\n"
+        "  watched_files: int,\n"
+        "  interval_s: int\n"
+        ")\n"
+        "\n"
         "# Streams events; needs \"more\". The first reply is the current state (event \"status\"),\n"
         "# then one reply per event: \"drift\" (new drift found), \"corrected\" (drift written back),\n"
         "# \"applied\" (a profile was applied), \"reverted\". time: when, UTC, to the millisecond.\n"
@@ -263,6 +276,10 @@ static int method_status(VarlinkCall *call, json_t *params, VarlinkCallFlags fla
         return simple(call, userdata, manager_status, false);
 }
 
+static int method_describe(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        return simple(call, userdata, manager_describe, false);
+}
+
 /* When an event happened, to the millisecond: "2026-12-03T05:05:28.123Z". */
 static char *now_iso8601_ms(char buf[static 48]) {
         struct timespec ts;
@@ -306,17 +323,15 @@ static int method_watch(VarlinkCall *call, json_t *params, VarlinkCallFlags flag
         m->streams = n;
         m->streams[m->n_streams++] = varlink_call_ref(call);
         varlink_call_set_disconnect(call, on_stream_disconnect, m);
-        _cleanup_(json_decrefp) json_t *all = json_array();
-        const char *id;
-        json_t *v;
-        json_object_foreach(m->drift, id, v)
-                json_array_append(all, v);
-        json_object_foreach(m->tasks, id, v)
-                json_array_append(all, v);
+        _cleanup_(json_decrefp) json_t *all = drift_entries_to_json(m->drift.entries, m->drift.n);
+        for (size_t i = 0; all && i < m->tasks.n; i++)
+                json_array_append_new(all, drift_entry_to_json(&m->tasks.entries[i]));
         return varlink_call_notify(call, event_json(m, "status", all));
 }
 
-void manager_varlink_emit(Manager *m, const char *event, json_t *drift) {
+/* ---- the manager's events, to every open Watch call ---- */
+
+static void emit(Manager *m, const char *event, json_t *drift) {
         /* Backwards: a failed send drops the stream from the array. */
         for (size_t i = m->n_streams; i-- > 0;) {
                 VarlinkCall *c = m->streams[i];
@@ -335,6 +350,7 @@ static const VarlinkMethod manager_methods[] = {
         { MANAGER_VARLINK_INTERFACE ".Revert", method_revert },
         { MANAGER_VARLINK_INTERFACE ".Correct", method_correct },
         { MANAGER_VARLINK_INTERFACE ".Status", method_status },
+        { MANAGER_VARLINK_INTERFACE ".Describe", method_describe },
         { MANAGER_VARLINK_INTERFACE ".Watch", method_watch },
         { MANAGER_VARLINK_INTERFACE ".Monitor", method_watch },
         {}
@@ -351,8 +367,37 @@ static void on_refused(VarlinkServer *s, uid_t uid, int reason, unsigned n_refus
                             (unsigned) varlink_server_n_connections(s), VARLINK_CONNECTIONS_ROOT_RESERVE);
 }
 
+static void on_drift(Manager *m, ManagerDriftEvent event, const DriftEntry *entries, size_t n, void *userdata) {
+        _cleanup_(json_decrefp) json_t *drift = drift_entries_to_json(entries, n);
+        if (drift)
+                emit(m, event == MANAGER_DRIFT_CORRECTED ? "corrected" : "drift", drift);
+}
+
+static void on_applied(Manager *m, const char *profile, bool external, void *userdata) {
+        /* Another program's apply reaches a stream as the drift check that follows it. */
+        if (!external)
+                emit(m, "applied", NULL);
+}
+
+static void on_reverted(Manager *m, void *userdata) {
+        emit(m, "reverted", NULL);
+}
+
+static void on_detach(Manager *m, void *userdata) {
+        manager_varlink_detach(m);
+}
+
 int manager_varlink_attach(Manager *m, VarlinkServer *server) {
         int r = varlink_server_add_interface(server, MANAGER_VARLINK_INTERFACE, manager_varlink_description, manager_methods);
+        if (r < 0)
+                return r;
+        r = manager_add_listener(m, &(const ManagerListener) {
+                .applied = on_applied,
+                .reverted = on_reverted,
+                .drift = on_drift,
+                .detach = on_detach,
+                .userdata = &m->streams, /* identifies this listener */
+        });
         if (r < 0)
                 return r;
         varlink_server_set_userdata(server, m);
@@ -362,6 +407,7 @@ int manager_varlink_attach(Manager *m, VarlinkServer *server) {
 }
 
 void manager_varlink_detach(Manager *m) {
+        manager_remove_listener(m, &m->streams);
         while (m->n_streams > 0) {
                 VarlinkCall *c = m->streams[m->n_streams - 1];
                 varlink_call_set_disconnect(c, NULL, NULL);

@@ -368,11 +368,9 @@ static int journal_reload(Manager *m, bool *ret_changed) {
                 m->profile = j->profile ? strdup(j->profile) : NULL;
         }
         /* Drift of knobs the journal no longer has is no drift. */
-        const char *id;
-        json_t *v, *tmp;
-        json_object_foreach_safe(m->drift, tmp, id, v)
-                if (!journal_find_applied(m->journal, id))
-                        json_object_del(m->drift, id);
+        for (size_t i = m->drift.n; i-- > 0;)
+                if (!journal_find_applied(m->journal, m->drift.entries[i].knob))
+                        (void) drift_set_remove(&m->drift, m->drift.entries[i].knob);
         settings_refresh(m);
         watch_refresh(m);
         return 0;
@@ -385,7 +383,7 @@ const char *manager_active_profile(Manager *m) {
 }
 
 unsigned manager_drift_count(Manager *m) {
-        return (unsigned) (json_object_size(m->drift) + json_object_size(m->tasks));
+        return (unsigned) (m->drift.n + m->tasks.n);
 }
 
 bool manager_in_sync(Manager *m) {
@@ -408,7 +406,9 @@ void manager_properties_update(Manager *m) {
         m->emitted.reboot_required = m->reboot_required;
         free(m->emitted.profile);
         m->emitted.profile = m->profile ? strdup(m->profile) : NULL;
-        manager_dbus_emit_properties(m);
+        for (size_t i = 0; i < m->n_listeners; i++)
+                if (m->listeners[i].properties_changed)
+                        m->listeners[i].properties_changed(m, m->listeners[i].userdata);
         if (!m->profile)
                 (void) sd_notify(0, "STATUS=No profile applied; waiting for Apply");
         else
@@ -417,12 +417,46 @@ void manager_properties_update(Manager *m) {
                                   m->watcher ? watcher_n_files(m->watcher) : 0);
 }
 
+/* ---- listeners ---- */
+
+int manager_add_listener(Manager *m, const ManagerListener *l) {
+        ManagerListener *n = realloc(m->listeners, (m->n_listeners + 1) * sizeof(ManagerListener));
+        if (!n)
+                return -ENOMEM;
+        m->listeners = n;
+        m->listeners[m->n_listeners++] = *l;
+        return 0;
+}
+
+void manager_remove_listener(Manager *m, void *userdata) {
+        for (size_t i = 0; i < m->n_listeners; i++)
+                if (m->listeners[i].userdata == userdata) {
+                        memmove(&m->listeners[i], &m->listeners[i + 1], (m->n_listeners - i - 1) * sizeof(ManagerListener));
+                        m->n_listeners--;
+                        return;
+                }
+}
+
+void manager_emit_drift(Manager *m, ManagerDriftEvent event, const DriftEntry *entries, size_t n) {
+        for (size_t i = 0; i < m->n_listeners; i++)
+                if (m->listeners[i].drift)
+                        m->listeners[i].drift(m, event, entries, n, m->listeners[i].userdata);
+}
+
+static void emit_applied(Manager *m, const char *profile, bool external) {
+        for (size_t i = 0; i < m->n_listeners; i++)
+                if (m->listeners[i].applied)
+                        m->listeners[i].applied(m, profile, external, m->listeners[i].userdata);
+}
+
+static void emit_reverted(Manager *m) {
+        for (size_t i = 0; i < m->n_listeners; i++)
+                if (m->listeners[i].reverted)
+                        m->listeners[i].reverted(m, m->listeners[i].userdata);
+}
+
 /* ---- drift ---- */
 
-void manager_emit(Manager *m, const char *signal, const char *event, json_t *drift) {
-        manager_dbus_emit_drift(m, signal, drift);
-        manager_varlink_emit(m, event, drift);
-}
 
 bool manager_correction_allowed(Manager *m, const char *id) {
         uint64_t now = now_usec();
@@ -446,56 +480,46 @@ bool manager_correction_allowed(Manager *m, const char *id) {
 }
 
 static int apply_selected(Manager *m, char **ids, size_t *ret_written, ManagerError *e);
-static int check_knobs(Manager *m, char **ids, json_t **ret_found);
+static int check_knobs(Manager *m, char **ids, DriftSet *ret_found);
 
 /* Folds one check's findings into what is known: checked (NULL: every knob) is what was read,
  * found the drift among them. Reports what is new, corrects what the policy says to. */
-static void drift_update(Manager *m, json_t *found, char **checked) {
-        _cleanup_(json_decrefp) json_t *fresh = json_array(), *in_found = json_object();
-        size_t i;
-        json_t *e;
-        const char *id;
-        json_t *v, *tmp;
+static void drift_update(Manager *m, const DriftSet *found, char **checked) {
+        _cleanup_(drift_set_done) DriftSet fresh = {};
+        uint64_t now = drift_now();
 
-        if (!fresh || !in_found)
-                return;
-        json_array_foreach(found, i, e)
-                json_object_set(in_found, json_string_value(json_object_get(e, "knob")), e);
         if (!checked) {
-                json_object_foreach_safe(m->drift, tmp, id, v)
-                        if (!json_object_get(in_found, id))
-                                json_object_del(m->drift, id);
+                for (size_t i = m->drift.n; i-- > 0;)
+                        if (!drift_set_find(found, m->drift.entries[i].knob))
+                                (void) drift_set_remove(&m->drift, m->drift.entries[i].knob);
         } else
                 for (char **c = checked; *c; c++)
-                        if (!json_object_get(in_found, *c))
-                                json_object_del(m->drift, *c);
-        json_object_foreach(in_found, id, v) {
-                json_t *old = json_object_get(m->drift, id);
-                if (old && json_equal(old, v))
-                        continue;
-                json_object_set(m->drift, id, v);
-                json_array_append(fresh, v);
+                        if (!drift_set_find(found, *c))
+                                (void) drift_set_remove(&m->drift, *c);
+        for (size_t i = 0; i < found->n; i++) {
+                const DriftEntry *e = &found->entries[i];
+                if (drift_set_put(&m->drift, e->knob, e->domain, e->expected, e->actual, now) > 0)
+                        (void) drift_set_put_entry(&fresh, drift_set_find(&m->drift, e->knob));
         }
 
-        if (json_array_size(fresh) > 0) {
+        if (fresh.n > 0) {
                 m->drift_events++;
-                json_array_foreach(fresh, i, e)
-                        log_warning("Drift: %s is %s, the profile wants %s",
-                                    json_string_value(json_object_get(e, "knob")),
-                                    json_string_value(json_object_get(e, "actual")) ?: "(absent)",
-                                    json_string_value(json_object_get(e, "expected")) ?: "(absent)");
-                manager_emit(m, "DriftDetected", "drift", fresh);
+                for (size_t i = 0; i < fresh.n; i++)
+                        log_warning("Drift: %s is %s, the profile wants %s", fresh.entries[i].knob,
+                                    fresh.entries[i].actual ?: "(absent)", fresh.entries[i].expected ?: "(absent)");
+                manager_emit_drift(m, MANAGER_DRIFT_DETECTED, fresh.entries, fresh.n);
         }
 
         /* What the policy says to write back. */
         _cleanup_strv_free_ char **fix = NULL;
-        json_array_foreach(fresh, i, e) {
-                Domain d = domain_from_string(json_string_value(json_object_get(e, "domain")));
-                const char *knob = json_string_value(json_object_get(e, "knob"));
+        for (size_t i = 0; i < fresh.n; i++) {
+                Domain d = domain_from_string(fresh.entries[i].domain);
+                const char *knob = fresh.entries[i].knob;
                 if (d >= 0 && m->policy[d] == DRIFT_CORRECT && manager_correction_allowed(m, knob))
                         (void) strv_extend(&fix, knob);
         }
         if (fix) {
+                _cleanup_(drift_set_done) DriftSet still = {}, corrected = {};
                 ManagerError err = {};
                 size_t written = 0;
                 int r = apply_selected(m, fix, &written, &err);
@@ -503,31 +527,39 @@ static void drift_update(Manager *m, json_t *found, char **checked) {
                         log_error("Cannot correct the drift: %s", strempty(err.message));
                 manager_error_done(&err);
                 /* Read them again: what is back in line was corrected. */
-                _cleanup_(json_decrefp) json_t *still = NULL, *corrected = json_array(), *still_ids = json_object();
-                if (check_knobs(m, fix, &still) < 0)
-                        still = json_deep_copy(fresh); /* unknown: as it was */
-                json_array_foreach(still, i, e)
-                        json_object_set_new(still_ids, json_string_value(json_object_get(e, "knob")), json_true());
+                if (check_knobs(m, fix, &still) < 0) /* unknown: as it was */
+                        for (size_t i = 0; i < fresh.n; i++)
+                                (void) drift_set_put_entry(&still, &fresh.entries[i]);
                 for (char **f = fix; *f; f++) {
-                        json_t *was = json_object_get(in_found, *f);
-                        if (json_object_get(still_ids, *f) || !was)
+                        const DriftEntry *was = drift_set_find(found, *f);
+                        if (drift_set_find(&still, *f) || !was)
                                 continue;
-                        json_array_append(corrected, was);
-                        json_object_del(m->drift, *f);
-                        log_notice("Corrected: %s set back to %s", *f,
-                                   json_string_value(json_object_get(was, "expected")) ?: "(absent)");
+                        (void) drift_set_put_entry(&corrected, was);
+                        (void) drift_set_remove(&m->drift, *f);
+                        log_notice("Corrected: %s set back to %s", *f, was->expected ?: "(absent)");
                 }
-                json_array_foreach(still, i, e)
-                        json_object_set(m->drift, json_string_value(json_object_get(e, "knob")), e);
-                if (json_array_size(corrected) > 0)
-                        manager_emit(m, "Corrected", "corrected", corrected);
+                for (size_t i = 0; i < still.n; i++)
+                        (void) drift_set_put_entry(&m->drift, &still.entries[i]);
+                if (corrected.n > 0)
+                        manager_emit_drift(m, MANAGER_DRIFT_CORRECTED, corrected.entries, corrected.n);
         }
         manager_properties_update(m);
 }
 
+/* The engine's drift as the manager keeps it. */
+static int drift_from_verify(const VerifyResult *v, uint64_t now, DriftSet *ret) {
+        for (size_t i = 0; i < v->n_drift; i++) {
+                int r = drift_set_put(ret, v->drift[i].knob, domain_to_string(v->drift[i].domain), v->drift[i].expected,
+                                      v->drift[i].actual, now);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* Reads the given knobs of the journal and compares (the engine's verify of a subset): the drift
- * found, as verify --json spells it. */
-static int check_knobs(Manager *m, char **ids, json_t **ret_found) {
+ * found. */
+static int check_knobs(Manager *m, char **ids, DriftSet *ret_found) {
         _cleanup_free_ char *cmdline = NULL;
         VerifyResult v = {};
         int r = 0;
@@ -542,21 +574,21 @@ static int check_knobs(Manager *m, char **ids, json_t **ret_found) {
                 r = engine_verify_knobs(m->root, m->journal, strempty(cmdline), ids, strv_length(ids), &v);
         if (r < 0)
                 return log_warning_errno(r, "Cannot check %s: %m", strempty(ids ? ids[0] : NULL));
-        json_t *found = json_array();
-        for (size_t i = 0; found && i < v.n_drift; i++)
-                json_array_append_new(found, document_drift(v.drift[i].knob, v.drift[i].domain, v.drift[i].expected,
-                                                            v.drift[i].actual));
+        DriftSet found = {};
+        r = drift_from_verify(&v, drift_now(), &found);
         verify_result_done(&v);
-        if (!found)
-                return -ENOMEM;
+        if (r < 0) {
+                drift_set_done(&found);
+                return r;
+        }
         *ret_found = found;
         return 0;
 }
 
 static void check_some(Manager *m, char **ids) {
-        _cleanup_(json_decrefp) json_t *found = NULL;
+        _cleanup_(drift_set_done) DriftSet found = {};
         if (check_knobs(m, ids, &found) >= 0)
-                drift_update(m, found, ids);
+                drift_update(m, &found, ids);
 }
 
 /* The applied knobs whose backends have flag. */
@@ -582,11 +614,13 @@ static int check_all(Manager *m, VerifyResult *ret) {
                 r = engine_verify(m->root, m->journal, cmdline, &v);
         if (r < 0)
                 return r;
-        _cleanup_(json_decrefp) json_t *found = json_array();
-        for (size_t i = 0; i < v.n_drift; i++)
-                json_array_append_new(found, document_drift(v.drift[i].knob, v.drift[i].domain, v.drift[i].expected, v.drift[i].actual));
+        _cleanup_(drift_set_done) DriftSet found = {};
+        if (drift_from_verify(&v, drift_now(), &found) < 0) {
+                verify_result_done(&v);
+                return -ENOMEM;
+        }
         m->reboot_required = strv_length(v.reboot_pending) > 0;
-        drift_update(m, found, NULL);
+        drift_update(m, &found, NULL);
         manager_task_scan(m);
         trim_later(m); /* the whole journal was read */
         if (ret)
@@ -599,7 +633,7 @@ static int check_all(Manager *m, VerifyResult *ret) {
 /* ---- applying ---- */
 
 static bool knob_is_new(Manager *m, const Knob *k) {
-        return !journal_find_applied(m->journal, k->id) && !json_object_get(m->not_owned, k->id) &&
+        return !journal_find_applied(m->journal, k->id) && !string_set_contains(&m->not_owned, k->id) &&
                !journal_find_unmovable(m->journal, k->id);
 }
 
@@ -701,7 +735,7 @@ static int apply_selected(Manager *m, char **ids, size_t *ret_written, ManagerEr
          * are not tried again until the next full apply. */
         for (char **f = fresh; r >= 0 && f && *f; f++)
                 if (!journal_find_applied(m->journal, *f))
-                        json_object_set_new(m->not_owned, *f, json_true());
+                        (void) string_set_add(&m->not_owned, *f);
         watcher_flush(m->watcher);
         trim_later(m);
         return r;
@@ -729,7 +763,7 @@ static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *
         }
         r = engine_apply(m->root, p.host, p.resolved, p.plan, &er);
         close_fd(&lock);
-        json_object_clear(m->not_owned);
+        string_set_done(&m->not_owned);
         if (r < 0) {
                 engine_failure(e, &er, r);
                 engine_result_done(&er);
@@ -755,10 +789,9 @@ static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *
         (void) journal_reload(m, NULL);
         for (size_t i = 0; i < p.plan->n_knobs; i++)
                 if (knob_is_new(m, &p.plan->knobs[i]))
-                        json_object_set_new(m->not_owned, p.plan->knobs[i].id, json_true());
+                        (void) string_set_add(&m->not_owned, p.plan->knobs[i].id);
         watcher_flush(m->watcher);
-        manager_dbus_emit_applied(m, p.plan->profile);
-        manager_varlink_emit(m, "applied", NULL);
+        emit_applied(m, p.plan->profile, /* external= */ false);
         (void) check_all(m, NULL);
         engine_result_done(&er);
         prepared_done(&p);
@@ -802,53 +835,44 @@ int manager_apply(Manager *m, const char *profile, json_t **ret, ManagerError *e
 
 int manager_correct(Manager *m, json_t **ret, ManagerError *e) {
         _cleanup_strv_free_ char **ids = NULL;
-        const char *id;
-        json_t *v;
-        size_t written = 0, i;
+        _cleanup_(drift_set_done) DriftSet corrected = {};
+        size_t written = 0;
 
         if (!m->profile)
                 return error_set(e, MANAGER_ERROR_NOT_APPLIED, "no profile is applied: nothing to correct");
         (void) check_all(m, NULL); /* may correct some already, per the policy */
-        json_object_foreach(m->drift, id, v)
-                (void) strv_extend(&ids, id);
-        json_t *corrected = json_array();
-        if (!corrected)
-                return -ENOMEM;
+        for (size_t i = 0; i < m->drift.n; i++)
+                (void) strv_extend(&ids, m->drift.entries[i].knob);
         if (ids) {
-                _cleanup_(json_decrefp) json_t *before = json_deep_copy(m->drift), *still = NULL, *still_ids = json_object();
+                _cleanup_(drift_set_done) DriftSet before = {}, still = {};
+                for (size_t i = 0; i < m->drift.n; i++)
+                        if (drift_set_put_entry(&before, &m->drift.entries[i]) < 0)
+                                return -ENOMEM;
                 int r = apply_selected(m, ids, &written, e);
-                if (r < 0) {
-                        json_decref(corrected);
+                if (r < 0)
                         return r;
-                }
-                if (check_knobs(m, ids, &still) < 0) {
-                        /* Cannot tell: as it was. */
-                        still = json_array();
-                        json_object_foreach(before, id, v)
-                                json_array_append(still, v);
-                }
-                json_array_foreach(still, i, v)
-                        json_object_set_new(still_ids, json_string_value(json_object_get(v, "knob")), json_true());
-                json_object_foreach(before, id, v)
-                        if (!json_object_get(still_ids, id)) {
-                                json_array_append(corrected, v);
-                                json_object_del(m->drift, id);
+                if (check_knobs(m, ids, &still) < 0) /* cannot tell: as it was */
+                        for (size_t i = 0; i < before.n; i++)
+                                (void) drift_set_put_entry(&still, &before.entries[i]);
+                for (size_t i = 0; i < before.n; i++)
+                        if (!drift_set_find(&still, before.entries[i].knob)) {
+                                (void) drift_set_put_entry(&corrected, &before.entries[i]);
+                                (void) drift_set_remove(&m->drift, before.entries[i].knob);
                         }
-                if (json_array_size(corrected) > 0) {
-                        log_notice("Corrected %zu drifted knob%s on request", json_array_size(corrected),
-                                   json_array_size(corrected) == 1 ? "" : "s");
-                        manager_emit(m, "Corrected", "corrected", corrected);
+                if (corrected.n > 0) {
+                        log_notice("Corrected %zu drifted knob%s on request", corrected.n, corrected.n == 1 ? "" : "s");
+                        manager_emit_drift(m, MANAGER_DRIFT_CORRECTED, corrected.entries, corrected.n);
                 }
                 manager_properties_update(m);
         }
         *ret = json_pack("{s:b, s:s, s:I, s:o, s:I}", "ok", 1, "profile", m->profile, "written", (json_int_t) written,
-                         "corrected", corrected, "drift", (json_int_t) manager_drift_count(m));
+                         "corrected", drift_entries_to_json(corrected.entries, corrected.n),
+                         "drift", (json_int_t) manager_drift_count(m));
         return *ret ? 0 : -ENOMEM;
 }
 
-int manager_verify(Manager *m, json_t **ret, ManagerError *e) {
-        VerifyResult v = {};
-        int r = check_all(m, &v);
+int manager_verify_result(Manager *m, VerifyResult *ret, ManagerError *e) {
+        int r = check_all(m, ret);
         if (r < 0) {
                 if (r == -EBADMSG)
                         error_set(e, MANAGER_ERROR_FAILED, "%s", strempty(m->journal_error));
@@ -856,8 +880,34 @@ int manager_verify(Manager *m, json_t **ret, ManagerError *e) {
                         error_set(e, MANAGER_ERROR_FAILED, "cannot verify: %s", strerror(-r));
                 return r;
         }
+        return 0;
+}
+
+int manager_verify(Manager *m, json_t **ret, ManagerError *e) {
+        VerifyResult v = {};
+        int r = manager_verify_result(m, &v, e);
+        if (r < 0)
+                return r;
         *ret = document_verify(&v);
         verify_result_done(&v);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int manager_describe(Manager *m, json_t **ret, ManagerError *e) {
+        json_t *drift = drift_entries_to_json(m->drift.entries, m->drift.n);
+        for (size_t i = 0; drift && i < m->tasks.n; i++)
+                if (json_array_append_new(drift, drift_entry_to_json(&m->tasks.entries[i])) < 0) {
+                        json_decref(drift);
+                        drift = NULL;
+                }
+        if (!drift)
+                return -ENOMEM;
+        *ret = json_pack("{s:s?, s:b, s:b, s:I, s:o, s:I, s:I, s:I}", "profile", manager_active_profile(m),
+                         "in_sync", manager_in_sync(m), "reboot_required", manager_reboot_required(m),
+                         "drift_count", (json_int_t) manager_drift_count(m), "drift", drift,
+                         "tasks_unlisted", (json_int_t) m->tasks_unlisted,
+                         "watched_files", (json_int_t) (m->watcher ? watcher_n_files(m->watcher) : 0),
+                         "interval_s", (json_int_t) (m->watcher ? watcher_get_interval(m->watcher) / 1000000ULL : 0));
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -889,12 +939,12 @@ int manager_revert(Manager *m, json_t **ret, ManagerError *e) {
                 log_info("Reverted: %zu knobs restored to their original values", er.written);
         engine_result_done(&er);
         (void) journal_reload(m, NULL);
-        json_object_clear(m->drift);
+        drift_set_clear(&m->drift);
         m->reboot_required = false;
         watcher_flush(m->watcher);
         host = host_free(host);
         trim_later(m);
-        manager_varlink_emit(m, "reverted", NULL);
+        emit_reverted(m);
         manager_properties_update(m);
         if (r < 0)
                 return r;
@@ -929,7 +979,7 @@ int manager_status(Manager *m, json_t **ret, ManagerError *e) {
                                                               "streams", (json_int_t) m->n_streams,
                                                               "task_check", m->task_check,
                                                               "tasks_on_isolated",
-                                                              (json_int_t) (json_object_size(m->tasks) + m->tasks_unlisted)));
+                                                              (json_int_t) (m->tasks.n + m->tasks_unlisted)));
         verify_result_done(&v);
         trim_later(m);
         *ret = doc;
@@ -1023,11 +1073,11 @@ static void on_journal_changed(Watcher *w, void *userdata) {
                 return; /* someone is applying; the commit will be another change */
         log_info("The journal was changed by another program; active profile: %s", strempty(m->profile));
         if (!streq_ptr(before, m->profile) && m->profile)
-                manager_dbus_emit_applied(m, m->profile);
+                emit_applied(m, m->profile, /* external= */ true);
         if (m->profile)
                 (void) check_all(m, NULL);
         else {
-                json_object_clear(m->drift);
+                drift_set_clear(&m->drift);
                 m->reboot_required = false;
         }
         manager_properties_update(m);
@@ -1047,11 +1097,8 @@ int manager_new(sd_event *event, Root *root, const ManagerOptions *options, Mana
         m->event = sd_event_ref(event);
         m->root = root;
         m->options = *options;
-        m->drift = json_object();
         m->corrections = json_object();
-        m->not_owned = json_object();
-        m->tasks = json_object();
-        if (!m->drift || !m->corrections || !m->not_owned || !m->tasks)
+        if (!m->corrections)
                 return -ENOMEM;
         settings_reset(m);
         static const WatchCallbacks cb = {
@@ -1080,16 +1127,21 @@ int manager_new(sd_event *event, Root *root, const ManagerOptions *options, Mana
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        manager_varlink_detach(m);
-        manager_dbus_detach(m);
+        /* The front ends let go, last attached first. */
+        while (m->n_listeners > 0) {
+                ManagerListener l = m->listeners[--m->n_listeners];
+                if (l.detach)
+                        l.detach(m, l.userdata);
+        }
+        free(m->listeners);
         watcher_free(m->watcher);
         sd_event_source_disable_unref(m->trim_source);
         journal_free(m->journal);
         free(m->journal_error);
-        json_decref(m->drift);
+        drift_set_done(&m->drift);
         json_decref(m->corrections);
-        json_decref(m->not_owned);
-        json_decref(m->tasks);
+        string_set_done(&m->not_owned);
+        drift_set_done(&m->tasks);
         task_rules_done(&m->task_rules);
         free(m->profile);
         free(m->settings_hash);

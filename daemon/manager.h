@@ -16,6 +16,7 @@
 #include "backend.h"
 #include "engine.h"
 #include "log.h"
+#include "manager-drift.h"
 #include "root.h"
 #include "task.h"
 #include "varlink.h"
@@ -47,6 +48,38 @@ void manager_error_done(ManagerError *e);
 
 typedef struct Manager Manager;
 
+/* ---- what the manager announces ----
+ *
+ * The manager knows no front end: D-Bus (manager-dbus.c) and varlink (manager-varlink.c) each
+ * register a listener when attached, and the manager calls every listener's hooks in the order
+ * registered. Every hook may be NULL. */
+
+typedef enum ManagerDriftEvent {
+        MANAGER_DRIFT_DETECTED,         /* new or changed drift (DriftDetected; "drift") */
+        MANAGER_DRIFT_CORRECTED,        /* drift written back (Corrected; "corrected") */
+        _MANAGER_DRIFT_EVENT_MAX,
+        _MANAGER_DRIFT_EVENT_INVALID = -EINVAL,
+} ManagerDriftEvent;
+
+typedef struct ManagerListener {
+        /* A profile was applied: by an Apply (or the start-up re-apply), or, with external, by
+         * another program writing the journal. */
+        void (*applied)(Manager *m, const char *profile, bool external, void *userdata);
+        /* Every knob was reverted by a Revert. */
+        void (*reverted)(Manager *m, void *userdata);
+        /* Drift found or corrected: the entries this event is about (not every known one). */
+        void (*drift)(Manager *m, ManagerDriftEvent event, const DriftEntry *entries, size_t n, void *userdata);
+        /* ActiveProfile, InSync, RebootRequired or DriftCount changed. */
+        void (*properties_changed)(Manager *m, void *userdata);
+        /* The manager is freed: the listener lets go of it. */
+        void (*detach)(Manager *m, void *userdata);
+        void *userdata;
+} ManagerListener;
+
+/* The listener is copied; userdata identifies it for manager_remove_listener(). */
+int manager_add_listener(Manager *m, const ManagerListener *l);
+void manager_remove_listener(Manager *m, void *userdata);
+
 typedef struct ManagerOptions {
         uint64_t interval_usec;         /* 0: the profile's drift.interval_s, else 60 s */
         uint64_t debounce_usec;         /* 0: the watcher's default (5 ms) */
@@ -72,9 +105,9 @@ struct Manager {
         uint64_t profile_interval_usec;
         uint64_t irq_signature;
 
-        json_t *drift;                  /* knob id → {knob, domain, expected, actual} */
+        DriftSet drift;                 /* the journal's knobs found drifted, in the order found */
         json_t *corrections;            /* knob id → [count, window start] */
-        json_t *not_owned;              /* knobs a backend cannot write here (left out of the
+        StringSet not_owned;            /* knobs a backend cannot write here (left out of the
                                          * journal by the engine): not "new" again and again */
         bool reboot_required;
         uint64_t drift_events;          /* drift reports since start */
@@ -85,7 +118,7 @@ struct Manager {
         CpuSet task_housekeeping;       /* where a task is moved, and its "expected" value */
         DriftPolicy task_policy;        /* drift.domains.task only: never drift.policy's */
         bool task_check;                /* the real host, isolated CPUs, not every task allowed */
-        json_t *tasks;                  /* "task/PID" → {knob, domain, expected, actual} */
+        DriftSet tasks;                 /* "task/PID", domain "task", in the order found */
         uint64_t tasks_unlisted;        /* found beyond MANAGER_TASKS_MAX at the last check */
         struct {
                 bool valid, in_sync, reboot_required;
@@ -93,7 +126,10 @@ struct Manager {
                 char *profile;
         } emitted;                      /* property values last announced */
 
-        /* the two front ends */
+        ManagerListener *listeners;
+        size_t n_listeners;
+
+        /* the two front ends' own state (manager.c does not touch it) */
         sd_bus *bus;
         sd_bus_slot *bus_slot;
         VarlinkServer *varlink;
@@ -116,6 +152,12 @@ int manager_apply(Manager *m, const char *profile, json_t **ret, ManagerError *e
 int manager_verify(Manager *m, json_t **ret, ManagerError *e);
 int manager_revert(Manager *m, json_t **ret, ManagerError *e);
 int manager_status(Manager *m, json_t **ret, ManagerError *e);
+/* Verify as C types: the engine's VerifyResult (verify_result_done() it). */
+int manager_verify_result(Manager *m, VerifyResult *ret, ManagerError *e);
+/* Every property and the known drift in one document, for D-Bus Describe and varlink Describe:
+ * {profile, in_sync, reboot_required, drift_count, drift: [{knob, domain, expected, actual}],
+ *  tasks_unlisted, watched_files, interval_s}. */
+int manager_describe(Manager *m, json_t **ret, ManagerError *e);
 /* Writes every drifted knob back now, whatever the policy. */
 int manager_correct(Manager *m, json_t **ret, ManagerError *e);
 
@@ -138,8 +180,9 @@ void manager_reload(Manager *m);
 
 /* Announces changed properties (D-Bus PropertiesChanged, sd_notify STATUS). */
 void manager_properties_update(Manager *m);
-/* A D-Bus signal (DriftDetected, Corrected) and the varlink stream event (drift, corrected). */
-void manager_emit(Manager *m, const char *signal, const char *event, json_t *drift);
+/* To every listener's drift hook: a D-Bus signal (DriftDetected, Corrected), a varlink stream
+ * event (drift, corrected). */
+void manager_emit_drift(Manager *m, ManagerDriftEvent event, const DriftEntry *entries, size_t n);
 /* Whether one more correction of id fits the rate limit (10 a minute). */
 bool manager_correction_allowed(Manager *m, const char *id);
 
@@ -167,17 +210,13 @@ const char *drift_policy_to_string(DriftPolicy p);
 #define MANAGER_DBUS_ERROR_PREFIX "org.rtpart.Manager1.Error."
 #define MANAGER_VARLINK_INTERFACE "org.rtpart.Manager"
 
-/* Registers the object on a bus (the system bus, or one end of a socketpair in tests). */
+/* Registers the object on a bus (the system bus, or one end of a socketpair in tests) and the
+ * listener that sends its signals. */
 int manager_dbus_attach(Manager *m, sd_bus *bus);
 void manager_dbus_detach(Manager *m);
-/* drift: array of {knob, domain, expected, actual}. */
-void manager_dbus_emit_drift(Manager *m, const char *signal, json_t *drift);
-void manager_dbus_emit_applied(Manager *m, const char *profile);
-void manager_dbus_emit_properties(Manager *m);
 
-/* Adds org.rtpart.Manager to a varlink server. */
+/* Adds org.rtpart.Manager to a varlink server, and the listener that feeds every open Watch call
+ * {"event": "drift"|"corrected"|"applied"|"reverted", …}. */
 int manager_varlink_attach(Manager *m, VarlinkServer *server);
 void manager_varlink_detach(Manager *m);
-/* To every open Watch call: {"event": "drift"|"corrected"|"applied"|"reverted", …}. */
-void manager_varlink_emit(Manager *m, const char *event, json_t *drift);
 extern const char manager_varlink_description[];

@@ -12,6 +12,15 @@
 #include "journal.h"
 #include "strv.h"
 
+/* The "boot" section of a profile: kernel arguments, by name. */
+static const Schema boot_args_schema = { SCHEMA_MAP, .items = &schema_bootarg };
+static const SchemaField boot_fields[] = {
+        { "args", &boot_args_schema },
+        {}
+};
+static const Schema boot_schema = { SCHEMA_OBJECT, .fields = boot_fields };
+static const SchemaField boot_section = { "boot", &boot_schema };
+
 /* Boot arguments: one knob per kernel parameter. Their value is read from, and written to, the
  * bootloader's configuration ("configured"); the running kernel's /proc/cmdline says whether a
  * reboot is still needed. Where they live:
@@ -569,6 +578,7 @@ static char *boot_heading(json_t *host) {
 const Backend backend_boot = {
         .domain = DOMAIN_BOOT,
         .name = "boot",
+        .schema = &boot_section,
         .plan = boot_plan,
         .read = boot_read,
         .write = boot_write,

@@ -13,6 +13,19 @@
 #include "pm-qos.h"
 #include "strv.h"
 
+/* The "cpu" section of a profile: frequency, idle states and the PM QoS latency. */
+static const SchemaField cpu_fields[] = {
+        { "cpus", &schema_cpus },
+        { "governor", &schema_string },
+        { "energy_perf_bias", &schema_string },
+        { "idle_max_latency_us", &schema_nonneg },
+        { "pm_qos_latency_us", &schema_nonneg },
+        { "no_turbo", &schema_bool },
+        {}
+};
+static const Schema cpu_schema = { SCHEMA_OBJECT, .fields = cpu_fields };
+static const SchemaField cpu_section = { "cpu", &cpu_schema };
+
 /* CPU power management: what keeps an isolated CPU at one frequency and out of deep C-states.
  *
  *   cpu/<N>/governor                cpuN/cpufreq/scaling_governor           "performance"
@@ -519,6 +532,7 @@ static int cpu_watch(const Knob *k, char ***ret_paths) {
 const Backend backend_cpu = {
         .domain = DOMAIN_CPU,
         .name = "cpu",
+        .schema = &cpu_section,
         .plan = cpu_plan,
         .read = cpu_read,
         .write = cpu_write,

@@ -12,6 +12,27 @@
 #include "strv.h"
 #include "systemd.h"
 
+/* The "cpuset" section of a profile: partitions, and the slices confined to the rest. */
+static const char * const partition_modes[] = { "isolated", "root", "member", NULL };
+static const Schema partition_mode_schema = { SCHEMA_STRING, .choices = partition_modes };
+static const SchemaField partition_fields[] = {
+        { "name", &schema_string },
+        { "cpus", &schema_cpus },
+        { "mode", &partition_mode_schema },
+        { "mems", &schema_string },
+        {}
+};
+static const Schema partition_schema = { SCHEMA_OBJECT, .fields = partition_fields };
+static const Schema partitions_schema = { SCHEMA_ARRAY, .items = &partition_schema };
+static const SchemaField cpuset_fields[] = {
+        { "partitions", &partitions_schema },
+        { "confine", &schema_strings_array },
+        { "confine_cpus", &schema_cpus },
+        {}
+};
+static const Schema cpuset_schema = { SCHEMA_OBJECT, .fields = cpuset_fields };
+static const SchemaField cpuset_section = { "cpuset", &cpuset_schema };
+
 /* cpusets: the profile's "partitions" become cgroups whose CPUs nothing else may use, and the
  * "confine" cgroups (systemd's slices) are kept on the housekeeping CPUs. Knobs:
  *
@@ -934,6 +955,7 @@ static char *cpuset_heading(json_t *host) {
 const Backend backend_cpuset = {
         .domain = DOMAIN_CPUSET,
         .name = "cpuset",
+        .schema = &cpuset_section,
         .plan = cpuset_plan,
         .read = cpuset_read,
         .write = cpuset_write,

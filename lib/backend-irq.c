@@ -7,6 +7,32 @@
 #include "backend.h"
 #include "strv.h"
 
+/* The "irq" section of a profile: where IRQs go, by default and by name. */
+static const SchemaField irq_rule_fields[] = {
+        { "match", &schema_string },
+        { "cpus", &schema_cpus },
+        {}
+};
+static const Schema irq_rule_schema = { SCHEMA_OBJECT, .fields = irq_rule_fields };
+static const Schema irq_rules_schema = { SCHEMA_ARRAY, .items = &irq_rule_schema };
+static const SchemaField irq_fields[] = {
+        { "affinity", &schema_cpus },
+        { "default_affinity", &schema_cpus },
+        { "rules", &irq_rules_schema },
+        { "exclude", &schema_strings_array },
+        {}
+};
+static const Schema irq_schema = { SCHEMA_OBJECT, .fields = irq_fields };
+static const SchemaField irq_section = { "irq", &irq_schema };
+
+/* The "irqbalance" section: the CPUs irqbalance must leave alone. */
+static const SchemaField irqbalance_fields[] = {
+        { "banned_cpus", &schema_cpus },
+        {}
+};
+static const Schema irqbalance_schema = { SCHEMA_OBJECT, .fields = irqbalance_fields };
+static const SchemaField irqbalance_section = { "irqbalance", &irqbalance_schema };
+
 /* IRQ affinities: every IRQ with an affinity file goes where the first matching rule says, or to
  * the section's "affinity" (housekeeping by default); default_smp_affinity covers IRQs yet to come. */
 
@@ -161,6 +187,7 @@ static int irq_watch(const Knob *k, char ***ret_paths) {
 const Backend backend_irq = {
         .domain = DOMAIN_IRQ,
         .name = "irq",
+        .schema = &irq_section,
         .plan = irq_plan,
         .read = irq_read,
         .write = irq_write,
@@ -282,6 +309,7 @@ static int irqbalance_flush(Root *root, const Host *host, char **ret_note) {
 const Backend backend_irqbalance = {
         .domain = DOMAIN_IRQBALANCE,
         .name = "irqbalance",
+        .schema = &irqbalance_section,
         .plan = irqbalance_plan,
         .read = irqbalance_read,
         .write = irqbalance_write,

@@ -14,6 +14,26 @@
 #include "strv.h"
 #include "task.h"
 
+/* The "kthreads" section of a profile: where kernel threads run, and at which priority. */
+static const char * const policy_choices[] = { "fifo", "rr", "other", "batch", "idle", NULL };
+static const Schema policy_schema = { SCHEMA_STRING, .choices = policy_choices };
+static const SchemaField kthread_rule_fields[] = {
+        { "match", &schema_string },
+        { "policy", &policy_schema },
+        { "priority", &schema_prio },
+        { "cpus", &schema_cpus },
+        {}
+};
+static const Schema kthread_rule_schema = { SCHEMA_OBJECT, .fields = kthread_rule_fields };
+static const Schema kthread_rules_schema = { SCHEMA_ARRAY, .items = &kthread_rule_schema };
+static const SchemaField kthread_fields[] = {
+        { "affinity", &schema_cpus },
+        { "rules", &kthread_rules_schema },
+        {}
+};
+static const Schema kthread_schema = { SCHEMA_OBJECT, .fields = kthread_fields };
+static const SchemaField kthread_section = { "kthreads", &kthread_schema };
+
 /* Kernel threads: scheduling policy/priority of the ones a rule names (ksoftirqd, rcuc, ktimers …
  * rank above realtime vCPUs), and the CPU affinity of every kernel thread the kernel lets us move,
  * kthreadd included (every new kernel thread starts with kthreadd's mask).
@@ -713,6 +733,7 @@ static int kthread_write(Root *root, const Knob *kn, const char *value, KnobResu
 const Backend backend_kthread = {
         .domain = DOMAIN_KTHREAD,
         .name = "kthread",
+        .schema = &kthread_section,
         .plan = kthread_plan,
         .read = kthread_read,
         .write = kthread_write,

@@ -12,6 +12,10 @@
 #include "backend.h"
 #include "strv.h"
 
+/* The "modules" section of a profile: parameters by module; null removes an inherited one. */
+static const Schema module_schema = { SCHEMA_MAP, .items = &schema_values };
+static const SchemaField module_section = { "modules", &module_schema };
+
 /* Module parameters: "modules": {"kvm": {"halt_poll_ns": 0}} → knob module/kvm/halt_poll_ns on
  * sys/module/kvm/parameters/halt_poll_ns. A parameter the module made read-only at runtime
  * (kvm's kvmclock_periodic_sync, mode 0444) can only be set when the module loads: its knob has
@@ -557,6 +561,7 @@ static int module_write(Root *root, const Knob *k, const char *value, KnobResult
 const Backend backend_module = {
         .domain = DOMAIN_MODULE,
         .name = "module",
+        .schema = &module_section,
         .plan = module_plan,
         .read = module_read,
         .write = module_write,

@@ -14,6 +14,34 @@
 #include "resctrl.h"
 #include "strv.h"
 
+/* The "cat" section of a profile: cache and memory-bandwidth groups. */
+static const SchemaField share_fields[] = {
+        { "mask", &schema_string },
+        { "ways", &schema_cores },
+        { "percent", &schema_percent },
+        {}
+};
+static const Schema share_schema = { SCHEMA_OBJECT, .fields = share_fields };
+static const SchemaField cat_group_fields[] = {
+        { "name", &schema_string },
+        { "cpus", &schema_cpus },
+        { "l3", &share_schema },
+        { "l3code", &share_schema },
+        { "l3data", &share_schema },
+        { "mb", &schema_percent },
+        { "exclusive", &schema_bool },
+        {}
+};
+static const Schema cat_group_schema = { SCHEMA_OBJECT, .fields = cat_group_fields };
+static const Schema cat_groups_schema = { SCHEMA_ARRAY, .items = &cat_group_schema };
+static const SchemaField cat_fields[] = {
+        { "groups", &cat_groups_schema },
+        { "shrink_default", &schema_bool },
+        {}
+};
+static const Schema cat_schema = { SCHEMA_OBJECT, .fields = cat_fields };
+static const SchemaField resctrl_section = { "cat", &cat_schema };
+
 /* resctrl: Intel CAT/CDP/MBA and AMD L3 QoS through /sys/fs/resctrl. The profile's "cat" section
  * names groups, each with CPUs and a share of the L3 cache (a mask, a number of ways or a
  * percentage) and optionally of memory bandwidth. Knobs:
@@ -1234,6 +1262,7 @@ static int resctrl_read(Root *root, const Knob *k, char **ret) {
 const Backend backend_resctrl = {
         .domain = DOMAIN_RESCTRL,
         .name = "resctrl",
+        .schema = &resctrl_section,
         .plan = resctrl_plan,
         .read = resctrl_read,
         .write = resctrl_write,

@@ -6,6 +6,11 @@
 #include "backend.h"
 #include "strv.h"
 
+/* The "sysctl" and "sysfs" sections of a profile: values by name or path; null removes an
+ * inherited one. */
+static const SchemaField sysctl_section = { "sysctl", &schema_values };
+static const SchemaField sysfs_section = { "sysfs", &schema_values };
+
 /* sysctl: "kernel.timer_migration" → proc/sys/kernel/timer_migration. */
 
 static int value_string(json_t *v, char **ret) {
@@ -65,6 +70,7 @@ static int sysctl_plan(PlanCtx *ctx) {
 const Backend backend_sysctl = {
         .domain = DOMAIN_SYSCTL,
         .name = "sysctl",
+        .schema = &sysctl_section,
         .plan = sysctl_plan,
         .read = knob_read_file,
         .write = knob_write_file_verb,
@@ -148,6 +154,7 @@ static int sysfs_plan(PlanCtx *ctx) {
 const Backend backend_sysfs = {
         .domain = DOMAIN_SYSFS,
         .name = "sysfs",
+        .schema = &sysfs_section,
         .plan = sysfs_plan,
         .read = knob_read_file,
         .write = knob_write_file_verb,

@@ -8,6 +8,7 @@
 
 #include "host.h"
 #include "profile.h"
+#include "schema.h"
 
 typedef enum Domain {
         DOMAIN_BOOT,
@@ -104,6 +105,8 @@ typedef enum BackendFlags {
 typedef struct Backend {
         Domain domain;
         const char *name;
+        /* The profile section this domain owns: its top-level key and its schema. */
+        const SchemaField *schema;
         /* Adds this domain's knobs, with current values, to ctx->plan. */
         int (*plan)(PlanCtx *ctx);
         /* Re-reads a knob's current value. Absent (no such file, group or argument) is either

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Profile loading: files and their trust, includes, merge and origins, the document's schema and
+ * names; and the list of profiles. Resolution is in profile-resolve.c, CPU expressions in
+ * cpu-expr.c, the schema types in schema.c. */
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +16,9 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "profile.h"
+#include "backend.h"
+#include "profile-internal.h"
+#include "schema.h"
 #include "strv.h"
 
 const char * const profile_dirs[] = {
@@ -26,8 +32,6 @@ const char * const profile_dirs[] = {
 
 #define MAX_INCLUDE_DEPTH 16
 #define PROFILE_SIZE_MAX (1024 * 1024)          /* bytes a profile file may hold */
-#define EXPAND_VALUE_MAX (64 * 1024)            /* bytes one variable or string may expand to */
-#define EXPAND_WORK_MAX (16 * 1024 * 1024)      /* bytes expanded in all, a reference counting 64 */
 
 /* Where names are looked up: the root's user and shipped directories; then, when --root is not this
  * system, the profiles shipped with this program (installed, or its source tree when it runs from
@@ -91,8 +95,7 @@ char *profile_error_format(const ProfileError *e) {
         return strbuf_steal(&b);
 }
 
-_printf_(5, 6)
-static int set_error(ProfileError *e, int code, const char *file, const char *pointer, const char *fmt, ...) {
+int profile_error_set(ProfileError *e, int code, const char *file, const char *pointer, const char *fmt, ...) {
         if (!e)
                 return code;
         profile_error_done(e);
@@ -131,412 +134,87 @@ char *json_pointer_append_index(const char *base, size_t i) {
 
 /* ---- schema ---- */
 
-typedef enum Kind {
-        K_STRING,
-        K_CPUS,         /* a CPU expression (string) */
-        K_INT,
-        K_BOOL,
-        K_SCALAR,       /* string, number or boolean (sysctl and sysfs values) */
-        K_SCALAR_OR_NULL,
-        K_BOOTARG,      /* string, true (bare flag), false or null (remove) */
-        K_STRINGS,      /* string or array of strings */
-        K_OBJECT,
-        K_ARRAY,
-        K_MAP,          /* free keys, each value of one schema */
-        K_FRAGMENT,     /* a profile fragment (vendor overlays) */
-} Kind;
+/* The keys that belong to no domain; each domain's section is in its backend file. */
 
-typedef struct Schema Schema;
-typedef struct Field {
-        const char *key;
-        const Schema *schema;
-} Field;
-
-struct Schema {
-        Kind kind;
-        const Field *fields;            /* K_OBJECT, NULL-key terminated */
-        const Schema *items;            /* K_ARRAY, K_MAP */
-        const char * const *choices;    /* K_STRING: allowed values */
-        long min, max;                  /* K_INT */
-        const char *hint;               /* what a valid value looks like, for messages */
+static const SchemaField cpus_fields[] = {
+        { "isolated", &schema_cpus },
+        { "housekeeping", &schema_cpus },
+        { "housekeeping_cores_per_node", &schema_cores },
+        {}
 };
+static const Schema cpus_schema = { SCHEMA_OBJECT, .fields = cpus_fields };
 
-static const Schema s_string = { K_STRING };
-static const Schema s_cpus = { K_CPUS };
-static const Schema s_bool = { K_BOOL };
-static const Schema s_strings = { K_STRINGS };
-static const Schema s_scalar = { K_SCALAR };
-static const Schema s_scalar_or_null = { K_SCALAR_OR_NULL };
-static const Schema s_bootarg = { K_BOOTARG };
-static const Schema s_nonneg = { K_INT, .min = 0, .max = 1L << 40 };
-static const Schema s_percent = { K_INT, .min = 1, .max = 100 };
-static const Schema s_cores = { K_INT, .min = 1, .max = 4096 };
-static const Schema s_prio = { K_INT, .min = 0, .max = 99 };
-static const Schema s_interval = { K_INT, .min = 1, .max = 86400 };
-
-static const char * const policy_choices[] = { "fifo", "rr", "other", "batch", "idle", NULL };
-static const char * const partition_modes[] = { "isolated", "root", "member", NULL };
 static const char * const drift_policies[] = { "report", "correct", NULL };
-
-static const Schema s_policy = { K_STRING, .choices = policy_choices };
-static const Schema s_partition_mode = { K_STRING, .choices = partition_modes };
-static const Schema s_drift_policy = { K_STRING, .choices = drift_policies };
-
-static const Schema s_strings_array = { K_ARRAY, .items = &s_string };
-
-static const Field cpus_fields[] = {
-        { "isolated", &s_cpus },
-        { "housekeeping", &s_cpus },
-        { "housekeeping_cores_per_node", &s_cores },
+static const Schema drift_policy_schema = { SCHEMA_STRING, .choices = drift_policies };
+static const Schema drift_domains_schema = { SCHEMA_MAP, .items = &drift_policy_schema };
+static const SchemaField drift_fields[] = {
+        { "policy", &drift_policy_schema },
+        { "domains", &drift_domains_schema },
+        { "interval_s", &schema_interval },
+        { "task_allow", &schema_strings_array },
         {}
 };
+static const Schema drift_schema = { SCHEMA_OBJECT, .fields = drift_fields };
 
-static const Schema s_bootargs = { K_MAP, .items = &s_bootarg };
-static const Field boot_fields[] = {
-        { "args", &s_bootargs },
+static const Schema variables_schema = { SCHEMA_MAP, .items = &schema_scalar };
+
+/* A fragment is what a vendor overlay may carry: everything but include, variables and vendor.
+ * Its keys are these, then every backend's section, then the tail. */
+static const SchemaField fragment_head[] = {
+        { "summary", &schema_string },
+        { "description", &schema_string },
+        { "cpus", &cpus_schema },
         {}
 };
-
-static const Field irq_rule_fields[] = {
-        { "match", &s_string },
-        { "cpus", &s_cpus },
+static const SchemaField fragment_tail[] = {
+        { "drift", &drift_schema },
         {}
 };
-static const Schema s_irq_rule = { K_OBJECT, .fields = irq_rule_fields };
-static const Schema s_irq_rules = { K_ARRAY, .items = &s_irq_rule };
-static const Field irq_fields[] = {
-        { "affinity", &s_cpus },
-        { "default_affinity", &s_cpus },
-        { "rules", &s_irq_rules },
-        { "exclude", &s_strings_array },
+static SchemaField fragment_fields[ELEMENTSOF(fragment_head) + _DOMAIN_MAX + ELEMENTSOF(fragment_tail)];
+static const Schema fragment_schema = { SCHEMA_OBJECT, .fields = fragment_fields };
+
+static const SchemaField vendor_fields[] = {
+        { "intel", &fragment_schema },
+        { "amd", &fragment_schema },
         {}
 };
+static const Schema vendor_schema = { SCHEMA_OBJECT, .fields = vendor_fields };
 
-static const Field irqbalance_fields[] = {
-        { "banned_cpus", &s_cpus },
+/* A whole document: these, then a fragment's keys. */
+static const SchemaField top_head[] = {
+        { "include", &schema_strings },
+        { "variables", &variables_schema },
+        { "vendor", &vendor_schema },
         {}
 };
+static SchemaField top_fields[ELEMENTSOF(top_head) + ELEMENTSOF(fragment_fields)];
+static const Schema top_schema = { SCHEMA_OBJECT, .fields = top_fields };
 
-static const Field partition_fields[] = {
-        { "name", &s_string },
-        { "cpus", &s_cpus },
-        { "mode", &s_partition_mode },
-        { "mems", &s_string },
-        {}
-};
-static const Schema s_partition = { K_OBJECT, .fields = partition_fields };
-static const Schema s_partitions = { K_ARRAY, .items = &s_partition };
-static const Field cpuset_fields[] = {
-        { "partitions", &s_partitions },
-        { "confine", &s_strings_array },
-        { "confine_cpus", &s_cpus },
-        {}
-};
-
-static const Field share_fields[] = {
-        { "mask", &s_string },
-        { "ways", &s_cores },
-        { "percent", &s_percent },
-        {}
-};
-static const Schema s_share = { K_OBJECT, .fields = share_fields };
-static const Field cat_group_fields[] = {
-        { "name", &s_string },
-        { "cpus", &s_cpus },
-        { "l3", &s_share },
-        { "l3code", &s_share },
-        { "l3data", &s_share },
-        { "mb", &s_percent },
-        { "exclusive", &s_bool },
-        {}
-};
-static const Schema s_cat_group = { K_OBJECT, .fields = cat_group_fields };
-static const Schema s_cat_groups = { K_ARRAY, .items = &s_cat_group };
-static const Field cat_fields[] = {
-        { "groups", &s_cat_groups },
-        { "shrink_default", &s_bool },
-        {}
-};
-
-static const Schema s_values = { K_MAP, .items = &s_scalar_or_null };
-
-static const Field kthread_rule_fields[] = {
-        { "match", &s_string },
-        { "policy", &s_policy },
-        { "priority", &s_prio },
-        { "cpus", &s_cpus },
-        {}
-};
-static const Schema s_kthread_rule = { K_OBJECT, .fields = kthread_rule_fields };
-static const Schema s_kthread_rules = { K_ARRAY, .items = &s_kthread_rule };
-static const Field kthread_fields[] = {
-        { "affinity", &s_cpus },
-        { "rules", &s_kthread_rules },
-        {}
-};
-
-static const Field cpu_fields[] = {
-        { "cpus", &s_cpus },
-        { "governor", &s_string },
-        { "energy_perf_bias", &s_string },
-        { "idle_max_latency_us", &s_nonneg },
-        { "pm_qos_latency_us", &s_nonneg },
-        { "no_turbo", &s_bool },
-        {}
-};
-
-static const Schema s_module_params = { K_MAP, .items = &s_scalar_or_null };
-static const Schema s_modules = { K_MAP, .items = &s_module_params };
-
-static const Schema s_drift_domains = { K_MAP, .items = &s_drift_policy };
-static const Field drift_fields[] = {
-        { "policy", &s_drift_policy },
-        { "domains", &s_drift_domains },
-        { "interval_s", &s_interval },
-        { "task_allow", &s_strings_array },
-        {}
-};
-
-static const Schema s_variables = { K_MAP, .items = &s_scalar };
-static const Schema s_cpus_section = { K_OBJECT, .fields = cpus_fields };
-static const Schema s_boot = { K_OBJECT, .fields = boot_fields };
-static const Schema s_irq = { K_OBJECT, .fields = irq_fields };
-static const Schema s_irqbalance = { K_OBJECT, .fields = irqbalance_fields };
-static const Schema s_cpuset = { K_OBJECT, .fields = cpuset_fields };
-static const Schema s_cat = { K_OBJECT, .fields = cat_fields };
-static const Schema s_kthreads = { K_OBJECT, .fields = kthread_fields };
-static const Schema s_cpu = { K_OBJECT, .fields = cpu_fields };
-static const Schema s_drift = { K_OBJECT, .fields = drift_fields };
-static const Schema s_fragment = { K_FRAGMENT };
-
-/* The sections a vendor overlay may carry: everything but include, variables and vendor. */
-#define SECTION_FIELDS                          \
-        { "summary", &s_string },               \
-        { "description", &s_string },           \
-        { "cpus", &s_cpus_section },            \
-        { "boot", &s_boot },                    \
-        { "irq", &s_irq },                      \
-        { "irqbalance", &s_irqbalance },        \
-        { "cpuset", &s_cpuset },                \
-        { "cat", &s_cat },                      \
-        { "sysctl", &s_values },                \
-        { "sysfs", &s_values },                 \
-        { "kthreads", &s_kthreads },            \
-        { "cpu", &s_cpu },                      \
-        { "modules", &s_modules },              \
-        { "drift", &s_drift }
-
-static const Field fragment_fields[] = { SECTION_FIELDS, {} };
-static const Field vendor_fields[] = {
-        { "intel", &s_fragment },
-        { "amd", &s_fragment },
-        {}
-};
-static const Schema s_vendor = { K_OBJECT, .fields = vendor_fields };
-
-static const Field top_fields[] = {
-        { "include", &s_strings },
-        { "variables", &s_variables },
-        { "vendor", &s_vendor },
-        SECTION_FIELDS,
-        {}
-};
-static const Schema s_top = { K_OBJECT, .fields = top_fields };
-static const Schema s_fragment_object = { K_OBJECT, .fields = fragment_fields };
-
-static unsigned edit_distance(const char *a, const char *b) {
-        size_t la = strlen(a), lb = strlen(b);
-        if (la > 64 || lb > 64)
-                return 99;
-        unsigned d[65][65];
-        for (size_t i = 0; i <= la; i++)
-                d[i][0] = (unsigned) i;
-        for (size_t j = 0; j <= lb; j++)
-                d[0][j] = (unsigned) j;
-        for (size_t i = 1; i <= la; i++)
-                for (size_t j = 1; j <= lb; j++) {
-                        unsigned c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-                        c = MIN(c, d[i - 1][j] + 1);
-                        c = MIN(c, d[i][j - 1] + 1);
-                        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-                                c = MIN(c, d[i - 2][j - 2] + 1);
-                        d[i][j] = c;
-                }
-        return d[la][lb];
+static size_t fields_append(SchemaField *l, size_t n, const SchemaField *add) {
+        for (; add->key; add++)
+                l[n++] = *add;
+        return n;
 }
 
-static const char *closest(const char *key, const char * const *candidates, size_t n) {
-        const char *best = NULL;
-        unsigned best_d = 99;
-        for (size_t i = 0; i < n; i++) {
-                unsigned dist = edit_distance(key, candidates[i]);
-                if (dist < best_d) {
-                        best_d = dist;
-                        best = candidates[i];
-                }
+static void schema_compose(void) {
+        size_t n = fields_append(fragment_fields, 0, fragment_head);
+        for (Domain d = 0; d < _DOMAIN_MAX; d++) {
+                const Backend *b = backend_for(d);
+                if (b && b->schema)
+                        fragment_fields[n++] = *b->schema;
         }
-        size_t len = strlen(key);
-        if (best && best_d <= (len <= 4 ? 1U : len <= 8 ? 2U : 3U))
-                return best;
-        /* An abbreviation ("prio" for "priority") or an over-long form. */
-        for (size_t i = 0; len >= 3 && i < n; i++)
-                if (startswith(candidates[i], key) || startswith(key, candidates[i]))
-                        return candidates[i];
-        return NULL;
+        n = fields_append(fragment_fields, n, fragment_tail);
+        fragment_fields[n] = (SchemaField) {};
+
+        n = fields_append(top_fields, 0, top_head);
+        n = fields_append(top_fields, n, fragment_fields);
+        top_fields[n] = (SchemaField) {};
 }
 
-static const char *json_kind(const json_t *v) {
-        switch (json_typeof(v)) {
-        case JSON_OBJECT: return "an object";
-        case JSON_ARRAY: return "an array";
-        case JSON_STRING: return "a string";
-        case JSON_INTEGER: return "an integer";
-        case JSON_REAL: return "a number";
-        case JSON_TRUE:
-        case JSON_FALSE: return "a boolean";
-        case JSON_NULL: return "null";
-        }
-        return "something else";
-}
-
-static int validate(const char *file, const char *ptr, const json_t *v, const Schema *s, ProfileError *e);
-
-static int validate_object(const char *file, const char *ptr, const json_t *v, const Field *fields, ProfileError *e) {
-        const char *key;
-        json_t *child;
-        int k;
-
-        if (!json_is_object(v))
-                return set_error(e, -EINVAL, file, ptr, "expected an object, found %s", json_kind(v));
-        json_object_foreach((json_t *) v, key, child) {
-                const Field *f = NULL;
-                for (const Field *i = fields; i->key; i++)
-                        if (streq(i->key, key)) {
-                                f = i;
-                                break;
-                        }
-                _cleanup_free_ char *p = json_pointer_append(ptr, key);
-                if (!p)
-                        return -ENOMEM;
-                if (!f) {
-                        const char *names[64];
-                        size_t n = 0;
-                        StrBuf known = {};
-                        for (const Field *i = fields; i->key && n < ELEMENTSOF(names); i++) {
-                                names[n++] = i->key;
-                                strbuf_appendf(&known, "%s%s", n > 1 ? ", " : "", i->key);
-                        }
-                        const char *hint = closest(key, names, n);
-                        _cleanup_free_ char *list = strbuf_steal(&known);
-                        if (hint)
-                                return set_error(e, -EINVAL, file, p, "unknown key \"%s\"; did you mean \"%s\"?", key, hint);
-                        return set_error(e, -EINVAL, file, p, "unknown key \"%s\"; known keys here: %s", key, strempty(list));
-                }
-                k = validate(file, p, child, f->schema, e);
-                if (k < 0)
-                        return k;
-        }
-        return 0;
-}
-
-static int validate(const char *file, const char *ptr, const json_t *v, const Schema *s, ProfileError *e) {
-        int k;
-
-        switch (s->kind) {
-        case K_STRING:
-        case K_CPUS:
-                if (!json_is_string(v))
-                        return set_error(e, -EINVAL, file, ptr, "expected %s, found %s",
-                                         s->kind == K_CPUS ? "a CPU list string such as \"2-7,10\" or \"isolated\"" : "a string",
-                                         json_kind(v));
-                if (s->choices) {
-                        const char *val = json_string_value(v);
-                        size_t n = 0;
-                        StrBuf b = {};
-                        for (const char * const *c = s->choices; *c; c++, n++) {
-                                if (streq(*c, val)) {
-                                        strbuf_done(&b);
-                                        return 0;
-                                }
-                                strbuf_appendf(&b, "%s\"%s\"", n ? ", " : "", *c);
-                        }
-                        _cleanup_free_ char *list = strbuf_steal(&b);
-                        const char *hint = closest(val, s->choices, n);
-                        if (hint)
-                                return set_error(e, -EINVAL, file, ptr, "\"%s\" is not valid; did you mean \"%s\"?", val, hint);
-                        return set_error(e, -EINVAL, file, ptr, "\"%s\" is not valid; use one of %s", val, strempty(list));
-                }
-                return 0;
-        case K_INT:
-                if (!json_is_integer(v))
-                        return set_error(e, -EINVAL, file, ptr, "expected an integer, found %s", json_kind(v));
-                if (json_integer_value(v) < s->min || json_integer_value(v) > s->max)
-                        return set_error(e, -EINVAL, file, ptr, "%lld is out of range; use %ld to %ld",
-                                         (long long) json_integer_value(v), s->min, s->max);
-                return 0;
-        case K_BOOL:
-                if (!json_is_boolean(v))
-                        return set_error(e, -EINVAL, file, ptr, "expected true or false, found %s", json_kind(v));
-                return 0;
-        case K_SCALAR_OR_NULL:
-                if (json_is_null(v))
-                        return 0;
-                _fallthrough_;
-        case K_SCALAR:
-                if (!json_is_string(v) && !json_is_number(v) && !json_is_boolean(v))
-                        return set_error(e, -EINVAL, file, ptr, "expected a string, number or boolean, found %s%s",
-                                         json_kind(v), s->kind == K_SCALAR_OR_NULL ? " (null removes an inherited value)" : "");
-                return 0;
-        case K_BOOTARG:
-                if (!json_is_string(v) && !json_is_boolean(v) && !json_is_null(v))
-                        return set_error(e, -EINVAL, file, ptr,
-                                         "expected a string value, true for a bare flag, or false/null to remove the argument; found %s",
-                                         json_kind(v));
-                return 0;
-        case K_STRINGS:
-                if (json_is_string(v))
-                        return 0;
-                if (!json_is_array(v))
-                        return set_error(e, -EINVAL, file, ptr, "expected a string or an array of strings, found %s", json_kind(v));
-                _fallthrough_;
-        case K_ARRAY: {
-                if (!json_is_array(v))
-                        return set_error(e, -EINVAL, file, ptr, "expected an array, found %s", json_kind(v));
-                size_t i;
-                json_t *item;
-                json_array_foreach(v, i, item) {
-                        _cleanup_free_ char *p = json_pointer_append_index(ptr, i);
-                        if (!p)
-                                return -ENOMEM;
-                        k = validate(file, p, item, s->items ? s->items : &s_string, e);
-                        if (k < 0)
-                                return k;
-                }
-                return 0;
-        }
-        case K_OBJECT:
-                return validate_object(file, ptr, v, s->fields, e);
-        case K_FRAGMENT:
-                return validate_object(file, ptr, v, fragment_fields, e);
-        case K_MAP: {
-                if (!json_is_object(v))
-                        return set_error(e, -EINVAL, file, ptr, "expected an object, found %s", json_kind(v));
-                const char *key;
-                json_t *child;
-                json_object_foreach((json_t *) v, key, child) {
-                        _cleanup_free_ char *p = json_pointer_append(ptr, key);
-                        if (!p)
-                                return -ENOMEM;
-                        if (!*key)
-                                return set_error(e, -EINVAL, file, p, "empty key");
-                        k = validate(file, p, child, s->items, e);
-                        if (k < 0)
-                                return k;
-                }
-                return 0;
-        }
-        }
-        return 0;
+const Schema *profile_schema(void) {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        (void) pthread_once(&once, schema_compose);
+        return &top_schema;
 }
 
 /* Checks that do not need the host: names and paths that must have a given shape. */
@@ -550,10 +228,10 @@ static int validate_names(const char *file, const json_t *doc, const char *base,
                 _cleanup_free_ char *pk = p ? json_pointer_append(p, key) : NULL;
                 for (const char *c = key; *c; c++)
                         if (!isalnum((unsigned char) *c) && !strchr("._-/*", *c))
-                                return set_error(e, -EINVAL, file, pk,
+                                return profile_error_set(e, -EINVAL, file, pk,
                                                  "\"%s\" is not a sysctl name; use the dotted form, e.g. \"kernel.timer_migration\"", key);
                 if (key[0] == '.' || key[0] == '/' || strstr(key, ".."))
-                        return set_error(e, -EINVAL, file, pk,
+                        return profile_error_set(e, -EINVAL, file, pk,
                                          "\"%s\" is not a sysctl name; use the dotted form, e.g. \"kernel.timer_migration\"", key);
         }
         json_t *sysfs = json_object_get(doc, "sysfs");
@@ -561,7 +239,7 @@ static int validate_names(const char *file, const json_t *doc, const char *base,
                 _cleanup_free_ char *p = json_pointer_append(base, "sysfs");
                 _cleanup_free_ char *pk = p ? json_pointer_append(p, key) : NULL;
                 if (!startswith(key, "/sys/") || strstr(key, "/../") || strstr(key, "/./"))
-                        return set_error(e, -EINVAL, file, pk,
+                        return profile_error_set(e, -EINVAL, file, pk,
                                          "\"%s\" is not a path under /sys; write the absolute path, e.g. \"/sys/kernel/mm/ksm/run\"", key);
         }
         json_t *args = json_object_get(json_object_get(doc, "boot"), "args");
@@ -572,13 +250,13 @@ static int validate_names(const char *file, const json_t *doc, const char *base,
                 _cleanup_free_ char *pk = json_pointer_append(p, key);
                 for (const char *c = key; *c; c++)
                         if (!isalnum((unsigned char) *c) && !strchr("._-", *c))
-                                return set_error(e, -EINVAL, file, pk,
+                                return profile_error_set(e, -EINVAL, file, pk,
                                                  "\"%s\" is not a kernel parameter name; use the name alone as the key and its value as the value, e.g. \"nohz_full\": \"${isolated}\"",
                                                  key);
                 if (json_is_string(v))
                         for (const char *c = json_string_value(v); *c; c++)
                                 if (isspace((unsigned char) *c) || *c == '"')
-                                        return set_error(e, -EINVAL, file, pk,
+                                        return profile_error_set(e, -EINVAL, file, pk,
                                                          "the value must not contain spaces or quotes; give each kernel parameter its own key");
         }
         json_t *modules = json_object_get(doc, "modules");
@@ -587,7 +265,7 @@ static int validate_names(const char *file, const json_t *doc, const char *base,
                         if (!isalnum((unsigned char) *c) && *c != '_' && *c != '-') {
                                 _cleanup_free_ char *p = json_pointer_append(base, "modules");
                                 _cleanup_free_ char *pk = p ? json_pointer_append(p, key) : NULL;
-                                return set_error(e, -EINVAL, file, pk, "\"%s\" is not a module name, e.g. \"kvm_intel\"", key);
+                                return profile_error_set(e, -EINVAL, file, pk, "\"%s\" is not a module name, e.g. \"kvm_intel\"", key);
                         }
         }
         size_t ai;
@@ -597,7 +275,7 @@ static int validate_names(const char *file, const json_t *doc, const char *base,
                         _cleanup_free_ char *p = NULL;
                         if (asprintf(&p, "%s/drift/task_allow/%zu", base, ai) < 0)
                                 return -ENOMEM;
-                        return set_error(e, -EINVAL, file, p,
+                        return profile_error_set(e, -EINVAL, file, p,
                                          "an empty entry matches nothing; give a comm pattern (\"qemu-*\"), a cgroup "
                                          "(\"/machine.slice\") or an exception (\"!stress*\")");
                 }
@@ -612,10 +290,10 @@ static int validate_names(const char *file, const json_t *doc, const char *base,
                         if (asprintf(&p, "%s/%s/%s/%zu", base, lists[l][0], lists[l][1], i) < 0)
                                 return -ENOMEM;
                         if (!name)
-                                return set_error(e, -EINVAL, file, p, "missing \"name\"");
+                                return profile_error_set(e, -EINVAL, file, p, "missing \"name\"");
                         for (const char *c = name; *c; c++)
                                 if (!isalnum((unsigned char) *c) && !strchr("._-", *c))
-                                        return set_error(e, -EINVAL, file, p,
+                                        return profile_error_set(e, -EINVAL, file, p,
                                                          "name \"%s\" may hold only letters, digits, '.', '_' and '-'", name);
                         static const char * const reserved[][5] = {
                                 { "root", "rtpart-nrt", NULL },                         /* cpuset */
@@ -625,24 +303,24 @@ static int validate_names(const char *file, const json_t *doc, const char *base,
                         for (const char * const *rn = reserved[l]; *rn; rn++)
                                 taken = taken || streq(name, *rn);
                         if (taken || !*name || streq(name, ".") || streq(name, ".."))
-                                return set_error(e, -EINVAL, file, p, "\"%s\" cannot be used as a group name", name);
+                                return profile_error_set(e, -EINVAL, file, p, "\"%s\" cannot be used as a group name", name);
                         if (!json_object_get(v, "cpus"))
-                                return set_error(e, -EINVAL, file, p, "missing \"cpus\"");
+                                return profile_error_set(e, -EINVAL, file, p, "missing \"cpus\"");
                         for (size_t j = 0; j < i; j++)
                                 if (streq_ptr(name, json_string_value(json_object_get(json_array_get(arr, j), "name"))))
-                                        return set_error(e, -EINVAL, file, p, "name \"%s\" is used twice", name);
+                                        return profile_error_set(e, -EINVAL, file, p, "name \"%s\" is used twice", name);
                         json_t *l3 = json_object_get(v, "l3");
                         const char *shares[] = { "l3", "l3code", "l3data" };
                         for (size_t s = 0; s < ELEMENTSOF(shares); s++) {
                                 json_t *sh = json_object_get(v, shares[s]);
                                 if (sh && json_object_size(sh) != 1) {
                                         _cleanup_free_ char *ps = json_pointer_append(p, shares[s]);
-                                        return set_error(e, -EINVAL, file, ps, "give exactly one of \"mask\", \"ways\" or \"percent\"");
+                                        return profile_error_set(e, -EINVAL, file, ps, "give exactly one of \"mask\", \"ways\" or \"percent\"");
                                 }
                         }
                         if (l3 && (json_object_get(v, "l3code") || json_object_get(v, "l3data"))) {
                                 _cleanup_free_ char *ps = json_pointer_append(p, "l3");
-                                return set_error(e, -EINVAL, file, ps, "use either \"l3\" or \"l3code\"/\"l3data\", not both");
+                                return profile_error_set(e, -EINVAL, file, ps, "use either \"l3\" or \"l3code\"/\"l3data\", not both");
                         }
                 }
         }
@@ -656,15 +334,16 @@ static int validate_names(const char *file, const json_t *doc, const char *base,
                         if (asprintf(&p, "%s/%s/%zu", base, rule_ptrs[r], i) < 0)
                                 return -ENOMEM;
                         if (!json_object_get(v, "match"))
-                                return set_error(e, -EINVAL, file, p, "missing \"match\" (a shell pattern such as \"eth1-TxRx-*\")");
+                                return profile_error_set(e, -EINVAL, file, p, "missing \"match\" (a shell pattern such as \"eth1-TxRx-*\")");
                         if (r == 0 && !json_object_get(v, "cpus"))
-                                return set_error(e, -EINVAL, file, p, "missing \"cpus\": the CPUs the matching IRQs go to");
+                                return profile_error_set(e, -EINVAL, file, p, "missing \"cpus\": the CPUs the matching IRQs go to");
                         if (r == 1 && !json_object_get(v, "cpus") && !json_object_get(v, "policy"))
-                                return set_error(e, -EINVAL, file, p, "give \"policy\" (with \"priority\") or \"cpus\", or both");
+                                return profile_error_set(e, -EINVAL, file, p, "give \"policy\" (with \"priority\") or \"cpus\", or both");
                 }
         }
         return 0;
 }
+
 
 /* ---- loading and merging ---- */
 
@@ -721,27 +400,27 @@ static const char *file_type_name(mode_t mode) {
 static int check_trusted(int fd, const char *display, ProfileError *e) {
         struct stat st;
         if (fstat(fd, &st) < 0)
-                return set_error(e, -errno, display, NULL, "cannot read profile: %s", strerror(errno));
+                return profile_error_set(e, -errno, display, NULL, "cannot read profile: %s", strerror(errno));
         if (!S_ISREG(st.st_mode))
-                return set_error(e, -EINVAL, display, NULL, "not a regular file (%s); give a profile's .json file",
+                return profile_error_set(e, -EINVAL, display, NULL, "not a regular file (%s); give a profile's .json file",
                                  file_type_name(st.st_mode));
         uid_t me = geteuid();
         if (st.st_uid != 0 && st.st_uid != me) {
                 if (me == 0)
-                        return set_error(e, -EINVAL, display, NULL,
+                        return profile_error_set(e, -EINVAL, display, NULL,
                                          "owned by uid %u, not by root; a profile rtpartd applies must be owned by root "
                                          "(chown root: %s)", (unsigned) st.st_uid, display);
-                return set_error(e, -EINVAL, display, NULL,
+                return profile_error_set(e, -EINVAL, display, NULL,
                                  "owned by uid %u, neither by root nor by you (uid %u); use a copy you own (cp %s .)",
                                  (unsigned) st.st_uid, (unsigned) me, display);
         }
         if ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != 0))
-                return set_error(e, -EINVAL, display, NULL,
+                return profile_error_set(e, -EINVAL, display, NULL,
                                  "%s (mode %04o); a profile must be writable by its owner only (chmod go-w %s)",
                                  st.st_mode & S_IWOTH ? "world-writable" : "group-writable", (unsigned) (st.st_mode & 07777),
                                  display);
         if (st.st_size > PROFILE_SIZE_MAX)
-                return set_error(e, -EINVAL, display, NULL, "larger than 1 MiB (%lld bytes); a profile is at most 1 MiB",
+                return profile_error_set(e, -EINVAL, display, NULL, "larger than 1 MiB (%lld bytes); a profile is at most 1 MiB",
                                  (long long) st.st_size);
         return 0;
 }
@@ -766,16 +445,16 @@ static int read_trusted(int fd, const char *display, char **ret_text, ProfileErr
                 if (r < 0 && errno == EINTR)
                         continue;
                 if (r < 0)
-                        return set_error(e, -errno, display, NULL, "cannot read profile: %s", strerror(errno));
+                        return profile_error_set(e, -errno, display, NULL, "cannot read profile: %s", strerror(errno));
                 if (r == 0)
                         break;
                 len += (size_t) r;
         }
         if (len > PROFILE_SIZE_MAX)
-                return set_error(e, -EINVAL, display, NULL, "larger than 1 MiB; a profile is at most 1 MiB");
+                return profile_error_set(e, -EINVAL, display, NULL, "larger than 1 MiB; a profile is at most 1 MiB");
         const char *nul = memchr(buf ?: "", 0, len);
         if (nul)
-                return set_error(e, -EINVAL, display, NULL,
+                return profile_error_set(e, -EINVAL, display, NULL,
                                  "a NUL byte at offset %zu; a profile is JSON text (was the file truncated or overwritten?)",
                                  (size_t) (nul - buf));
         if (!buf && !(buf = malloc(1)))
@@ -794,7 +473,7 @@ static int profile_read_file(Root *root, const char *rel, const char *display, c
         if (!root && fd < 0)
                 fd = -errno;
         if (fd < 0)
-                return set_error(e, fd, display, NULL, "cannot open profile: %s", strerror(-fd));
+                return profile_error_set(e, fd, display, NULL, "cannot open profile: %s", strerror(-fd));
         int k = check_trusted(fd, display, e);
         if (k < 0)
                 return k;
@@ -831,7 +510,7 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
                 display = TAKE_PTR(path);
         } else {
                 if (!valid_name(name_or_path))
-                        return set_error(e, -EINVAL, name_or_path, NULL,
+                        return profile_error_set(e, -EINVAL, name_or_path, NULL,
                                          "not a profile name; names use letters, digits, '.', '_' and '-' (see rtpartctl list), or give a path to a .json file");
                 /* An include by name from a profile read by path looks beside that file first, so
                  * a directory of profiles works wherever it is. */
@@ -881,7 +560,7 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
                 if (k == -ENOENT) {
                         _cleanup_free_ char *a = root_display_path(root, profile_dirs[0]);
                         _cleanup_free_ char *b = root_display_path(root, profile_dirs[1]);
-                        return set_error(e, -ENOENT, name_or_path, NULL,
+                        return profile_error_set(e, -ENOENT, name_or_path, NULL,
                                          "no such profile in %s or %s; see rtpartctl list", strempty(a), strempty(b));
                 }
         }
@@ -894,7 +573,7 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
 
 /* Objects merge, everything else (arrays included) replaces; null deletes. origins records which
  * file set each pointer. */
-static int merge(json_t *dst, json_t *src, const char *ptr, json_t *origins, const char *file) {
+int profile_merge(json_t *dst, json_t *src, const char *ptr, json_t *origins, const char *file) {
         const char *key;
         json_t *v;
 
@@ -904,7 +583,7 @@ static int merge(json_t *dst, json_t *src, const char *ptr, json_t *origins, con
                         return -ENOMEM;
                 json_t *cur = json_object_get(dst, key);
                 if (json_is_object(v) && json_is_object(cur)) {
-                        int k = merge(cur, v, p, origins, file);
+                        int k = profile_merge(cur, v, p, origins, file);
                         if (k < 0)
                                 return k;
                         continue;
@@ -932,7 +611,7 @@ static int mark_origin(json_t *v, const char *ptr, json_t *origins, const char *
         return 0;
 }
 
-static const char *origin_of(const json_t *origins, const char *ptr, const char *fallback) {
+const char *profile_origin_of(const json_t *origins, const char *ptr, const char *fallback) {
         _cleanup_free_ char *p = strdup(ptr);
         if (!p)
                 return fallback;
@@ -956,7 +635,7 @@ typedef struct LoadState {
 
 /* The schema and the names of one profile document, its vendor overlays included. */
 static int validate_document(const char *file, const json_t *doc, ProfileError *e) {
-        int k = validate(file, "", doc, &s_top, e);
+        int k = schema_validate(file, "", doc, profile_schema(), e);
         if (k < 0)
                 return k;
         k = validate_names(file, doc, "", e);
@@ -985,7 +664,7 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
         if (k < 0) {
                 if (from_file && e && e->code == -ENOENT) {
                         _cleanup_free_ char *msg = e->message ? strdup(e->message) : NULL;
-                        return set_error(e, -EINVAL, from_file, from_ptr, "included profile \"%s\": %s",
+                        return profile_error_set(e, -EINVAL, from_file, from_ptr, "included profile \"%s\": %s",
                                          name_or_path, strempty(msg));
                 }
                 return k;
@@ -999,17 +678,17 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
                         strbuf_appendf(&chain, "%s -> ", *s);
                 strbuf_append(&chain, display);
                 _cleanup_free_ char *c = strbuf_steal(&chain);
-                return set_error(e, -EINVAL, from_file, from_ptr, "include cycle: %s; remove one of these includes", strempty(c));
+                return profile_error_set(e, -EINVAL, from_file, from_ptr, "include cycle: %s; remove one of these includes", strempty(c));
         }
         if (strv_length(st->stack) >= MAX_INCLUDE_DEPTH)
-                return set_error(e, -EINVAL, from_file, from_ptr, "includes nest deeper than %d levels", MAX_INCLUDE_DEPTH);
+                return profile_error_set(e, -EINVAL, from_file, from_ptr, "includes nest deeper than %d levels", MAX_INCLUDE_DEPTH);
 
         _cleanup_(json_decrefp) json_t *doc = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
         if (!doc) {
                 _cleanup_free_ char *where = NULL;
                 if (asprintf(&where, "%s:%d:%d", display, jerr.line, jerr.column) < 0)
                         return -ENOMEM;
-                return set_error(e, -EINVAL, where, NULL, "not valid JSON: %s", jerr.text);
+                return profile_error_set(e, -EINVAL, where, NULL, "not valid JSON: %s", jerr.text);
         }
         k = validate_document(display, doc, e);
         if (k < 0)
@@ -1037,7 +716,7 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
                         json_decref(inc_list);
                         return k;
                 }
-                k = merge(merged, sub, "", NULL, display); /* origins were set by the sub-load */
+                k = profile_merge(merged, sub, "", NULL, display); /* origins were set by the sub-load */
                 if (k < 0) {
                         json_decref(inc_list);
                         return k;
@@ -1047,7 +726,7 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
         json_object_del(doc, "include");
 
         /* Variables merge like everything else; the including file's win. */
-        k = merge(merged, doc, "", origins, display);
+        k = profile_merge(merged, doc, "", origins, display);
         if (k < 0)
                 return k;
         k = mark_origin(doc, "", origins, display);
@@ -1106,12 +785,12 @@ int profile_from_document(const char *name, const json_t *doc, Profile **ret, Pr
         if (asprintf(&label, "%s (as applied, in the journal)", strempty(name)) < 0)
                 return -ENOMEM;
         if (!name || !*name || !doc)
-                return set_error(ret_error, -EINVAL, label, NULL, "no profile document; apply the profile again");
+                return profile_error_set(ret_error, -EINVAL, label, NULL, "no profile document; apply the profile again");
         k = validate_document(label, doc, ret_error);
         if (k < 0)
                 return k;
         if (json_object_get(doc, "include"))
-                return set_error(ret_error, -EINVAL, label, "/include",
+                return profile_error_set(ret_error, -EINVAL, label, "/include",
                                  "an applied profile has its includes merged and names none; apply the profile again");
 
         p = calloc(1, sizeof(*p));
@@ -1215,502 +894,4 @@ int profile_list(Root *root, ProfileInfo **ret, size_t *ret_n) {
         *ret = l;
         *ret_n = n;
         return 0;
-}
-
-/* ---- CPU expressions ---- */
-
-/* "node:1" with prefix "node:" → 1: decimal digits and nothing after them. An id past UINT_MAX
- * is UINT_MAX, which no host has ("node:4294967297" is not node 1). */
-static bool selector_id(const char *tok, const char *prefix, unsigned *ret) {
-        if (!startswith(tok, prefix))
-                return false;
-        const char *p = tok + strlen(prefix);
-        if (!isdigit((unsigned char) *p))
-                return false;
-        char *end;
-        errno = 0;
-        unsigned long v = strtoul(p, &end, 10);
-        if (*end)
-                return false;
-        *ret = errno == ERANGE || v > UINT_MAX ? UINT_MAX : (unsigned) v;
-        return true;
-}
-
-int cpu_expr_parse(const char *expr, const Host *host, const CpuSet *iso, const CpuSet *hk, CpuSet *ret,
-                   char **ret_message) {
-        CpuSet plus = {}, minus = {};
-        _cleanup_free_ char *copy = strdup(expr);
-        char *save = NULL;
-        bool any = false;
-
-        if (!copy)
-                return -ENOMEM;
-        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                while (isspace((unsigned char) *tok))
-                        tok++;
-                size_t tl = strlen(tok);
-                while (tl > 0 && isspace((unsigned char) tok[tl - 1]))
-                        tok[--tl] = 0;
-                bool neg = tok[0] == '!';
-                if (neg)
-                        tok++;
-                CpuSet *dst = neg ? &minus : &plus;
-                CpuSet s;
-                unsigned id;
-                any = true;
-
-                if (streq(tok, "all") || streq(tok, "online"))
-                        s = host->online;
-                else if (streq(tok, "isolated") || streq(tok, "housekeeping")) {
-                        const CpuSet *c = streq(tok, "isolated") ? iso : hk;
-                        if (!c)
-                                return asprintf(ret_message, "\"%s\" cannot be used here: the CPU classes are being defined", tok) < 0
-                                       ? -ENOMEM : -EINVAL;
-                        s = *c;
-                } else if (selector_id(tok, "node:", &id)) {
-                        if (!host_node_cpus(host, id, &s))
-                                return asprintf(ret_message, "NUMA node %s does not exist or has no online CPUs (nodes: 0-%u)",
-                                                strchr(tok, ':') + 1, host->n_nodes - 1) < 0 ? -ENOMEM : -EINVAL;
-                } else if (selector_id(tok, "package:", &id) || selector_id(tok, "socket:", &id)) {
-                        if (!host_package_cpus(host, id, &s))
-                                return asprintf(ret_message, "package %s does not exist on this host", strchr(tok, ':') + 1) < 0 ? -ENOMEM : -EINVAL;
-                } else if (selector_id(tok, "l3:", &id)) {
-                        if (!host_l3_cpus(host, id, &s)) {
-                                StrBuf b = {};
-                                for (size_t i = 0; i < host->n_l3; i++)
-                                        strbuf_appendf(&b, "%s%u", i ? "," : "", host->l3[i].id);
-                                _cleanup_free_ char *ids = strbuf_steal(&b);
-                                return asprintf(ret_message, "L3 cache domain %s does not exist (cache ids: %s)", strchr(tok, ':') + 1,
-                                                ids && *ids ? ids : "none") < 0 ? -ENOMEM : -EINVAL;
-                        }
-                } else if (isdigit((unsigned char) tok[0])) {
-                        CpuSetError err;
-                        int k = cpu_set_parse_list(tok, &s, &err);
-                        if (k < 0)
-                                return asprintf(ret_message, "\"%s\" is not a CPU list: %s at \"%s\"", tok, err.reason,
-                                                tok + err.pos) < 0 ? -ENOMEM : -EINVAL;
-                        CpuSet missing = s;
-                        cpu_set_andnot(&missing, &host->online);
-                        if (!cpu_set_is_empty(&missing)) {
-                                _cleanup_free_ char *m = cpu_set_format_list(&missing);
-                                _cleanup_free_ char *on = cpu_set_format_list(&host->online);
-                                return asprintf(ret_message, "CPU %s %s not exist (online: %s)", strempty(m),
-                                                cpu_set_count(&missing) > 1 ? "do" : "does", strempty(on)) < 0 ? -ENOMEM : -EINVAL;
-                        }
-                } else {
-                        const char *words[] = { "isolated", "housekeeping", "all", "node:", "package:", "l3:" };
-                        const char *hint = closest(tok, words, ELEMENTSOF(words));
-                        if (hint)
-                                return asprintf(ret_message, "\"%s\" is not a CPU expression; did you mean \"%s\"?", tok, hint) < 0
-                                       ? -ENOMEM : -EINVAL;
-                        return asprintf(ret_message,
-                                        "\"%s\" is not a CPU expression; use CPU numbers and ranges (2-7,10), isolated, housekeeping, all, node:N, package:N or l3:N",
-                                        tok) < 0 ? -ENOMEM : -EINVAL;
-                }
-                cpu_set_or(dst, &s);
-        }
-        (void) any;
-        cpu_set_andnot(&plus, &minus);
-        *ret = plus;
-        return 0;
-}
-
-/* ---- resolution ---- */
-
-Resolved *resolved_free(Resolved *r) {
-        if (!r)
-                return NULL;
-        free(r->name);
-        json_decref(r->doc);
-        free(r);
-        return NULL;
-}
-
-typedef struct Expander {
-        json_t *vars;           /* name → string (user variables, unexpanded) */
-        json_t *builtins;       /* name → string */
-        const char *stack[32];
-        size_t depth;
-        size_t work;            /* bytes produced so far at every level, plus 64 a reference */
-} Expander;
-
-/* Variables may refer to variables, so a few bytes can stand for 2^32 copies of a string: every
- * expansion is bounded in size, and all of them together in work, so that resolving ends. */
-static int expand_check(Expander *x, const StrBuf *b, const char *name, char **ret_message) {
-        const char *var = name ? name : x->depth > 0 ? x->stack[x->depth - 1] : NULL;
-        if (b->len > EXPAND_VALUE_MAX)
-                return asprintf(ret_message, "%s%s%s expands to more than 64 KiB; a value may be at most 64 KiB",
-                                var ? "variable \"${" : "the value", strempty(var), var ? "}\"" : "") < 0 ? -ENOMEM : -EINVAL;
-        if (x->work > EXPAND_WORK_MAX)
-                return asprintf(ret_message,
-                                "expanding %s%s%s makes more than 16 MiB of text in all; variables that refer to "
-                                "each other several times multiply: refer to each at most once or use literal values",
-                                var ? "variable \"${" : "the variables", strempty(var), var ? "}\"" : "") < 0 ? -ENOMEM : -EINVAL;
-        return 0;
-}
-
-static int expand(Expander *x, const char *in, char **ret, char **ret_message) {
-        StrBuf b = {};
-        int k;
-        for (const char *p = in; *p;) {
-                size_t before = b.len;
-                if (b.len > EXPAND_VALUE_MAX || x->work > EXPAND_WORK_MAX) {
-                        k = expand_check(x, &b, NULL, ret_message);
-                        strbuf_done(&b);
-                        return k;
-                }
-                if (p[0] == '$' && p[1] == '$') { /* "$$" is a literal '$' */
-                        strbuf_append(&b, "$");
-                        p += 2;
-                        x->work += b.len - before;
-                        continue;
-                }
-                if (p[0] != '$' || p[1] != '{') {
-                        const char *n = strchr(p + 1, '$');
-                        size_t len = n ? (size_t) (n - p) : strlen(p);
-                        _cleanup_free_ char *chunk = strndup(p, len);
-                        if (chunk)
-                                strbuf_append(&b, chunk);
-                        else
-                                b.oom = true;
-                        p += len;
-                        x->work += b.len - before;
-                        continue;
-                }
-                const char *close = strchr(p + 2, '}');
-                if (!close) {
-                        strbuf_done(&b);
-                        return asprintf(ret_message, "unterminated \"${\" in \"%s\"; write ${name}, or $$ for a literal $", in) < 0
-                               ? -ENOMEM : -EINVAL;
-                }
-                _cleanup_free_ char *name = strndup(p + 2, (size_t) (close - p - 2));
-                if (!name) {
-                        strbuf_done(&b);
-                        return -ENOMEM;
-                }
-                const char *bv = json_string_value(json_object_get(x->builtins, name));
-                json_t *uv = json_object_get(x->vars, name);
-                if (bv)
-                        strbuf_append(&b, bv);
-                else if (uv) {
-                        for (size_t i = 0; i < x->depth; i++)
-                                if (streq(x->stack[i], name)) {
-                                        strbuf_done(&b);
-                                        return asprintf(ret_message, "variable \"%s\" refers to itself", name) < 0 ? -ENOMEM : -EINVAL;
-                                }
-                        if (x->depth >= ELEMENTSOF(x->stack)) {
-                                strbuf_done(&b);
-                                return asprintf(ret_message, "variables nest too deeply at \"%s\"", name) < 0 ? -ENOMEM : -EINVAL;
-                        }
-                        _cleanup_free_ char *raw = NULL, *sub = NULL;
-                        if (json_is_string(uv))
-                                raw = strdup(json_string_value(uv));
-                        else if (json_is_integer(uv))
-                                (void) asprintf(&raw, "%lld", (long long) json_integer_value(uv));
-                        else if (json_is_real(uv))
-                                (void) asprintf(&raw, "%g", json_real_value(uv));
-                        else
-                                raw = strdup(json_is_true(uv) ? "1" : "0");
-                        if (!raw) {
-                                strbuf_done(&b);
-                                return -ENOMEM;
-                        }
-                        x->work += 64;
-                        x->stack[x->depth++] = name;
-                        k = expand(x, raw, &sub, ret_message);
-                        x->depth--;
-                        if (k < 0) {
-                                strbuf_done(&b);
-                                return k;
-                        }
-                        strbuf_append(&b, sub);
-                        if (b.len > EXPAND_VALUE_MAX) {
-                                k = expand_check(x, &b, name, ret_message);
-                                strbuf_done(&b);
-                                return k;
-                        }
-                } else {
-                        const char *known[64];
-                        size_t n = 0;
-                        const char *key;
-                        json_t *v;
-                        json_object_foreach(x->builtins, key, v)
-                                if (n < ELEMENTSOF(known))
-                                        known[n++] = key;
-                        json_object_foreach(x->vars, key, v)
-                                if (n < ELEMENTSOF(known))
-                                        known[n++] = key;
-                        const char *hint = closest(name, known, n);
-                        strbuf_done(&b);
-                        if (hint)
-                                return asprintf(ret_message, "undefined variable \"${%s}\"; did you mean \"${%s}\"?", name, hint) < 0
-                                       ? -ENOMEM : -EINVAL;
-                        return asprintf(ret_message, "undefined variable \"${%s}\"; define it under \"variables\"", name) < 0
-                               ? -ENOMEM : -EINVAL;
-                }
-                p = close + 1;
-                x->work += b.len - before;
-        }
-        if (b.len > EXPAND_VALUE_MAX || x->work > EXPAND_WORK_MAX) {
-                k = expand_check(x, &b, NULL, ret_message);
-                strbuf_done(&b);
-                return k;
-        }
-        *ret = strbuf_steal(&b);
-        return *ret ? 0 : -ENOMEM;
-}
-
-typedef struct ResolveCtx {
-        Profile *profile;
-        const Host *host;
-        Expander x;
-        CpuSet iso, hk;
-        ProfileError *e;
-} ResolveCtx;
-
-static int fail_at(ResolveCtx *c, const char *ptr, int code, char *message /* taken */) {
-        const char *file = origin_of(c->profile->origins, ptr, c->profile->path);
-        set_error(c->e, code, file, ptr, "%s", strempty(message));
-        free(message);
-        return code;
-}
-
-/* Expands variables in every string, and canonicalizes every CPU expression, walking the doc
- * with the schema so that we know which strings are CPU expressions. */
-static int resolve_walk(ResolveCtx *c, const char *ptr, json_t *parent, const char *key, size_t index, json_t *v,
-                        const Schema *s) {
-        int k;
-        char *msg = NULL;
-
-        if (s->kind == K_FRAGMENT)
-                s = &s_fragment_object;
-
-        if (json_is_string(v)) {
-                _cleanup_free_ char *exp = NULL;
-                k = expand(&c->x, json_string_value(v), &exp, &msg);
-                if (k < 0)
-                        return k == -ENOMEM ? k : fail_at(c, ptr, k, msg);
-                json_t *nv;
-                if (s->kind == K_CPUS) {
-                        CpuSet set;
-                        k = cpu_expr_parse(exp, c->host, &c->iso, &c->hk, &set, &msg);
-                        if (k < 0)
-                                return k == -ENOMEM ? k : fail_at(c, ptr, k, msg);
-                        _cleanup_free_ char *canon = cpu_set_format_list(&set);
-                        if (!canon)
-                                return -ENOMEM;
-                        nv = json_string(canon);
-                } else
-                        nv = json_string(exp);
-                if (!nv)
-                        return -ENOMEM;
-                return key ? json_object_set_new(parent, key, nv) : json_array_set_new(parent, index, nv);
-        }
-
-        if (json_is_object(v)) {
-                const char *ck;
-                json_t *cv;
-                void *tmp;
-                json_object_foreach_safe(v, tmp, ck, cv) {
-                        const Schema *cs = NULL;
-                        if (s->kind == K_MAP)
-                                cs = s->items;
-                        else if (s->kind == K_OBJECT)
-                                for (const Field *f = s->fields; f->key; f++)
-                                        if (streq(f->key, ck))
-                                                cs = f->schema;
-                        if (!cs)
-                                cs = &s_string;
-                        _cleanup_free_ char *p = json_pointer_append(ptr, ck);
-                        if (!p)
-                                return -ENOMEM;
-                        k = resolve_walk(c, p, v, ck, 0, cv, cs);
-                        if (k < 0)
-                                return k;
-                }
-                return 0;
-        }
-        if (json_is_array(v)) {
-                size_t i;
-                json_t *item;
-                json_array_foreach(v, i, item) {
-                        _cleanup_free_ char *p = json_pointer_append_index(ptr, i);
-                        if (!p)
-                                return -ENOMEM;
-                        k = resolve_walk(c, p, v, NULL, i, item, s->items ? s->items : &s_string);
-                        if (k < 0)
-                                return k;
-                }
-        }
-        return 0;
-}
-
-static int add_builtin_set(json_t *b, const char *name, const CpuSet *s, unsigned nbits) {
-        _cleanup_free_ char *list = cpu_set_format_list(s), *mask = cpu_set_format_mask(s, nbits);
-        _cleanup_free_ char *mname = NULL;
-        if (!list || !mask || asprintf(&mname, "%s_mask", name) < 0)
-                return -ENOMEM;
-        if (json_object_set_new(b, name, json_string(list)) < 0 || json_object_set_new(b, mname, json_string(mask)) < 0)
-                return -ENOMEM;
-        return 0;
-}
-
-static int resolve_cpus(ResolveCtx *c, json_t *doc) {
-        json_t *cpus = json_object_get(doc, "cpus");
-        json_t *iso_v = json_object_get(cpus, "isolated"), *hk_v = json_object_get(cpus, "housekeeping");
-        json_t *per_node = json_object_get(cpus, "housekeeping_cores_per_node");
-        const Host *h = c->host;
-        char *msg = NULL;
-        int k;
-
-        if (cpu_set_count(&h->online) < 2) {
-                _cleanup_free_ char *on = cpu_set_format_list(&h->online);
-                return fail_at(c, "/cpus", -EINVAL,
-                               asprintf(&msg, "nothing to isolate: this host has a single online CPU (%s); "
-                                        "realtime partitioning needs at least one housekeeping and one isolated CPU",
-                                        strempty(on)) < 0 ? NULL : msg);
-        }
-
-        CpuSet iso = {}, hk = {};
-        const char *which[2] = { "isolated", "housekeeping" };
-        json_t *vals[2] = { iso_v, hk_v };
-        CpuSet *sets[2] = { &iso, &hk };
-        for (size_t i = 0; i < 2; i++) {
-                if (!vals[i])
-                        continue;
-                _cleanup_free_ char *exp = NULL, *p = NULL;
-                if (asprintf(&p, "/cpus/%s", which[i]) < 0)
-                        return -ENOMEM;
-                k = expand(&c->x, json_string_value(vals[i]), &exp, &msg);
-                if (k < 0)
-                        return k == -ENOMEM ? k : fail_at(c, p, k, msg);
-                k = cpu_expr_parse(exp, h, NULL, NULL, sets[i], &msg);
-                if (k < 0)
-                        return k == -ENOMEM ? k : fail_at(c, p, k, msg);
-        }
-
-        if (iso_v && hk_v) {
-                if (cpu_set_intersects(&iso, &hk)) {
-                        CpuSet both = iso;
-                        cpu_set_and(&both, &hk);
-                        _cleanup_free_ char *l = cpu_set_format_list(&both);
-                        return fail_at(c, "/cpus/isolated", -EINVAL,
-                                       asprintf(&msg, "CPUs %s are both isolated and housekeeping; a CPU belongs to one class",
-                                                strempty(l)) < 0 ? NULL : msg);
-                }
-        } else if (iso_v) {
-                hk = h->online;
-                cpu_set_andnot(&hk, &iso);
-        } else if (hk_v) {
-                iso = h->online;
-                cpu_set_andnot(&iso, &hk);
-        } else {
-                unsigned n = per_node ? (unsigned) json_integer_value(per_node) : 1;
-                host_default_split(h, n, &hk, &iso);
-        }
-
-        if (cpu_set_is_empty(&hk)) {
-                _cleanup_free_ char *on = cpu_set_format_list(&h->online);
-                return fail_at(c, iso_v ? "/cpus/isolated" : "/cpus", -EINVAL,
-                               asprintf(&msg, "no housekeeping CPU would be left (online: %s); keep at least one CPU for the system",
-                                        strempty(on)) < 0 ? NULL : msg);
-        }
-        if (cpu_set_is_empty(&iso)) {
-                _cleanup_free_ char *on = cpu_set_format_list(&h->online);
-                return fail_at(c, hk_v ? "/cpus/housekeeping" : "/cpus", -EINVAL,
-                               asprintf(&msg, "nothing to isolate: every online CPU (%s) is housekeeping; "
-                                        "lower housekeeping_cores_per_node or name the isolated CPUs", strempty(on)) < 0 ? NULL : msg);
-        }
-        c->iso = iso;
-        c->hk = hk;
-
-        _cleanup_free_ char *il = cpu_set_format_list(&iso), *hl = cpu_set_format_list(&hk);
-        json_t *out = json_pack("{s:s, s:s}", "isolated", il, "housekeeping", hl);
-        if (!out || json_object_set_new(doc, "cpus", out) < 0)
-                return -ENOMEM;
-        return 0;
-}
-
-int profile_resolve(Profile *p, const Host *host, Resolved **ret, ProfileError *ret_error) {
-        _cleanup_(resolved_freep) Resolved *r = NULL;
-        ResolveCtx c = { .profile = p, .host = host, .e = ret_error };
-        int k;
-
-        r = calloc(1, sizeof(*r));
-        if (!r)
-                return -ENOMEM;
-        r->name = strdup(p->name);
-        r->doc = json_deep_copy(p->doc);
-        if (!r->name || !r->doc)
-                return -ENOMEM;
-        r->host = host;
-        r->profile = p;
-
-        /* The vendor overlay for this host's CPUs goes on top of everything else. */
-        json_t *vendor = json_object_get(r->doc, "vendor");
-        const char *vname = cpu_vendor_to_string(host->vendor);
-        json_t *frag = json_object_get(vendor, vname);
-        if (frag) {
-                _cleanup_free_ char *base = NULL;
-                if (asprintf(&base, "/vendor/%s", vname) < 0)
-                        return -ENOMEM;
-                const char *file = origin_of(p->origins, base, p->path);
-                k = merge(r->doc, frag, "", p->origins, file);
-                if (k < 0)
-                        return k;
-        }
-        json_object_del(r->doc, "vendor");
-
-        json_t *vars = json_object_get(r->doc, "variables");
-        c.x.vars = vars;
-        c.x.builtins = json_object();
-        if (!c.x.builtins)
-                return -ENOMEM;
-        /* While the classes are defined, only user variables and host facts exist. */
-        json_object_set_new(c.x.builtins, "vendor", json_string(vname));
-        k = add_builtin_set(c.x.builtins, "online", &host->online, host->n_cpu_ids);
-        if (k < 0)
-                goto finish;
-        k = resolve_cpus(&c, r->doc);
-        if (k < 0)
-                goto finish;
-        k = add_builtin_set(c.x.builtins, "isolated", &c.iso, host->n_cpu_ids);
-        if (k >= 0)
-                k = add_builtin_set(c.x.builtins, "housekeeping", &c.hk, host->n_cpu_ids);
-        if (k < 0)
-                goto finish;
-
-        /* Expand and check every section (the variables section is consumed, not output). */
-        json_incref(vars);
-        json_object_del(r->doc, "variables");
-        const char *key;
-        json_t *v;
-        void *tmp;
-        json_object_foreach_safe(r->doc, tmp, key, v) {
-                if (streq(key, "cpus"))
-                        continue;
-                const Schema *s = NULL;
-                for (const Field *f = top_fields; f->key; f++)
-                        if (streq(f->key, key))
-                                s = f->schema;
-                _cleanup_free_ char *ptr = json_pointer_append("", key);
-                if (!ptr) {
-                        k = -ENOMEM;
-                        break;
-                }
-                k = resolve_walk(&c, ptr, r->doc, key, 0, v, s ? s : &s_string);
-                if (k < 0)
-                        break;
-        }
-        json_decref(vars);
-        if (k < 0)
-                goto finish;
-
-        r->isolated = c.iso;
-        r->housekeeping = c.hk;
-        *ret = TAKE_PTR(r);
-        k = 0;
-finish:
-        json_decref(c.x.builtins);
-        return k;
 }

@@ -20,6 +20,9 @@ typedef struct ProfileError {
 void profile_error_done(ProfileError *e);
 /* The one-line message for the user (caller frees). */
 char *profile_error_format(const ProfileError *e);
+/* Replaces *e (may be NULL) with the error and returns code. */
+int profile_error_set(ProfileError *e, int code, const char *file, const char *pointer, const char *fmt, ...)
+        _printf_(5, 6);
 
 typedef struct Profile {
         char *name;             /* file stem ("realtime-virtual-host") */

@@ -118,6 +118,20 @@ class Confinement(unittest.TestCase):
         self.assertEqual(diff(before, snapshot(self.root)), [])
         self.assertEqual(self.outside_bytes(), "outside, not a knob\n")
 
+    def test_state_directory_root_cannot_write(self):
+        """root told the real reason when the state directory refuses it: not "needs root"."""
+        state = os.path.join(self.root, "var", "lib", "rtpart")
+        os.makedirs(state, exist_ok=True)
+        set_immutable(state, True)
+        self.immutable.append(state)
+        before = snapshot(self.root)
+        p = self.run_ctl("apply", "realtime")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("cannot lock", p.stderr)
+        self.assertNotIn("needs root", p.stderr)
+        self.assertIn("even root may not write the state directory", p.stderr)
+        self.assertEqual(diff(before, snapshot(self.root)), [])
+
     def test_immutable_knob_then_rollback(self):
         self.make_immutable(IMMUTABLE)
         before = snapshot(self.root)

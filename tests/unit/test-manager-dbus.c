@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "manager.h"
+#include "strv.h"
 #include "test-util.h"
 
 /* org.rtpart.Manager1 over a socketpair, no bus daemon: one end is the server (sd_bus_set_server)
@@ -227,6 +228,10 @@ START_TEST(test_introspect) {
                 "<arg type=\"a(ssss)\" name=\"drift\"/>",
                 "<property name=\"DriftCount\" type=\"u\" access=\"read\">",
                 "<method name=\"Correct\">",
+                "<method name=\"GetDrift\">",
+                "<method name=\"VerifyTyped\">",
+                "<arg type=\"as\" name=\"reboot_pending\" direction=\"out\"/>",
+                "<method name=\"Describe\">",
         };
         for (size_t i = 0; i < ELEMENTSOF(want); i++)
                 ck_assert_msg(strstr(xml, want[i]), "introspection lacks %s", want[i]);
@@ -385,6 +390,223 @@ START_TEST(test_restart_reapplies) {
 }
 END_TEST
 
+/* ---- the typed members, and Describe against varlink's ---- */
+
+/* GetDrift's entries as [{knob, domain, expected, actual}]. */
+static json_t *read_drift_array(sd_bus_message *r) {
+        const char *knob, *domain, *exp, *act;
+        json_t *a = json_array();
+        ck_assert_int_ge(sd_bus_message_enter_container(r, 'a', "(ssss)"), 0);
+        while (sd_bus_message_read(r, "(ssss)", &knob, &domain, &exp, &act) > 0)
+                json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s}", "knob", knob, "domain", domain, "expected", exp,
+                                                   "actual", act));
+        ck_assert_int_ge(sd_bus_message_exit_container(r), 0);
+        return a;
+}
+
+static json_t *get_drift(void) {
+        sd_bus_message *r = call0(client, "GetDrift");
+        ck_assert_ptr_null(sd_bus_message_get_error(r));
+        json_t *a = read_drift_array(r);
+        sd_bus_message_unref(r);
+        return a;
+}
+
+/* VerifyTyped's answer as {in_sync, reboot_required, drift, reboot_pending, unmovable, checked}. */
+static json_t *verify_typed(void) {
+        sd_bus_message *r = call0(client, "VerifyTyped");
+        const sd_bus_error *e = sd_bus_message_get_error(r);
+        ck_assert_msg(!e, "error reply: %s", e ? e->message : "");
+        int in_sync, reboot;
+        char **pending = NULL, **unmovable = NULL;
+        uint32_t checked;
+        ck_assert_int_ge(sd_bus_message_read(r, "bb", &in_sync, &reboot), 0);
+        json_t *drift = read_drift_array(r);
+        ck_assert_int_ge(sd_bus_message_read_strv(r, &pending), 0);
+        ck_assert_int_ge(sd_bus_message_read_strv(r, &unmovable), 0);
+        ck_assert_int_ge(sd_bus_message_read(r, "u", &checked), 0);
+        json_t *doc = json_pack("{s:b, s:b, s:o, s:I, s:I, s:I}", "in_sync", in_sync, "reboot_required", reboot,
+                                "drift", drift, "reboot_pending", (json_int_t) strv_length(pending),
+                                "unmovable", (json_int_t) strv_length(unmovable), "checked", (json_int_t) checked);
+        strv_free(pending);
+        strv_free(unmovable);
+        sd_bus_message_unref(r);
+        return doc;
+}
+
+/* One varlink call on a connection of the manager's varlink server; the reply's parameters. */
+static json_t *varlink_call_once(int fd, const char *method) {
+        _cleanup_free_ char *req = NULL;
+        char buf[65536];
+        size_t n = 0;
+        int len = asprintf(&req, "{\"method\": \"%s\"}", method);
+        ck_assert_int_gt(len, 0);
+        ck_assert_int_eq(write(fd, req, (size_t) len + 1), len + 1); /* with the NUL */
+        uint64_t end = now_ms() + 10000;
+        while (now_ms() < end && (n == 0 || buf[n - 1] != '\0')) {
+                ck_assert_int_ge(sd_event_run(event, 10 * 1000), 0);
+                ssize_t k = read(fd, buf + n, sizeof(buf) - n);
+                if (k > 0)
+                        n += (size_t) k;
+        }
+        ck_assert_msg(n > 0 && buf[n - 1] == '\0', "no varlink reply to %s", method);
+        json_error_t err;
+        json_t *m = json_loads(buf, 0, &err);
+        ck_assert_msg(m, "not JSON: %s", err.text);
+        ck_assert_msg(!json_object_get(m, "error"), "varlink error %s", json_string_value(json_object_get(m, "error")));
+        json_t *p = json_incref(json_object_get(m, "parameters"));
+        json_decref(m);
+        return p;
+}
+
+/* Describe over D-Bus and over varlink: the same document. */
+static void assert_describe_same(VarlinkServer *vs, int fd, json_t **ret) {
+        json_t *d = reply_json(call0(client, "Describe"));
+        _cleanup_(json_decrefp) json_t *v = varlink_call_once(fd, MANAGER_VARLINK_INTERFACE ".Describe");
+        _cleanup_free_ char *ds = json_dumps(d, JSON_SORT_KEYS), *vs_text = json_dumps(v, JSON_SORT_KEYS);
+        ck_assert_msg(json_equal(d, v), "D-Bus Describe %s, varlink Describe %s", ds, vs_text);
+        *ret = d;
+}
+
+START_TEST(test_typed_members) {
+        _cleanup_(varlink_server_freep) VarlinkServer *vs = NULL;
+        int fds[2];
+        ck_assert_int_ge(varlink_server_new(event, &vs), 0);
+        ck_assert_int_ge(manager_varlink_attach(manager, vs), 0);
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, fds), 0);
+        ck_assert_int_ge(varlink_server_add_connection(vs, fds[0]), 0);
+
+        /* Nothing applied: nothing drifted. */
+        _cleanup_(json_decrefp) json_t *g0 = get_drift(), *t0 = verify_typed(), *d0 = NULL;
+        ck_assert_int_eq(json_array_size(g0), 0);
+        ck_assert(json_is_true(json_object_get(t0, "in_sync")));
+        assert_describe_same(vs, fds[1], &d0);
+        ck_assert(json_is_null(json_object_get(d0, "profile")));
+        ck_assert(json_is_true(json_object_get(d0, "in_sync")));
+        ck_assert_int_eq(json_integer_value(json_object_get(d0, "drift_count")), 0);
+
+        if (geteuid() == 0) {
+                _cleanup_(json_decrefp) json_t *a = reply_json(call_s(client, "Apply", "realtime"));
+                ck_assert(json_is_true(json_object_get(a, "ok")));
+                test_write(host_dir, "proc/sys/kernel/timer_migration", "1\n");
+                wait_for(&sig.drift, 1, 2000);
+                ck_assert_int_eq(sig.drift, 1);
+
+                _cleanup_(json_decrefp) json_t *g = get_drift();
+                ck_assert_int_eq(json_array_size(g), 1);
+                json_t *e = json_array_get(g, 0);
+                ck_assert_str_eq(json_string_value(json_object_get(e, "knob")), "sysctl/kernel.timer_migration");
+                ck_assert_str_eq(json_string_value(json_object_get(e, "domain")), "sysctl");
+                ck_assert_str_eq(json_string_value(json_object_get(e, "expected")), "0");
+                ck_assert_str_eq(json_string_value(json_object_get(e, "actual")), "1");
+                ck_assert_int_eq(get_u(client, "DriftCount"), json_array_size(g));
+
+                /* VerifyTyped says what Verify's document says. */
+                _cleanup_(json_decrefp) json_t *t = verify_typed(), *v = reply_json(call0(client, "Verify"));
+                ck_assert(json_is_false(json_object_get(t, "in_sync")));
+                ck_assert(json_equal(json_object_get(t, "in_sync"), json_object_get(v, "in_sync")));
+                ck_assert(json_equal(json_object_get(t, "reboot_required"), json_object_get(v, "reboot_required")));
+                ck_assert(json_equal(json_object_get(t, "drift"), json_object_get(v, "drift")));
+                ck_assert_int_eq(json_integer_value(json_object_get(t, "reboot_pending")),
+                                 json_array_size(json_object_get(v, "reboot_pending")));
+                ck_assert_int_eq(json_integer_value(json_object_get(t, "checked")),
+                                 json_integer_value(json_object_get(v, "checked")));
+
+                _cleanup_(json_decrefp) json_t *d = NULL;
+                assert_describe_same(vs, fds[1], &d);
+                ck_assert_str_eq(json_string_value(json_object_get(d, "profile")), "realtime");
+                ck_assert(json_is_false(json_object_get(d, "in_sync")));
+                ck_assert(json_is_true(json_object_get(d, "reboot_required")));
+                ck_assert_int_eq(json_integer_value(json_object_get(d, "drift_count")), 1);
+                ck_assert(json_equal(json_object_get(d, "drift"), g));
+                ck_assert_int_gt(json_integer_value(json_object_get(d, "watched_files")), 0);
+        }
+        manager_varlink_detach(manager);
+        close(fds[1]);
+}
+END_TEST
+
+/* ---- the listener list ---- */
+
+typedef struct Heard {
+        unsigned applied, reverted, drift, corrected, props;
+        char last_knob[128];
+} Heard;
+
+static void heard_applied(Manager *m, const char *profile, bool external, void *userdata) {
+        ((Heard *) userdata)->applied++;
+}
+
+static void heard_reverted(Manager *m, void *userdata) {
+        ((Heard *) userdata)->reverted++;
+}
+
+static void heard_drift(Manager *m, ManagerDriftEvent ev, const DriftEntry *entries, size_t n, void *userdata) {
+        Heard *h = userdata;
+        if (ev == MANAGER_DRIFT_CORRECTED)
+                h->corrected++;
+        else
+                h->drift++;
+        if (n > 0)
+                snprintf(h->last_knob, sizeof(h->last_knob), "%s", entries[n - 1].knob);
+}
+
+static void heard_props(Manager *m, void *userdata) {
+        ((Heard *) userdata)->props++;
+}
+
+START_TEST(test_listeners) {
+        Heard one = {}, two = {};
+        ManagerListener l = {
+                .applied = heard_applied,
+                .reverted = heard_reverted,
+                .drift = heard_drift,
+                .properties_changed = heard_props,
+        };
+        l.userdata = &one;
+        ck_assert_int_ge(manager_add_listener(manager, &l), 0);
+        l.userdata = &two;
+        ck_assert_int_ge(manager_add_listener(manager, &l), 0);
+
+        /* An event reaches every listener, D-Bus's too (a signal). */
+        DriftEntry e = { .knob = (char *) "sysctl/test", .domain = (char *) "sysctl", .expected = (char *) "0" };
+        manager_emit_drift(manager, MANAGER_DRIFT_DETECTED, &e, 1);
+        ck_assert_int_eq(one.drift, 1);
+        ck_assert_int_eq(two.drift, 1);
+        ck_assert_str_eq(two.last_knob, "sysctl/test");
+        wait_for(&sig.drift, 1, 2000);
+        ck_assert_int_eq(sig.drift, 1);
+        ck_assert_str_eq(sig.last_knob, "sysctl/test");
+
+        if (geteuid() == 0) {
+                _cleanup_(json_decrefp) json_t *a = reply_json(call_s(client, "Apply", "realtime"));
+                ck_assert(json_is_true(json_object_get(a, "ok")));
+                ck_assert_int_eq(one.applied, 1);
+                ck_assert_int_eq(two.applied, 1);
+                ck_assert_int_gt(two.props, 0);
+                test_write(host_dir, "proc/sys/kernel/timer_migration", "1\n");
+                wait_for(&two.drift, 2, 2000);
+                ck_assert_int_eq(one.drift, 2);
+                ck_assert_int_eq(two.drift, 2);
+                ck_assert_str_eq(one.last_knob, "sysctl/kernel.timer_migration");
+                _cleanup_(json_decrefp) json_t *c = reply_json(call0(client, "Correct"));
+                ck_assert_int_eq(one.corrected, 1);
+                ck_assert_int_eq(two.corrected, 1);
+                _cleanup_(json_decrefp) json_t *r = reply_json(call0(client, "Revert"));
+                ck_assert_int_eq(one.reverted, 1);
+                ck_assert_int_eq(two.reverted, 1);
+        }
+
+        /* A listener removed hears nothing more; the others still do. */
+        manager_remove_listener(manager, &one);
+        unsigned before = one.drift;
+        manager_emit_drift(manager, MANAGER_DRIFT_DETECTED, &e, 1);
+        ck_assert_int_eq(one.drift, before);
+        ck_assert_int_eq(two.drift, before + 1);
+        manager_remove_listener(manager, &two);
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("manager-dbus");
         TCase *tc = tcase_create("socketpair");
@@ -395,6 +617,8 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_non_root_is_refused);
         tcase_add_test(tc, test_apply_drift_correct_revert);
         tcase_add_test(tc, test_restart_reapplies);
+        tcase_add_test(tc, test_typed_members);
+        tcase_add_test(tc, test_listeners);
         suite_add_tcase(s, tc);
         return s;
 }
