@@ -26,6 +26,7 @@ START_TEST(test_table_complete) {
                 ck_assert_str_eq(domain_to_string(b->domain), b->name);
                 ck_assert_ptr_eq(backend_for(b->domain), b);
                 seen[b->domain]++;
+                ck_assert_msg(b->schema, "%s: its profile section's schema", b->name);
                 ck_assert_msg(b->plan && b->read, "%s: plan and read", b->name);
                 ck_assert_msg(b->write, "%s: write (every domain is writable for now)", b->name);
                 ck_assert_msg(b->watch, "%s: watch", b->name);
