@@ -126,6 +126,16 @@ static size_t count_knob(const char *knob) {
         return n;
 }
 
+/* Turns the loop until the next report, which must be one and hold `knob` (and `n_knobs` ids). */
+static void expect_report(const char *knob, size_t n_knobs) {
+        unsigned before = seen.reports;
+        size_t n = strv_length(seen.knobs);
+        run_until_more(&seen.reports, before);
+        ck_assert_uint_eq(seen.reports, before + 1);
+        ck_assert_uint_eq(strv_length(seen.knobs), n + n_knobs);
+        ck_assert(strv_contains(seen.knobs + n, knob));
+}
+
 static void seen_reset(void) {
         strv_free(seen.knobs);
         seen = (Seen) {};
@@ -177,24 +187,16 @@ static void watch_all(void) {
 START_TEST(test_write_is_reported) {
         watch_all();
         write_value("proc/sys/vm/stat_interval", "10\n");
-        run_until_more(&seen.reports, 0);
-        ck_assert_uint_eq(seen.reports, 1);
-        ck_assert_uint_eq(strv_length(seen.knobs), 1);
-        ck_assert_str_eq(seen.knobs[0], "sysctl/vm.stat_interval");
+        expect_report("sysctl/vm.stat_interval", 1);
 
         /* Either file of an IRQ knob names the knob. */
         write_value("proc/irq/41/smp_affinity", "3\n");
-        run_until_more(&seen.reports, 1);
-        ck_assert_uint_eq(seen.reports, 2);
-        ck_assert_str_eq(seen.knobs[1], "irq/41/affinity");
+        expect_report("irq/41/affinity", 1);
 
         /* A file shared by two knobs reports both. */
         write_value("sys/devices/virtual/workqueue/cpumask", "3\n");
-        run_until_more(&seen.reports, 2);
-        ck_assert_uint_eq(seen.reports, 3);
-        ck_assert(seen_knob("sysfs/devices/virtual/workqueue/cpumask"));
+        expect_report("sysfs/devices/virtual/workqueue/cpumask", 2);
         ck_assert(seen_knob("sysfs/workqueue/alias"));
-        ck_assert_uint_eq(strv_length(seen.knobs), 4);
 
         /* Nothing written, nothing reported. */
         run_for(3 * DEBOUNCE_USEC);
@@ -221,9 +223,7 @@ START_TEST(test_burst_coalesces) {
 
         /* A write after the report is a new report. */
         write_value("proc/irq/default_smp_affinity", "3\n");
-        run_until_more(&seen.reports, 1);
-        ck_assert_uint_eq(seen.reports, 2);
-        ck_assert_str_eq(seen.knobs[2], "irq/default_affinity");
+        expect_report("irq/default_affinity", 1);
 }
 END_TEST
 
@@ -238,9 +238,7 @@ START_TEST(test_flush_drops_own_writes) {
 
         /* The watches stay: a later write is reported. */
         write_value("proc/sys/vm/stat_interval", "8\n");
-        run_until_more(&seen.reports, 0);
-        ck_assert_uint_eq(seen.reports, 1);
-        ck_assert_str_eq(seen.knobs[0], "sysctl/vm.stat_interval");
+        expect_report("sysctl/vm.stat_interval", 1);
 }
 END_TEST
 
@@ -248,13 +246,11 @@ START_TEST(test_replaced_file_is_watched_again) {
         watch_all();
         /* Renamed over: reported, and the watch moves to the new inode. */
         replace_file("proc/sys/vm/stat_interval", "20\n");
-        run_until_more(&seen.reports, 0);
-        ck_assert(seen_knob("sysctl/vm.stat_interval"));
+        expect_report("sysctl/vm.stat_interval", 1);
         ck_assert_uint_eq(watcher_n_files(watcher), 5);
 
         write_value("proc/sys/vm/stat_interval", "21\n");
-        run_until_more(&seen.reports, 1);
-        ck_assert_uint_eq(count_knob("sysctl/vm.stat_interval"), 2);
+        expect_report("sysctl/vm.stat_interval", 1);
 }
 END_TEST
 
@@ -262,26 +258,22 @@ START_TEST(test_removed_and_recreated) {
         watch_all();
         /* Removed: reported, and the file is no longer watched (the timer looks at it). */
         remove_file("proc/irq/default_smp_affinity");
-        run_until_more(&seen.reports, 0);
-        ck_assert(seen_knob("irq/default_affinity"));
+        expect_report("irq/default_affinity", 1);
         ck_assert_uint_eq(watcher_n_files(watcher), 4);
 
         /* Re-created (a sysfs object that comes back): the next watched set picks it up. */
         create_file("proc/irq/default_smp_affinity", "f\n");
         watch_all();
         write_value("proc/irq/default_smp_affinity", "3\n");
-        run_until_more(&seen.reports, 1);
-        ck_assert_uint_eq(count_knob("irq/default_affinity"), 2);
+        expect_report("irq/default_affinity", 1);
 
         /* Removed and re-created within one debounce: the watcher follows the new file itself. */
         remove_file("proc/irq/default_smp_affinity");
         create_file("proc/irq/default_smp_affinity", "f\n");
-        run_until_more(&seen.reports, 2);
-        ck_assert_uint_eq(count_knob("irq/default_affinity"), 3);
+        expect_report("irq/default_affinity", 1);
         ck_assert_uint_eq(watcher_n_files(watcher), 5);
         write_value("proc/irq/default_smp_affinity", "1\n");
-        run_until_more(&seen.reports, 3);
-        ck_assert_uint_eq(count_knob("irq/default_affinity"), 4);
+        expect_report("irq/default_affinity", 1);
 }
 END_TEST
 
@@ -304,9 +296,7 @@ START_TEST(test_missing_and_replaced_set) {
         ck_assert_uint_eq(seen.reports, 0);
 
         write_value("proc/sys/vm/stat_interval", "3\n");
-        run_until_more(&seen.reports, 0);
-        ck_assert_uint_eq(strv_length(seen.knobs), 1);
-        ck_assert_str_eq(seen.knobs[0], "sysctl/vm.stat_interval");
+        expect_report("sysctl/vm.stat_interval", 1);
 
         /* An empty set watches nothing. */
         ck_assert_int_eq(watcher_set_files(watcher, NULL, 0, &missing), 0);
