@@ -90,7 +90,8 @@ void test_fixture_done(Root *root, Host *host, char *host_dir, char *prof_dir) {
         free(prof_dir);
 }
 
-int test_resolve(Root *root, const Host *host, const char *profile, Profile **ret_p, Resolved **ret_r, char **ret_error) {
+int test_resolve(Root *root, const Host *host, const char *profile, Profile **ret_p, Resolved **ret_r,
+                 char **ret_error) {
         ProfileError e = {};
         Profile *p = NULL;
         int r = profile_load(root, profile, &p, &e);

@@ -30,7 +30,8 @@ void test_open_host(const char *path, Root **ret_root, Host **ret_host);
 
 /* Loads and resolves a profile; on failure stores the formatted error (caller frees) and returns
  * the negative errno. */
-int test_resolve(Root *root, const Host *host, const char *profile, Profile **ret_p, Resolved **ret_r, char **ret_error);
+int test_resolve(Root *root, const Host *host, const char *profile, Profile **ret_p, Resolved **ret_r,
+                 char **ret_error);
 /* Same, plus the plan. */
 int test_plan(Root *root, const Host *host, const char *profile, Plan **ret_plan, char **ret_error);
 const Knob *plan_find(const Plan *p, const char *id);
