@@ -26,7 +26,7 @@ static int fail(PrepareError *e, PrepareStep step, int r) {
 int prepare_plan(Root *root, Prepared *p, PrepareError *ret_error) {
         int r;
 
-        *ret_error = (PrepareError) { .step = _PREPARE_STEP_INVALID };
+        ret_error->step = _PREPARE_STEP_INVALID; /* keeps the name prepare_profile_built() gave it */
         r = plan_build(p->resolved, root, &p->plan, &ret_error->profile);
         if (r < 0) {
                 /* A backend that finds the profile wrong for this host names the pointer. */
@@ -63,6 +63,7 @@ int prepare_profile_built(Root *root, Profile *profile, PrepareFlags flags, Prep
                         return r;
                 }
         }
+        prepare_error_done(ret_error); /* nothing failed: callers that clear only on failure leak nothing */
         *ret = p;
         return 0;
 }

@@ -773,6 +773,7 @@ int profile_load(Root *root, const char *name_or_path, Profile **ret, ProfileErr
         p->files = st.files;
         size_t n = strv_length(p->files);
         p->path = n ? strdup(p->files[n - 1]) : NULL;
+        profile_error_done(ret_error); /* a name not found in an earlier search directory left one */
         *ret = TAKE_PTR(p);
         return 0;
 }

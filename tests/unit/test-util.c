@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "strv.h"
 #include "test-util.h"
@@ -89,7 +90,8 @@ void test_fixture_done(Root *root, Host *host, char *host_dir, char *prof_dir) {
         free(prof_dir);
 }
 
-int test_resolve(Root *root, const Host *host, const char *profile, Profile **ret_p, Resolved **ret_r, char **ret_error) {
+int test_resolve(Root *root, const Host *host, const char *profile, Profile **ret_p, Resolved **ret_r,
+                 char **ret_error) {
         ProfileError e = {};
         Profile *p = NULL;
         int r = profile_load(root, profile, &p, &e);
@@ -168,12 +170,30 @@ void test_plan_err(Root *root, const Host *host, const char *dir, const char *na
         ck_assert_msg(strstr(err, fragment), "error '%s' lacks '%s'", err, fragment);
 }
 
+static const char *root_skip_reason;
+static unsigned root_skipped;
+
+void test_add_root_tcase(Suite *s, TCase *tc, const char *why) {
+        if (geteuid() == 0) {
+                suite_add_tcase(s, tc);
+                return;
+        }
+        root_skip_reason = why;
+        root_skipped++;
+}
+
 int test_run(Suite *s) {
         SRunner *sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
         int failed = srunner_ntests_failed(sr);
         srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        if (failed > 0)
+                return EXIT_FAILURE;
+        if (root_skipped > 0) {
+                printf("SKIP: not root: %u test case(s) left out: %s\n", root_skipped, root_skip_reason);
+                return 77;
+        }
+        return EXIT_SUCCESS;
 }
 
 char *test_mini_host(unsigned cpus, bool smt, unsigned nodes) {

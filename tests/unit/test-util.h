@@ -30,7 +30,8 @@ void test_open_host(const char *path, Root **ret_root, Host **ret_host);
 
 /* Loads and resolves a profile; on failure stores the formatted error (caller frees) and returns
  * the negative errno. */
-int test_resolve(Root *root, const Host *host, const char *profile, Profile **ret_p, Resolved **ret_r, char **ret_error);
+int test_resolve(Root *root, const Host *host, const char *profile, Profile **ret_p, Resolved **ret_r,
+                 char **ret_error);
 /* Same, plus the plan. */
 int test_plan(Root *root, const Host *host, const char *profile, Plan **ret_plan, char **ret_error);
 const Knob *plan_find(const Plan *p, const char *id);
@@ -44,6 +45,10 @@ void test_plan_err(Root *root, const Host *host, const char *dir, const char *na
 
 /* Runs a suite, returns the exit status for main(). */
 int test_run(Suite *s);
+/* Adds tc, whose tests need root, to s when running as root. Otherwise leaves it out and records
+ * why: test_run() then runs the rest and, if none of it failed, prints the reason and returns 77
+ * (skip), so that a run without root is never reported as a pass. */
+void test_add_root_tcase(Suite *s, TCase *tc, const char *why);
 
 /* A minimal fake host in a new temporary directory: `cpus` CPUs, SMT pairs (n, n+cpus/2) when
  * smt, `nodes` NUMA nodes splitting the cores evenly (0 = no node directory). */
