@@ -20,8 +20,8 @@
  * and how to say its messages in the caller's words again. */
 typedef struct ProfileArg {
         const char *given;
-        char *abs;              /* NULL for a name */
-        char *cwd;              /* set when abs was made from a relative path */
+        char *abs; /* NULL for a name */
+        char *cwd; /* set when abs was made from a relative path */
 } ProfileArg;
 
 static void profile_arg_done(ProfileArg *a) {
@@ -107,7 +107,8 @@ static int daemon_error(const char *error, json_t *params, const ProfileArg *pa,
                 return EXIT_USAGE;
         }
         if (streq(error, CTL_VARLINK_INTERFACE ".PermissionDenied") || streq(error, VARLINK_ERROR_PERMISSION_DENIED))
-                return log_error_errno(-EACCES, "rtpartd refused: %s; run rtpartctl as root", msg ? msg : "permission denied");
+                return log_error_errno(-EACCES, "rtpartd refused: %s; run rtpartctl as root",
+                                       msg ? msg : "permission denied");
         if (streq(error, CTL_VARLINK_INTERFACE ".Failed") && json_is_object(json_object_get(params, "details"))) {
                 *ret_doc = json_incref(json_object_get(params, "details"));
                 return -EIO;
@@ -115,7 +116,8 @@ static int daemon_error(const char *error, json_t *params, const ProfileArg *pa,
         if (msg)
                 return log_error_errno(-EIO, "%s", msg);
         if (streq(error, VARLINK_ERROR_SYSTEM))
-                return log_error_errno(-EIO, "rtpartd failed: %s", strerror((int) json_integer_value(json_object_get(params, "errno"))));
+                return log_error_errno(-EIO, "rtpartd failed: %s",
+                                       strerror((int) json_integer_value(json_object_get(params, "errno"))));
         return log_error_errno(-EIO, "rtpartd answered %s", error);
 }
 
@@ -137,13 +139,17 @@ static int daemon_call(VarlinkClient *c, const char *method, const ProfileArg *p
                                     DAEMON_TIMEOUT_USEC, &params, &error);
         if (r == -ECONNRESET || streq_ptr(error, VARLINK_ERROR_TOO_MANY_CONNECTIONS)) {
                 const char *msg = error ? jstr(params, "message") : NULL;
-                *ret_reason = strdup(msg ?: error ? "too many connections" : "it closed the connection before answering");
+                *ret_reason = strdup(msg
+                                             ?: error ? "too many connections"
+                                                      : "it closed the connection before answering");
                 return -ECONNREFUSED;
         }
         if (r == -ETIMEDOUT)
-                return log_error_errno(r, "rtpartd did not answer %s within %llu s", method, DAEMON_TIMEOUT_USEC / 1000000ULL);
+                return log_error_errno(r, "rtpartd did not answer %s within %llu s", method,
+                                       DAEMON_TIMEOUT_USEC / 1000000ULL);
         if (r < 0)
-                return log_error_errno(r == -ECONNREFUSED ? -EIO : r, "lost the connection to rtpartd: %s", strerror(-r));
+                return log_error_errno(r == -ECONNREFUSED ? -EIO : r, "lost the connection to rtpartd: %s",
+                                       strerror(-r));
         if (error)
                 return daemon_error(error, params, pa, ret_doc);
         json_t *doc = unwrap ? json_object_get(params, unwrap) : params;
@@ -172,10 +178,12 @@ int ctl_get_document(Root *root, const char *method, const char *arg, bool use_d
                 /* A running rtpartd that has no room for us: anyone may close connections but
                  * their own, so root, whom nobody may lock out, goes on without it. */
                 if (geteuid() != 0 || arg_varlink_socket)
-                        return log_error_errno(r, "rtpartd did not take the connection: %s; %s", reason ?: "out of memory",
-                                               arg_varlink_socket ? "try again later" : "try again later, or run rtpartctl as root");
-                log_warning("rtpartd did not take the connection (%s); working on the host directly, as with --no-daemon",
-                            reason ?: "out of memory");
+                        return log_error_errno(
+                                r, "rtpartd did not take the connection: %s; %s", reason ?: "out of memory",
+                                arg_varlink_socket ? "try again later" : "try again later, or run rtpartctl as root");
+                log_warning(
+                        "rtpartd did not take the connection (%s); working on the host directly, as with --no-daemon",
+                        reason ?: "out of memory");
         }
         ctl_recover(root);
         return local(root, arg, ret_doc);

@@ -40,7 +40,7 @@ bool jtrue(json_t *o, const char *key) {
 static void print_notes(json_t *notes, FILE *f) {
         size_t i;
         json_t *n;
-        json_array_foreach(notes, i, n)
+        json_array_foreach (notes, i, n)
                 fprintf(f, "  note: %s\n", json_string_value(n));
 }
 
@@ -49,11 +49,11 @@ int render_list(json_t *doc) {
         json_t *e;
         if (arg_json)
                 return render_json(doc);
-        json_array_foreach(doc, i, e)
+        json_array_foreach (doc, i, e)
                 w = MAX(w, strlen(strempty(jstr(e, "name"))));
         if (n == 0)
                 printf("No profiles found in /%s or /%s under %s.\n", PROFILE_DIR_USER, PROFILE_DIR_SYSTEM, arg_root);
-        json_array_foreach(doc, i, e) {
+        json_array_foreach (doc, i, e) {
                 bool user = streq_ptr(jstr(e, "origin"), "user");
                 printf("%-*s  %s%s\n", (int) w, strempty(jstr(e, "name")), jstr(e, "summary") ?: "(no summary)",
                        user ? jtrue(e, "overrides_system") ? "  [user, overrides shipped]" : "  [user]" : "");
@@ -90,21 +90,22 @@ int render_plan(json_t *doc, Root *root) {
         json_t *changes = json_object_get(doc, "changes"), *unchanged = json_object_get(doc, "unchanged");
         json_t *summary = json_object_get(doc, "summary");
         size_t width = 8, i, nd = 0, n_nodes = jsize(host, "nodes");
-        size_t changes_n = jsize(summary, "changes"), reboot = jsize(summary, "reboot"), same = jsize(summary, "unchanged");
+        size_t changes_n = jsize(summary, "changes"), reboot = jsize(summary, "reboot"),
+               same = jsize(summary, "unchanged");
         json_t *k;
 
         if (arg_json)
                 return render_json(doc);
         printf("Profile %s for %s (%zu CPUs online, %zu NUMA node%s, cgroup %s)\n", strempty(jstr(doc, "profile")),
-               root_is_system(root) ? "this host" : root->path, jsize(host, "cpus_online"), n_nodes, n_nodes == 1 ? "" : "s",
-               strempty(jstr(host, "cgroup")));
+               root_is_system(root) ? "this host" : root->path, jsize(host, "cpus_online"), n_nodes,
+               n_nodes == 1 ? "" : "s", strempty(jstr(host, "cgroup")));
         printf("  housekeeping CPUs: %s\n  isolated CPUs:     %s\n", strempty(jstr(cpus, "housekeeping")),
                strempty(jstr(cpus, "isolated")));
 
-        json_array_foreach(changes, i, k)
+        json_array_foreach (changes, i, k)
                 width = MAX(width, MIN(strlen(strempty(jstr(k, "knob"))), (size_t) 44));
         if (arg_all)
-                json_array_foreach(unchanged, i, k)
+                json_array_foreach (unchanged, i, k)
                         width = MAX(width, MIN(strlen(strempty(jstr(k, "knob"))), (size_t) 44));
 
         /* By domain, in the order of the backends; with --all, a domain's knobs already as
@@ -112,7 +113,7 @@ int render_plan(json_t *doc, Root *root) {
         for (int d = 0; d < _DOMAIN_MAX; d++) {
                 bool header = false, any_change = false;
                 for (int pass = 0; pass < (arg_all ? 2 : 1); pass++)
-                        json_array_foreach(pass == 0 ? changes : unchanged, i, k) {
+                        json_array_foreach (pass == 0 ? changes : unchanged, i, k) {
                                 if (domain_from_string(jstr(k, "domain")) != (Domain) d)
                                         continue;
                                 if (!header) {
@@ -129,7 +130,7 @@ int render_plan(json_t *doc, Root *root) {
         json_t *notes = json_object_get(doc, "notes");
         if (json_array_size(notes) > 0) {
                 printf("\nNotes:\n");
-                json_array_foreach(notes, i, k)
+                json_array_foreach (notes, i, k)
                         printf("  - %s\n", json_string_value(k));
         }
         printf("\n%zu change%s in %zu domain%s (%zu need%s a reboot), %zu knob%s already as desired.\n", changes_n,
@@ -143,13 +144,14 @@ int render_apply(json_t *doc) {
                 return render_json(doc);
         const char *profile = strempty(jstr(doc, "profile"));
         size_t changed = jsize(doc, "changed"), unchanged = jsize(doc, "unchanged"), restored = jsize(doc, "restored"),
-               refused = jsize(doc, "unmovable"), skipped = jsize(doc, "skipped"), reboot = jsize(doc, "reboot_changes");
+               refused = jsize(doc, "unmovable"), skipped = jsize(doc, "skipped"),
+               reboot = jsize(doc, "reboot_changes");
         if (changed == 0 && restored == 0 && refused == 0)
                 printf("%s is already applied: nothing to change (%zu knob%s as desired).\n", profile, unchanged,
                        unchanged == 1 ? "" : "s");
         else {
-                printf("Applied %s: %zu knob%s changed, %zu already as desired", profile, changed, changed == 1 ? "" : "s",
-                       unchanged);
+                printf("Applied %s: %zu knob%s changed, %zu already as desired", profile, changed,
+                       changed == 1 ? "" : "s", unchanged);
                 if (restored)
                         printf(", %zu of the previous profile restored", restored);
                 if (refused)
@@ -172,8 +174,9 @@ int render_apply_failure(json_t *doc) {
                 log_error("writing %s (%s) failed: %s%s%s%s; %s", jstr(error, "knob"), jstr(error, "path") ?: "no file",
                           strempty(jstr(error, "message")), jstr(error, "detail") ? " (kernel: " : "",
                           strempty(jstr(error, "detail")), jstr(error, "detail") ? ")" : "",
-                          jtrue(doc, "rollback_incomplete") ? "the changes of this run were undone except those noted below"
-                                                            : "every change of this run was undone; the host is as it was before");
+                          jtrue(doc, "rollback_incomplete")
+                                  ? "the changes of this run were undone except those noted below"
+                                  : "every change of this run was undone; the host is as it was before");
         else
                 log_error("%s", strempty(jstr(error, "message")));
         if (!arg_json)
@@ -196,9 +199,10 @@ int render_revert(json_t *doc) {
                 print_notes(json_object_get(doc, "notes"), stdout);
         } else {
                 if (jstr(error, "knob"))
-                        log_error("%zu knob%s could not be restored (first: %s: %s); they stay in the journal and a later "
-                                  "revert retries them", failed, failed == 1 ? "" : "s", jstr(error, "knob"),
-                                  strempty(jstr(error, "message")));
+                        log_error(
+                                "%zu knob%s could not be restored (first: %s: %s); they stay in the journal and a later "
+                                "revert retries them",
+                                failed, failed == 1 ? "" : "s", jstr(error, "knob"), strempty(jstr(error, "message")));
                 else
                         log_error("revert failed: %s", strempty(jstr(error, "message")));
                 print_notes(json_object_get(doc, "notes"), stderr);
@@ -224,13 +228,13 @@ int render_verify(json_t *doc) {
                         printf("%s: in sync (%zu knobs checked).\n", profile, checked);
                 else {
                         printf("%s: %zu of %zu knobs drifted:\n", profile, n_drift, checked);
-                        json_array_foreach(drift, i, e)
+                        json_array_foreach (drift, i, e)
                                 printf("  %-40s expected %s, found %s\n", strempty(jstr(e, "knob")),
                                        jstr(e, "expected") ?: "(absent)", jstr(e, "actual") ?: "(absent)");
                 }
                 if (reboot) {
                         printf("Configured but not in the running kernel (reboot pending):");
-                        json_array_foreach(pending, i, e) {
+                        json_array_foreach (pending, i, e) {
                                 const char *id = strempty(json_string_value(e));
                                 printf(" %s", id + (startswith(id, "boot/") ? 5 : 0));
                         }
@@ -242,7 +246,8 @@ int render_verify(json_t *doc) {
                                nu == 1 ? "" : "s");
         }
         if (jtrue(doc, "transaction_open"))
-                log_notice("the journal holds an interrupted transaction; the next apply, revert or rtpartd start rolls it back");
+                log_notice(
+                        "the journal holds an interrupted transaction; the next apply, revert or rtpartd start rolls it back");
         if (!arg_json && fflush(stdout) != 0)
                 ret = -EIO;
         return ret;
@@ -265,7 +270,7 @@ int render_status(json_t *doc) {
         printf("Originals:   %zu values journalled for revert\n", jsize(doc, "originals"));
         if (json_array_size(unmovable) > 0) {
                 printf("Unmovable:   %zu (the kernel keeps these where they are):\n", json_array_size(unmovable));
-                json_array_foreach(unmovable, i, e)
+                json_array_foreach (unmovable, i, e)
                         printf("  %s\n", json_string_value(e));
         }
         const char *msg = jstr(last, "message");
@@ -276,8 +281,9 @@ int render_status(json_t *doc) {
         /* What only rtpartd knows, when it answered. */
         if (json_is_object(daemon))
                 printf("Daemon:      rtpartd watches %zu files, checks everything every %zu s; %zu drift event%s "
-                       "since it started\n", jsize(daemon, "watched_files"), jsize(daemon, "interval_s"),
-                       jsize(daemon, "drift_events"), jsize(daemon, "drift_events") == 1 ? "" : "s");
+                       "since it started\n",
+                       jsize(daemon, "watched_files"), jsize(daemon, "interval_s"), jsize(daemon, "drift_events"),
+                       jsize(daemon, "drift_events") == 1 ? "" : "s");
         if (jtrue(daemon, "task_check"))
                 printf("Tasks:       %zu user task%s may run on isolated CPUs (rtpartctl watch names them)\n",
                        jsize(daemon, "tasks_on_isolated"), jsize(daemon, "tasks_on_isolated") == 1 ? "" : "s");
@@ -320,13 +326,13 @@ int render_watch_event(json_t *p) {
         /* The first reply ("status") carries the drift there already is. */
         bool corrected = streq(event, "corrected");
         if (corrected || streq(event, "drift") || streq(event, "status"))
-                json_array_foreach(json_object_get(p, "drift"), i, d) {
+                json_array_foreach (json_object_get(p, "drift"), i, d) {
                         if (arg_json) {
-                                _cleanup_(json_decrefp) json_t *o = json_pack(
-                                        "{s:s, s:s, s:s?, s:s?, s:O?, s:O?}", "time", time,
-                                        "event", corrected ? "corrected" : "drift", "knob", jstr(d, "knob"),
-                                        "domain", jstr(d, "domain"), "expected", json_object_get(d, "expected"),
-                                        "actual", json_object_get(d, "actual"));
+                                _cleanup_(json_decrefp) json_t *o =
+                                        json_pack("{s:s, s:s, s:s?, s:s?, s:O?, s:O?}", "time", time, "event",
+                                                  corrected ? "corrected" : "drift", "knob", jstr(d, "knob"), "domain",
+                                                  jstr(d, "domain"), "expected", json_object_get(d, "expected"),
+                                                  "actual", json_object_get(d, "actual"));
                                 if (!o || json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0)
                                         return -EIO;
                                 fputc('\n', stdout);
@@ -337,4 +343,3 @@ int render_watch_event(json_t *p) {
                 }
         return flushed();
 }
-

@@ -30,11 +30,11 @@
 
 /* The contract of rtpartctl(1), EXIT STATUS. */
 typedef enum ExitStatus {
-        EXIT_OK = 0,            /* done; in sync */
-        EXIT_FAILED = 1,        /* the operation failed */
-        EXIT_USAGE = 2,         /* bad usage or invalid profile */
-        EXIT_DRIFT = 3,         /* verify found drift */
-        EXIT_REBOOT = 4,        /* in sync, but boot-time knobs need a reboot */
+        EXIT_OK = 0,     /* done; in sync */
+        EXIT_FAILED = 1, /* the operation failed */
+        EXIT_USAGE = 2,  /* bad usage or invalid profile */
+        EXIT_DRIFT = 3,  /* verify found drift */
+        EXIT_REBOOT = 4, /* in sync, but boot-time knobs need a reboot */
         _EXIT_STATUS_MAX,
         _EXIT_STATUS_INVALID = -EINVAL,
 } ExitStatus;
@@ -104,9 +104,9 @@ int render_json(json_t *doc);
 int render_list(json_t *doc);
 int render_plan(json_t *doc, Root *root);
 int render_apply(json_t *doc);
-int render_apply_failure(json_t *doc);          /* always EXIT_FAILED */
-int render_revert(json_t *doc);                 /* EXIT_FAILED when the revert failed */
-int render_verify(json_t *doc);                 /* EXIT_DRIFT, EXIT_REBOOT or 0 */
+int render_apply_failure(json_t *doc); /* always EXIT_FAILED */
+int render_revert(json_t *doc);        /* EXIT_FAILED when the revert failed */
+int render_verify(json_t *doc);        /* EXIT_DRIFT, EXIT_REBOOT or 0 */
 int render_status(json_t *doc);
 /* One event of rtpartd's Watch stream: a line per knob of a drift or correction, one per apply
  * or revert. */

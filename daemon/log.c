@@ -11,7 +11,7 @@
 
 int log_max_level = LOG_INFO;
 
-static const char *log_program = NULL;  /* rtpartctl's prefix; NULL for rtpartd */
+static const char *log_program = NULL; /* rtpartctl's prefix; NULL for rtpartd */
 static bool log_prefix_priority = false;
 
 void log_setup_tool(const char *program) {
@@ -42,7 +42,7 @@ void log_internal(int level, int error, const char *fmt, ...) {
         char buf[2048];
         va_list ap;
 
-        errno = error < 0 ? -error : error;     /* for "%m" */
+        errno = error < 0 ? -error : error; /* for "%m" */
         va_start(ap, fmt);
         (void) vsnprintf(buf, sizeof(buf), fmt, ap);
         va_end(ap);

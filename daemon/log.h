@@ -24,12 +24,12 @@ void log_setup_daemon(void);
 
 void log_internal(int level, int error, const char *fmt, ...) _printf_(3, 4);
 
-#define log_full_errno(level, error, ...)                                       \
-        ({                                                                      \
-                int _e = (error);                                               \
-                if ((level) <= log_max_level)                                   \
-                        log_internal((level), _e, __VA_ARGS__);                 \
-                _e < 0 ? _e : -_e;                                              \
+#define log_full_errno(level, error, ...) \
+        ({ \
+                int _e = (error); \
+                if ((level) <= log_max_level) \
+                        log_internal((level), _e, __VA_ARGS__); \
+                _e < 0 ? _e : -_e; \
         })
 #define log_debug(...) (void) log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
 #define log_info(...) (void) log_full_errno(LOG_INFO, 0, __VA_ARGS__)

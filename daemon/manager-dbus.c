@@ -18,8 +18,7 @@ static const sd_bus_error_map manager_errors[] = {
         SD_BUS_ERROR_MAP(MANAGER_DBUS_ERROR_PREFIX MANAGER_ERROR_INVALID_PROFILE, EINVAL),
         SD_BUS_ERROR_MAP(MANAGER_DBUS_ERROR_PREFIX MANAGER_ERROR_PERMISSION_DENIED, EACCES),
         SD_BUS_ERROR_MAP(MANAGER_DBUS_ERROR_PREFIX MANAGER_ERROR_NOT_APPLIED, ENOENT),
-        SD_BUS_ERROR_MAP(MANAGER_DBUS_ERROR_PREFIX MANAGER_ERROR_FAILED, EIO),
-        SD_BUS_ERROR_MAP_END
+        SD_BUS_ERROR_MAP(MANAGER_DBUS_ERROR_PREFIX MANAGER_ERROR_FAILED, EIO), SD_BUS_ERROR_MAP_END
 };
 
 static int reply_json(sd_bus_message *msg, json_t *doc) {
@@ -78,7 +77,7 @@ static int method_list_profiles(sd_bus_message *msg, void *userdata, sd_bus_erro
         r = sd_bus_message_open_container(reply, 'a', "(ss)");
         if (r < 0)
                 return r;
-        json_array_foreach(doc, i, p) {
+        json_array_foreach (doc, i, p) {
                 r = sd_bus_message_append(reply, "(ss)", json_string_value(json_object_get(p, "name")),
                                           strempty(json_string_value(json_object_get(p, "summary"))));
                 if (r < 0)
@@ -259,56 +258,27 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("InSync", "b", property_get_in_sync, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("RebootRequired", "b", property_get_reboot_required, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("DriftCount", "u", property_get_drift_count, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_METHOD_WITH_ARGS("ListProfiles",
-                                SD_BUS_NO_ARGS,
-                                SD_BUS_RESULT("a(ss)", profiles),
-                                method_list_profiles,
+        SD_BUS_METHOD_WITH_ARGS("ListProfiles", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ss)", profiles), method_list_profiles,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Plan",
-                                SD_BUS_ARGS("s", profile),
-                                SD_BUS_RESULT("s", plan),
-                                method_plan,
+        SD_BUS_METHOD_WITH_ARGS("Plan", SD_BUS_ARGS("s", profile), SD_BUS_RESULT("s", plan), method_plan,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Apply",
-                                SD_BUS_ARGS("s", profile),
-                                SD_BUS_RESULT("s", result),
-                                method_apply,
+        SD_BUS_METHOD_WITH_ARGS("Apply", SD_BUS_ARGS("s", profile), SD_BUS_RESULT("s", result), method_apply,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Verify",
-                                SD_BUS_NO_ARGS,
-                                SD_BUS_RESULT("s", result),
-                                method_verify,
+        SD_BUS_METHOD_WITH_ARGS("Verify", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", result), method_verify,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Revert",
-                                SD_BUS_NO_ARGS,
-                                SD_BUS_RESULT("s", result),
-                                method_revert,
+        SD_BUS_METHOD_WITH_ARGS("Revert", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", result), method_revert,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Correct",
-                                SD_BUS_NO_ARGS,
-                                SD_BUS_RESULT("s", result),
-                                method_correct,
+        SD_BUS_METHOD_WITH_ARGS("Correct", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", result), method_correct,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Status",
-                                SD_BUS_NO_ARGS,
-                                SD_BUS_RESULT("s", status),
-                                method_status,
+        SD_BUS_METHOD_WITH_ARGS("Status", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", status), method_status,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("GetDrift",
-                                SD_BUS_NO_ARGS,
-                                SD_BUS_RESULT("a(ssss)", drift),
-                                method_get_drift,
+        SD_BUS_METHOD_WITH_ARGS("GetDrift", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ssss)", drift), method_get_drift,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("VerifyTyped",
-                                SD_BUS_NO_ARGS,
-                                SD_BUS_RESULT("b", in_sync, "b", reboot_required, "a(ssss)", drift, "as", reboot_pending,
-                                              "as", unmovable, "u", checked),
-                                method_verify_typed,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Describe",
-                                SD_BUS_NO_ARGS,
-                                SD_BUS_RESULT("s", json),
-                                method_describe,
+        SD_BUS_METHOD_WITH_ARGS("VerifyTyped", SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("b", in_sync, "b", reboot_required, "a(ssss)", drift, "as",
+                                              reboot_pending, "as", unmovable, "u", checked),
+                                method_verify_typed, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Describe", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", json), method_describe,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("DriftDetected", SD_BUS_ARGS("a(ssss)", drift), 0),
         SD_BUS_SIGNAL_WITH_ARGS("Corrected", SD_BUS_ARGS("a(ssss)", drift), 0),
@@ -338,8 +308,8 @@ static void on_applied(Manager *m, const char *profile, bool external, void *use
 
 static void on_properties_changed(Manager *m, void *userdata) {
         if (m->bus)
-                (void) sd_bus_emit_properties_changed(m->bus, MANAGER_DBUS_PATH, MANAGER_DBUS_INTERFACE, "ActiveProfile",
-                                                      "InSync", "RebootRequired", "DriftCount", NULL);
+                (void) sd_bus_emit_properties_changed(m->bus, MANAGER_DBUS_PATH, MANAGER_DBUS_INTERFACE,
+                                                      "ActiveProfile", "InSync", "RebootRequired", "DriftCount", NULL);
 }
 
 static void on_detach(Manager *m, void *userdata) {
@@ -357,13 +327,14 @@ int manager_dbus_attach(Manager *m, sd_bus *bus) {
         r = sd_bus_add_object_vtable(bus, &m->bus_slot, MANAGER_DBUS_PATH, MANAGER_DBUS_INTERFACE, manager_vtable, m);
         if (r < 0)
                 return r;
-        r = manager_add_listener(m, &(const ManagerListener) {
-                .applied = on_applied,
-                .drift = on_drift,
-                .properties_changed = on_properties_changed,
-                .detach = on_detach,
-                .userdata = &m->bus_slot, /* identifies this listener */
-        });
+        r = manager_add_listener(m,
+                                 &(const ManagerListener) {
+                                         .applied = on_applied,
+                                         .drift = on_drift,
+                                         .properties_changed = on_properties_changed,
+                                         .detach = on_detach,
+                                         .userdata = &m->bus_slot, /* identifies this listener */
+                                 });
         if (r < 0) {
                 m->bus_slot = sd_bus_slot_unref(m->bus_slot);
                 return r;

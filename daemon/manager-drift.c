@@ -22,8 +22,8 @@ void drift_entry_done(DriftEntry *e) {
 }
 
 bool drift_entry_equal(const DriftEntry *a, const DriftEntry *b) {
-        return streq_ptr(a->knob, b->knob) && streq_ptr(a->domain, b->domain) &&
-               streq_ptr(a->expected, b->expected) && streq_ptr(a->actual, b->actual);
+        return streq_ptr(a->knob, b->knob) && streq_ptr(a->domain, b->domain) && streq_ptr(a->expected, b->expected) &&
+                streq_ptr(a->actual, b->actual);
 }
 
 void drift_set_clear(DriftSet *s) {

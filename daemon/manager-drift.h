@@ -11,11 +11,11 @@
 #include <stdint.h>
 
 typedef struct DriftEntry {
-        char *knob;             /* "sysctl/kernel.timer_migration", "task/4242" */
-        char *domain;           /* domain_to_string(), or "task" */
-        char *expected;         /* NULL: the value should not be there */
-        char *actual;           /* NULL: the value is not there */
-        uint64_t since;         /* CLOCK_REALTIME µs when found with these values */
+        char *knob;     /* "sysctl/kernel.timer_migration", "task/4242" */
+        char *domain;   /* domain_to_string(), or "task" */
+        char *expected; /* NULL: the value should not be there */
+        char *actual;   /* NULL: the value is not there */
+        uint64_t since; /* CLOCK_REALTIME µs when found with these values */
 } DriftEntry;
 
 typedef struct DriftSet {
@@ -27,7 +27,7 @@ typedef struct DriftSet {
 uint64_t drift_now(void);
 
 void drift_entry_done(DriftEntry *e);
-bool drift_entry_equal(const DriftEntry *a, const DriftEntry *b);  /* knob, domain and values */
+bool drift_entry_equal(const DriftEntry *a, const DriftEntry *b); /* knob, domain and values */
 
 void drift_set_done(DriftSet *s);
 void drift_set_clear(DriftSet *s);

@@ -50,7 +50,7 @@ void manager_task_settings(Manager *m, const Resolved *r) {
                         cpu_set_or(&now, &s);
                 if (root_read_cpu_list(m->root, "sys/devices/system/cpu/nohz_full", &s) >= 0)
                         cpu_set_or(&now, &s);
-                json_array_foreach(json_object_get(json_object_get(r->doc, "cpuset"), "partitions"), i, v) {
+                json_array_foreach (json_object_get(json_object_get(r->doc, "cpuset"), "partitions"), i, v) {
                         const char *name = json_string_value(json_object_get(v, "name"));
                         const char *cpus = json_string_value(json_object_get(v, "cpus"));
                         if (cpus && cpu_set_parse_list(cpus, &s, NULL) >= 0)
@@ -65,10 +65,11 @@ void manager_task_settings(Manager *m, const Resolved *r) {
                             asprintf(&d, "/%s", slice) < 0 || strv_push(&partitions, d) < 0)
                                 return;
                 }
-                json_array_foreach(json_object_get(drift, "task_allow"), i, v)
+                json_array_foreach (json_object_get(drift, "task_allow"), i, v)
                         if (json_is_string(v) && strv_extend(&allow, json_string_value(v)) < 0)
                                 return;
-                DriftPolicy p = drift_policy_from_string(json_string_value(json_object_get(json_object_get(drift, "domains"), "task")));
+                DriftPolicy p = drift_policy_from_string(
+                        json_string_value(json_object_get(json_object_get(drift, "domains"), "task")));
                 if (p >= 0)
                         m->task_policy = p;
                 m->task_rules.isolated = r->isolated;
@@ -78,14 +79,15 @@ void manager_task_settings(Manager *m, const Resolved *r) {
                 m->task_rules.allow = TAKE_PTR(allow);
         }
         bool on = r && root_can(m->root, ROOT_CAN_SCHEDULE) && !cpu_set_is_empty(&m->task_rules.isolated) &&
-                  !task_rules_allow_all(&m->task_rules);
+                !task_rules_allow_all(&m->task_rules);
         if (on != m->task_check)
                 log_debug("User tasks on isolated CPUs: %s", on ? "checked" : "not checked");
         m->task_check = on;
         if (m->watcher) {
                 int k = watcher_set_task_events(m->watcher, on);
                 if (k < 0)
-                        (void) log_warning_errno(k, "Cannot filter the proc connector for task events: %m; user tasks "
+                        (void) log_warning_errno(k,
+                                                 "Cannot filter the proc connector for task events: %m; user tasks "
                                                  "are checked at the next safety check");
         }
         if (!on) {
@@ -121,11 +123,12 @@ static void tasks_report(Manager *m, const DriftSet *fresh) {
                 return;
         m->drift_events++;
         for (size_t i = 0; i < n && i < MANAGER_TASKS_BURST; i++)
-                log_warning("Drift: %s may run on isolated CPUs: allowed %s, the profile wants %s", fresh->entries[i].knob,
-                            fresh->entries[i].actual, fresh->entries[i].expected);
+                log_warning("Drift: %s may run on isolated CPUs: allowed %s, the profile wants %s",
+                            fresh->entries[i].knob, fresh->entries[i].actual, fresh->entries[i].expected);
         if (n > MANAGER_TASKS_BURST)
                 log_warning("Drift: %zu more user tasks may run on isolated CPUs, not listed one by one (DriftCount "
-                            "counts them; a Watch stream's first reply lists them)", n - MANAGER_TASKS_BURST);
+                            "counts them; a Watch stream's first reply lists them)",
+                            n - MANAGER_TASKS_BURST);
         manager_emit_drift(m, MANAGER_DRIFT_DETECTED, fresh->entries, MIN(n, (size_t) MANAGER_TASKS_BURST));
 }
 

@@ -205,7 +205,8 @@ static int check_root(VarlinkCall *call) {
         char msg[256];
         const char *method = strrchr(varlink_call_method(call), '.');
         snprintf(msg, sizeof(msg), "%s changes the host and needs root (uid 0)", method ? method + 1 : "the call");
-        (void) varlink_call_error(call, MANAGER_VARLINK_INTERFACE ".PermissionDenied", json_pack("{s:s}", "message", msg));
+        (void) varlink_call_error(call, MANAGER_VARLINK_INTERFACE ".PermissionDenied",
+                                  json_pack("{s:s}", "message", msg));
         return -EACCES;
 }
 
@@ -294,10 +295,9 @@ static char *now_iso8601_ms(char buf[static 48]) {
 
 static json_t *event_json(Manager *m, const char *event, json_t *drift) {
         char time[48];
-        return json_pack("{s:s, s:s?, s:s?, s:b, s:I, s:o}", "event", event, "time", now_iso8601_ms(time),
-                         "profile", manager_active_profile(m),
-                         "in_sync", manager_in_sync(m), "drift_count", (json_int_t) manager_drift_count(m),
-                         "drift", drift ? json_incref(drift) : json_array());
+        return json_pack("{s:s, s:s?, s:s?, s:b, s:I, s:o}", "event", event, "time", now_iso8601_ms(time), "profile",
+                         manager_active_profile(m), "in_sync", manager_in_sync(m), "drift_count",
+                         (json_int_t) manager_drift_count(m), "drift", drift ? json_incref(drift) : json_array());
 }
 
 static void stream_remove(Manager *m, VarlinkCall *call) {
@@ -342,19 +342,17 @@ static void emit(Manager *m, const char *event, json_t *drift) {
         }
 }
 
-static const VarlinkMethod manager_methods[] = {
-        { MANAGER_VARLINK_INTERFACE ".ListProfiles", method_list_profiles },
-        { MANAGER_VARLINK_INTERFACE ".Plan", method_plan },
-        { MANAGER_VARLINK_INTERFACE ".Apply", method_apply },
-        { MANAGER_VARLINK_INTERFACE ".Verify", method_verify },
-        { MANAGER_VARLINK_INTERFACE ".Revert", method_revert },
-        { MANAGER_VARLINK_INTERFACE ".Correct", method_correct },
-        { MANAGER_VARLINK_INTERFACE ".Status", method_status },
-        { MANAGER_VARLINK_INTERFACE ".Describe", method_describe },
-        { MANAGER_VARLINK_INTERFACE ".Watch", method_watch },
-        { MANAGER_VARLINK_INTERFACE ".Monitor", method_watch },
-        {}
-};
+static const VarlinkMethod manager_methods[] = { { MANAGER_VARLINK_INTERFACE ".ListProfiles", method_list_profiles },
+                                                 { MANAGER_VARLINK_INTERFACE ".Plan", method_plan },
+                                                 { MANAGER_VARLINK_INTERFACE ".Apply", method_apply },
+                                                 { MANAGER_VARLINK_INTERFACE ".Verify", method_verify },
+                                                 { MANAGER_VARLINK_INTERFACE ".Revert", method_revert },
+                                                 { MANAGER_VARLINK_INTERFACE ".Correct", method_correct },
+                                                 { MANAGER_VARLINK_INTERFACE ".Status", method_status },
+                                                 { MANAGER_VARLINK_INTERFACE ".Describe", method_describe },
+                                                 { MANAGER_VARLINK_INTERFACE ".Watch", method_watch },
+                                                 { MANAGER_VARLINK_INTERFACE ".Monitor", method_watch },
+                                                 {} };
 
 /* Once per uid per minute at most: a user holding many connections does not flood the log. */
 static void on_refused(VarlinkServer *s, uid_t uid, int reason, unsigned n_refused, void *userdata) {
@@ -388,16 +386,18 @@ static void on_detach(Manager *m, void *userdata) {
 }
 
 int manager_varlink_attach(Manager *m, VarlinkServer *server) {
-        int r = varlink_server_add_interface(server, MANAGER_VARLINK_INTERFACE, manager_varlink_description, manager_methods);
+        int r = varlink_server_add_interface(server, MANAGER_VARLINK_INTERFACE, manager_varlink_description,
+                                             manager_methods);
         if (r < 0)
                 return r;
-        r = manager_add_listener(m, &(const ManagerListener) {
-                .applied = on_applied,
-                .reverted = on_reverted,
-                .drift = on_drift,
-                .detach = on_detach,
-                .userdata = &m->streams, /* identifies this listener */
-        });
+        r = manager_add_listener(m,
+                                 &(const ManagerListener) {
+                                         .applied = on_applied,
+                                         .reverted = on_reverted,
+                                         .drift = on_drift,
+                                         .detach = on_detach,
+                                         .userdata = &m->streams, /* identifies this listener */
+                                 });
         if (r < 0)
                 return r;
         varlink_server_set_userdata(server, m);

@@ -43,8 +43,7 @@ void manager_error_done(ManagerError *e) {
         *e = (ManagerError) {};
 }
 
-_printf_(3, 4)
-static int error_set(ManagerError *e, const char *name, const char *fmt, ...) {
+_printf_(3, 4) static int error_set(ManagerError *e, const char *name, const char *fmt, ...) {
         va_list ap;
         manager_error_done(e);
         e->name = name;
@@ -108,18 +107,19 @@ static int profile_failure(ManagerError *e, ProfileError *pe, int r) {
         return r;
 }
 
-
 /* The prepare pipeline's failure (lib/prepare.h), in the caller's words. */
 static int prepare_failure(Manager *m, PrepareError *pe, int r, ManagerError *e) {
         switch (pe->step) {
         case PREPARE_STEP_HOST:
-                error_set(e, MANAGER_ERROR_FAILED, "cannot read the host's topology under %s: %s", m->root->path, strerror(-r));
+                error_set(e, MANAGER_ERROR_FAILED, "cannot read the host's topology under %s: %s", m->root->path,
+                          strerror(-r));
                 break;
         case PREPARE_STEP_PROFILE:
                 r = profile_failure(e, &pe->profile, r);
                 break;
         default:
-                error_set(e, MANAGER_ERROR_FAILED, "cannot build the plan for %s: %s", strempty(pe->name), strerror(-r));
+                error_set(e, MANAGER_ERROR_FAILED, "cannot build the plan for %s: %s", strempty(pe->name),
+                          strerror(-r));
         }
         prepare_error_done(pe);
         return r;
@@ -137,10 +137,12 @@ static int prepare(Manager *m, const char *name, bool want_plan, Prepared *ret, 
         int r;
 
         if (!name || !*name)
-                return error_set(e, MANAGER_ERROR_INVALID_PROFILE, "no profile given; name one of ListProfiles or an absolute path");
+                return error_set(e, MANAGER_ERROR_INVALID_PROFILE,
+                                 "no profile given; name one of ListProfiles or an absolute path");
         if (profile_is_path(name) && name[0] != '/')
                 return error_set(e, MANAGER_ERROR_INVALID_PROFILE,
-                                 "%s: rtpartd cannot resolve a relative path; give the absolute path or a profile name", name);
+                                 "%s: rtpartd cannot resolve a relative path; give the absolute path or a profile name",
+                                 name);
         /* A FIFO, a device or another user's file is refused when opened, before it is read: the
          * event loop never waits on a profile. */
         r = prepare_profile(m->root, name, want_plan ? PREPARE_PLAN : 0, ret, &pe);
@@ -164,12 +166,14 @@ static int journal_profile(Manager *m, Profile **ret, ManagerError *e) {
                 json_error_t jerr;
                 _cleanup_(json_decrefp) json_t *doc = json_loads(m->journal->source, 0, &jerr);
                 if (!doc)
-                        return error_set(e, MANAGER_ERROR_FAILED, "the journal's copy of %s is not JSON (%s); apply it again",
-                                         name, jerr.text);
+                        return error_set(e, MANAGER_ERROR_FAILED,
+                                         "the journal's copy of %s is not JSON (%s); apply it again", name, jerr.text);
                 r = profile_from_document(name, doc, ret, &pe);
         } else {
-                log_notice("The journal of %s predates stored profiles: loading %s by name from the profile directories, "
-                           "not from %s; apply it again to store it", name, name, strempty(m->journal->profile_path));
+                log_notice(
+                        "The journal of %s predates stored profiles: loading %s by name from the profile directories, "
+                        "not from %s; apply it again to store it",
+                        name, name, strempty(m->journal->profile_path));
                 if (profile_is_path(name))
                         return error_set(e, MANAGER_ERROR_INVALID_PROFILE,
                                          "%s is no profile name; apply the profile again", name);
@@ -198,7 +202,8 @@ static int prepare_journal(Manager *m, bool want_plan, bool check_hash, Prepared
         if (check_hash && !streq_ptr(hash, m->journal->hash)) {
                 error_set(e, MANAGER_ERROR_FAILED,
                           "%s resolves to %s, not to the journal's %s: nothing is written, drift is only reported; "
-                          "apply the profile again", m->journal->profile, hash, strempty(m->journal->hash));
+                          "apply the profile again",
+                          m->journal->profile, hash, strempty(m->journal->hash));
                 prepared_done(&p);
                 return -ESTALE;
         }
@@ -225,7 +230,7 @@ static void settings_from_resolved(Manager *m, const Resolved *r) {
         m->policy_default = def;
         const char *key;
         json_t *v;
-        json_object_foreach(json_object_get(drift, "domains"), key, v) {
+        json_object_foreach (json_object_get(drift, "domains"), key, v) {
                 Domain d = domain_from_string(key);
                 DriftPolicy p = drift_policy_from_string(json_string_value(v));
                 if (d >= 0 && p >= 0)
@@ -238,14 +243,14 @@ static void settings_from_resolved(Manager *m, const Resolved *r) {
 
 static void apply_interval(Manager *m) {
         uint64_t usec = m->options.interval_usec ? m->options.interval_usec
-                        : m->profile_interval_usec ? m->profile_interval_usec : DEFAULT_INTERVAL_USEC;
+                : m->profile_interval_usec       ? m->profile_interval_usec
+                                                 : DEFAULT_INTERVAL_USEC;
         if (m->watcher && watcher_get_interval(m->watcher) != usec)
                 (void) watcher_set_interval(m->watcher, usec);
 }
 
 static void pin_self(Manager *m, const CpuSet *housekeeping) {
-        if (!m->options.pin || !root_can(m->root, ROOT_CAN_SCHEDULE) ||
-            cpu_set_is_empty(housekeeping))
+        if (!m->options.pin || !root_can(m->root, ROOT_CAN_SCHEDULE) || cpu_set_is_empty(housekeeping))
                 return;
         _cleanup_free_ char *list = cpu_set_format_list(housekeeping);
         int r = task_set_affinity(0, housekeeping);
@@ -270,8 +275,8 @@ static void settings_refresh(Manager *m) {
                         settings_from_resolved(m, p.resolved);
                         pin_self(m, &p.resolved->housekeeping);
                 } else
-                        log_warning("Cannot read the drift settings of %s: %s; reporting drift only", m->journal->profile,
-                                    strempty(e.message));
+                        log_warning("Cannot read the drift settings of %s: %s; reporting drift only",
+                                    m->journal->profile, strempty(e.message));
                 manager_error_done(&e);
                 prepared_done(&p);
         }
@@ -431,7 +436,8 @@ int manager_add_listener(Manager *m, const ManagerListener *l) {
 void manager_remove_listener(Manager *m, void *userdata) {
         for (size_t i = 0; i < m->n_listeners; i++)
                 if (m->listeners[i].userdata == userdata) {
-                        memmove(&m->listeners[i], &m->listeners[i + 1], (m->n_listeners - i - 1) * sizeof(ManagerListener));
+                        memmove(&m->listeners[i], &m->listeners[i + 1],
+                                (m->n_listeners - i - 1) * sizeof(ManagerListener));
                         m->n_listeners--;
                         return;
                 }
@@ -457,7 +463,6 @@ static void emit_reverted(Manager *m) {
 
 /* ---- drift ---- */
 
-
 bool manager_correction_allowed(Manager *m, const char *id) {
         uint64_t now = now_usec();
         json_t *c = json_object_get(m->corrections, id);
@@ -470,8 +475,8 @@ bool manager_correction_allowed(Manager *m, const char *id) {
         if (count >= CORRECT_BURST) {
                 if (count == CORRECT_BURST)
                         log_warning("%s changed again after %d corrections within %llu s: something keeps setting it; "
-                                    "reporting only until that stops", id, CORRECT_BURST,
-                                    (unsigned long long) (CORRECT_WINDOW_USEC / 1000000ULL));
+                                    "reporting only until that stops",
+                                    id, CORRECT_BURST, (unsigned long long) (CORRECT_WINDOW_USEC / 1000000ULL));
                 json_array_set_new(c, 0, json_integer(count + 1));
                 return false;
         }
@@ -634,7 +639,7 @@ static int check_all(Manager *m, VerifyResult *ret) {
 
 static bool knob_is_new(Manager *m, const Knob *k) {
         return !journal_find_applied(m->journal, k->id) && !string_set_contains(&m->not_owned, k->id) &&
-               !journal_find_unmovable(m->journal, k->id);
+                !journal_find_unmovable(m->journal, k->id);
 }
 
 static int take_lock(Manager *m, int *ret, ManagerError *e) {
@@ -774,8 +779,7 @@ static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *
         json_t *doc = document_apply(p.plan, &er);
         bool reboot = json_is_true(json_object_get(doc, "reboot_required"));
         log_info("Applied %s: %zu knob%s changed, %zu already as desired%s", p.plan->profile, er.written,
-                 er.written == 1 ? "" : "s", er.unchanged,
-                 reboot ? "; a reboot is needed for boot arguments" : "");
+                 er.written == 1 ? "" : "s", er.unchanged, reboot ? "; a reboot is needed for boot arguments" : "");
         for (char **n = er.notes; n && *n; n++)
                 log_info("  %s", *n);
 
@@ -866,8 +870,8 @@ int manager_correct(Manager *m, json_t **ret, ManagerError *e) {
                 manager_properties_update(m);
         }
         *ret = json_pack("{s:b, s:s, s:I, s:o, s:I}", "ok", 1, "profile", m->profile, "written", (json_int_t) written,
-                         "corrected", drift_entries_to_json(corrected.entries, corrected.n),
-                         "drift", (json_int_t) manager_drift_count(m));
+                         "corrected", drift_entries_to_json(corrected.entries, corrected.n), "drift",
+                         (json_int_t) manager_drift_count(m));
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -902,12 +906,12 @@ int manager_describe(Manager *m, json_t **ret, ManagerError *e) {
                 }
         if (!drift)
                 return -ENOMEM;
-        *ret = json_pack("{s:s?, s:b, s:b, s:I, s:o, s:I, s:I, s:I}", "profile", manager_active_profile(m),
-                         "in_sync", manager_in_sync(m), "reboot_required", manager_reboot_required(m),
-                         "drift_count", (json_int_t) manager_drift_count(m), "drift", drift,
-                         "tasks_unlisted", (json_int_t) m->tasks_unlisted,
-                         "watched_files", (json_int_t) (m->watcher ? watcher_n_files(m->watcher) : 0),
-                         "interval_s", (json_int_t) (m->watcher ? watcher_get_interval(m->watcher) / 1000000ULL : 0));
+        *ret = json_pack("{s:s?, s:b, s:b, s:I, s:o, s:I, s:I, s:I}", "profile", manager_active_profile(m), "in_sync",
+                         manager_in_sync(m), "reboot_required", manager_reboot_required(m), "drift_count",
+                         (json_int_t) manager_drift_count(m), "drift", drift, "tasks_unlisted",
+                         (json_int_t) m->tasks_unlisted, "watched_files",
+                         (json_int_t) (m->watcher ? watcher_n_files(m->watcher) : 0), "interval_s",
+                         (json_int_t) (m->watcher ? watcher_get_interval(m->watcher) / 1000000ULL : 0));
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -928,11 +932,13 @@ int manager_revert(Manager *m, json_t **ret, ManagerError *e) {
         json_t *doc = document_revert(&er, r);
         if (r < 0) {
                 if (er.failed_knob)
-                        error_set(e, MANAGER_ERROR_FAILED, "%zu knob%s could not be restored (first: %s: %s); they stay in "
-                                  "the journal and a later revert retries them", er.failed, er.failed == 1 ? "" : "s",
-                                  er.failed_knob, strerror(er.failed_errno));
+                        error_set(e, MANAGER_ERROR_FAILED,
+                                  "%zu knob%s could not be restored (first: %s: %s); they stay in "
+                                  "the journal and a later revert retries them",
+                                  er.failed, er.failed == 1 ? "" : "s", er.failed_knob, strerror(er.failed_errno));
                 else
-                        error_set(e, MANAGER_ERROR_FAILED, "revert failed: %s", er.journal_error.message ?: strerror(-r));
+                        error_set(e, MANAGER_ERROR_FAILED, "revert failed: %s",
+                                  er.journal_error.message ?: strerror(-r));
                 e->details = doc;
                 doc = NULL;
         } else
@@ -970,16 +976,15 @@ int manager_status(Manager *m, json_t **ret, ManagerError *e) {
         json_t *doc = document_status(&v, m->journal);
         /* What only the daemon knows. */
         if (doc)
-                json_object_set_new(doc, "daemon", json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:b, s:I}",
-                                                              "watched_files", (json_int_t) (m->watcher ? watcher_n_files(m->watcher) : 0),
-                                                              "interval_s", (json_int_t) (m->watcher ? watcher_get_interval(m->watcher) / 1000000ULL : 0),
-                                                              "drift_events", (json_int_t) m->drift_events,
-                                                              "safety_checks", (json_int_t) m->safety_checks,
-                                                              "policy", drift_policy_to_string(m->policy_default),
-                                                              "streams", (json_int_t) m->n_streams,
-                                                              "task_check", m->task_check,
-                                                              "tasks_on_isolated",
-                                                              (json_int_t) (m->tasks.n + m->tasks_unlisted)));
+                json_object_set_new(
+                        doc, "daemon",
+                        json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:b, s:I}", "watched_files",
+                                  (json_int_t) (m->watcher ? watcher_n_files(m->watcher) : 0), "interval_s",
+                                  (json_int_t) (m->watcher ? watcher_get_interval(m->watcher) / 1000000ULL : 0),
+                                  "drift_events", (json_int_t) m->drift_events, "safety_checks",
+                                  (json_int_t) m->safety_checks, "policy", drift_policy_to_string(m->policy_default),
+                                  "streams", (json_int_t) m->n_streams, "task_check", m->task_check,
+                                  "tasks_on_isolated", (json_int_t) (m->tasks.n + m->tasks_unlisted)));
         verify_result_done(&v);
         trim_later(m);
         *ret = doc;
@@ -1042,8 +1047,8 @@ static void on_kthreads_forked(Watcher *w, void *userdata) {
         adopt_new(m, "new kernel threads");
 }
 
-static void on_tasks_changed(Watcher *w, const int *pids, size_t n_pids, const int *gone, size_t n_gone,
-                             bool overflow, void *userdata) {
+static void on_tasks_changed(Watcher *w, const int *pids, size_t n_pids, const int *gone, size_t n_gone, bool overflow,
+                             void *userdata) {
         manager_task_events(userdata, pids, n_pids, gone, n_gone, overflow);
 }
 
@@ -1190,7 +1195,8 @@ int manager_startup(Manager *m) {
                          strempty(m->journal->profile_path), m->journal->profile_path ? ")" : "");
                 r = apply_full(m, /* name= */ NULL, &doc, &e);
                 if (r < 0)
-                        log_error("Cannot re-apply %s: %s; watching what the journal holds", m->profile, strempty(e.message));
+                        log_error("Cannot re-apply %s: %s; watching what the journal holds", m->profile,
+                                  strempty(e.message));
                 manager_error_done(&e);
         } else
                 log_info("No profile applied; waiting for Apply");
@@ -1201,19 +1207,22 @@ int manager_startup(Manager *m) {
         if (root_mkdir_p(sr, dir, 0755) >= 0) {
                 r = watcher_watch_journal(m->watcher, sr, dir);
                 if (r < 0)
-                        (void) log_warning_errno(r, "Cannot watch the journal directory: %m; changes by rtpartctl "
+                        (void) log_warning_errno(r,
+                                                 "Cannot watch the journal directory: %m; changes by rtpartctl "
                                                  "--no-daemon are seen at the next safety check");
         }
         if (m->options.uevents) {
                 r = watcher_enable_uevents(m->watcher);
                 if (r < 0)
-                        (void) log_warning_errno(r, "Cannot listen to kernel uevents: %m; new devices' IRQs are placed "
+                        (void) log_warning_errno(r,
+                                                 "Cannot listen to kernel uevents: %m; new devices' IRQs are placed "
                                                  "at the next safety check");
         }
         if (m->options.proc_connector && root_can(m->root, ROOT_CAN_WATCH_PROCESSES)) {
                 r = watcher_enable_proc_connector(m->watcher);
                 if (r < 0)
-                        (void) log_warning_errno(r, "Cannot listen to the proc connector: %m; new kernel threads are "
+                        (void) log_warning_errno(r,
+                                                 "Cannot listen to the proc connector: %m; new kernel threads are "
                                                  "checked at the next safety check");
         }
         watch_refresh(m);

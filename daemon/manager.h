@@ -9,9 +9,9 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
-#include <sys/types.h>
 
 #include "backend.h"
 #include "engine.h"
@@ -34,15 +34,15 @@ typedef enum DriftPolicy {
 /* Why a call failed, in words for the caller. `name` is the last component of the error name
  * on both interfaces: org.rtpart.Manager1.Error.<name> and org.rtpart.Manager.<name>. */
 typedef struct ManagerError {
-        const char *name;       /* MANAGER_ERROR_* */
+        const char *name; /* MANAGER_ERROR_* */
         char *message;
-        json_t *details;        /* a failed apply's document, or NULL */
+        json_t *details; /* a failed apply's document, or NULL */
 } ManagerError;
 
-#define MANAGER_ERROR_INVALID_PROFILE "InvalidProfile"  /* "FILE: POINTER: MESSAGE", or not found */
+#define MANAGER_ERROR_INVALID_PROFILE "InvalidProfile" /* "FILE: POINTER: MESSAGE", or not found */
 #define MANAGER_ERROR_PERMISSION_DENIED "PermissionDenied"
-#define MANAGER_ERROR_NOT_APPLIED "NotApplied"          /* Correct with no active profile */
-#define MANAGER_ERROR_FAILED "Failed"                   /* the host refused; message says where */
+#define MANAGER_ERROR_NOT_APPLIED "NotApplied" /* Correct with no active profile */
+#define MANAGER_ERROR_FAILED "Failed"          /* the host refused; message says where */
 
 void manager_error_done(ManagerError *e);
 
@@ -55,8 +55,8 @@ typedef struct Manager Manager;
  * registered. Every hook may be NULL. */
 
 typedef enum ManagerDriftEvent {
-        MANAGER_DRIFT_DETECTED,         /* new or changed drift (DriftDetected; "drift") */
-        MANAGER_DRIFT_CORRECTED,        /* drift written back (Corrected; "corrected") */
+        MANAGER_DRIFT_DETECTED,  /* new or changed drift (DriftDetected; "drift") */
+        MANAGER_DRIFT_CORRECTED, /* drift written back (Corrected; "corrected") */
         _MANAGER_DRIFT_EVENT_MAX,
         _MANAGER_DRIFT_EVENT_INVALID = -EINVAL,
 } ManagerDriftEvent;
@@ -81,50 +81,50 @@ int manager_add_listener(Manager *m, const ManagerListener *l);
 void manager_remove_listener(Manager *m, void *userdata);
 
 typedef struct ManagerOptions {
-        uint64_t interval_usec;         /* 0: the profile's drift.interval_s, else 60 s */
-        uint64_t debounce_usec;         /* 0: the watcher's default (5 ms) */
-        bool pin;                       /* pin the daemon to housekeeping CPUs (real host only) */
-        bool uevents, proc_connector;   /* kernel event sources beside inotify */
+        uint64_t interval_usec;       /* 0: the profile's drift.interval_s, else 60 s */
+        uint64_t debounce_usec;       /* 0: the watcher's default (5 ms) */
+        bool pin;                     /* pin the daemon to housekeeping CPUs (real host only) */
+        bool uevents, proc_connector; /* kernel event sources beside inotify */
 } ManagerOptions;
 
 struct Manager {
         sd_event *event;
-        Root *root;                     /* not owned */
+        Root *root; /* not owned */
         ManagerOptions options;
         Watcher *watcher;
-        sd_event_source *trim_source;   /* gives the heap back after a call (post source) */
+        sd_event_source *trim_source; /* gives the heap back after a call (post source) */
 
-        Journal *journal;               /* state.json as last read */
-        char *journal_error;            /* why state.json as it is now was refused, NULL */
-        uint64_t watch_key;             /* digest of the (knob, path) list the watcher has */
-        bool watching;                  /* … and whether it has one */
-        char *profile;                  /* active profile (the journal's), NULL */
-        char *settings_hash;            /* the journal hash the settings below were read for */
+        Journal *journal;    /* state.json as last read */
+        char *journal_error; /* why state.json as it is now was refused, NULL */
+        uint64_t watch_key;  /* digest of the (knob, path) list the watcher has */
+        bool watching;       /* … and whether it has one */
+        char *profile;       /* active profile (the journal's), NULL */
+        char *settings_hash; /* the journal hash the settings below were read for */
         DriftPolicy policy[_DOMAIN_MAX];
         DriftPolicy policy_default; /* the profile's "drift" policy, before per-domain ones */
         uint64_t profile_interval_usec;
         uint64_t irq_signature;
 
-        DriftSet drift;                 /* the journal's knobs found drifted, in the order found */
-        json_t *corrections;            /* knob id → [count, window start] */
-        StringSet not_owned;            /* knobs a backend cannot write here (left out of the
+        DriftSet drift;      /* the journal's knobs found drifted, in the order found */
+        json_t *corrections; /* knob id → [count, window start] */
+        StringSet not_owned; /* knobs a backend cannot write here (left out of the
                                          * journal by the engine): not "new" again and again */
         bool reboot_required;
-        uint64_t drift_events;          /* drift reports since start */
-        uint64_t safety_checks;         /* safety-timer ticks since start */
+        uint64_t drift_events;  /* drift reports since start */
+        uint64_t safety_checks; /* safety-timer ticks since start */
 
         /* User tasks on isolated CPUs (manager-task.c). */
         TaskRules task_rules;
-        CpuSet task_housekeeping;       /* where a task is moved, and its "expected" value */
-        DriftPolicy task_policy;        /* drift.domains.task only: never drift.policy's */
-        bool task_check;                /* the real host, isolated CPUs, not every task allowed */
-        DriftSet tasks;                 /* "task/PID", domain "task", in the order found */
-        uint64_t tasks_unlisted;        /* found beyond MANAGER_TASKS_MAX at the last check */
+        CpuSet task_housekeeping; /* where a task is moved, and its "expected" value */
+        DriftPolicy task_policy;  /* drift.domains.task only: never drift.policy's */
+        bool task_check;          /* the real host, isolated CPUs, not every task allowed */
+        DriftSet tasks;           /* "task/PID", domain "task", in the order found */
+        uint64_t tasks_unlisted;  /* found beyond MANAGER_TASKS_MAX at the last check */
         struct {
                 bool valid, in_sync, reboot_required;
                 unsigned drift_count;
                 char *profile;
-        } emitted;                      /* property values last announced */
+        } emitted; /* property values last announced */
 
         ManagerListener *listeners;
         size_t n_listeners;
@@ -133,7 +133,7 @@ struct Manager {
         sd_bus *bus;
         sd_bus_slot *bus_slot;
         VarlinkServer *varlink;
-        VarlinkCall **streams;          /* open Watch/Monitor calls */
+        VarlinkCall **streams; /* open Watch/Monitor calls */
         size_t n_streams;
 };
 
@@ -163,7 +163,7 @@ int manager_correct(Manager *m, json_t **ret, ManagerError *e);
 
 /* A Plan/Apply argument that names a file (profile_is_path()) is read by rtpartd as root: Plan
  * takes one from root only (MANAGER_PLAN_PATH_DENIED), as Apply does anyway. */
-#define MANAGER_PLAN_PATH_DENIED                                                                  \
+#define MANAGER_PLAN_PATH_DENIED \
         "rtpartd reads profile files as root, so only root may name one; give a profile name, or " \
         "plan the file with rtpartctl --no-daemon"
 
@@ -188,8 +188,8 @@ bool manager_correction_allowed(Manager *m, const char *id);
 
 /* ---- user tasks on isolated CPUs (manager-task.c) ---- */
 
-#define MANAGER_TASKS_MAX 1024U         /* task drift entries kept */
-#define MANAGER_TASKS_BURST 16U         /* task drift entries in one DriftDetected signal or event */
+#define MANAGER_TASKS_MAX 1024U /* task drift entries kept */
+#define MANAGER_TASKS_BURST 16U /* task drift entries in one DriftDetected signal or event */
 
 /* Reads the task settings of a resolved profile (NULL: none applied) and turns the proc
  * connector's task events on or off to match. */

@@ -39,11 +39,13 @@ static const struct {
         { OPTION_JSON, "  -j, --json        Print one JSON document (watch: one object per line)\n" },
         { OPTION_ALL, "  -a, --all         plan: also list knobs already at their desired value\n" },
         { OPTION_NO_DAEMON, "      --no-daemon   Do not contact rtpartd; work on the host directly\n" },
-        { OPTION_VARLINK_SOCKET, "      --varlink-socket=PATH\n"
-                                 "                    Talk to the rtpartd listening on PATH instead of\n"
-                                 "                    /run/rtpartd/org.rtpart.Manager under the root\n" },
-        { OPTION_STATE_DIR, "      --state-dir=DIR  Keep the journal in DIR instead of /var/lib/rtpart\n"
-                            "                    under the root (works on the host directly)\n" },
+        { OPTION_VARLINK_SOCKET,
+          "      --varlink-socket=PATH\n"
+          "                    Talk to the rtpartd listening on PATH instead of\n"
+          "                    /run/rtpartd/org.rtpart.Manager under the root\n" },
+        { OPTION_STATE_DIR,
+          "      --state-dir=DIR  Keep the journal in DIR instead of /var/lib/rtpart\n"
+          "                    under the root (works on the host directly)\n" },
         { OPTION_HELP, "  -h, --help        Show this help\n" },
         { OPTION_VERSION, "      --version     Show the version\n" },
 };
@@ -53,11 +55,11 @@ static const struct {
 /* One verb: how it is called, what it does, and the function that does it. */
 typedef struct Verb {
         const char *name;
-        unsigned min_args, max_args;    /* arguments after the verb's name */
-        const char *arg;                /* their name in the usage ("PROFILE"), NULL for none */
-        const char *summary;            /* the overview's line ('\n' continues it) */
-        const char *help;               /* VERB --help, between the usage and the options */
-        CtlOption options;              /* the options it takes, listed in its help */
+        unsigned min_args, max_args; /* arguments after the verb's name */
+        const char *arg;             /* their name in the usage ("PROFILE"), NULL for none */
+        const char *summary;         /* the overview's line ('\n' continues it) */
+        const char *help;            /* VERB --help, between the usage and the options */
+        CtlOption options;           /* the options it takes, listed in its help */
         int (*run)(int argc, char **argv);
 } Verb;
 
@@ -65,7 +67,10 @@ static int verb_help(int argc, char **argv);
 
 static const Verb verbs[] = {
         {
-                "list", 0, 0, NULL,
+                "list",
+                0,
+                0,
+                NULL,
                 "List the installed profiles",
                 "Lists the installed profiles, one a line: the name, the profile's summary, and\n"
                 "\"[user]\" for a profile found in /etc/rtpart/profiles (\"[user, overrides shipped]\"\n"
@@ -74,7 +79,10 @@ static const Verb verbs[] = {
                 verb_list,
         },
         {
-                "show", 1, 1, "PROFILE",
+                "show",
+                1,
+                1,
+                "PROFILE",
                 "Print PROFILE resolved for this host, as JSON",
                 "Prints PROFILE resolved for this host, always as JSON: its includes merged,\n"
                 "the vendor overlay applied, variables expanded, CPU classes and expressions\n"
@@ -83,7 +91,10 @@ static const Verb verbs[] = {
                 verb_show,
         },
         {
-                "plan", 1, 1, "PROFILE",
+                "plan",
+                1,
+                1,
+                "PROFILE",
                 "Show what applying PROFILE would change; changes nothing",
                 "Shows what applying PROFILE would change, one line per knob under a heading per\n"
                 "domain, and changes nothing.\n",
@@ -91,7 +102,10 @@ static const Verb verbs[] = {
                 verb_plan,
         },
         {
-                "apply", 1, 1, "PROFILE",
+                "apply",
+                1,
+                1,
+                "PROFILE",
                 "Apply PROFILE: all or nothing, originals journalled",
                 "Makes the host what PROFILE says, all or nothing: the original value of every\n"
                 "knob is journalled before the first write, and a failed write undoes the run.\n",
@@ -99,7 +113,10 @@ static const Verb verbs[] = {
                 verb_apply,
         },
         {
-                "verify", 0, 0, NULL,
+                "verify",
+                0,
+                0,
+                NULL,
                 "Check every knob of the applied profile; exit 3 on drift,\n"
                 "4 when only a reboot is pending for boot arguments",
                 "Re-reads every knob of the applied profile and compares it with the value the\n"
@@ -109,7 +126,10 @@ static const Verb verbs[] = {
                 verb_verify,
         },
         {
-                "revert", 0, 0, NULL,
+                "revert",
+                0,
+                0,
+                NULL,
                 "Put back every original value and forget the profile",
                 "Writes back the original value of every knob in the journal and forgets the\n"
                 "applied profile; what cannot be restored stays in the journal for a later revert.\n",
@@ -117,7 +137,10 @@ static const Verb verbs[] = {
                 verb_revert,
         },
         {
-                "status", 0, 0, NULL,
+                "status",
+                0,
+                0,
+                NULL,
                 "Show the applied profile, drift, pending reboot, unmovable items",
                 "Shows the applied profile and when it was applied, its knobs and their drift,\n"
                 "whether a reboot is needed, the unmovable items and the last error.\n",
@@ -125,7 +148,10 @@ static const Verb verbs[] = {
                 verb_status,
         },
         {
-                "watch", 0, 0, NULL,
+                "watch",
+                0,
+                0,
+                NULL,
                 "Print drift as rtpartd sees it, one line per knob, until\n"
                 "interrupted (needs rtpartd)",
                 "Prints drift as rtpartd sees it, one line per knob, as it happens, until\n"
@@ -134,7 +160,10 @@ static const Verb verbs[] = {
                 verb_watch,
         },
         {
-                "help", 0, 1, "VERB",
+                "help",
+                0,
+                1,
+                "VERB",
                 "Show this help, or VERB's usage and options",
                 "Shows the overview of the commands, or VERB's usage and options (as\n"
                 "'rtpartctl VERB --help' does).\n",
@@ -166,7 +195,8 @@ static void help_overview(void) {
                 const Verb *v = &verbs[i];
                 char call[32];
                 snprintf(call, sizeof(call), "%s%s%s%s%s", v->name, v->arg ? " " : "",
-                         v->arg && v->min_args == 0 ? "[" : "", strempty(v->arg), v->arg && v->min_args == 0 ? "]" : "");
+                         v->arg && v->min_args == 0 ? "[" : "", strempty(v->arg),
+                         v->arg && v->min_args == 0 ? "]" : "");
                 printf("  %-18s", call);
                 for (const char *s = v->summary; *s; s++)
                         if (*s == '\n')
@@ -244,17 +274,15 @@ static int dispatch(int argc, char **argv) {
 
 static int parse_argv(int argc, char **argv) {
         enum { ARG_NO_DAEMON = 0x100, ARG_VERSION, ARG_STATE_DIR, ARG_VARLINK };
-        static const struct option options[] = {
-                { "root", required_argument, NULL, 'r' },
-                { "json", no_argument, NULL, 'j' },
-                { "all", no_argument, NULL, 'a' },
-                { "no-daemon", no_argument, NULL, ARG_NO_DAEMON },
-                { "varlink-socket", required_argument, NULL, ARG_VARLINK },
-                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                {}
-        };
+        static const struct option options[] = { { "root", required_argument, NULL, 'r' },
+                                                 { "json", no_argument, NULL, 'j' },
+                                                 { "all", no_argument, NULL, 'a' },
+                                                 { "no-daemon", no_argument, NULL, ARG_NO_DAEMON },
+                                                 { "varlink-socket", required_argument, NULL, ARG_VARLINK },
+                                                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+                                                 { "help", no_argument, NULL, 'h' },
+                                                 { "version", no_argument, NULL, ARG_VERSION },
+                                                 {} };
         int c;
 
         /* GNU getopt permutes: options may come before or after the command. */
@@ -287,7 +315,7 @@ static int parse_argv(int argc, char **argv) {
                         break;
                 case ARG_VERSION:
                         printf("rtpartctl %s\n", PACKAGE_VERSION);
-                        return -1;      /* done */
+                        return -1; /* done */
                 default:
                         fprintf(stderr, "Try 'rtpartctl --help'.\n");
                         return EXIT_USAGE;

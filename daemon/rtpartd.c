@@ -65,18 +65,16 @@ static int parse_seconds(const char *s, uint64_t max, uint64_t *ret) {
 
 static int parse_argv(int argc, char **argv) {
         enum { ARG_STATE_DIR = 0x100, ARG_NO_DBUS, ARG_VARLINK, ARG_INTERVAL, ARG_DEBOUNCE, ARG_VERSION };
-        static const struct option options[] = {
-                { "root", required_argument, NULL, 'r' },
-                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
-                { "no-dbus", no_argument, NULL, ARG_NO_DBUS },
-                { "varlink-socket", required_argument, NULL, ARG_VARLINK },
-                { "interval", required_argument, NULL, ARG_INTERVAL },
-                { "debounce", required_argument, NULL, ARG_DEBOUNCE },
-                { "verbose", no_argument, NULL, 'v' },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                {}
-        };
+        static const struct option options[] = { { "root", required_argument, NULL, 'r' },
+                                                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+                                                 { "no-dbus", no_argument, NULL, ARG_NO_DBUS },
+                                                 { "varlink-socket", required_argument, NULL, ARG_VARLINK },
+                                                 { "interval", required_argument, NULL, ARG_INTERVAL },
+                                                 { "debounce", required_argument, NULL, ARG_DEBOUNCE },
+                                                 { "verbose", no_argument, NULL, 'v' },
+                                                 { "help", no_argument, NULL, 'h' },
+                                                 { "version", no_argument, NULL, ARG_VERSION },
+                                                 {} };
         uint64_t v;
         int c;
 
@@ -172,7 +170,8 @@ static int setup_varlink(sd_event *event, Root *root, Manager *m, VarlinkServer 
         else {
                 r = root_mkdir_p(root, "run/rtpartd", 0755);
                 if (r < 0)
-                        return log_error_errno(r, "Cannot create %s/run/rtpartd: %m", root_is_system(root) ? "" : root->path);
+                        return log_error_errno(r, "Cannot create %s/run/rtpartd: %m",
+                                               root_is_system(root) ? "" : root->path);
                 if (root_is_system(root))
                         path = strdup("/" VARLINK_SOCKET);
                 else if (asprintf(&path, "%s/%s", root->path, VARLINK_SOCKET) < 0)
@@ -244,7 +243,8 @@ static int run(int argc, char **argv) {
         if (arg_dbus) {
                 r = sd_bus_open_system(&bus);
                 if (r < 0)
-                        return log_error_errno(r, "Cannot connect to the system bus: %m (use --no-dbus without one)"), 1;
+                        return log_error_errno(r, "Cannot connect to the system bus: %m (use --no-dbus without one)"),
+                               1;
                 r = manager_dbus_attach(m, bus);
                 if (r < 0)
                         return log_error_errno(r, "Cannot register %s: %m", MANAGER_DBUS_PATH), 1;
@@ -268,8 +268,11 @@ static int run(int argc, char **argv) {
         if (bus) {
                 r = sd_bus_request_name(bus, MANAGER_DBUS_NAME, 0);
                 if (r < 0)
-                        return log_error_errno(r, "Cannot own the name %s: %m (is another rtpartd running, and does the "
-                                               "D-Bus policy org.rtpart.Manager1.conf allow root to own it?)", MANAGER_DBUS_NAME), 1;
+                        return log_error_errno(r,
+                                               "Cannot own the name %s: %m (is another rtpartd running, and does the "
+                                               "D-Bus policy org.rtpart.Manager1.conf allow root to own it?)",
+                                               MANAGER_DBUS_NAME),
+                               1;
         }
         (void) sd_notify(0, "READY=1");
         log_info("rtpartd %s ready%s", PACKAGE_VERSION, bus ? " on the system bus" : "");

@@ -64,9 +64,9 @@ typedef struct VarlinkUser {
         uid_t uid;
         unsigned n_connections;
         size_t queued;
-        size_t buffered;                /* input buffers of its connections (allocated bytes) */
-        uint64_t refused_usec;          /* when a refusal was last reported; 0: never */
-        unsigned n_refused;             /* refusals not reported yet */
+        size_t buffered;       /* input buffers of its connections (allocated bytes) */
+        uint64_t refused_usec; /* when a refusal was last reported; 0: never */
+        unsigned n_refused;    /* refusals not reported yet */
 } VarlinkUser;
 
 /* Users kept for refusal reports only, beyond those with connections: past this, refusals of new
@@ -81,15 +81,15 @@ struct VarlinkServer {
         size_t n_interfaces;
         int listen_fd;
         sd_event_source *listen_source;
-        char *bound_path;       /* a socket file we created, removed again on free */
+        char *bound_path; /* a socket file we created, removed again on free */
         VarlinkConnection *connections;
         size_t n_connections;
         VarlinkUser *users, overflow_user;
         size_t n_users;
-        size_t queued, queued_others;   /* unsent output: all of it, that of uids other than 0 */
+        size_t queued, queued_others;     /* unsent output: all of it, that of uids other than 0 */
         size_t buffered, buffered_others; /* input buffers: all of them, those of uids other than 0 */
         uint64_t idle_timeout_usec;
-        sd_event_source *idle_source;   /* on while a connection is idle */
+        sd_event_source *idle_source; /* on while a connection is idle */
         VarlinkRefusedFunc refused;
         void *refused_userdata;
 };
@@ -102,26 +102,26 @@ struct VarlinkConnection {
         uid_t uid;
         bool uid_valid;
         VarlinkUser *user;
-        size_t queued;          /* out_len - out_off, as counted in user and server */
-        uint64_t idle_since;    /* no call in progress since; 0 while one is */
-        bool stalled;           /* held back by its uid's or everybody's output bound */
-        bool starved;           /* its input buffer may not grow: its uid's or everybody's input bound */
+        size_t queued;       /* out_len - out_off, as counted in user and server */
+        uint64_t idle_since; /* no call in progress since; 0 while one is */
+        bool stalled;        /* held back by its uid's or everybody's output bound */
+        bool starved;        /* its input buffer may not grow: its uid's or everybody's input bound */
         char *in;
         size_t in_len, in_cap;
         char *out;
         size_t out_len, out_cap, out_off;
-        VarlinkCall *current;   /* the call being answered; later messages wait in `in` */
-        bool eof;               /* the peer sent everything it will send */
-        bool closing;           /* close once the output is written */
-        bool failed;            /* … after a protocol violation: drain the peer's input first */
-        bool draining;          /* our side shut down; the peer's input is read and dropped */
+        VarlinkCall *current; /* the call being answered; later messages wait in `in` */
+        bool eof;             /* the peer sent everything it will send */
+        bool closing;         /* close once the output is written */
+        bool failed;          /* … after a protocol violation: drain the peer's input first */
+        bool draining;        /* our side shut down; the peer's input is read and dropped */
         size_t drained;
-        bool dead;              /* close now (I/O error, overrun) */
+        bool dead; /* close now (I/O error, overrun) */
 };
 
 struct VarlinkCall {
         unsigned n_ref;
-        VarlinkConnection *conn;        /* NULL once the connection is gone */
+        VarlinkConnection *conn; /* NULL once the connection is gone */
         char *method;
         VarlinkCallFlags flags;
         bool done;
@@ -353,8 +353,9 @@ static int connection_send(VarlinkConnection *c, json_t *msg, bool stream) {
         }
         connection_release_output(c);
         connection_account(c);
-        if (stream && (c->queued > VARLINK_STREAM_OUTPUT_MAX || c->user->queued > VARLINK_UID_OUTPUT_MAX ||
-                       (!connection_is_root(c) && s->queued_others > VARLINK_OUTPUT_MAX))) {
+        if (stream &&
+            (c->queued > VARLINK_STREAM_OUTPUT_MAX || c->user->queued > VARLINK_UID_OUTPUT_MAX ||
+             (!connection_is_root(c) && s->queued_others > VARLINK_OUTPUT_MAX))) {
                 /* The peer stopped reading (a Watch client that hangs): drop it rather than grow. */
                 c->dead = true;
                 connection_update(c);
@@ -400,7 +401,8 @@ int varlink_call_notify(VarlinkCall *c, json_t *parameters) {
                 json_decref(parameters);
                 return -EINVAL;
         }
-        return call_send(c, json_pack("{s:o, s:b}", "parameters", params_or_empty(parameters), "continues", true), false);
+        return call_send(c, json_pack("{s:o, s:b}", "parameters", params_or_empty(parameters), "continues", true),
+                         false);
 }
 
 int varlink_call_error(VarlinkCall *c, const char *error, json_t *parameters) {
@@ -427,9 +429,10 @@ static int service_get_info(VarlinkCall *call, VarlinkServer *s) {
         json_array_append_new(ifs, json_string("org.varlink.service"));
         for (size_t i = 0; i < s->n_interfaces; i++)
                 json_array_append_new(ifs, json_string(s->interfaces[i].name));
-        return varlink_call_reply(call, json_pack("{s:s, s:s, s:s, s:s, s:o}", "vendor", strempty(s->vendor),
-                                                  "product", strempty(s->product), "version", strempty(s->version),
-                                                  "url", strempty(s->url), "interfaces", ifs));
+        return varlink_call_reply(call,
+                                  json_pack("{s:s, s:s, s:s, s:s, s:o}", "vendor", strempty(s->vendor), "product",
+                                            strempty(s->product), "version", strempty(s->version), "url",
+                                            strempty(s->url), "interfaces", ifs));
 }
 
 static int service_get_description(VarlinkCall *call, VarlinkServer *s, json_t *params) {
@@ -441,7 +444,8 @@ static int service_get_description(VarlinkCall *call, VarlinkServer *s, json_t *
                 return varlink_call_reply(call, json_pack("{s:s}", "description", varlink_service_description));
         const VarlinkInterface *i = find_interface(s, name, strlen(name));
         if (!i)
-                return varlink_call_error(call, VARLINK_ERROR_INTERFACE_NOT_FOUND, json_pack("{s:s}", "interface", name));
+                return varlink_call_error(call, VARLINK_ERROR_INTERFACE_NOT_FOUND,
+                                          json_pack("{s:s}", "interface", name));
         return varlink_call_reply(call, json_pack("{s:s}", "description", i->description));
 }
 
@@ -534,7 +538,8 @@ static void server_arm_idle(VarlinkServer *s, uint64_t usec) {
         }
         uint64_t accuracy = MAX(MIN(s->idle_timeout_usec / 10, (uint64_t) 1000000), (uint64_t) 1);
         if (!s->idle_source) {
-                if (sd_event_add_time(s->event, &s->idle_source, CLOCK_MONOTONIC, usec, accuracy, server_on_idle, s) < 0)
+                if (sd_event_add_time(s->event, &s->idle_source, CLOCK_MONOTONIC, usec, accuracy, server_on_idle, s) <
+                    0)
                         return; /* idle connections then stay: they are still bounded in number */
                 (void) sd_event_source_set_description(s->idle_source, "varlink-idle");
                 return;
@@ -592,7 +597,8 @@ static void connection_set_idle(VarlinkConnection *c) {
 
 static void connection_fail(VarlinkConnection *c, const char *error, const char *parameter) {
         /* A protocol violation: one error reply (not tied to a call), then the connection closes. */
-        _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:{s:s}}", "error", error, "parameters", "parameter", parameter);
+        _cleanup_(json_decrefp) json_t *m =
+                json_pack("{s:s, s:{s:s}}", "error", error, "parameters", "parameter", parameter);
         if (m)
                 (void) connection_send(c, m, /* stream= */ false);
         c->closing = true;
@@ -624,7 +630,9 @@ static int connection_dispatch(VarlinkConnection *c, const char *text, size_t le
         if ((params && !json_is_object(params)) || (more && !json_is_boolean(more)) ||
             (oneway && !json_is_boolean(oneway)) || (json_is_true(more) && json_is_true(oneway))) {
                 connection_fail(c, VARLINK_ERROR_INVALID_PARAMETER,
-                                params && !json_is_object(params) ? "parameters" : json_is_true(oneway) ? "oneway" : "more");
+                                params && !json_is_object(params) ? "parameters"
+                                        : json_is_true(oneway)    ? "oneway"
+                                                                  : "more");
                 return 0;
         }
 
@@ -635,7 +643,8 @@ static int connection_dispatch(VarlinkConnection *c, const char *text, size_t le
                 .n_ref = 1,
                 .conn = c,
                 .method = strdup(method),
-                .flags = (json_is_true(more) ? VARLINK_CALL_MORE : 0) | (json_is_true(oneway) ? VARLINK_CALL_ONEWAY : 0),
+                .flags =
+                        (json_is_true(more) ? VARLINK_CALL_MORE : 0) | (json_is_true(oneway) ? VARLINK_CALL_ONEWAY : 0),
         };
         if (!call->method) {
                 free(call);
@@ -655,7 +664,8 @@ static int connection_dispatch(VarlinkConnection *c, const char *text, size_t le
         else if (streq(method, "org.varlink.service.GetInterfaceDescription"))
                 r = service_get_description(call, s, params);
         else if (!dot || dot == method)
-                r = varlink_call_error(call, VARLINK_ERROR_INTERFACE_NOT_FOUND, json_pack("{s:s}", "interface", method));
+                r = varlink_call_error(call, VARLINK_ERROR_INTERFACE_NOT_FOUND,
+                                       json_pack("{s:s}", "interface", method));
         else {
                 const VarlinkInterface *i = find_interface(s, method, (size_t) (dot - method));
                 const VarlinkMethod *m = NULL;
@@ -667,7 +677,8 @@ static int connection_dispatch(VarlinkConnection *c, const char *text, size_t le
                         r = varlink_call_error(call, VARLINK_ERROR_INTERFACE_NOT_FOUND,
                                                json_pack("{s:s?}", "interface", iname));
                 } else if (!m)
-                        r = varlink_call_error(call, VARLINK_ERROR_METHOD_NOT_FOUND, json_pack("{s:s}", "method", method));
+                        r = varlink_call_error(call, VARLINK_ERROR_METHOD_NOT_FOUND,
+                                               json_pack("{s:s}", "method", method));
                 else
                         r = m->func(call, params, call->flags, s->userdata);
         }
@@ -912,13 +923,13 @@ static void connection_free(VarlinkConnection *c) {
 static void server_refuse(VarlinkServer *s, int fd, uid_t uid, int reason) {
         char msg[200];
         if (reason == -EUSERS)
-                snprintf(msg, sizeof(msg), "too many connections from uid %u: at most %u at once per user", (unsigned) uid,
-                         VARLINK_CONNECTIONS_PER_UID_MAX);
+                snprintf(msg, sizeof(msg), "too many connections from uid %u: at most %u at once per user",
+                         (unsigned) uid, VARLINK_CONNECTIONS_PER_UID_MAX);
         else
                 snprintf(msg, sizeof(msg), "too many connections: at most %u at once, the last %u of them for root",
                          VARLINK_CONNECTIONS_MAX, VARLINK_CONNECTIONS_ROOT_RESERVE);
-        _cleanup_(json_decrefp) json_t *m = json_pack("{s:s, s:{s:s}}", "error", VARLINK_ERROR_TOO_MANY_CONNECTIONS,
-                                                      "parameters", "message", msg);
+        _cleanup_(json_decrefp) json_t *m =
+                json_pack("{s:s, s:{s:s}}", "error", VARLINK_ERROR_TOO_MANY_CONNECTIONS, "parameters", "message", msg);
         _cleanup_free_ char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
         if (text) /* a fresh socket's buffer takes it whole, or the peer is gone */
                 (void) send(fd, text, strlen(text) + 1, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -998,7 +1009,7 @@ int varlink_server_add_connection(VarlinkServer *s, int fd) {
         struct ucred uc;
         socklen_t sl = sizeof(uc);
         bool valid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &sl) >= 0 && sl == sizeof(uc) &&
-                     uc.uid != VARLINK_UID_INVALID;
+                uc.uid != VARLINK_UID_INVALID;
         return server_add_connection(s, fd, valid ? uc.uid : VARLINK_UID_INVALID, valid);
 }
 
@@ -1138,7 +1149,8 @@ int varlink_client_connect(const char *path, VarlinkClient **ret) {
 }
 
 int varlink_client_send(VarlinkClient *c, const char *method, json_t *parameters, VarlinkCallFlags flags) {
-        _cleanup_(json_decrefp) json_t *msg = json_pack("{s:s, s:o}", "method", method, "parameters", params_or_empty(parameters));
+        _cleanup_(json_decrefp) json_t *msg =
+                json_pack("{s:s, s:o}", "method", method, "parameters", params_or_empty(parameters));
         if (!msg)
                 return -ENOMEM;
         if (flags & VARLINK_CALL_MORE)

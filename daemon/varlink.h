@@ -46,17 +46,17 @@
 
 #include "macro.h"
 
-#define VARLINK_MESSAGE_MAX (1U << 20)                  /* one incoming message, NUL included */
+#define VARLINK_MESSAGE_MAX (1U << 20) /* one incoming message, NUL included */
 #define VARLINK_CONNECTIONS_MAX 256U
-#define VARLINK_CONNECTIONS_PER_UID_MAX 16U             /* for every uid but 0 */
-#define VARLINK_CONNECTIONS_ROOT_RESERVE 16U            /* of VARLINK_CONNECTIONS_MAX, for uid 0 only */
+#define VARLINK_CONNECTIONS_PER_UID_MAX 16U  /* for every uid but 0 */
+#define VARLINK_CONNECTIONS_ROOT_RESERVE 16U /* of VARLINK_CONNECTIONS_MAX, for uid 0 only */
 #define VARLINK_IDLE_TIMEOUT_USEC (60U * 1000000ULL)
-#define VARLINK_STREAM_OUTPUT_MAX (1U << 20)            /* queued notifications of one "more" call */
-#define VARLINK_UID_OUTPUT_MAX (4U << 20)               /* queued output of one uid's connections */
-#define VARLINK_OUTPUT_MAX (16U << 20)                  /* queued output of every uid but 0, together */
-#define VARLINK_DRAIN_MAX (4U << 20)                    /* input dropped after a protocol error */
-#define VARLINK_UID_INPUT_MAX (4U << 20)                /* input buffers of one uid's connections */
-#define VARLINK_INPUT_MAX (16U << 20)                   /* input buffers of every uid but 0, together */
+#define VARLINK_STREAM_OUTPUT_MAX (1U << 20) /* queued notifications of one "more" call */
+#define VARLINK_UID_OUTPUT_MAX (4U << 20)    /* queued output of one uid's connections */
+#define VARLINK_OUTPUT_MAX (16U << 20)       /* queued output of every uid but 0, together */
+#define VARLINK_DRAIN_MAX (4U << 20)         /* input dropped after a protocol error */
+#define VARLINK_UID_INPUT_MAX (4U << 20)     /* input buffers of one uid's connections */
+#define VARLINK_INPUT_MAX (16U << 20)        /* input buffers of every uid but 0, together */
 #define VARLINK_REFUSED_LOG_INTERVAL_USEC (60U * 1000000ULL)
 #define VARLINK_UID_INVALID ((uid_t) -1)
 /* What a client the server does not take reads before the connection closes. */
@@ -78,7 +78,7 @@ typedef enum VarlinkCallFlags {
 typedef int (*VarlinkMethodFunc)(VarlinkCall *call, json_t *parameters, VarlinkCallFlags flags, void *userdata);
 
 typedef struct VarlinkMethod {
-        const char *name;       /* fully qualified: "org.rtpart.Manager.Plan" */
+        const char *name; /* fully qualified: "org.rtpart.Manager.Plan" */
         VarlinkMethodFunc func;
 } VarlinkMethod;
 

@@ -42,15 +42,15 @@
  * CPUs, a sysctl changed by a module) raise nothing; the safety timer re-checks those. */
 
 #define WATCH_MASK (IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
-#define DEVICE_DELAY_USEC (250 * 1000ULL)      /* a driver binds, then requests its IRQs */
-#define KTHREAD_DELAY_USEC (500 * 1000ULL)     /* kthreadd forks, the thread then names itself */
-#define TASK_PENDING_MAX 4096U                  /* task ids kept per debounce; beyond: overflow */
+#define DEVICE_DELAY_USEC (250 * 1000ULL)  /* a driver binds, then requests its IRQs */
+#define KTHREAD_DELAY_USEC (500 * 1000ULL) /* kthreadd forks, the thread then names itself */
+#define TASK_PENDING_MAX 4096U             /* task ids kept per debounce; beyond: overflow */
 #define DEFAULT_DEBOUNCE_USEC (5 * 1000ULL)
 #define DEFAULT_INTERVAL_USEC (60 * 1000000ULL)
 
 typedef struct WatchEntry {
         char *path;
-        int pin;                /* O_PATH fd: keeps the dentry, and so the inode, alive */
+        int pin; /* O_PATH fd: keeps the dentry, and so the inode, alive */
         int wd;
         dev_t dev;
         ino_t ino;
@@ -68,7 +68,7 @@ struct Watcher {
         sd_event_source *inotify_source;
         WatchEntry *entries;
         size_t n_entries;
-        int *by_wd;             /* wd → entry index, -1 */
+        int *by_wd; /* wd → entry index, -1 */
         size_t n_by_wd;
         size_t n_pending;
         uint64_t debounce_usec;
@@ -188,8 +188,8 @@ int watcher_new(sd_event *event, Root *root, const WatchCallbacks *cb, void *use
 
         /* Accuracy of a microsecond: the debounce is all the latency of a drift report, and the
          * timer runs only after an event. */
-        r = sd_event_add_time_relative(event, &w->debounce_source, CLOCK_MONOTONIC, w->debounce_usec, 1,
-                                       on_debounce, w);
+        r = sd_event_add_time_relative(event, &w->debounce_source, CLOCK_MONOTONIC, w->debounce_usec, 1, on_debounce,
+                                       w);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_enabled(w->debounce_source, SD_EVENT_OFF);
@@ -657,8 +657,9 @@ static int proc_attach_filter(int fd, bool tasks) {
                 BPF_STMT(BPF_RET | BPF_K, 0xffffffff),
                 BPF_STMT(BPF_RET | BPF_K, 0),
         };
-        struct sock_fprog prog = tasks ? (struct sock_fprog) { .len = ELEMENTSOF(with_tasks), .filter = with_tasks }
-                                       : (struct sock_fprog) { .len = ELEMENTSOF(kthreads_only), .filter = kthreads_only };
+        struct sock_fprog prog = tasks
+                ? (struct sock_fprog) { .len = ELEMENTSOF(with_tasks), .filter = with_tasks }
+                : (struct sock_fprog) { .len = ELEMENTSOF(kthreads_only), .filter = kthreads_only };
         /* A second SO_ATTACH_FILTER replaces the first. */
         return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof(prog)) < 0 ? -errno : 0;
 }
@@ -704,8 +705,8 @@ int watcher_enable_proc_connector(Watcher *w) {
         if (r < 0)
                 return r;
         (void) sd_event_source_set_enabled(w->kthread_source, SD_EVENT_OFF);
-        r = sd_event_add_time_relative(w->event, &w->task_source, CLOCK_MONOTONIC, w->debounce_usec, 1,
-                                       on_task_timer, w);
+        r = sd_event_add_time_relative(w->event, &w->task_source, CLOCK_MONOTONIC, w->debounce_usec, 1, on_task_timer,
+                                       w);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_enabled(w->task_source, SD_EVENT_OFF);

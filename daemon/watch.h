@@ -37,8 +37,8 @@ typedef struct WatchCallbacks {
         /* User tasks were forked, exec'd or renamed (ids to check) or exited (ids gone), coalesced
          * for `debounce`. overflow: events were lost or more came than are kept, so every task
          * needs a look. The arrays are the watcher's, valid during the call. */
-        void (*tasks_changed)(Watcher *w, const int *pids, size_t n_pids, const int *gone, size_t n_gone,
-                              bool overflow, void *userdata);
+        void (*tasks_changed)(Watcher *w, const int *pids, size_t n_pids, const int *gone, size_t n_gone, bool overflow,
+                              void *userdata);
         /* The safety timer. */
         void (*tick)(Watcher *w, void *userdata);
         /* The journal's directory changed (state.json replaced by someone). */
@@ -47,7 +47,7 @@ typedef struct WatchCallbacks {
 
 typedef struct WatchFile {
         const char *knob;
-        const char *path;       /* root-relative */
+        const char *path; /* root-relative */
 } WatchFile;
 
 int watcher_new(sd_event *event, Root *root, const WatchCallbacks *cb, void *userdata, Watcher **ret);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,10 +14,7 @@
 
 /* The "boot" section of a profile: kernel arguments, by name. */
 static const Schema boot_args_schema = { SCHEMA_MAP, .items = &schema_bootarg };
-static const SchemaField boot_fields[] = {
-        { "args", &boot_args_schema },
-        {}
-};
+static const SchemaField boot_fields[] = { { "args", &boot_args_schema }, {} };
 static const Schema boot_schema = { SCHEMA_OBJECT, .fields = boot_fields };
 static const SchemaField boot_section = { "boot", &boot_schema };
 
@@ -59,7 +56,6 @@ static char *cmdline_join(char **l) {
         return strbuf_steal(&b);
 }
 
-
 static int grub_base(Root *root, char **ret_linux, char **ret_default) {
         _cleanup_free_ char *text = NULL;
         int k = root_read_file(root, "etc/default/grub", &text, NULL);
@@ -84,7 +80,8 @@ static int grub_configured(Root *root, char **ret) {
         if (k < 0)
                 return k;
         if (root_read_file(root, GRUB_DROPIN, &drop, NULL) >= 0) {
-                char *dl = env_text_get(drop, "GRUB_CMDLINE_LINUX"), *dd = env_text_get(drop, "GRUB_CMDLINE_LINUX_DEFAULT");
+                char *dl = env_text_get(drop, "GRUB_CMDLINE_LINUX"),
+                     *dd = env_text_get(drop, "GRUB_CMDLINE_LINUX_DEFAULT");
                 if (dl) {
                         free(l);
                         l = dl;
@@ -183,8 +180,9 @@ static int grub_write(Root *root, const char *key, const char *value) {
 
         _cleanup_free_ char *jl = cmdline_join(bl), *jd = cmdline_join(bd);
         StrBuf b = {};
-        strbuf_append(&b, "# Kernel arguments managed by rtpart; 'rtpartctl revert' removes this file.\n"
-                          "# Do not edit: rtpart rewrites it. The lines below record what rtpart set.\n");
+        strbuf_append(&b,
+                      "# Kernel arguments managed by rtpart; 'rtpartctl revert' removes this file.\n"
+                      "# Do not edit: rtpart rewrites it. The lines below record what rtpart set.\n");
         for (char **i = set; *i; i++)
                 strbuf_appendf(&b, "# rtpart-set: %s\n", *i);
         for (char **i = unset; *i; i++)
@@ -233,7 +231,7 @@ static int edit_args(StrBuf *out, const char *b, const char *e, const char *key,
                 if (!cmdline_arg_is(tok, key)) {
                         if (o.len)
                                 strbuf_appendf(&o, "%.*s", (int) (p - ws), ws);
-                        else    /* the first argument kept: no separator before it */
+                        else /* the first argument kept: no separator before it */
                                 strbuf_appendf(&o, "%.*s", (int) (p - t), t);
                         last_end = p;
                         continue;
@@ -442,13 +440,14 @@ static int boot_plan(PlanCtx *ctx) {
         if (k < 0 && k != -ENOENT)
                 return k;
         if (!configured) {
-                k = plan_note(ctx, "boot: no bootloader configuration found (GRUB, BLS entries or /etc/kernel/cmdline); "
-                                   "the running kernel's command line is shown, and apply cannot write boot arguments");
+                k = plan_note(ctx,
+                              "boot: no bootloader configuration found (GRUB, BLS entries or /etc/kernel/cmdline); "
+                              "the running kernel's command line is shown, and apply cannot write boot arguments");
                 if (k < 0)
                         return k;
         }
 
-        json_object_foreach(args, name, v) {
+        json_object_foreach (args, name, v) {
                 _cleanup_free_ char *id = NULL, *current = NULL, *running = NULL;
                 const char *desired;
 
@@ -465,12 +464,13 @@ static int boot_plan(PlanCtx *ctx) {
                 if (!ptr)
                         return -ENOMEM;
                 if (!bootarg_name_valid(name))
-                        return plan_fail(ctx, ptr,
-                                         "\"%s\" is not a kernel parameter name; a name is letters, digits and '_', "
-                                         "then also '.' (module.param) and '-', at most %d characters, e.g. \"nohz_full\"",
-                                         name, BOOTARG_NAME_MAX);
-                k = plan_check_param_value(ctx, ptr, "kernel", "the kernel command line and GRUB's shell-sourced defaults",
-                                           desired);
+                        return plan_fail(
+                                ctx, ptr,
+                                "\"%s\" is not a kernel parameter name; a name is letters, digits and '_', "
+                                "then also '.' (module.param) and '-', at most %d characters, e.g. \"nohz_full\"",
+                                name, BOOTARG_NAME_MAX);
+                k = plan_check_param_value(ctx, ptr, "kernel",
+                                           "the kernel command line and GRUB's shell-sourced defaults", desired);
                 if (k < 0)
                         return k;
 
@@ -550,17 +550,28 @@ static int boot_flush(Root *root, const Host *host, char **ret_note) {
         if (!root_can(root, ROOT_CAN_UPDATE_BOOTLOADER))
                 return asprintf(ret_note, "%s not regenerated: %s is not this system's root; run %s inside it",
                                 b == BOOTLOADER_GRUB ? "grub.cfg" : "boot entries", root->path,
-                                b == BOOTLOADER_GRUB ? "update-grub" : "kernel-install") < 0 ? -ENOMEM : 0;
+                                b == BOOTLOADER_GRUB ? "update-grub" : "kernel-install") < 0
+                        ? -ENOMEM
+                        : 0;
         if (b == BOOTLOADER_KERNEL_CMDLINE)
-                return asprintf(ret_note, "existing boot entries were updated; unified kernel images built from "
-                                          "/etc/kernel/cmdline need rebuilding (kernel-install add)") < 0 ? -ENOMEM : 0;
-        r = root_update_bootloader(root, "if command -v update-grub >/dev/null; then update-grub; "
-                              "elif command -v grub-mkconfig >/dev/null; then grub-mkconfig -o /boot/grub/grub.cfg; "
-                              "else grub2-mkconfig -o /boot/grub2/grub.cfg; fi");
+                return asprintf(ret_note,
+                                "existing boot entries were updated; unified kernel images built from "
+                                "/etc/kernel/cmdline need rebuilding (kernel-install add)") < 0
+                        ? -ENOMEM
+                        : 0;
+        r = root_update_bootloader(
+                root,
+                "if command -v update-grub >/dev/null; then update-grub; "
+                "elif command -v grub-mkconfig >/dev/null; then grub-mkconfig -o /boot/grub/grub.cfg; "
+                "else grub2-mkconfig -o /boot/grub2/grub.cfg; fi");
         if (r < 0)
-                return asprintf(ret_note, "regenerating grub.cfg failed (update-grub); run it by hand before rebooting") < 0
-                       ? -ENOMEM : r;
-        return asprintf(ret_note, "grub.cfg regenerated; the new kernel arguments take effect at the next boot") < 0 ? -ENOMEM : 0;
+                return asprintf(ret_note,
+                                "regenerating grub.cfg failed (update-grub); run it by hand before rebooting") < 0
+                        ? -ENOMEM
+                        : r;
+        return asprintf(ret_note, "grub.cfg regenerated; the new kernel arguments take effect at the next boot") < 0
+                ? -ENOMEM
+                : 0;
 }
 
 static int boot_running(const Knob *k, const char *running_cmdline, char **ret) {
@@ -572,7 +583,9 @@ static int boot_running(const Knob *k, const char *running_cmdline, char **ret) 
 static char *boot_heading(json_t *host) {
         char *s;
         return asprintf(&s, "boot (kernel command line, effective after reboot; bootloader: %s)",
-                        strempty(json_string_value(json_object_get(host, "bootloader")))) < 0 ? NULL : s;
+                        strempty(json_string_value(json_object_get(host, "bootloader")))) < 0
+                ? NULL
+                : s;
 }
 
 const Backend backend_boot = {

@@ -14,15 +14,13 @@
 #include "strv.h"
 
 /* The "cpu" section of a profile: frequency, idle states and the PM QoS latency. */
-static const SchemaField cpu_fields[] = {
-        { "cpus", &schema_cpus },
-        { "governor", &schema_string },
-        { "energy_perf_bias", &schema_string },
-        { "idle_max_latency_us", &schema_nonneg },
-        { "pm_qos_latency_us", &schema_nonneg },
-        { "no_turbo", &schema_bool },
-        {}
-};
+static const SchemaField cpu_fields[] = { { "cpus", &schema_cpus },
+                                          { "governor", &schema_string },
+                                          { "energy_perf_bias", &schema_string },
+                                          { "idle_max_latency_us", &schema_nonneg },
+                                          { "pm_qos_latency_us", &schema_nonneg },
+                                          { "no_turbo", &schema_bool },
+                                          {} };
 static const Schema cpu_schema = { SCHEMA_OBJECT, .fields = cpu_fields };
 static const SchemaField cpu_section = { "cpu", &cpu_schema };
 
@@ -47,11 +45,7 @@ static const struct {
         const char *name;
         unsigned value;
 } epb_names[] = {
-        { "performance", 0 },
-        { "balance-performance", 4 },
-        { "normal", 6 },
-        { "balance-power", 8 },
-        { "power", 15 },
+        { "performance", 0 }, { "balance-performance", 4 }, { "normal", 6 }, { "balance-power", 8 }, { "power", 15 },
 };
 
 static int epb_parse(const char *s, unsigned *ret) {
@@ -224,8 +218,8 @@ static void sanitize_name(char *s) {
 }
 
 typedef struct Missing {
-        CpuSet cpus;            /* selected CPUs without the file */
-        bool any;               /* some selected CPU has it */
+        CpuSet cpus; /* selected CPUs without the file */
+        bool any;    /* some selected CPU has it */
 } Missing;
 
 /* One note when a feature is missing on every selected CPU, or on some of them. */
@@ -335,16 +329,16 @@ static int cpu_plan(PlanCtx *ctx) {
                         return plan_fail(ctx, "/cpu/energy_perf_bias",
                                          "\"%s\" is not an energy-performance bias; use performance, "
                                          "balance-performance, normal, balance-power, power or a number "
-                                         "from 0 (performance) to 15 (power)", epb);
+                                         "from 0 (performance) to 15 (power)",
+                                         epb);
                 snprintf(epb_want, sizeof(epb_want), "%u", v);
         }
         if (pm_qos && json_integer_value(pm_qos) > INT32_MAX)
-                return plan_fail(ctx, "/cpu/pm_qos_latency_us",
-                                 "%lld µs is more than the kernel takes; use at most %d",
+                return plan_fail(ctx, "/cpu/pm_qos_latency_us", "%lld µs is more than the kernel takes; use at most %d",
                                  (long long) json_integer_value(pm_qos), INT32_MAX);
         if (governor) {
                 /* The list is the same for every policy: it depends only on the cpufreq driver. */
-                CPU_SET_FOREACH(cpu, &cpus) {
+                CPU_SET_FOREACH (cpu, &cpus) {
                         snprintf(path, sizeof(path), CPU_SYS "/cpu%d/cpufreq/scaling_available_governors", cpu);
                         k = read_optional(ctx->root, path, &avail);
                         if (k < 0 && k != -EACCES)
@@ -354,11 +348,11 @@ static int cpu_plan(PlanCtx *ctx) {
                 }
                 if (avail && !word_in(avail, governor))
                         return plan_fail(ctx, "/cpu/governor",
-                                         "governor \"%s\" is not available on this host; available: %s",
-                                         governor, *avail ? avail : "none");
+                                         "governor \"%s\" is not available on this host; available: %s", governor,
+                                         *avail ? avail : "none");
         }
 
-        CPU_SET_FOREACH(cpu, &cpus) {
+        CPU_SET_FOREACH (cpu, &cpus) {
                 if (governor) {
                         _cleanup_free_ char *cur = NULL;
                         snprintf(path, sizeof(path), CPU_SYS "/cpu%d/cpufreq/scaling_governor", cpu);
@@ -399,11 +393,12 @@ static int cpu_plan(PlanCtx *ctx) {
         }
         k = note_missing(ctx, &no_freq, "cpufreq", "governor");
         if (k >= 0)
-                k = note_missing(ctx, &no_epb,
-                                 ctx->host->vendor == CPU_VENDOR_INTEL
-                                 ? "power/energy_perf_bias (the kernel offers it where the CPU has the EPB register)"
-                                 : "power/energy_perf_bias (an Intel CPU feature)",
-                                 "energy_perf_bias");
+                k = note_missing(
+                        ctx, &no_epb,
+                        ctx->host->vendor == CPU_VENDOR_INTEL
+                                ? "power/energy_perf_bias (the kernel offers it where the CPU has the EPB register)"
+                                : "power/energy_perf_bias (an Intel CPU feature)",
+                        "energy_perf_bias");
         if (k >= 0)
                 k = note_missing(ctx, &no_idle, "cpuidle", "idle_max_latency_us");
         if (k < 0)
@@ -441,7 +436,8 @@ static int cpu_plan(PlanCtx *ctx) {
                         want = off ? "0" : "1";
                         note = "cpufreq boost: the inverse of no_turbo";
                 } else
-                        return plan_note(ctx, "cpu: no turbo control on this host (neither intel_pstate/no_turbo "
+                        return plan_note(ctx,
+                                         "cpu: no turbo control on this host (neither intel_pstate/no_turbo "
                                          "nor cpufreq/boost); no_turbo skipped");
                 k = read_optional(ctx->root, file, &cur);
                 if (k < 0 && k != -EACCES)

@@ -15,20 +15,15 @@
 /* The "cpuset" section of a profile: partitions, and the slices confined to the rest. */
 static const char * const partition_modes[] = { "isolated", "root", "member", NULL };
 static const Schema partition_mode_schema = { SCHEMA_STRING, .choices = partition_modes };
-static const SchemaField partition_fields[] = {
-        { "name", &schema_string },
-        { "cpus", &schema_cpus },
-        { "mode", &partition_mode_schema },
-        { "mems", &schema_string },
-        {}
-};
+static const SchemaField partition_fields[] = { { "name", &schema_string },
+                                                { "cpus", &schema_cpus },
+                                                { "mode", &partition_mode_schema },
+                                                { "mems", &schema_string },
+                                                {} };
 static const Schema partition_schema = { SCHEMA_OBJECT, .fields = partition_fields };
 static const Schema partitions_schema = { SCHEMA_ARRAY, .items = &partition_schema };
 static const SchemaField cpuset_fields[] = {
-        { "partitions", &partitions_schema },
-        { "confine", &schema_strings_array },
-        { "confine_cpus", &schema_cpus },
-        {}
+        { "partitions", &partitions_schema }, { "confine", &schema_strings_array }, { "confine_cpus", &schema_cpus }, {}
 };
 static const Schema cpuset_schema = { SCHEMA_OBJECT, .fields = cpuset_fields };
 static const SchemaField cpuset_section = { "cpuset", &cpuset_schema };
@@ -73,8 +68,8 @@ typedef struct Partition {
         const char *name;
         const char *cpus_list;
         CpuSet cpus;
-        const char *mode;       /* "isolated", "root", "member" */
-        const char *mems;       /* NULL: not given */
+        const char *mode; /* "isolated", "root", "member" */
+        const char *mems; /* NULL: not given */
 } Partition;
 
 static bool partition_is_root(const Partition *p) {
@@ -148,7 +143,7 @@ static int add_partition_file(PlanCtx *ctx, const char *base, const char *name, 
 typedef struct CpusetConf {
         Partition *parts;
         size_t n_parts;
-        char **confine;         /* cgroup names; empty: no confinement */
+        char **confine; /* cgroup names; empty: no confinement */
         const char *confine_cpus;
         CpuSet confine_set;
         char *hk_list;
@@ -182,7 +177,7 @@ static int cpuset_conf_parse(PlanCtx *ctx, json_t *sec, CpusetConf *c) {
         else {
                 size_t i;
                 json_t *v;
-                json_array_foreach(confine, i, v) {
+                json_array_foreach (confine, i, v) {
                         const char *name = json_string_value(v);
                         char ptr[64];
                         snprintf(ptr, sizeof(ptr), "/cpuset/confine/%zu", i);
@@ -191,9 +186,11 @@ static int cpuset_conf_parse(PlanCtx *ctx, json_t *sec, CpusetConf *c) {
                                 if (*ch == '/' || *ch == ' ' || *ch == '\n')
                                         ok = false;
                         if (!ok)
-                                return plan_fail(ctx, ptr,
-                                                 "\"%s\" is not a cgroup name; name slices or scopes directly under the "
-                                                 "cgroup root, e.g. \"system.slice\"", strempty(name));
+                                return plan_fail(
+                                        ctx, ptr,
+                                        "\"%s\" is not a cgroup name; name slices or scopes directly under the "
+                                        "cgroup root, e.g. \"system.slice\"",
+                                        strempty(name));
                         if (strv_contains(c->confine, name))
                                 return plan_fail(ctx, ptr, "\"%s\" is listed twice", name);
                         k = strv_extend(&c->confine, name);
@@ -211,9 +208,11 @@ static int cpuset_conf_parse(PlanCtx *ctx, json_t *sec, CpusetConf *c) {
         if (cpu_set_parse_list(c->confine_cpus, &c->confine_set, NULL) < 0)
                 return plan_fail(ctx, "/cpuset/confine_cpus", "\"%s\" is not a CPU list", c->confine_cpus);
         if (c->confine && cpu_set_is_empty(&c->confine_set))
-                return plan_fail(ctx, "/cpuset/confine_cpus",
-                                 "no CPUs: the confined cgroups (%s, …) need at least one CPU to run on; name housekeeping "
-                                 "CPUs, or set \"confine\": [] to leave them alone", c->confine[0]);
+                return plan_fail(
+                        ctx, "/cpuset/confine_cpus",
+                        "no CPUs: the confined cgroups (%s, …) need at least one CPU to run on; name housekeeping "
+                        "CPUs, or set \"confine\": [] to leave them alone",
+                        c->confine[0]);
 
         CpuSet mem_nodes;
         k = host_mem_nodes(ctx, &mem_nodes);
@@ -231,57 +230,66 @@ static int cpuset_conf_parse(PlanCtx *ctx, json_t *sec, CpusetConf *c) {
                 if (!p->mode)
                         p->mode = "isolated";
                 if (!p->name || !p->cpus_list)
-                        return plan_fail_item(ctx, "/cpuset/partitions", i, NULL, "a partition needs \"name\" and \"cpus\"");
+                        return plan_fail_item(ctx, "/cpuset/partitions", i, NULL,
+                                              "a partition needs \"name\" and \"cpus\"");
                 if (streq(p->name, "root") || streq(p->name, NRT_CPUSET))
-                        return plan_fail_item(ctx, "/cpuset/partitions", i, "name",
-                                         "\"%s\" is reserved: rtpart's knob ids use it for the %s; choose another name",
-                                         p->name, streq(p->name, "root") ? "root cpuset" : "housekeeping cpuset of cgroup v1");
+                        return plan_fail_item(
+                                ctx, "/cpuset/partitions", i, "name",
+                                "\"%s\" is reserved: rtpart's knob ids use it for the %s; choose another name", p->name,
+                                streq(p->name, "root") ? "root cpuset" : "housekeeping cpuset of cgroup v1");
                 if (systemd_is_unit_cgroup(p->name))
-                        return plan_fail_item(ctx, "/cpuset/partitions", i, "name",
-                                         "\"%s\" is a systemd unit name; name the partition without the suffix (where "
-                                         "systemd runs, partition \"rt\" is the slice rt.slice, which rtpart creates)",
-                                         p->name);
+                        return plan_fail_item(
+                                ctx, "/cpuset/partitions", i, "name",
+                                "\"%s\" is a systemd unit name; name the partition without the suffix (where "
+                                "systemd runs, partition \"rt\" is the slice rt.slice, which rtpart creates)",
+                                p->name);
                 if (strv_contains(c->confine, p->name))
-                        return plan_fail_item(ctx, "/cpuset/partitions", i, "name",
-                                         "\"%s\" is also in \"confine\"; a partition and a confined cgroup are different "
-                                         "cgroups", p->name);
+                        return plan_fail_item(
+                                ctx, "/cpuset/partitions", i, "name",
+                                "\"%s\" is also in \"confine\"; a partition and a confined cgroup are different "
+                                "cgroups",
+                                p->name);
                 if (cpu_set_parse_list(p->cpus_list, &p->cpus, NULL) < 0)
-                        return plan_fail_item(ctx, "/cpuset/partitions", i, "cpus", "\"%s\" is not a CPU list", p->cpus_list);
+                        return plan_fail_item(ctx, "/cpuset/partitions", i, "cpus", "\"%s\" is not a CPU list",
+                                              p->cpus_list);
                 if (partition_is_root(p) && cpu_set_is_empty(&p->cpus))
-                        return plan_fail_item(ctx, "/cpuset/partitions", i, "cpus", "no CPUs: a partition in mode \"%s\" needs at least one CPU",
-                                         p->mode);
+                        return plan_fail_item(ctx, "/cpuset/partitions", i, "cpus",
+                                              "no CPUs: a partition in mode \"%s\" needs at least one CPU", p->mode);
                 for (size_t j = 0; j < i; j++)
                         if (cpu_set_intersects(&p->cpus, &c->parts[j].cpus)) {
                                 CpuSet both = p->cpus;
                                 cpu_set_and(&both, &c->parts[j].cpus);
                                 _cleanup_free_ char *l = cpu_set_format_list(&both);
                                 return plan_fail_item(ctx, "/cpuset/partitions", i, "cpus",
-                                                 "CPUs %s are also in partition \"%s\" (/cpuset/partitions/%zu); "
-                                                 "partitions do not share CPUs", strempty(l), c->parts[j].name, j);
+                                                      "CPUs %s are also in partition \"%s\" (/cpuset/partitions/%zu); "
+                                                      "partitions do not share CPUs",
+                                                      strempty(l), c->parts[j].name, j);
                         }
                 if (cpu_set_intersects(&p->cpus, &c->confine_set)) {
                         CpuSet both = p->cpus;
                         cpu_set_and(&both, &c->confine_set);
                         _cleanup_free_ char *l = cpu_set_format_list(&both);
-                        return plan_fail_item(ctx, "/cpuset/partitions", i, "cpus",
-                                         "CPUs %s are also in confine_cpus (%s), where the system's cgroups run; take "
-                                         "them out of the partition or out of confine_cpus",
-                                         strempty(l), c->confine_cpus);
+                        return plan_fail_item(
+                                ctx, "/cpuset/partitions", i, "cpus",
+                                "CPUs %s are also in confine_cpus (%s), where the system's cgroups run; take "
+                                "them out of the partition or out of confine_cpus",
+                                strempty(l), c->confine_cpus);
                 }
                 if (p->mems) {
                         CpuSet m;
                         _cleanup_free_ char *nodes = cpu_set_format_list(&mem_nodes);
                         if (cpu_set_parse_list(p->mems, &m, NULL) < 0 || cpu_set_is_empty(&m))
-                                return plan_fail_item(ctx, "/cpuset/partitions", i, "mems",
-                                                 "\"%s\" is not a list of NUMA nodes; write e.g. \"0\" or \"0-1\" (nodes: %s)",
-                                                 p->mems, strempty(nodes));
+                                return plan_fail_item(
+                                        ctx, "/cpuset/partitions", i, "mems",
+                                        "\"%s\" is not a list of NUMA nodes; write e.g. \"0\" or \"0-1\" (nodes: %s)",
+                                        p->mems, strempty(nodes));
                         CpuSet missing = m;
                         cpu_set_andnot(&missing, &mem_nodes);
                         if (!cpu_set_is_empty(&missing)) {
                                 _cleanup_free_ char *l = cpu_set_format_list(&missing);
-                                return plan_fail_item(ctx, "/cpuset/partitions", i, "mems", "NUMA node %s %s not exist on this host (nodes: %s)",
-                                                 strempty(l), cpu_set_count(&missing) > 1 ? "do" : "does",
-                                                 strempty(nodes));
+                                return plan_fail_item(ctx, "/cpuset/partitions", i, "mems",
+                                                      "NUMA node %s %s not exist on this host (nodes: %s)", strempty(l),
+                                                      cpu_set_count(&missing) > 1 ? "do" : "does", strempty(nodes));
                         }
                 }
         }
@@ -296,9 +304,10 @@ static int cpuset_conf_parse(PlanCtx *ctx, json_t *sec, CpusetConf *c) {
                         last = i;
                 }
         if (n > 0 && !cpu_set_is_empty(&taken) && cpu_set_is_empty(&left))
-                return plan_fail_item(ctx, "/cpuset/partitions", last, "cpus",
-                                 "the partitions take every housekeeping CPU (%s); leave at least one for the system",
-                                 c->hk_list);
+                return plan_fail_item(
+                        ctx, "/cpuset/partitions", last, "cpus",
+                        "the partitions take every housekeeping CPU (%s); leave at least one for the system",
+                        c->hk_list);
         return 0;
 }
 
@@ -329,8 +338,9 @@ static int plan_v2_confine(PlanCtx *ctx, const CpusetConf *c) {
                 k = add_file(ctx, id, dir, "cpuset.cpus", VALUE_CPU_LIST, c->confine_cpus, &kn);
                 /* Say how apply will write it: through systemd only where systemd is there to ask. */
                 if (k >= 0 && h->systemd_running &&
-                    !(kn->note = strdup(systemd_owns_cgroups(ctx->root) ? "systemd AllowedCPUs="
-                                                                        : "cpuset.cpus (no systemd to ask under --root)")))
+                    !(kn->note =
+                              strdup(systemd_owns_cgroups(ctx->root) ? "systemd AllowedCPUs="
+                                                                     : "cpuset.cpus (no systemd to ask under --root)")))
                         k = -ENOMEM;
                 if (k < 0) {
                         strbuf_done(&missing);
@@ -346,11 +356,14 @@ static int plan_v2_confine(PlanCtx *ctx, const CpusetConf *c) {
                         return k;
         }
         if (done && *done && h->systemd_running)
-                return plan_note(ctx, "cpuset: %s belong to systemd: apply confines them to CPUs %s through AllowedCPUs= "
-                                      "(over D-Bus, so systemd keeps it), and verify reads their cpuset.cpus%s",
+                return plan_note(ctx,
+                                 "cpuset: %s belong to systemd: apply confines them to CPUs %s through AllowedCPUs= "
+                                 "(over D-Bus, so systemd keeps it), and verify reads their cpuset.cpus%s",
                                  done, c->confine_cpus,
-                                 root_can(ctx->root, ROOT_CAN_ASK_SYSTEMD) ? "" : "; under --root, with no systemd to ask, their cpuset.cpus is "
-                                                           "written directly in its place");
+                                 root_can(ctx->root, ROOT_CAN_ASK_SYSTEMD)
+                                         ? ""
+                                         : "; under --root, with no systemd to ask, their cpuset.cpus is "
+                                           "written directly in its place");
         return 0;
 }
 
@@ -385,8 +398,10 @@ static int plan_v2(PlanCtx *ctx, const CpusetConf *c) {
                         k = plan_add(ctx, "cpuset/root/controller", VALUE_AUTO, subtree_file,
                                      enabled ? "+cpuset" : "-cpuset", "+cpuset", false, NULL);
                 else if (!enabled)
-                        k = plan_note(ctx, "cpuset: the root cgroup does not enable cpuset for its children yet; "
-                                           "apply writes +cpuset to /%s first", subtree_file);
+                        k = plan_note(ctx,
+                                      "cpuset: the root cgroup does not enable cpuset for its children yet; "
+                                      "apply writes +cpuset to /%s first",
+                                      subtree_file);
                 if (k < 0)
                         return k;
         }
@@ -415,12 +430,15 @@ static int plan_v2(PlanCtx *ctx, const CpusetConf *c) {
                         k = add_cgroup_file(ctx, cg, p->name, slice, "partition", "cpuset.cpus.partition", VALUE_AUTO,
                                             p->mode);
                 if (k >= 0 && slice)
-                        k = plan_note(ctx, "cpuset: systemd owns the cgroup tree, so partition %s is the slice %s: systemd "
-                                           "creates it and sets its CPUs (AllowedCPUs=), rtpart sets its partition mode; "
-                                           "start realtime work in it with Slice=%s or systemd-run --slice=%s%s",
+                        k = plan_note(ctx,
+                                      "cpuset: systemd owns the cgroup tree, so partition %s is the slice %s: systemd "
+                                      "creates it and sets its CPUs (AllowedCPUs=), rtpart sets its partition mode; "
+                                      "start realtime work in it with Slice=%s or systemd-run --slice=%s%s",
                                       p->name, slice, slice, slice,
-                                      root_can(ctx->root, ROOT_CAN_ASK_SYSTEMD) ? "" : " (under --root, with no systemd to ask, rtpart makes "
-                                                                "the cgroup itself in its place)");
+                                      root_can(ctx->root, ROOT_CAN_ASK_SYSTEMD)
+                                              ? ""
+                                              : " (under --root, with no systemd to ask, rtpart makes "
+                                                "the cgroup itself in its place)");
                 if (k < 0)
                         return k;
         }
@@ -508,9 +526,10 @@ static int plan_v1(PlanCtx *ctx, const CpusetConf *c) {
                 if (k >= 0)
                         k = add_nrt_tasks(ctx, v1);
                 if (k >= 0)
-                        k = plan_note(ctx, "cpuset: cgroup v1: apply moves every movable task into the housekeeping cpuset "
-                                           "%s (CPUs %s); kernel threads bound to a CPU stay where they are. \"confine\" "
-                                           "names cgroup v2 slices and is not used here",
+                        k = plan_note(ctx,
+                                      "cpuset: cgroup v1: apply moves every movable task into the housekeeping cpuset "
+                                      "%s (CPUs %s); kernel threads bound to a CPU stay where they are. \"confine\" "
+                                      "names cgroup v2 slices and is not used here",
                                       NRT_CPUSET, c->confine_cpus);
                 if (k < 0)
                         return k;
@@ -539,11 +558,13 @@ static int cpuset_plan(PlanCtx *ctx) {
         if (h->cpuset_v1_mount)
                 return plan_v1(ctx, &c);
         if (h->cgroup2_mount)
-                return plan_note(ctx, "cpuset: the cpuset controller is not in /%s/cgroup.controllers (disabled on the "
-                                      "kernel command line, or not built in); cpuset partitioning skipped",
+                return plan_note(ctx,
+                                 "cpuset: the cpuset controller is not in /%s/cgroup.controllers (disabled on the "
+                                 "kernel command line, or not built in); cpuset partitioning skipped",
                                  h->cgroup2_mount);
-        return plan_note(ctx, "cpuset: no cgroup cpuset hierarchy is mounted on this host (neither cgroup v2 with the "
-                              "cpuset controller nor a v1 cpuset); cpuset partitioning skipped");
+        return plan_note(ctx,
+                         "cpuset: no cgroup cpuset hierarchy is mounted on this host (neither cgroup v2 with the "
+                         "cpuset controller nor a v1 cpuset); cpuset partitioning skipped");
 }
 
 /* ---- read and write ---- */
@@ -553,8 +574,8 @@ static int cpuset_plan(PlanCtx *ctx) {
  * for a partition where systemd owns the tree: its slice (systemd_partition_slice()). */
 typedef struct CpusetKnob {
         char *hier;
-        char *name;             /* the cgroup directory */
-        bool slice;             /* a partition's slice, made by systemd */
+        char *name; /* the cgroup directory */
+        bool slice; /* a partition's slice, made by systemd */
         const char *what;
         const char *file;
 } CpusetKnob;
@@ -734,7 +755,8 @@ static int wait_for_systemd(Root *root, const CpusetKnob *c, const char *file, c
                         return 0;
                 (void) usleep(2000);
         }
-        knob_result_reason(ret, "systemd accepted the change of %s but its %s did not follow within 5 s", c->name, file);
+        knob_result_reason(ret, "systemd accepted the change of %s but its %s did not follow within 5 s", c->name,
+                           file);
         return -ETIMEDOUT;
 }
 
@@ -781,8 +803,7 @@ static int check_partition(Root *root, const Knob *k, const char *value, KnobRes
 /* Whether a cgroup or any below it holds a task: cgroup.events "populated 1". */
 static bool cgroup_populated(Root *root, const CpusetKnob *c) {
         _cleanup_free_ char *text = NULL, *path = NULL;
-        if (asprintf(&path, "%s/%s/cgroup.events", c->hier, c->name) < 0 ||
-            root_read_file(root, path, &text, NULL) < 0)
+        if (asprintf(&path, "%s/%s/cgroup.events", c->hier, c->name) < 0 || root_read_file(root, path, &text, NULL) < 0)
                 return false;
         return strstr(text, "populated 1") != NULL;
 }
@@ -802,8 +823,10 @@ static int write_partition_slice(Root *root, const Knob *k, const CpusetKnob *c,
                         return 0;
                 if (cgroup_populated(root, c)) {
                         /* Stopping the slice would stop every unit in it: the realtime work itself. */
-                        knob_result_reason(ret, "%s still runs tasks; stop them or move them out of the slice first (rtpart "
-                                          "does not stop them)", c->name);
+                        knob_result_reason(ret,
+                                           "%s still runs tasks; stop them or move them out of the slice first (rtpart "
+                                           "does not stop them)",
+                                           c->name);
                         return -EBUSY;
                 }
                 (void) cgroup_write_file(root, c->hier, c->name, "cpuset.cpus.partition", "member");
@@ -830,8 +853,8 @@ static int write_partition_slice(Root *root, const Knob *k, const CpusetKnob *c,
                                              /* runtime= */ true, &err);
                 if (r < 0) {
                         knob_result_reason(ret, "systemd refused %s %s for %s: %s", exists ? "to set" : "to start with",
-                                          cpus ? "AllowedCPUs=" : "AllowedMemoryNodes=", c->name,
-                                          err ? err : strerror(-r));
+                                           cpus ? "AllowedCPUs=" : "AllowedMemoryNodes=", c->name,
+                                           err ? err : strerror(-r));
                         return r;
                 }
                 return wait_for_systemd(root, c, c->file, value, ret);
@@ -949,7 +972,9 @@ static int cpuset_write(Root *root, const Knob *k, const char *value, KnobResult
 static char *cpuset_heading(json_t *host) {
         char *s;
         return asprintf(&s, "cpuset (cgroup %s%s)", strempty(json_string_value(json_object_get(host, "cgroup"))),
-                        json_is_true(json_object_get(host, "systemd")) ? ", slices through systemd" : "") < 0 ? NULL : s;
+                        json_is_true(json_object_get(host, "systemd")) ? ", slices through systemd" : "") < 0
+                ? NULL
+                : s;
 }
 
 const Backend backend_cpuset = {

@@ -8,28 +8,19 @@
 #include "strv.h"
 
 /* The "irq" section of a profile: where IRQs go, by default and by name. */
-static const SchemaField irq_rule_fields[] = {
-        { "match", &schema_string },
-        { "cpus", &schema_cpus },
-        {}
-};
+static const SchemaField irq_rule_fields[] = { { "match", &schema_string }, { "cpus", &schema_cpus }, {} };
 static const Schema irq_rule_schema = { SCHEMA_OBJECT, .fields = irq_rule_fields };
 static const Schema irq_rules_schema = { SCHEMA_ARRAY, .items = &irq_rule_schema };
-static const SchemaField irq_fields[] = {
-        { "affinity", &schema_cpus },
-        { "default_affinity", &schema_cpus },
-        { "rules", &irq_rules_schema },
-        { "exclude", &schema_strings_array },
-        {}
-};
+static const SchemaField irq_fields[] = { { "affinity", &schema_cpus },
+                                          { "default_affinity", &schema_cpus },
+                                          { "rules", &irq_rules_schema },
+                                          { "exclude", &schema_strings_array },
+                                          {} };
 static const Schema irq_schema = { SCHEMA_OBJECT, .fields = irq_fields };
 static const SchemaField irq_section = { "irq", &irq_schema };
 
 /* The "irqbalance" section: the CPUs irqbalance must leave alone. */
-static const SchemaField irqbalance_fields[] = {
-        { "banned_cpus", &schema_cpus },
-        {}
-};
+static const SchemaField irqbalance_fields[] = { { "banned_cpus", &schema_cpus }, {} };
 static const Schema irqbalance_schema = { SCHEMA_OBJECT, .fields = irqbalance_fields };
 static const SchemaField irqbalance_section = { "irqbalance", &irqbalance_schema };
 
@@ -107,13 +98,13 @@ static int irq_plan(PlanCtx *ctx) {
                 }
                 /* A rule naming the IRQ wins; then exclusions; then the section's affinity. */
                 bool ruled = false;
-                json_array_foreach(rules, j, item)
+                json_array_foreach (rules, j, item)
                         if (actions_match(q->actions, json_string_value(json_object_get(item, "match")))) {
                                 want = json_string_value(json_object_get(item, "cpus"));
                                 ruled = true;
                                 break;
                         }
-                json_array_foreach(exclude, j, item)
+                json_array_foreach (exclude, j, item)
                         if (!ruled && actions_match(q->actions, json_string_value(item)))
                                 excluded = true;
                 if (excluded)
@@ -133,7 +124,8 @@ static int irq_plan(PlanCtx *ctx) {
                         return -ENOMEM;
         }
         if (skipped > 0) {
-                k = plan_note(ctx, "irq: %zu IRQs have no affinity file (per-CPU or chained); they are left alone", skipped);
+                k = plan_note(ctx, "irq: %zu IRQs have no affinity file (per-CPU or chained); they are left alone",
+                              skipped);
                 if (k < 0)
                         return k;
         }
@@ -150,8 +142,8 @@ static int irq_write(Root *root, const Knob *k, const char *value, KnobResult *r
         *ret = (KnobResult) {};
         int r = knob_write_file(root, k, value);
         switch (r) {
-        case -EIO:      /* managed IRQ: the kernel owns its affinity (EIO up to 6.11) */
-        case -EPERM:    /* the same refusal since 6.12 */
+        case -EIO:   /* managed IRQ: the kernel owns its affinity (EIO up to 6.11) */
+        case -EPERM: /* the same refusal since 6.12 */
                 if (streq(k->id, "irq/default_affinity"))
                         break;
                 knob_result_reason(ret, IRQ_REFUSAL);
@@ -207,7 +199,6 @@ static const char *irqbalance_file(Root *root) {
         return NULL;
 }
 
-
 static int irqbalance_current(Root *root, const char *file, char **ret) {
         _cleanup_free_ char *text = NULL;
         int k = root_read_file(root, file, &text, NULL);
@@ -238,7 +229,9 @@ static int irqbalance_plan(PlanCtx *ctx) {
         const char *file = irqbalance_file(ctx->root);
         if (!file) {
                 if (!root_exists(ctx->root, "usr/sbin/irqbalance"))
-                        return plan_note(ctx, "irqbalance: not installed (no /etc/default/irqbalance or /etc/sysconfig/irqbalance); skipped");
+                        return plan_note(
+                                ctx,
+                                "irqbalance: not installed (no /etc/default/irqbalance or /etc/sysconfig/irqbalance); skipped");
                 file = "etc/default/irqbalance";
         }
         _cleanup_free_ char *iso = cpu_set_format_list(&ctx->resolved->isolated);
@@ -298,11 +291,14 @@ static int irqbalance_write(Root *root, const Knob *k, const char *value, KnobRe
 static int irqbalance_flush(Root *root, const Host *host, char **ret_note) {
         /* irqbalance reads its environment only at start. */
         if (!root_can(root, ROOT_CAN_ASK_SYSTEMD) || !root_is_dir(root, "run/systemd/system"))
-                return asprintf(ret_note, "restart irqbalance for its banned CPU list to take effect") < 0 ? -ENOMEM : 0;
+                return asprintf(ret_note, "restart irqbalance for its banned CPU list to take effect") < 0 ? -ENOMEM
+                                                                                                           : 0;
         int r = system("systemctl -q try-restart irqbalance.service >/dev/null 2>&1");
         if (r != 0)
-                return asprintf(ret_note, "could not restart irqbalance; restart it for its banned CPU list to take effect") < 0
-                       ? -ENOMEM : 0;
+                return asprintf(ret_note,
+                                "could not restart irqbalance; restart it for its banned CPU list to take effect") < 0
+                        ? -ENOMEM
+                        : 0;
         return 0;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
-#include <fcntl.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <sched.h>
 #include <stdio.h>
@@ -17,20 +17,14 @@
 /* The "kthreads" section of a profile: where kernel threads run, and at which priority. */
 static const char * const policy_choices[] = { "fifo", "rr", "other", "batch", "idle", NULL };
 static const Schema policy_schema = { SCHEMA_STRING, .choices = policy_choices };
-static const SchemaField kthread_rule_fields[] = {
-        { "match", &schema_string },
-        { "policy", &policy_schema },
-        { "priority", &schema_prio },
-        { "cpus", &schema_cpus },
-        {}
-};
+static const SchemaField kthread_rule_fields[] = { { "match", &schema_string },
+                                                   { "policy", &policy_schema },
+                                                   { "priority", &schema_prio },
+                                                   { "cpus", &schema_cpus },
+                                                   {} };
 static const Schema kthread_rule_schema = { SCHEMA_OBJECT, .fields = kthread_rule_fields };
 static const Schema kthread_rules_schema = { SCHEMA_ARRAY, .items = &kthread_rule_schema };
-static const SchemaField kthread_fields[] = {
-        { "affinity", &schema_cpus },
-        { "rules", &kthread_rules_schema },
-        {}
-};
+static const SchemaField kthread_fields[] = { { "affinity", &schema_cpus }, { "rules", &kthread_rules_schema }, {} };
 static const Schema kthread_schema = { SCHEMA_OBJECT, .fields = kthread_fields };
 static const SchemaField kthread_section = { "kthreads", &kthread_schema };
 
@@ -65,9 +59,9 @@ static const SchemaField kthread_section = { "kthreads", &kthread_schema };
 
 typedef struct Kthread {
         ProcStat stat;
-        bool movable;                   /* not PF_NO_SETAFFINITY, not an IRQ thread */
-        int first_pid_sched;            /* the lowest PID with this comm; == pid if first */
-        int first_pid_affinity;         /* the same among movable threads */
+        bool movable;           /* not PF_NO_SETAFFINITY, not an IRQ thread */
+        int first_pid_sched;    /* the lowest PID with this comm; == pid if first */
+        int first_pid_affinity; /* the same among movable threads */
 } Kthread;
 
 typedef struct KthreadList {
@@ -289,9 +283,9 @@ static int note_same_comm(Knob *kn, int pid, int first_pid) {
 
 typedef struct Rule {
         const char *match;
-        int policy;             /* -1: the rule leaves scheduling alone */
+        int policy; /* -1: the rule leaves scheduling alone */
         unsigned priority;
-        const char *cpus;       /* NULL: the section's affinity */
+        const char *cpus; /* NULL: the section's affinity */
 } Rule;
 
 static int rule_pointer(size_t i, const char *key, char **ret) {
@@ -309,7 +303,7 @@ static int parse_rules(PlanCtx *ctx, json_t *rules, Rule **ret, size_t *ret_n) {
                 if (!out)
                         return -ENOMEM;
         }
-        json_array_foreach(rules, i, item) {
+        json_array_foreach (rules, i, item) {
                 const char *policy = json_string_value(json_object_get(item, "policy"));
                 json_t *prio = json_object_get(item, "priority");
                 long long p = json_integer_value(prio);
@@ -331,7 +325,8 @@ static int parse_rules(PlanCtx *ctx, json_t *rules, Rule **ret, size_t *ret_n) {
                         k = rule_pointer(i, "cpus", &ptr);
                         if (k < 0)
                                 return k;
-                        return plan_fail(ctx, ptr, "no CPU left for the kernel threads this rule matches; "
+                        return plan_fail(ctx, ptr,
+                                         "no CPU left for the kernel threads this rule matches; "
                                          "name at least one, e.g. \"housekeeping\"");
                 }
                 if (!policy) {
@@ -358,9 +353,10 @@ static int parse_rules(PlanCtx *ctx, json_t *rules, Rule **ret, size_t *ret_n) {
                         if (k < 0)
                                 return k;
                         if (!prio)
-                                return plan_fail(ctx, ptr,
-                                                 "policy \"%s\" needs a priority from 1 to 99; add e.g. \"priority\": 2",
-                                                 policy);
+                                return plan_fail(
+                                        ctx, ptr,
+                                        "policy \"%s\" needs a priority from 1 to 99; add e.g. \"priority\": 2",
+                                        policy);
                         return plan_fail(ctx, ptr, "policy \"%s\" takes a priority from 1 to 99, not %lld; use e.g. 2",
                                          policy, p);
                 }
@@ -370,7 +366,8 @@ static int parse_rules(PlanCtx *ctx, json_t *rules, Rule **ret, size_t *ret_n) {
                                 return k;
                         return plan_fail(ctx, ptr,
                                          "policy \"%s\" has no realtime priority, so the priority must be 0, not %lld; "
-                                         "remove \"priority\" or use \"fifo\"", policy, p);
+                                         "remove \"priority\" or use \"fifo\"",
+                                         policy, p);
                 }
                 r->priority = rt ? (unsigned) p : 0;
         }
@@ -476,14 +473,18 @@ static int kthread_plan(PlanCtx *ctx) {
                         return k;
         }
         if (pinned > 0) {
-                k = plan_note(ctx, "kthread: %zu per-CPU kernel threads are pinned by the kernel (PF_NO_SETAFFINITY); "
-                              "their affinity is left alone", pinned);
+                k = plan_note(ctx,
+                              "kthread: %zu per-CPU kernel threads are pinned by the kernel (PF_NO_SETAFFINITY); "
+                              "their affinity is left alone",
+                              pinned);
                 if (k < 0)
                         return k;
         }
         if (irq_threads > 0)
-                return plan_note(ctx, "kthread: %zu IRQ threads follow their IRQ's affinity (set in the irq section); "
-                                 "their affinity is left alone", irq_threads);
+                return plan_note(ctx,
+                                 "kthread: %zu IRQ threads follow their IRQ's affinity (set in the irq section); "
+                                 "their affinity is left alone",
+                                 irq_threads);
         return 0;
 }
 

@@ -149,7 +149,7 @@ static int dropin_get(Root *root, const char *mod, const char *param, char **ret
 static bool has_params(json_t *params) {
         const char *key;
         json_t *v;
-        json_object_foreach(params, key, v)
+        json_object_foreach (params, key, v)
                 if (!json_is_null(v))
                         return true;
         return false;
@@ -167,8 +167,8 @@ static int plan_param(PlanCtx *ctx, const char *mod, const char *dir, const char
         /* The name goes into a sysfs path and, for a load-time parameter, onto an "options" line. */
         if (!bootarg_name_valid(param))
                 return plan_fail(ctx, pointer,
-                                 "\"%s\" is not a parameter name; use the name from /sys/module/%s/parameters",
-                                 param, mod);
+                                 "\"%s\" is not a parameter name; use the name from /sys/module/%s/parameters", param,
+                                 mod);
         if (asprintf(&path, "%s/%s", dir, param) < 0 || asprintf(&id, "module/%s/%s", mod, param) < 0)
                 return -ENOMEM;
 
@@ -195,7 +195,8 @@ static int plan_param(PlanCtx *ctx, const char *mod, const char *dir, const char
          * too when its module is unloaded and the drop-in has a line for it (is_load_time()). */
         k = plan_check_param_value(ctx, pointer, "module",
                                    "/etc/modprobe.d (one line per option; kmod hands options to install commands' "
-                                   "shell as $CMDLINE_OPTS)", want);
+                                   "shell as $CMDLINE_OPTS)",
+                                   want);
         if (k < 0)
                 return k;
 
@@ -211,9 +212,11 @@ static int plan_param(PlanCtx *ctx, const char *mod, const char *dir, const char
         k = plan_add(ctx, id, VALUE_AUTO, path, reboot ? cur : running, want, reboot, &kn);
         if (k < 0)
                 return k;
-        if (reboot && asprintf(&kn->note, "read-only at runtime (running: %s): goes to " MODPROBE_CONF
-                               ", applied at the next load of %s (reboot)", running ? running : "unreadable",
-                               mod) < 0) {
+        if (reboot &&
+            asprintf(&kn->note,
+                     "read-only at runtime (running: %s): goes to " MODPROBE_CONF
+                     ", applied at the next load of %s (reboot)",
+                     running ? running : "unreadable", mod) < 0) {
                 kn->note = NULL;
                 return -ENOMEM;
         }
@@ -226,7 +229,7 @@ static int module_plan(PlanCtx *ctx) {
         json_t *params;
         int k;
 
-        json_object_foreach(sec, key, params) {
+        json_object_foreach (sec, key, params) {
                 if (!json_is_object(params) || !has_params(params))
                         continue;
                 /* modprobe treats '-' and '_' alike; sysfs shows '_'. */
@@ -246,7 +249,7 @@ static int module_plan(PlanCtx *ctx) {
                 }
                 const char *param;
                 json_t *v;
-                json_object_foreach(params, param, v) {
+                json_object_foreach (params, param, v) {
                         if (json_is_null(v))
                                 continue; /* removed by an including profile */
                         k = plan_param(ctx, mod, dir, key, param, v);
@@ -261,10 +264,10 @@ static int module_plan(PlanCtx *ctx) {
 
 /* One "param=value" of an "options <module> …" line: byte offsets in the text. */
 typedef struct Match {
-        size_t line, line_end;  /* the line, without its newline */
-        size_t tok, tok_end;    /* "param=value" */
-        size_t val;             /* just after '=' */
-        unsigned n_params;      /* parameters on this line */
+        size_t line, line_end; /* the line, without its newline */
+        size_t tok, tok_end;   /* "param=value" */
+        size_t val;            /* just after '=' */
+        unsigned n_params;     /* parameters on this line */
 } Match;
 
 static bool same_module(const char *a, size_t n, const char *mod) {
@@ -466,8 +469,8 @@ static int dropin_set(Root *root, const char *mod, const char *param, const char
                                 return k;
                         if (made_dir) {
                                 _cleanup_close_ int dfd = root_open(root, "etc", O_RDONLY | O_DIRECTORY, 0);
-                                if (dfd >= 0 && unlinkat(dfd, "modprobe.d", AT_REMOVEDIR) < 0 &&
-                                    errno != ENOTEMPTY && errno != EEXIST && errno != ENOENT)
+                                if (dfd >= 0 && unlinkat(dfd, "modprobe.d", AT_REMOVEDIR) < 0 && errno != ENOTEMPTY &&
+                                    errno != EEXIST && errno != ENOENT)
                                         return -errno;
                         }
                         return 0;

@@ -16,29 +16,16 @@
 
 /* The "cat" section of a profile: cache and memory-bandwidth groups. */
 static const SchemaField share_fields[] = {
-        { "mask", &schema_string },
-        { "ways", &schema_cores },
-        { "percent", &schema_percent },
-        {}
+        { "mask", &schema_string }, { "ways", &schema_cores }, { "percent", &schema_percent }, {}
 };
 static const Schema share_schema = { SCHEMA_OBJECT, .fields = share_fields };
-static const SchemaField cat_group_fields[] = {
-        { "name", &schema_string },
-        { "cpus", &schema_cpus },
-        { "l3", &share_schema },
-        { "l3code", &share_schema },
-        { "l3data", &share_schema },
-        { "mb", &schema_percent },
-        { "exclusive", &schema_bool },
-        {}
-};
+static const SchemaField cat_group_fields[] = { { "name", &schema_string },    { "cpus", &schema_cpus },
+                                                { "l3", &share_schema },       { "l3code", &share_schema },
+                                                { "l3data", &share_schema },   { "mb", &schema_percent },
+                                                { "exclusive", &schema_bool }, {} };
 static const Schema cat_group_schema = { SCHEMA_OBJECT, .fields = cat_group_fields };
 static const Schema cat_groups_schema = { SCHEMA_ARRAY, .items = &cat_group_schema };
-static const SchemaField cat_fields[] = {
-        { "groups", &cat_groups_schema },
-        { "shrink_default", &schema_bool },
-        {}
-};
+static const SchemaField cat_fields[] = { { "groups", &cat_groups_schema }, { "shrink_default", &schema_bool }, {} };
 static const Schema cat_schema = { SCHEMA_OBJECT, .fields = cat_fields };
 static const SchemaField resctrl_section = { "cat", &cat_schema };
 
@@ -268,9 +255,9 @@ typedef enum CatShareKind {
 static const char * const share_key[_SHARE_MAX] = { "l3", "l3code", "l3data" };
 
 typedef struct CatShare {
-        json_t *spec;           /* {"mask": …} | {"ways": N} | {"percent": N}; NULL if not given */
+        json_t *spec; /* {"mask": …} | {"ways": N} | {"percent": N}; NULL if not given */
         uint64_t mask;
-        bool allocated;         /* from ways/percent */
+        bool allocated; /* from ways/percent */
 } CatShare;
 
 typedef struct CatGroup {
@@ -308,12 +295,14 @@ static int cat_groups_parse(PlanCtx *ctx, json_t *arr, CatGroup *groups, size_t 
                 if (!g->name || !g->cpus_list)
                         return plan_fail_item(ctx, "/cat/groups", i, NULL, "a group needs \"name\" and \"cpus\"");
                 if (streq(g->name, "mon_data"))
-                        return plan_fail_item(ctx, "/cat/groups", i, "name",
-                                          "\"mon_data\" is the resctrl root's monitoring directory; choose another name");
+                        return plan_fail_item(
+                                ctx, "/cat/groups", i, "name",
+                                "\"mon_data\" is the resctrl root's monitoring directory; choose another name");
                 if (streq(g->name, "default"))
-                        return plan_fail_item(ctx, "/cat/groups", i, "name",
-                                          "\"default\" names resctrl's root group in rtpart's knob ids (resctrl/default/…); "
-                                          "choose another name");
+                        return plan_fail_item(
+                                ctx, "/cat/groups", i, "name",
+                                "\"default\" names resctrl's root group in rtpart's knob ids (resctrl/default/…); "
+                                "choose another name");
                 if (cpu_set_parse_list(g->cpus_list, &g->cpus, NULL) < 0)
                         return plan_fail_item(ctx, "/cat/groups", i, "cpus", "\"%s\" is not a CPU list", g->cpus_list);
                 for (size_t j = 0; j < i; j++)
@@ -321,10 +310,11 @@ static int cat_groups_parse(PlanCtx *ctx, json_t *arr, CatGroup *groups, size_t 
                                 CpuSet both = g->cpus;
                                 cpu_set_and(&both, &groups[j].cpus);
                                 _cleanup_free_ char *l = cpu_set_format_list(&both);
-                                return plan_fail_item(ctx, "/cat/groups", i, "cpus",
-                                                  "CPUs %s are also in group \"%s\" (/cat/groups/%zu); a CPU belongs to one "
-                                                  "resctrl group, so give each group its own CPUs",
-                                                  strempty(l), groups[j].name, j);
+                                return plan_fail_item(
+                                        ctx, "/cat/groups", i, "cpus",
+                                        "CPUs %s are also in group \"%s\" (/cat/groups/%zu); a CPU belongs to one "
+                                        "resctrl group, so give each group its own CPUs",
+                                        strempty(l), groups[j].name, j);
                         }
                 g->exclusive = json_is_true(json_object_get(v, "exclusive"));
                 for (int s = 0; s < _SHARE_MAX; s++)
@@ -336,11 +326,12 @@ static int cat_groups_parse(PlanCtx *ctx, json_t *arr, CatGroup *groups, size_t 
                         if (ctx->host->vendor == CPU_VENDOR_AMD)
                                 /* AMD's MB values are absolute (1/8 GB/s units, info/MB/bandwidth_gran
                                  * 1, maximum about 2048): a percentage has no fixed translation. */
-                                return plan_fail_item(ctx, "/cat/groups", i, "mb",
-                                                  "\"mb\" is a percentage of memory bandwidth (Intel MBA); on this AMD "
-                                                  "host resctrl's MB is an absolute limit in 1/8 GB/s units, which rtpart "
-                                                  "does not translate; remove \"mb\" or move it under \"vendor\": "
-                                                  "{\"intel\": …}");
+                                return plan_fail_item(
+                                        ctx, "/cat/groups", i, "mb",
+                                        "\"mb\" is a percentage of memory bandwidth (Intel MBA); on this AMD "
+                                        "host resctrl's MB is an absolute limit in 1/8 GB/s units, which rtpart "
+                                        "does not translate; remove \"mb\" or move it under \"vendor\": "
+                                        "{\"intel\": …}");
                 }
         }
         return 0;
@@ -359,7 +350,7 @@ typedef struct CatHost {
         unsigned min_bits;
         unsigned *domains;
         size_t n_domains;
-        char *root_schemata;    /* text of <mount>/schemata, NULL if unreadable */
+        char *root_schemata; /* text of <mount>/schemata, NULL if unreadable */
 } CatHost;
 
 static void cat_host_done(CatHost *ch) {
@@ -393,7 +384,7 @@ static int cat_host_init(PlanCtx *ctx, CatHost *ch) {
         if (ch->cache) {
                 /* Kernels before 6.8 have no sparse_masks file but take sparse masks on AMD. */
                 ch->sparse = ch->cache->sparse_masks == 1 ||
-                             (ch->cache->sparse_masks < 0 && ctx->host->vendor == CPU_VENDOR_AMD);
+                        (ch->cache->sparse_masks < 0 && ctx->host->vendor == CPU_VENDOR_AMD);
                 ch->min_bits = MAX(ch->cache->min_cbm_bits, 1U);
         }
 
@@ -442,17 +433,21 @@ static int cat_check_resources(PlanCtx *ctx, const CatHost *ch, CatGroup *groups
                         if (!g->share[s].spec)
                                 continue;
                         if (!rc->l3.present && !rc->cdp)
-                                return plan_fail_item(ctx, "/cat/groups", i, share_key[s],
-                                                  "this host's resctrl has no L3 cache allocation (no info/L3 under "
-                                                  "/%s); remove \"%s\"", ch->mount, share_key[s]);
+                                return plan_fail_item(
+                                        ctx, "/cat/groups", i, share_key[s],
+                                        "this host's resctrl has no L3 cache allocation (no info/L3 under "
+                                        "/%s); remove \"%s\"",
+                                        ch->mount, share_key[s]);
                         if (s != SHARE_L3 && !rc->cdp)
                                 return plan_fail_item(ctx, "/cat/groups", i, share_key[s],
-                                                  "CDP is not enabled; mount resctrl with -o cdp or use \"l3\"");
+                                                      "CDP is not enabled; mount resctrl with -o cdp or use \"l3\"");
                 }
                 if (g->has_mb && !rc->mb.present)
-                        return plan_fail_item(ctx, "/cat/groups", i, "mb",
-                                          "this host's resctrl has no memory bandwidth allocation (no info/MB under /%s); "
-                                          "remove \"mb\"", ch->mount);
+                        return plan_fail_item(
+                                ctx, "/cat/groups", i, "mb",
+                                "this host's resctrl has no memory bandwidth allocation (no info/MB under /%s); "
+                                "remove \"mb\"",
+                                ch->mount);
         }
 
         /* CLOSIDs: the kernel uses the smallest num_closids of its allocation resources. */
@@ -473,11 +468,12 @@ static int cat_check_resources(PlanCtx *ctx, const CatHost *ch, CatGroup *groups
         }
         _cleanup_free_ char *all_s = strbuf_steal(&all);
         if (limit > 0 && n > limit - 1)
-                return plan_fail_item(ctx, "/cat/groups", limit - 1, NULL,
-                                  "too many groups: this host's resctrl has %u CLOSIDs (info/%s/num_closids%s%s) and "
-                                  "the default group holds one, so at most %u groups fit; merge or drop groups",
-                                  limit, limit_by, n_res > 1 ? "; the kernel uses the smallest of " : "",
-                                  n_res > 1 ? strempty(all_s) : "", limit - 1);
+                return plan_fail_item(
+                        ctx, "/cat/groups", limit - 1, NULL,
+                        "too many groups: this host's resctrl has %u CLOSIDs (info/%s/num_closids%s%s) and "
+                        "the default group holds one, so at most %u groups fit; merge or drop groups",
+                        limit, limit_by, n_res > 1 ? "; the kernel uses the smallest of " : "",
+                        n_res > 1 ? strempty(all_s) : "", limit - 1);
         return 0;
 }
 
@@ -486,23 +482,25 @@ static int cat_check_mask(PlanCtx *ctx, const CatHost *ch, size_t i, const char 
         char a[24], b[24];
 
         if (m == 0)
-                return plan_fail_item(ctx, "/cat/groups", i, key, "mask 0 selects no cache ways; this host has %u ways (cbm_mask %s)",
-                                  r->cbm_bits, mask_str(b, r->cbm_mask, r->cbm_bits));
+                return plan_fail_item(ctx, "/cat/groups", i, key,
+                                      "mask 0 selects no cache ways; this host has %u ways (cbm_mask %s)", r->cbm_bits,
+                                      mask_str(b, r->cbm_mask, r->cbm_bits));
         if (m & ~r->cbm_mask)
-                return plan_fail_item(ctx, "/cat/groups", i, key, "mask 0x%llx exceeds this host's cbm_mask %s (%u ways)",
-                                  (unsigned long long) m, mask_str(b, r->cbm_mask, r->cbm_bits), r->cbm_bits);
+                return plan_fail_item(ctx, "/cat/groups", i, key,
+                                      "mask 0x%llx exceeds this host's cbm_mask %s (%u ways)", (unsigned long long) m,
+                                      mask_str(b, r->cbm_mask, r->cbm_bits), r->cbm_bits);
         if (popcount64(m) < ch->min_bits)
                 return plan_fail_item(ctx, "/cat/groups", i, key,
-                                  "mask %s has %u bit%s; this host's min_cbm_bits is %u: give at least %u ways",
-                                  mask_str(a, m, r->cbm_bits), popcount64(m), popcount64(m) == 1 ? "" : "s",
-                                  ch->min_bits, ch->min_bits);
+                                      "mask %s has %u bit%s; this host's min_cbm_bits is %u: give at least %u ways",
+                                      mask_str(a, m, r->cbm_bits), popcount64(m), popcount64(m) == 1 ? "" : "s",
+                                      ch->min_bits, ch->min_bits);
         if (!ch->sparse && !mask_contiguous(m)) {
                 unsigned cnt = popcount64(m), top = 63U - (unsigned) __builtin_clzll(m);
                 return plan_fail_item(ctx, "/cat/groups", i, key,
-                                  "mask %s is not contiguous and this host's CPUs take only contiguous masks "
-                                  "(info/%s/sparse_masks is not 1); use e.g. %s",
-                                  mask_str(a, m, r->cbm_bits), ch->cache_name,
-                                  mask_str(b, mask_run(cnt, top + 1 - cnt), r->cbm_bits));
+                                      "mask %s is not contiguous and this host's CPUs take only contiguous masks "
+                                      "(info/%s/sparse_masks is not 1); use e.g. %s",
+                                      mask_str(a, m, r->cbm_bits), ch->cache_name,
+                                      mask_str(b, mask_run(cnt, top + 1 - cnt), r->cbm_bits));
         }
         return 0;
 }
@@ -527,9 +525,10 @@ static int cat_compute_masks(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, 
                                 continue;
                         uint64_t m;
                         if (!json_is_string(mask) || resctrl_mask_parse(json_string_value(mask), &m) < 0)
-                                return plan_fail_item(ctx, "/cat/groups", i, share_key[s],
-                                                  "\"%s\" is not a capacity bitmask; write hex digits such as \"0x7f0\"",
-                                                  json_is_string(mask) ? json_string_value(mask) : "mask");
+                                return plan_fail_item(
+                                        ctx, "/cat/groups", i, share_key[s],
+                                        "\"%s\" is not a capacity bitmask; write hex digits such as \"0x7f0\"",
+                                        json_is_string(mask) ? json_string_value(mask) : "mask");
                         k = cat_check_mask(ctx, ch, i, share_key[s], m);
                         if (k < 0)
                                 return k;
@@ -547,12 +546,12 @@ static int cat_compute_masks(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, 
                                 want = (unsigned) json_integer_value(ways);
                                 if (want > r->cbm_bits)
                                         return plan_fail_item(ctx, "/cat/groups", i, share_key[s],
-                                                          "%u ways exceed this host's %u ways (cbm_mask %s)", want,
-                                                          r->cbm_bits, mask_str(a, r->cbm_mask, r->cbm_bits));
+                                                              "%u ways exceed this host's %u ways (cbm_mask %s)", want,
+                                                              r->cbm_bits, mask_str(a, r->cbm_mask, r->cbm_bits));
                                 if (want < ch->min_bits)
                                         return plan_fail_item(ctx, "/cat/groups", i, share_key[s],
-                                                          "%u way%s is fewer than this host's min_cbm_bits %u", want,
-                                                          want == 1 ? "" : "s", ch->min_bits);
+                                                              "%u way%s is fewer than this host's min_cbm_bits %u",
+                                                              want, want == 1 ? "" : "s", ch->min_bits);
                         } else if (pct) {
                                 long long p = json_integer_value(pct);
                                 want = (unsigned) ((r->cbm_bits * p + 50) / 100);
@@ -569,12 +568,13 @@ static int cat_compute_masks(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, 
                                                  " and an exclusive group cannot use the shareable_bits %s (ways I/O "
                                                  "devices and other agents fill)",
                                                  mask_str(b, r->shareable_bits, r->cbm_bits));
-                                return plan_fail_item(ctx, "/cat/groups", i, share_key[s],
-                                                  "%u contiguous ways do not fit: this host has %u ways (cbm_mask %s), "
-                                                  "%s are given to other groups%s; ask for fewer ways or give an explicit "
-                                                  "\"mask\" to share ways with another group",
-                                                  want, r->cbm_bits, mask_str(a, r->cbm_mask, r->cbm_bits),
-                                                  mask_str(b, taken, r->cbm_bits), extra);
+                                return plan_fail_item(
+                                        ctx, "/cat/groups", i, share_key[s],
+                                        "%u contiguous ways do not fit: this host has %u ways (cbm_mask %s), "
+                                        "%s are given to other groups%s; ask for fewer ways or give an explicit "
+                                        "\"mask\" to share ways with another group",
+                                        want, r->cbm_bits, mask_str(a, r->cbm_mask, r->cbm_bits),
+                                        mask_str(b, taken, r->cbm_bits), extra);
                         }
                         g->share[s].mask = m;
                         g->share[s].allocated = true;
@@ -593,8 +593,8 @@ static int cat_check_exclusive(PlanCtx *ctx, const CatHost *ch, const CatGroup *
                 uint64_t u = group_ways(g);
                 if (g->exclusive && !group_first_share(g))
                         return plan_fail_item(ctx, "/cat/groups", i, "exclusive",
-                                          "an exclusive group needs cache ways of its own: give \"l3\" (or "
-                                          "\"l3code\"/\"l3data\")");
+                                              "an exclusive group needs cache ways of its own: give \"l3\" (or "
+                                              "\"l3code\"/\"l3data\")");
                 if (!r || u == 0)
                         continue;
                 for (size_t j = 0; j < i; j++) {
@@ -603,22 +603,25 @@ static int cat_check_exclusive(PlanCtx *ctx, const CatHost *ch, const CatGroup *
                         if (!(g->exclusive || o->exclusive) || !(u & w))
                                 continue;
                         if (o->exclusive)
-                                return plan_fail_item(ctx, "/cat/groups", i, group_first_share(g),
-                                                  "ways %s overlap those of exclusive group \"%s\" (%s); an exclusive "
-                                                  "group shares no ways with any other group",
-                                                  mask_str(a, u, r->cbm_bits), o->name, mask_str(b, w, r->cbm_bits));
-                        return plan_fail_item(ctx, "/cat/groups", i, group_first_share(g),
-                                          "this group is exclusive but its ways %s overlap those of group \"%s\" (%s); an "
-                                          "exclusive group shares no ways with any other group",
-                                          mask_str(a, u, r->cbm_bits), o->name, mask_str(b, w, r->cbm_bits));
+                                return plan_fail_item(
+                                        ctx, "/cat/groups", i, group_first_share(g),
+                                        "ways %s overlap those of exclusive group \"%s\" (%s); an exclusive "
+                                        "group shares no ways with any other group",
+                                        mask_str(a, u, r->cbm_bits), o->name, mask_str(b, w, r->cbm_bits));
+                        return plan_fail_item(
+                                ctx, "/cat/groups", i, group_first_share(g),
+                                "this group is exclusive but its ways %s overlap those of group \"%s\" (%s); an "
+                                "exclusive group shares no ways with any other group",
+                                mask_str(a, u, r->cbm_bits), o->name, mask_str(b, w, r->cbm_bits));
                 }
                 if (g->exclusive && (u & r->shareable_bits)) {
                         uint64_t alt = mask_alloc_top(r->cbm_mask, r->cbm_bits, r->shareable_bits, popcount64(u));
-                        return plan_fail_item(ctx, "/cat/groups", i, group_first_share(g),
-                                          "ways %s overlap this host's shareable_bits %s (ways I/O devices and other "
-                                          "agents fill); the kernel refuses exclusive mode there; use e.g. %s",
-                                          mask_str(a, u, r->cbm_bits), mask_str(b, r->shareable_bits, r->cbm_bits),
-                                          alt ? mask_str(c, alt, r->cbm_bits) : "fewer ways");
+                        return plan_fail_item(
+                                ctx, "/cat/groups", i, group_first_share(g),
+                                "ways %s overlap this host's shareable_bits %s (ways I/O devices and other "
+                                "agents fill); the kernel refuses exclusive mode there; use e.g. %s",
+                                mask_str(a, u, r->cbm_bits), mask_str(b, r->shareable_bits, r->cbm_bits),
+                                alt ? mask_str(c, alt, r->cbm_bits) : "fewer ways");
                 }
         }
         return 0;
@@ -633,8 +636,8 @@ static int cat_check_mb(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_
                         continue;
                 if (g->mb < mb->min_bandwidth)
                         return plan_fail_item(ctx, "/cat/groups", i, "mb",
-                                          "mb %u%% is below this host's min_bandwidth %u%%; use %u to 100", g->mb,
-                                          mb->min_bandwidth, mb->min_bandwidth);
+                                              "mb %u%% is below this host's min_bandwidth %u%%; use %u to 100", g->mb,
+                                              mb->min_bandwidth, mb->min_bandwidth);
                 /* The kernel rounds up to the granularity (bw_validate()); say so beforehand. */
                 if (mb->bandwidth_gran > 1 && g->mb % mb->bandwidth_gran)
                         g->mb = MIN((g->mb / mb->bandwidth_gran + 1) * mb->bandwidth_gran, 100U);
@@ -659,11 +662,12 @@ static int cat_default_mask(PlanCtx *ctx, const CatHost *ch, const CatGroup *gro
         uint64_t free_ways = r->cbm_mask & ~excl;
         uint64_t d = ch->sparse ? free_ways : mask_largest_run(free_ways);
         if (popcount64(d) < ch->min_bits)
-                return plan_fail_item(ctx, "/cat/groups", last, group_first_share(&groups[last]),
-                                  "exclusive groups take %s of this host's cbm_mask %s, leaving the default group %s: "
-                                  "fewer than min_cbm_bits %u; leave at least %u way%s (contiguous) outside exclusive groups",
-                                  mask_str(a, excl, r->cbm_bits), mask_str(b, r->cbm_mask, r->cbm_bits),
-                                  mask_str(c, d, r->cbm_bits), ch->min_bits, ch->min_bits, ch->min_bits == 1 ? "" : "s");
+                return plan_fail_item(
+                        ctx, "/cat/groups", last, group_first_share(&groups[last]),
+                        "exclusive groups take %s of this host's cbm_mask %s, leaving the default group %s: "
+                        "fewer than min_cbm_bits %u; leave at least %u way%s (contiguous) outside exclusive groups",
+                        mask_str(a, excl, r->cbm_bits), mask_str(b, r->cbm_mask, r->cbm_bits),
+                        mask_str(c, d, r->cbm_bits), ch->min_bits, ch->min_bits, ch->min_bits == 1 ? "" : "s");
         *ret = d;
         *ret_unused = free_ways & ~d;
         return 0;
@@ -771,11 +775,12 @@ static int cat_note_foreign(PlanCtx *ctx, const CatHost *ch, const CatGroup *gro
         if (ch->rc->mb.present && ch->rc->mb.num_closids && (!limit || ch->rc->mb.num_closids < limit))
                 limit = ch->rc->mb.num_closids;
         if (limit > 0 && n + foreign > limit - 1)
-                return plan_note(ctx,
-                                 "cat: resctrl groups not in this profile hold CLOSIDs too (%s): with this profile's %zu "
-                                 "groups that is %zu of the %u available besides the default group; remove them before "
-                                 "apply or it runs out of CLOSIDs",
-                                 list, n, n + foreign, limit - 1);
+                return plan_note(
+                        ctx,
+                        "cat: resctrl groups not in this profile hold CLOSIDs too (%s): with this profile's %zu "
+                        "groups that is %zu of the %u available besides the default group; remove them before "
+                        "apply or it runs out of CLOSIDs",
+                        list, n, n + foreign, limit - 1);
         return plan_note(ctx, "cat: resctrl groups not in this profile are left alone: %s", list);
 }
 
@@ -787,9 +792,13 @@ static int add_mount(PlanCtx *ctx, const CatHost *ch, bool cdp) {
         int k = resctrl_read_mount(ctx->root, ch->mount, &cur);
         if (k < 0)
                 return k;
-        k = plan_add(ctx, "resctrl/mount", VALUE_AUTO, ch->mount, cur, cur ? cur : cdp ? "mounted,cdp" : "mounted", false,
-                     &kn);
-        if (k >= 0 && !cur && !(kn->note = strdup(root_can(ctx->root, ROOT_CAN_MOUNT) ? "mount -t resctrl" : "not mounted under --root")))
+        k = plan_add(ctx, "resctrl/mount", VALUE_AUTO, ch->mount, cur,
+                     cur           ? cur
+                             : cdp ? "mounted,cdp"
+                                   : "mounted",
+                     false, &kn);
+        if (k >= 0 && !cur &&
+            !(kn->note = strdup(root_can(ctx->root, ROOT_CAN_MOUNT) ? "mount -t resctrl" : "not mounted under --root")))
                 return -ENOMEM;
         return k;
 }
@@ -826,8 +835,9 @@ static int resctrl_plan(PlanCtx *ctx) {
         if (!cat)
                 return 0;
         if (!rc->supported && !rc->mounted)
-                return plan_note(ctx, "cat: resctrl is not available on this host (no Intel RDT / AMD QoS in this kernel "
-                                      "or CPU); cache partitioning skipped");
+                return plan_note(ctx,
+                                 "cat: resctrl is not available on this host (no Intel RDT / AMD QoS in this kernel "
+                                 "or CPU); cache partitioning skipped");
 
         json_t *arr = json_object_get(cat, "groups");
         size_t n = json_array_size(arr);
@@ -873,8 +883,10 @@ static int resctrl_plan(PlanCtx *ctx) {
         }
 
         if (ch.n_domains == 0)
-                return plan_note(ctx, "cat: cannot tell this host's resctrl domains (no L3 cache ids in sysfs and no "
-                                      "readable /%s/schemata); cache partitioning skipped", ch.mount);
+                return plan_note(ctx,
+                                 "cat: cannot tell this host's resctrl domains (no L3 cache ids in sysfs and no "
+                                 "readable /%s/schemata); cache partitioning skipped",
+                                 ch.mount);
 
         const ResctrlResource *r = ch.cache;
         char a[24];
@@ -899,8 +911,10 @@ static int resctrl_plan(PlanCtx *ctx) {
                         return k;
                 if (unused) {
                         _cleanup_free_ char *left = mask_ways(unused);
-                        k = plan_note(ctx, "cat: the default group keeps %s; %s stay unused, as this host takes only "
-                                           "contiguous masks", mask_str(a, def, r->cbm_bits), strempty(left));
+                        k = plan_note(ctx,
+                                      "cat: the default group keeps %s; %s stay unused, as this host takes only "
+                                      "contiguous masks",
+                                      mask_str(a, def, r->cbm_bits), strempty(left));
                         if (k < 0)
                                 return k;
                 }
@@ -924,9 +938,10 @@ static int resctrl_plan(PlanCtx *ctx) {
                                         p++;
                         }
                         if (overlap) {
-                                k = plan_note(ctx, "cat: shrink_default is false and the default group (%s:%s) shares "
-                                                   "ways with the exclusive groups (%s); the kernel refuses exclusive mode "
-                                                   "until the default group gives them up",
+                                k = plan_note(ctx,
+                                              "cat: shrink_default is false and the default group (%s:%s) shares "
+                                              "ways with the exclusive groups (%s); the kernel refuses exclusive mode "
+                                              "until the default group gives them up",
                                               ch.cache_name, cur, mask_str(a, excl, r->cbm_bits));
                                 if (k < 0)
                                         return k;
@@ -943,7 +958,8 @@ static int resctrl_plan(PlanCtx *ctx) {
                         _cleanup_free_ char *note = NULL;
                         if (sh->allocated) {
                                 _cleanup_free_ char *ways = mask_ways(sh->mask);
-                                if (!ways || asprintf(&note, "%s (%u of %u)", ways, popcount64(sh->mask), r->cbm_bits) < 0)
+                                if (!ways ||
+                                    asprintf(&note, "%s (%u of %u)", ways, popcount64(sh->mask), r->cbm_bits) < 0)
                                         return -ENOMEM;
                         }
                         if (s == SHARE_L3 && rc->cdp) {
@@ -960,8 +976,9 @@ static int resctrl_plan(PlanCtx *ctx) {
                 }
                 if (g->has_mb) {
                         if (g->mb != g->mb_asked) {
-                                k = plan_note(ctx, "cat: group %s: mb %u%% is rounded up to %u%%, a multiple of this "
-                                                   "host's bandwidth_gran %u%%, as the kernel would",
+                                k = plan_note(ctx,
+                                              "cat: group %s: mb %u%% is rounded up to %u%%, a multiple of this "
+                                              "host's bandwidth_gran %u%%, as the kernel would",
                                               g->name, g->mb_asked, g->mb, rc->mb.bandwidth_gran);
                                 if (k < 0)
                                         return k;
@@ -1019,7 +1036,8 @@ int resctrl_read_mount(Root *root, const char *path, char **ret) {
                         opts = 3;
                 } else if (!dash)
                         continue;
-                if (dash + 1 >= n || !streq(f[mountinfo ? dash + 1 : 2], "resctrl") || !streq(f[mp] + (f[mp][0] == '/'), path))
+                if (dash + 1 >= n || !streq(f[mountinfo ? dash + 1 : 2], "resctrl") ||
+                    !streq(f[mp] + (f[mp][0] == '/'), path))
                         continue;
                 StrBuf b = {};
                 strbuf_append(&b, "mounted");
@@ -1079,8 +1097,8 @@ static int write_mount(Root *root, const Knob *k, const char *value, KnobResult 
                 const char *opts = strchr(value, ',');
                 r = root_mount(root, k->path, "resctrl", opts ? opts + 1 : NULL);
                 if (r < 0) {
-                        knob_result_reason(ret, "mount -t resctrl%s%s resctrl %s: %s", opts ? " -o " : "", opts ? opts + 1 : "", abs,
-                                   strerror(-r));
+                        knob_result_reason(ret, "mount -t resctrl%s%s resctrl %s: %s", opts ? " -o " : "",
+                                           opts ? opts + 1 : "", abs, strerror(-r));
                         return r;
                 }
                 return 0;
@@ -1091,7 +1109,8 @@ static int write_mount(Root *root, const Knob *k, const char *value, KnobResult 
         if (r < 0)
                 return r;
         if (*others) {
-                knob_result_reason(ret, "resctrl stays mounted at %s: it holds groups rtpart did not create (%s)", abs, others);
+                knob_result_reason(ret, "resctrl stays mounted at %s: it holds groups rtpart did not create (%s)", abs,
+                                   others);
                 return KNOB_SKIPPED;
         }
         r = root_umount(root, k->path);
@@ -1108,7 +1127,7 @@ typedef struct ResctrlKnob {
         char *mount;
         char *group;
         const char *file;
-        const char *resource;   /* schemata knobs: "L3", "MB", … */
+        const char *resource; /* schemata knobs: "L3", "MB", … */
 } ResctrlKnob;
 
 static void resctrl_knob_done(ResctrlKnob *c) {

@@ -34,7 +34,7 @@ static int sysctl_plan(PlanCtx *ctx) {
         int k;
         StrBuf missing = {};
 
-        json_object_foreach(sec, name, v) {
+        json_object_foreach (sec, name, v) {
                 if (json_is_null(v))
                         continue; /* removed by an including profile */
                 _cleanup_free_ char *path = NULL, *id = NULL, *want = NULL, *cur = NULL;
@@ -84,7 +84,7 @@ static bool is_mask_file(const char *path) {
         const char *b = strrchr(path, '/');
         b = b ? b + 1 : path;
         return streq(b, "cpumask") || streq(b, "cpumask_requested") || streq(b, "smp_affinity") ||
-               streq(b, "default_smp_affinity");
+                streq(b, "default_smp_affinity");
 }
 
 static int sysfs_plan(PlanCtx *ctx) {
@@ -95,7 +95,7 @@ static int sysfs_plan(PlanCtx *ctx) {
         int k;
         StrBuf missing = {};
 
-        json_object_foreach(sec, key, v) {
+        json_object_foreach (sec, key, v) {
                 if (json_is_null(v))
                         continue;
                 _cleanup_strv_free_ char **matches = NULL;
@@ -137,7 +137,8 @@ static int sysfs_plan(PlanCtx *ctx) {
                         if (k == -ENOMEM)
                                 return k;
                         ValueKind kind = is_mask_file(canon) ? VALUE_CPU_MASK
-                                         : cur && strchr(cur, '[') ? VALUE_SELECT : VALUE_AUTO;
+                                : cur && strchr(cur, '[')    ? VALUE_SELECT
+                                                             : VALUE_AUTO;
                         k = plan_add(ctx, id, kind, canon, cur, want, false, NULL);
                         if (k < 0)
                                 return k;

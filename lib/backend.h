@@ -38,15 +38,15 @@ typedef enum ValueKind {
 } ValueKind;
 
 typedef struct Knob {
-        char *id;               /* "irq/41/affinity" */
+        char *id; /* "irq/41/affinity" */
         Domain domain;
         ValueKind kind;
-        char *path;             /* root-relative file behind it, NULL if none (boot args, kthreads) */
-        char *current;          /* NULL: absent (file missing, argument not set) */
-        char *desired;          /* NULL: to be removed */
-        bool reboot;            /* takes effect only after a reboot */
-        bool changed;           /* current differs from desired */
-        char *note;             /* shown beside the knob, may be NULL */
+        char *path;    /* root-relative file behind it, NULL if none (boot args, kthreads) */
+        char *current; /* NULL: absent (file missing, argument not set) */
+        char *desired; /* NULL: to be removed */
+        bool reboot;   /* takes effect only after a reboot */
+        bool changed;  /* current differs from desired */
+        char *note;    /* shown beside the knob, may be NULL */
 } Knob;
 
 typedef struct Plan {
@@ -54,7 +54,7 @@ typedef struct Plan {
         CpuSet isolated, housekeeping;
         Knob *knobs;
         size_t n_knobs, cap_knobs;
-        char **notes;           /* host-level remarks ("resctrl not available: cat skipped") */
+        char **notes; /* host-level remarks ("resctrl not available: cat skipped") */
 } Plan;
 
 /* What a backend's plan verb sees. */
@@ -68,19 +68,19 @@ typedef struct PlanCtx {
 
 /* What became of a write. */
 typedef enum KnobStatus {
-        KNOB_DONE,      /* written (or nothing to write) */
-        KNOB_REFUSED,   /* the kernel said no, as expected (a managed IRQ, a per-CPU kthread) */
-        KNOB_SKIPPED,   /* not possible on this root now (syscall-backed knobs under a tree, a CPU
+        KNOB_DONE,    /* written (or nothing to write) */
+        KNOB_REFUSED, /* the kernel said no, as expected (a managed IRQ, a per-CPU kthread) */
+        KNOB_SKIPPED, /* not possible on this root now (syscall-backed knobs under a tree, a CPU
                          * gone offline, a module unloaded) */
-        KNOB_FAILED,    /* error says why */
+        KNOB_FAILED,  /* error says why */
         _KNOB_STATUS_MAX,
         _KNOB_STATUS_INVALID = -EINVAL,
 } KnobStatus;
 
 typedef struct KnobResult {
         KnobStatus status;
-        int error;              /* negative errno when KNOB_FAILED, else 0 */
-        char *reason;           /* the kernel's or systemd's own words (resctrl's info/last_cmd_status,
+        int error;    /* negative errno when KNOB_FAILED, else 0 */
+        char *reason; /* the kernel's or systemd's own words (resctrl's info/last_cmd_status,
                                  * a cpuset partition's "invalid (reason)"), or NULL */
 } KnobResult;
 
@@ -93,12 +93,12 @@ int knob_result_finish(KnobResult *ret, int r);
 
 /* What a domain is like, for the engine and the daemon to ask instead of naming it. */
 typedef enum BackendFlags {
-        BACKEND_REBOOT_ONLY = 1 << 0,   /* takes effect at the next boot: verify also compares with
+        BACKEND_REBOOT_ONLY = 1 << 0,    /* takes effect at the next boot: verify also compares with
                                          * what the running system uses (running) */
         BACKEND_OBJECTS_VANISH = 1 << 1, /* its objects come and go (IRQs with their devices, threads):
                                           * an absent one has vanished, it has not drifted */
-        BACKEND_NEEDS_DAEMON = 1 << 2,  /* some knobs hold only while rtpartd runs (pm_qos requests) */
-        BACKEND_FOLLOWS_FORKS = 1 << 3, /* its objects are threads: checked again when the kernel
+        BACKEND_NEEDS_DAEMON = 1 << 2,   /* some knobs hold only while rtpartd runs (pm_qos requests) */
+        BACKEND_FOLLOWS_FORKS = 1 << 3,  /* its objects are threads: checked again when the kernel
                                          * forks some (the proc connector), as no file says so */
 } BackendFlags;
 
@@ -136,8 +136,8 @@ typedef struct Backend {
         char *(*heading)(json_t *host);
 } Backend;
 
-extern const Backend backend_boot, backend_irq, backend_irqbalance, backend_cpuset, backend_resctrl,
-        backend_sysctl, backend_sysfs, backend_kthread, backend_cpu, backend_module;
+extern const Backend backend_boot, backend_irq, backend_irqbalance, backend_cpuset, backend_resctrl, backend_sysctl,
+        backend_sysfs, backend_kthread, backend_cpu, backend_module;
 
 const Backend *backend_for(Domain d);
 /* Every backend, in the order of application; *ret_n of them. */
@@ -148,8 +148,8 @@ Domain domain_from_string(const char *s);
 /* ---- helpers for backends ---- */
 
 /* Adds a knob; takes ownership of nothing (copies). current/desired may be NULL. */
-int plan_add(PlanCtx *ctx, const char *id, ValueKind kind, const char *path, const char *current,
-             const char *desired, bool reboot, Knob **ret);
+int plan_add(PlanCtx *ctx, const char *id, ValueKind kind, const char *path, const char *current, const char *desired,
+             bool reboot, Knob **ret);
 int plan_note(PlanCtx *ctx, const char *fmt, ...) _printf_(2, 3);
 /* A profile error at a JSON pointer of the resolved profile (the file is found from the pointer). */
 int plan_fail(PlanCtx *ctx, const char *pointer, const char *fmt, ...) _printf_(3, 4);
@@ -170,7 +170,7 @@ int knob_read_file(Root *root, const Knob *k, char **ret);
 /* Kernel and module parameters that go into bootloader files and /etc/modprobe.d (see plan.c for
  * the rules and why). */
 #define BOOTARG_NAME_MAX 64
-#define BOOTARG_VALUE_MAX 2047          /* x86's and arm64's COMMAND_LINE_SIZE, less its NUL */
+#define BOOTARG_VALUE_MAX 2047 /* x86's and arm64's COMMAND_LINE_SIZE, less its NUL */
 #define BOOTARG_VALUE_PUNCT "_.,:=/+@%-"
 /* [A-Za-z0-9_][A-Za-z0-9_.-]*, at most BOOTARG_NAME_MAX characters. */
 bool bootarg_name_valid(const char *name);

@@ -29,4 +29,3 @@ int cgroup_move_task(Root *r, const char *hier, const char *name, long id);
 int cgroup_read_tasks(Root *r, const char *hier, const char *name, long **ret, size_t *ret_n);
 /* Moves the cgroup's tasks to the root, then removes the cgroup. 0 if there is no such cgroup. */
 int cgroup_rmdir(Root *r, const char *hier, const char *name);
-

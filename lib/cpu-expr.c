@@ -56,48 +56,68 @@ int cpu_expr_parse(const char *expr, const Host *host, const CpuSet *iso, const 
                 else if (streq(tok, "isolated") || streq(tok, "housekeeping")) {
                         const CpuSet *c = streq(tok, "isolated") ? iso : hk;
                         if (!c)
-                                return asprintf(ret_message, "\"%s\" cannot be used here: the CPU classes are being defined", tok) < 0
-                                       ? -ENOMEM : -EINVAL;
+                                return asprintf(ret_message,
+                                                "\"%s\" cannot be used here: the CPU classes are being defined",
+                                                tok) < 0
+                                        ? -ENOMEM
+                                        : -EINVAL;
                         s = *c;
                 } else if (selector_id(tok, "node:", &id)) {
                         if (!host_node_cpus(host, id, &s))
-                                return asprintf(ret_message, "NUMA node %s does not exist or has no online CPUs (nodes: 0-%u)",
-                                                strchr(tok, ':') + 1, host->n_nodes - 1) < 0 ? -ENOMEM : -EINVAL;
+                                return asprintf(ret_message,
+                                                "NUMA node %s does not exist or has no online CPUs (nodes: 0-%u)",
+                                                strchr(tok, ':') + 1, host->n_nodes - 1) < 0
+                                        ? -ENOMEM
+                                        : -EINVAL;
                 } else if (selector_id(tok, "package:", &id) || selector_id(tok, "socket:", &id)) {
                         if (!host_package_cpus(host, id, &s))
-                                return asprintf(ret_message, "package %s does not exist on this host", strchr(tok, ':') + 1) < 0 ? -ENOMEM : -EINVAL;
+                                return asprintf(ret_message, "package %s does not exist on this host",
+                                                strchr(tok, ':') + 1) < 0
+                                        ? -ENOMEM
+                                        : -EINVAL;
                 } else if (selector_id(tok, "l3:", &id)) {
                         if (!host_l3_cpus(host, id, &s)) {
                                 StrBuf b = {};
                                 for (size_t i = 0; i < host->n_l3; i++)
                                         strbuf_appendf(&b, "%s%u", i ? "," : "", host->l3[i].id);
                                 _cleanup_free_ char *ids = strbuf_steal(&b);
-                                return asprintf(ret_message, "L3 cache domain %s does not exist (cache ids: %s)", strchr(tok, ':') + 1,
-                                                ids && *ids ? ids : "none") < 0 ? -ENOMEM : -EINVAL;
+                                return asprintf(ret_message, "L3 cache domain %s does not exist (cache ids: %s)",
+                                                strchr(tok, ':') + 1, ids && *ids ? ids : "none") < 0
+                                        ? -ENOMEM
+                                        : -EINVAL;
                         }
                 } else if (isdigit((unsigned char) tok[0])) {
                         CpuSetError err;
                         int k = cpu_set_parse_list(tok, &s, &err);
                         if (k < 0)
                                 return asprintf(ret_message, "\"%s\" is not a CPU list: %s at \"%s\"", tok, err.reason,
-                                                tok + err.pos) < 0 ? -ENOMEM : -EINVAL;
+                                                tok + err.pos) < 0
+                                        ? -ENOMEM
+                                        : -EINVAL;
                         CpuSet missing = s;
                         cpu_set_andnot(&missing, &host->online);
                         if (!cpu_set_is_empty(&missing)) {
                                 _cleanup_free_ char *m = cpu_set_format_list(&missing);
                                 _cleanup_free_ char *on = cpu_set_format_list(&host->online);
                                 return asprintf(ret_message, "CPU %s %s not exist (online: %s)", strempty(m),
-                                                cpu_set_count(&missing) > 1 ? "do" : "does", strempty(on)) < 0 ? -ENOMEM : -EINVAL;
+                                                cpu_set_count(&missing) > 1 ? "do" : "does", strempty(on)) < 0
+                                        ? -ENOMEM
+                                        : -EINVAL;
                         }
                 } else {
                         const char *words[] = { "isolated", "housekeeping", "all", "node:", "package:", "l3:" };
                         const char *hint = schema_closest(tok, words, ELEMENTSOF(words));
                         if (hint)
-                                return asprintf(ret_message, "\"%s\" is not a CPU expression; did you mean \"%s\"?", tok, hint) < 0
-                                       ? -ENOMEM : -EINVAL;
-                        return asprintf(ret_message,
-                                        "\"%s\" is not a CPU expression; use CPU numbers and ranges (2-7,10), isolated, housekeeping, all, node:N, package:N or l3:N",
-                                        tok) < 0 ? -ENOMEM : -EINVAL;
+                                return asprintf(ret_message, "\"%s\" is not a CPU expression; did you mean \"%s\"?",
+                                                tok, hint) < 0
+                                        ? -ENOMEM
+                                        : -EINVAL;
+                        return asprintf(
+                                       ret_message,
+                                       "\"%s\" is not a CPU expression; use CPU numbers and ranges (2-7,10), isolated, housekeeping, all, node:N, package:N or l3:N",
+                                       tok) < 0
+                                ? -ENOMEM
+                                : -EINVAL;
                 }
                 cpu_set_or(dst, &s);
         }

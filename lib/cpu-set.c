@@ -140,7 +140,8 @@ int cpu_set_parse_list(const char *s, CpuSet *ret, CpuSetError *ret_error) {
                                 if (r < 0)
                                         return r;
                                 if (*p != '/')
-                                        return fail(ret_error, s, p, "expected '/' in a stride (a-b:used/group)", -EINVAL);
+                                        return fail(ret_error, s, p, "expected '/' in a stride (a-b:used/group)",
+                                                    -EINVAL);
                                 p++;
                                 r = parse_uint(s, &p, &group, ret_error);
                                 if (r < 0)

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
-#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -33,8 +33,7 @@ void verify_result_done(VerifyResult *v) {
         *v = (VerifyResult) {};
 }
 
-_printf_(2, 3)
-static void note(EngineResult *r, const char *fmt, ...) {
+_printf_(2, 3) static void note(EngineResult *r, const char *fmt, ...) {
         char *s;
         va_list ap;
         va_start(ap, fmt);
@@ -82,8 +81,8 @@ static void flush_domains(Root *root, const Host *host, const bool touched[_DOMA
                 char *msg = NULL;
                 int k = b->flush(root, host, &msg);
                 if (k < 0)
-                        note(res, "%s: %s%s%s", b->name, msg ? msg : "could not make the change take effect: ",
-                             msg ? "" : strerror(-k), "");
+                        note(res, "%s: %s%s%s", b->name,
+                             msg ? msg : "could not make the change take effect: ", msg ? "" : strerror(-k), "");
                 else if (msg)
                         note(res, "%s: %s", b->name, msg);
                 free(msg);
@@ -217,7 +216,7 @@ enum {
         PLAN_SKIPPED = 1 << 1,  /* its backend cannot write it here */
         PLAN_CONSUMED = 1 << 2, /* its new applied entry has found its place */
         STEP_SKIPPED = 1 << 0,
-        STEP_FORGET = 1 << 1,   /* a restored knob: its original goes on commit */
+        STEP_FORGET = 1 << 1, /* a restored knob: its original goes on commit */
 };
 
 /* The applied list after a subset apply: the journal's knobs in their order, those of the subset
@@ -399,7 +398,8 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                         strbuf_appendf(&b, "%s%s", b.len ? ", " : "", domain_to_string(d));
                 }
                 _cleanup_free_ char *list = strbuf_steal(&b);
-                note(res, "%zu knob%s left as they are and not recorded as applied (%s): their backend cannot write them %s",
+                note(res,
+                     "%zu knob%s left as they are and not recorded as applied (%s): their backend cannot write them %s",
                      res->skipped, res->skipped == 1 ? "" : "s", strempty(list),
                      root_is_system(root) ? "on this host" : "under --root (thread scheduling needs the real host)");
         }
@@ -678,7 +678,7 @@ static int verify_core(Root *root, const Journal *j, const char *running_cmdline
                                 live = value_equal(kn.kind, running, want);
                         } else
                                 live = kn.path && root_read_line(root, kn.path, &running) >= 0 &&
-                                       value_equal(kn.kind, running, want);
+                                        value_equal(kn.kind, running, want);
                         if (!live)
                                 (void) strv_extend(&v.reboot_pending, kn.id);
                 }

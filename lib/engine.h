@@ -8,19 +8,19 @@
 #include "journal.h"
 
 typedef struct EngineResult {
-        size_t written;         /* knobs changed by this run */
-        size_t unchanged;       /* already at their desired value */
-        size_t refused;         /* expected kernel refusals, recorded as unmovable */
-        size_t skipped;         /* cannot be written on this root (see notes) */
-        size_t restored;        /* knobs of the previous profile put back to their originals */
-        size_t failed;          /* revert: knobs that could not be restored (kept in the journal) */
-        bool recovered;         /* an interrupted transaction was rolled back first */
-        bool rolled_back;       /* this run failed and undid every write it had made */
+        size_t written;           /* knobs changed by this run */
+        size_t unchanged;         /* already at their desired value */
+        size_t refused;           /* expected kernel refusals, recorded as unmovable */
+        size_t skipped;           /* cannot be written on this root (see notes) */
+        size_t restored;          /* knobs of the previous profile put back to their originals */
+        size_t failed;            /* revert: knobs that could not be restored (kept in the journal) */
+        bool recovered;           /* an interrupted transaction was rolled back first */
+        bool rolled_back;         /* this run failed and undid every write it had made */
         bool rollback_incomplete; /* … and some of those undo writes failed too */
         char *failed_knob;
         char *failed_path;
         int failed_errno;
-        char *failed_detail;    /* the kernel's reason, where it gives one (resctrl, cpuset) */
+        char *failed_detail; /* the kernel's reason, where it gives one (resctrl, cpuset) */
         char **notes;
         JournalError journal_error; /* the journal was refused (-EBADMSG): what is wrong, where */
 } EngineResult;
@@ -40,18 +40,18 @@ typedef struct Drift {
         char *knob;
         Domain domain;
         char *expected;
-        char *actual;           /* NULL: absent */
+        char *actual; /* NULL: absent */
 } Drift;
 
 typedef struct VerifyResult {
-        char *profile;          /* NULL: nothing applied */
+        char *profile; /* NULL: nothing applied */
         char *applied_at;
         size_t checked;
         Drift *drift;
         size_t n_drift;
-        char **reboot_pending;  /* boot knobs configured but not in the running kernel */
-        char **unmovable;       /* "irq/0/affinity: reason" */
-        char **vanished;        /* knobs whose object is gone (an IRQ of a removed device) */
+        char **reboot_pending; /* boot knobs configured but not in the running kernel */
+        char **unmovable;      /* "irq/0/affinity: reason" */
+        char **vanished;       /* knobs whose object is gone (an IRQ of a removed device) */
         bool transaction_open;
 } VerifyResult;
 

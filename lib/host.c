@@ -93,7 +93,7 @@ static int discover_cpus(Host *h) {
 
         /* Read one file per group, not per CPU: a sibling list names the whole core, a package
          * list the whole package, an L3 shared list the whole cache domain. */
-        CPU_SET_FOREACH(c, &h->online) {
+        CPU_SET_FOREACH (c, &h->online) {
                 HostCpu *hc = &h->cpus[c];
                 char path[128];
 
@@ -106,7 +106,7 @@ static int discover_cpus(Host *h) {
                         }
                         cpu_set_and(&sib, &h->online);
                         int first = cpu_set_next(&sib, 0);
-                        CPU_SET_FOREACH(s, &sib)
+                        CPU_SET_FOREACH (s, &sib)
                                 if (h->cpus[s].core < 0)
                                         h->cpus[s].core = first;
                 }
@@ -117,13 +117,14 @@ static int discover_cpus(Host *h) {
                         (void) root_read_uint(r, path, &pkg);
                         snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%d/topology/package_cpus_list", c);
                         if (root_read_cpu_list(r, path, &pk) < 0) {
-                                snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%d/topology/core_siblings_list", c);
+                                snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%d/topology/core_siblings_list",
+                                         c);
                                 if (root_read_cpu_list(r, path, &pk) < 0)
                                         cpu_set_zero(&pk);
                         }
                         cpu_set_add(&pk, (unsigned) c);
                         cpu_set_and(&pk, &h->online);
-                        CPU_SET_FOREACH(s, &pk)
+                        CPU_SET_FOREACH (s, &pk)
                                 if (h->cpus[s].package < 0)
                                         h->cpus[s].package = (int) pkg;
                 }
@@ -154,7 +155,7 @@ static int discover_cpus(Host *h) {
                                 d = &h->l3[h->n_l3++];
                                 *d = (CacheDomain) { .id = id };
                         }
-                        CPU_SET_FOREACH(s, &shared)
+                        CPU_SET_FOREACH (s, &shared)
                                 if (h->cpus[s].l3 < 0) {
                                         h->cpus[s].l3 = (int) id;
                                         cpu_set_add(&d->cpus, (unsigned) s);
@@ -204,7 +205,7 @@ static int discover_nodes(Host *h) {
                 }
                 cpu_set_and(&cpus, &h->online);
                 h->nodes[id] = cpus;
-                CPU_SET_FOREACH(c, &cpus)
+                CPU_SET_FOREACH (c, &cpus)
                         h->cpus[c].node = (int) id;
         }
         closedir(d);
@@ -227,7 +228,7 @@ bool host_node_cpus(const Host *h, unsigned node, CpuSet *ret) {
 
 bool host_package_cpus(const Host *h, unsigned package, CpuSet *ret) {
         CpuSet s = {};
-        CPU_SET_FOREACH(c, &h->online)
+        CPU_SET_FOREACH (c, &h->online)
                 if (h->cpus[c].package == (int) package)
                         cpu_set_add(&s, (unsigned) c);
         if (cpu_set_is_empty(&s))
@@ -250,13 +251,13 @@ void host_default_split(const Host *h, unsigned cores_per_node, CpuSet *ret_hous
 
         for (unsigned n = 0; n < h->n_nodes; n++) {
                 unsigned taken = 0;
-                CPU_SET_FOREACH(c, &h->nodes[n]) {
+                CPU_SET_FOREACH (c, &h->nodes[n]) {
                         if (taken >= cores_per_node)
                                 break;
                         int core = h->cpus[c].core >= 0 ? h->cpus[c].core : c;
                         if (core != c || cpu_set_has(&hk, (unsigned) c))
                                 continue; /* a sibling of a core already taken, or not a core's first CPU */
-                        CPU_SET_FOREACH(s, &h->nodes[n])
+                        CPU_SET_FOREACH (s, &h->nodes[n])
                                 if (h->cpus[s].core == core)
                                         cpu_set_add(&hk, (unsigned) s);
                         cpu_set_add(&hk, (unsigned) c);
@@ -449,7 +450,8 @@ static int read_interrupts(Host *h, bool want_counts) {
                                         break;
                                 eol = end; /* a last line without newline */
                         }
-                        int k = header ? parse_interrupts_header(h, p, eol) : parse_interrupts_line(h, p, eol, want_counts, &cap);
+                        int k = header ? parse_interrupts_header(h, p, eol)
+                                       : parse_interrupts_line(h, p, eol, want_counts, &cap);
                         if (k < 0)
                                 return k;
                         header = false;
@@ -528,7 +530,8 @@ static char *unescape_mount(const char *s) {
         if (!out)
                 return NULL;
         while (*s) {
-                if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+                if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' &&
+                    s[3] <= '7') {
                         *o++ = (char) ((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
                         s += 4;
                 } else
@@ -669,10 +672,10 @@ static void read_resctrl_resource(Host *h, const char *name, ResctrlResource *re
         res->present = true;
         res->sparse_masks = -1;
 
-#define RD(file, var)                                                                   \
-        do {                                                                            \
-                snprintf(path, sizeof(path), "%s/info/%s/" file, rc->mount, name);      \
-                (void) root_read_uint(h->root, path, &(var));                           \
+#define RD(file, var) \
+        do { \
+                snprintf(path, sizeof(path), "%s/info/%s/" file, rc->mount, name); \
+                (void) root_read_uint(h->root, path, &(var)); \
         } while (0)
         RD("num_closids", res->num_closids);
         RD("min_cbm_bits", res->min_cbm_bits);

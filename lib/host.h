@@ -4,15 +4,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cmdline.h"     /* Host.cmdline is read with cmdline_get() */
+#include "cmdline.h" /* Host.cmdline is read with cmdline_get() */
 #include "cpu-set.h"
 #include "root.h"
 
 typedef enum CgroupMode {
         CGROUP_NONE,
-        CGROUP_V1,      /* controllers on /sys/fs/cgroup/<ctrl>, no cgroup2 */
-        CGROUP_HYBRID,  /* v1 controllers plus cgroup2 at /sys/fs/cgroup/unified */
-        CGROUP_V2,      /* cgroup2 on /sys/fs/cgroup */
+        CGROUP_V1,     /* controllers on /sys/fs/cgroup/<ctrl>, no cgroup2 */
+        CGROUP_HYBRID, /* v1 controllers plus cgroup2 at /sys/fs/cgroup/unified */
+        CGROUP_V2,     /* cgroup2 on /sys/fs/cgroup */
         _CGROUP_MODE_MAX,
         _CGROUP_MODE_INVALID = -EINVAL,
 } CgroupMode;
@@ -35,10 +35,10 @@ typedef enum CpuVendor {
 } CpuVendor;
 
 typedef struct HostCpu {
-        int core;       /* lowest CPU number among its SMT siblings: identifies the core */
-        int package;    /* physical_package_id */
-        int node;       /* NUMA node, 0 where the host has none */
-        int l3;         /* cache/index3/id, -1 where there is no L3 */
+        int core;    /* lowest CPU number among its SMT siblings: identifies the core */
+        int package; /* physical_package_id */
+        int node;    /* NUMA node, 0 where the host has none */
+        int l3;      /* cache/index3/id, -1 where there is no L3 */
 } HostCpu;
 
 typedef struct CacheDomain {
@@ -48,12 +48,12 @@ typedef struct CacheDomain {
 
 typedef struct Irq {
         unsigned number;
-        char *chip;             /* "IR-PCI-MSIX-0000:3b:00.0" */
-        char *hwirq;            /* "1-edge" */
-        char *actions;          /* "eth1-TxRx-0" or "" */
-        uint64_t total;         /* sum of the per-CPU counts; 0 unless counts were asked for */
-        uint64_t *counts;       /* per CPU number, n_cpu_ids long; NULL unless asked for */
-        bool has_affinity;      /* proc/irq/N/smp_affinity(_list) readable */
+        char *chip;        /* "IR-PCI-MSIX-0000:3b:00.0" */
+        char *hwirq;       /* "1-edge" */
+        char *actions;     /* "eth1-TxRx-0" or "" */
+        uint64_t total;    /* sum of the per-CPU counts; 0 unless counts were asked for */
+        uint64_t *counts;  /* per CPU number, n_cpu_ids long; NULL unless asked for */
+        bool has_affinity; /* proc/irq/N/smp_affinity(_list) readable */
         CpuSet affinity;
 } Irq;
 
@@ -62,35 +62,35 @@ typedef struct ResctrlResource {
         unsigned num_closids;
         /* cache resources */
         uint64_t cbm_mask;
-        unsigned cbm_bits;      /* width of cbm_mask */
+        unsigned cbm_bits; /* width of cbm_mask */
         unsigned min_cbm_bits;
         uint64_t shareable_bits;
-        int sparse_masks;       /* 1 non-contiguous masks allowed, 0 not, -1 file absent */
+        int sparse_masks; /* 1 non-contiguous masks allowed, 0 not, -1 file absent */
         /* MB */
         unsigned min_bandwidth, bandwidth_gran;
         bool delay_linear;
 } ResctrlResource;
 
 typedef struct Resctrl {
-        bool supported;         /* the kernel offers the filesystem */
+        bool supported; /* the kernel offers the filesystem */
         bool mounted;
-        char *mount;            /* root-relative mount point when mounted */
-        bool cdp;               /* L3CODE/L3DATA instead of L3 */
+        char *mount; /* root-relative mount point when mounted */
+        bool cdp;    /* L3CODE/L3DATA instead of L3 */
         ResctrlResource l3, l3code, l3data, mb;
-        unsigned *domains;      /* L3 cache ids, sorted */
+        unsigned *domains; /* L3 cache ids, sorted */
         size_t n_domains;
 } Resctrl;
 
 typedef struct Host {
-        Root *root;                     /* not owned */
+        Root *root; /* not owned */
 
         CpuSet online, possible, present;
-        CpuSet boot_isolated, boot_nohz_full;   /* what the running kernel was booted with */
-        unsigned n_cpu_ids;             /* highest possible CPU + 1 */
-        HostCpu *cpus;                  /* indexed by CPU number, n_cpu_ids long */
+        CpuSet boot_isolated, boot_nohz_full; /* what the running kernel was booted with */
+        unsigned n_cpu_ids;                   /* highest possible CPU + 1 */
+        HostCpu *cpus;                        /* indexed by CPU number, n_cpu_ids long */
 
-        bool numa;                      /* sys/devices/system/node exists */
-        CpuSet *nodes;                  /* CPUs per node id, n_nodes long (holes are empty) */
+        bool numa;     /* sys/devices/system/node exists */
+        CpuSet *nodes; /* CPUs per node id, n_nodes long (holes are empty) */
         unsigned n_nodes;
 
         CacheDomain *l3;
@@ -98,7 +98,7 @@ typedef struct Host {
 
         Irq *irqs;
         size_t n_irqs;
-        int *irq_columns;               /* /proc/interrupts column → CPU number */
+        int *irq_columns; /* /proc/interrupts column → CPU number */
         size_t n_irq_columns;
         CpuSet default_irq_affinity;
 
@@ -108,9 +108,9 @@ typedef struct Host {
         CpuVendor vendor;
 
         CgroupMode cgroup_mode;
-        char *cgroup2_mount;            /* root-relative, NULL if none */
-        char *cpuset_v1_mount;          /* root-relative, NULL if none */
-        bool cgroup2_cpuset;            /* cpuset listed in the v2 root's cgroup.controllers */
+        char *cgroup2_mount;   /* root-relative, NULL if none */
+        char *cpuset_v1_mount; /* root-relative, NULL if none */
+        bool cgroup2_cpuset;   /* cpuset listed in the v2 root's cgroup.controllers */
 
         Resctrl resctrl;
 

@@ -394,12 +394,11 @@ Knob journal_step_knob(const JournalStep *s) {
 
 typedef struct Parser {
         Journal *j;
-        const char *name;       /* the file, for messages */
+        const char *name; /* the file, for messages */
         JournalError *e;
 } Parser;
 
-_printf_(3, 4)
-static int refuse(Parser *p, const char *where, const char *fmt, ...) {
+_printf_(3, 4) static int refuse(Parser *p, const char *where, const char *fmt, ...) {
         _cleanup_free_ char *what = NULL;
         va_list ap;
         va_start(ap, fmt);
@@ -494,7 +493,7 @@ static char *array_where(const char *array, size_t i, json_t *e) {
 static int parse_originals(Parser *p, json_t *originals) {
         const char *id;
         json_t *e;
-        json_object_foreach(originals, id, e) {
+        json_object_foreach (originals, id, e) {
                 _cleanup_free_ char *where = NULL;
                 JournalKnob k = {};
                 if (asprintf(&where, "originals[\"%s\"]", id) < 0)
@@ -512,7 +511,7 @@ static int parse_originals(Parser *p, json_t *originals) {
 static int parse_applied(Parser *p, json_t *applied) {
         size_t i;
         json_t *e;
-        json_array_foreach(applied, i, e) {
+        json_array_foreach (applied, i, e) {
                 _cleanup_free_ char *where = array_where("applied", i, e);
                 JournalKnob k = {};
                 if (!where)
@@ -534,7 +533,7 @@ static int parse_applied(Parser *p, json_t *applied) {
 static int parse_unmovable(Parser *p, json_t *unmovable) {
         const char *id;
         json_t *e;
-        json_object_foreach(unmovable, id, e) {
+        json_object_foreach (unmovable, id, e) {
                 if (!json_is_string(e)) {
                         _cleanup_free_ char *where = NULL;
                         if (asprintf(&where, "unmovable[\"%s\"]", id) < 0)
@@ -576,7 +575,7 @@ static int parse_transaction(Parser *p, json_t *tx) {
 
         size_t i;
         json_t *e;
-        json_array_foreach(steps, i, e) {
+        json_array_foreach (steps, i, e) {
                 _cleanup_free_ char *sw = array_where("transaction.steps", i, e);
                 JournalStep s = {};
                 if (!sw)
@@ -592,7 +591,7 @@ static int parse_transaction(Parser *p, json_t *tx) {
                 if ((r = steps_append(p->j, &s)) < 0)
                         return r;
         }
-        json_array_foreach(fresh, i, e) {
+        json_array_foreach (fresh, i, e) {
                 const char *id;
                 if (!json_is_string(e))
                         return refuse(p, where, "\"new_originals\"[%zu] is %s, not a string", i, json_kind(e));
@@ -747,8 +746,8 @@ static bool set(json_t *o, const char *key, json_t *v) {
 }
 
 static json_t *knob_head(Domain d, ValueKind k, const char *path, bool reboot) {
-        return json_pack("{s:s, s:s, s:o, s:b}", "domain", domain_to_string(d), "kind", value_kind_to_string(k),
-                         "path", string_or_null(path), "reboot", reboot);
+        return json_pack("{s:s, s:s, s:o, s:b}", "domain", domain_to_string(d), "kind", value_kind_to_string(k), "path",
+                         string_or_null(path), "reboot", reboot);
 }
 
 static json_t *format_originals(const Journal *j) {
@@ -816,9 +815,9 @@ static json_t *format_transaction(const Journal *j) {
                 json_decref(fresh);
                 return NULL;
         }
-        return json_pack("{s:o, s:o, s:o, s:o, s:o}", "op", string_or_null(journal_op_to_string(t->op)),
-                         "profile", string_or_null(t->profile), "started", string_or_null(t->started),
-                         "steps", steps, "new_originals", fresh);
+        return json_pack("{s:o, s:o, s:o, s:o, s:o}", "op", string_or_null(journal_op_to_string(t->op)), "profile",
+                         string_or_null(t->profile), "started", string_or_null(t->started), "steps", steps,
+                         "new_originals", fresh);
 }
 
 json_t *journal_last_error_to_json(const Journal *j) {
@@ -827,9 +826,9 @@ json_t *journal_last_error_to_json(const Journal *j) {
                 return json_null();
         if (!l->knob)
                 return json_pack("{s:o, s:o}", "message", string_or_null(l->message), "at", string_or_null(l->at));
-        return json_pack("{s:s, s:o, s:i, s:o, s:o, s:o}", "knob", l->knob, "path", string_or_null(l->path),
-                         "errno", l->error, "detail", string_or_null(l->detail), "message", string_or_null(l->message),
-                         "at", string_or_null(l->at));
+        return json_pack("{s:s, s:o, s:i, s:o, s:o, s:o}", "knob", l->knob, "path", string_or_null(l->path), "errno",
+                         l->error, "detail", string_or_null(l->detail), "message", string_or_null(l->message), "at",
+                         string_or_null(l->at));
 }
 
 int journal_format(const Journal *j, char **ret_text, size_t *ret_size) {
@@ -839,19 +838,13 @@ int journal_format(const Journal *j, char **ret_text, size_t *ret_size) {
                 if (!source)
                         return -ENOMEM; /* it was JSON when it was stored */
         }
-        _cleanup_(json_decrefp) json_t *doc = json_pack(
-                "{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
-                "version", 1,
-                "profile", string_or_null(j->profile),
-                "hash", string_or_null(j->hash),
-                "applied_at", string_or_null(j->applied_at),
-                "originals", format_originals(j),
-                "applied", format_applied(j),
-                "unmovable", format_unmovable(j),
-                "transaction", format_transaction(j),
-                "last_error", journal_last_error_to_json(j),
-                "profile_path", string_or_null(j->profile_path),
-                "source", source ?: json_null());
+        _cleanup_(json_decrefp) json_t *doc =
+                json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "version", 1, "profile",
+                          string_or_null(j->profile), "hash", string_or_null(j->hash), "applied_at",
+                          string_or_null(j->applied_at), "originals", format_originals(j), "applied", format_applied(j),
+                          "unmovable", format_unmovable(j), "transaction", format_transaction(j), "last_error",
+                          journal_last_error_to_json(j), "profile_path", string_or_null(j->profile_path), "source",
+                          source ?: json_null());
         if (!doc)
                 return -ENOMEM;
         _cleanup_free_ char *text = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);

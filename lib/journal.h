@@ -54,12 +54,12 @@ JournalOp journal_op_from_string(const char *s);
  * wants). */
 typedef struct JournalKnob {
         const char *id;
-        const char *path;       /* NULL: none */
-        const char *value;      /* NULL: absent */
+        const char *path;  /* NULL: none */
+        const char *value; /* NULL: absent */
         Domain domain;
         ValueKind kind;
         bool reboot;
-        bool removed;           /* an original forgotten since load: not found, not saved */
+        bool removed; /* an original forgotten since load: not found, not saved */
 } JournalKnob;
 
 typedef struct JournalUnmovable {
@@ -70,28 +70,28 @@ typedef struct JournalUnmovable {
 typedef struct JournalStep {
         const char *id;
         const char *path;
-        const char *before;     /* NULL: absent */
+        const char *before; /* NULL: absent */
         const char *after;
         Domain domain;
         ValueKind kind;
         bool reboot;
-        bool restore;           /* a knob of the previous profile going back to its original */
+        bool restore; /* a knob of the previous profile going back to its original */
 } JournalStep;
 
 typedef struct JournalTransaction {
-        JournalOp op;           /* _JOURNAL_OP_INVALID: not recorded (a hand-written journal) */
+        JournalOp op; /* _JOURNAL_OP_INVALID: not recorded (a hand-written journal) */
         const char *profile;
         const char *started;
         JournalStep *steps;
         size_t n_steps, cap_steps;
-        const char **new_originals;     /* originals first recorded by it: dropped on rollback */
+        const char **new_originals; /* originals first recorded by it: dropped on rollback */
         size_t n_new_originals, cap_new_originals;
 } JournalTransaction;
 
 typedef struct JournalLastError {
-        const char *knob;       /* NULL: not a write (a rolled back transaction) */
+        const char *knob; /* NULL: not a write (a rolled back transaction) */
         const char *path;
-        int error;              /* "errno", positive */
+        int error; /* "errno", positive */
         const char *detail;
         const char *message;
         const char *at;
@@ -112,16 +112,16 @@ void journal_index_done(JournalIndex *x);
 typedef struct JournalChunk JournalChunk;
 
 typedef struct Journal {
-        uint64_t digest;                /* of state.json's bytes as read (0: not read) */
-        const char *profile;            /* NULL: nothing applied */
+        uint64_t digest;     /* of state.json's bytes as read (0: not read) */
+        const char *profile; /* NULL: nothing applied */
         const char *profile_path;
         const char *hash;
         const char *applied_at;
-        const char *source;             /* "source" as compact JSON text; NULL: none */
+        const char *source; /* "source" as compact JSON text; NULL: none */
 
-        JournalKnob *originals;         /* in journal order; entries may be removed */
+        JournalKnob *originals; /* in journal order; entries may be removed */
         size_t n_originals, cap_originals;
-        JournalKnob *applied;           /* in journal order */
+        JournalKnob *applied; /* in journal order */
         size_t n_applied, cap_applied;
         JournalUnmovable *unmovable;
         size_t n_unmovable, cap_unmovable;
@@ -131,7 +131,7 @@ typedef struct Journal {
         JournalLastError last_error;
 
         JournalIndex originals_index, applied_index, unmovable_index;
-        JournalChunk *chunks;           /* the strings */
+        JournalChunk *chunks; /* the strings */
 } Journal;
 
 /* Why a journal was refused: "FILE: originals[\"irq/41/affinity\"]: unknown domain \"irqq\"". */

@@ -22,33 +22,33 @@
 
 /* Room for one more element in the array p of cap elements, n of them used: doubles it (from
  * `initial`) when full. 0, or -ENOMEM with p and cap unchanged. */
-#define GROW_ARRAY(p, cap, n, initial)                                                  \
-        ({                                                                              \
-                int _ga = 0;                                                            \
-                if ((n) >= (cap)) {                                                     \
-                        size_t _gc = (cap) ? (cap) * 2 : (initial);                     \
-                        __typeof__(p) _gp = realloc((p), _gc * sizeof(*(p)));           \
-                        if (_gp) {                                                      \
-                                (p) = _gp;                                              \
-                                (cap) = _gc;                                            \
-                        } else                                                          \
-                                _ga = -ENOMEM;                                          \
-                }                                                                       \
-                _ga;                                                                    \
+#define GROW_ARRAY(p, cap, n, initial) \
+        ({ \
+                int _ga = 0; \
+                if ((n) >= (cap)) { \
+                        size_t _gc = (cap) ? (cap) *2 : (initial); \
+                        __typeof__(p) _gp = realloc((p), _gc * sizeof(*(p))); \
+                        if (_gp) { \
+                                (p) = _gp; \
+                                (cap) = _gc; \
+                        } else \
+                                _ga = -ENOMEM; \
+                } \
+                _ga; \
         })
 
-#define TAKE_PTR(p)                                     \
-        ({                                              \
-                __typeof__(p) _tp = (p);                \
-                (p) = NULL;                             \
-                _tp;                                    \
+#define TAKE_PTR(p) \
+        ({ \
+                __typeof__(p) _tp = (p); \
+                (p) = NULL; \
+                _tp; \
         })
 
-#define TAKE_FD(fd)                                     \
-        ({                                              \
-                int _tfd = (fd);                        \
-                (fd) = -EBADF;                          \
-                _tfd;                                   \
+#define TAKE_FD(fd) \
+        ({ \
+                int _tfd = (fd); \
+                (fd) = -EBADF; \
+                _tfd; \
         })
 
 static inline void freep(void *p) {
@@ -77,10 +77,10 @@ static inline void strv_freep(char ***l) {
 }
 #define _cleanup_strv_free_ _cleanup_(strv_freep)
 
-#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)         \
-        static inline void func##p(type *p) {           \
-                if (*p)                                 \
-                        (void) func(*p);                \
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func) \
+        static inline void func##p(type *p) { \
+                if (*p) \
+                        (void) func(*p); \
         }
 
 static inline bool streq(const char *a, const char *b) {

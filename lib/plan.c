@@ -12,38 +12,20 @@
 /* The order is the order of application: boot first (nothing at runtime), then what moves work
  * off isolated CPUs (cgroups, IRQs, threads), then the rest. */
 static const Backend * const backends[] = {
-        &backend_boot,
-        &backend_cpuset,
-        &backend_resctrl,
-        &backend_irq,
-        &backend_irqbalance,
-        &backend_kthread,
-        &backend_sysctl,
-        &backend_sysfs,
-        &backend_cpu,
-        &backend_module,
+        &backend_boot,    &backend_cpuset, &backend_resctrl, &backend_irq, &backend_irqbalance,
+        &backend_kthread, &backend_sysctl, &backend_sysfs,   &backend_cpu, &backend_module,
 };
 
 static const char * const domain_table[_DOMAIN_MAX] = {
-        [DOMAIN_BOOT] = "boot",
-        [DOMAIN_IRQ] = "irq",
-        [DOMAIN_IRQBALANCE] = "irqbalance",
-        [DOMAIN_CPUSET] = "cpuset",
-        [DOMAIN_RESCTRL] = "resctrl",
-        [DOMAIN_SYSCTL] = "sysctl",
-        [DOMAIN_SYSFS] = "sysfs",
-        [DOMAIN_KTHREAD] = "kthread",
-        [DOMAIN_CPU] = "cpu",
+        [DOMAIN_BOOT] = "boot",     [DOMAIN_IRQ] = "irq",         [DOMAIN_IRQBALANCE] = "irqbalance",
+        [DOMAIN_CPUSET] = "cpuset", [DOMAIN_RESCTRL] = "resctrl", [DOMAIN_SYSCTL] = "sysctl",
+        [DOMAIN_SYSFS] = "sysfs",   [DOMAIN_KTHREAD] = "kthread", [DOMAIN_CPU] = "cpu",
         [DOMAIN_MODULE] = "module",
 };
 
 static const char * const value_kind_table[_VALUE_KIND_MAX] = {
-        [VALUE_AUTO] = "auto",
-        [VALUE_CPU_LIST] = "cpu-list",
-        [VALUE_CPU_MASK] = "cpu-mask",
-        [VALUE_SELECT] = "select",
-        [VALUE_BOOTARG] = "bootarg",
-        [VALUE_SCHEMATA] = "schemata",
+        [VALUE_AUTO] = "auto",     [VALUE_CPU_LIST] = "cpu-list", [VALUE_CPU_MASK] = "cpu-mask",
+        [VALUE_SELECT] = "select", [VALUE_BOOTARG] = "bootarg",   [VALUE_SCHEMATA] = "schemata",
 };
 
 const char *value_kind_to_string(ValueKind k) {
@@ -106,8 +88,8 @@ static char *dup_or_null(const char *s, bool *oom) {
         return d;
 }
 
-int plan_add(PlanCtx *ctx, const char *id, ValueKind kind, const char *path, const char *current,
-             const char *desired, bool reboot, Knob **ret) {
+int plan_add(PlanCtx *ctx, const char *id, ValueKind kind, const char *path, const char *current, const char *desired,
+             bool reboot, Knob **ret) {
         Plan *p = ctx->plan;
         bool oom = false;
 
@@ -319,8 +301,7 @@ static bool schemata_equal(const char *a, const char *b) {
                         vals[i][id] = strtoull(val, NULL, 16);
                 }
         }
-        return memcmp(seen_a, seen_b, sizeof(seen_a)) == 0 &&
-               ({
+        return memcmp(seen_a, seen_b, sizeof(seen_a)) == 0 && ({
                        bool eq = true;
                        for (int i = 0; i < 256; i++)
                                if (seen_a[i] && va[i] != vb[i])
@@ -444,7 +425,10 @@ void knob_result_reason(KnobResult *r, const char *fmt, ...) {
 }
 
 int knob_result_finish(KnobResult *ret, int r) {
-        ret->status = r < 0 ? KNOB_FAILED : r == KNOB_REFUSED ? KNOB_REFUSED : r == KNOB_SKIPPED ? KNOB_SKIPPED : KNOB_DONE;
+        ret->status = r < 0         ? KNOB_FAILED
+                : r == KNOB_REFUSED ? KNOB_REFUSED
+                : r == KNOB_SKIPPED ? KNOB_SKIPPED
+                                    : KNOB_DONE;
         ret->error = MIN(r, 0);
         return r;
 }
@@ -499,13 +483,16 @@ bool bootarg_has_control(const char *value) {
         return false;
 }
 
-int plan_check_param_value(PlanCtx *ctx, const char *pointer, const char *kind, const char *readers, const char *value) {
+int plan_check_param_value(PlanCtx *ctx, const char *pointer, const char *kind, const char *readers,
+                           const char *value) {
         if (!value)
                 return 0;
         size_t n = strlen(value);
         if (n > BOOTARG_VALUE_MAX)
-                return plan_fail(ctx, pointer, "the value is %zu characters long, longer than a kernel command line "
-                                 "can hold; keep it under %d characters", n, BOOTARG_VALUE_MAX);
+                return plan_fail(ctx, pointer,
+                                 "the value is %zu characters long, longer than a kernel command line "
+                                 "can hold; keep it under %d characters",
+                                 n, BOOTARG_VALUE_MAX);
         const char *bad = bootarg_value_invalid(value);
         if (!bad)
                 return 0;
@@ -518,7 +505,8 @@ int plan_check_param_value(PlanCtx *ctx, const char *pointer, const char *kind, 
         for (const char *c = value; *c; c++)
                 printable = printable && isascii((unsigned char) *c) && isprint((unsigned char) *c);
         /* The value itself only when it prints as it is (no newline cutting the message). */
-        return plan_fail(ctx, pointer, "%s%s%s has %s, which %s cannot carry safely; %s parameter values use "
+        return plan_fail(ctx, pointer,
+                         "%s%s%s has %s, which %s cannot carry safely; %s parameter values use "
                          "letters, digits and %s",
                          printable ? "value \"" : "the value", printable ? value : "", printable ? "\"" : "", what,
                          readers, kind, BOOTARG_VALUE_PUNCT);

@@ -36,8 +36,7 @@ int prepare_plan(Root *root, Prepared *p, PrepareError *ret_error) {
         return 0;
 }
 
-int prepare_profile_built(Root *root, Profile *profile, PrepareFlags flags, Prepared *ret,
-                          PrepareError *ret_error) {
+int prepare_profile_built(Root *root, Profile *profile, PrepareFlags flags, Prepared *ret, PrepareError *ret_error) {
         Prepared p = { .profile = profile };
         int r;
 
@@ -68,8 +67,7 @@ int prepare_profile_built(Root *root, Profile *profile, PrepareFlags flags, Prep
         return 0;
 }
 
-int prepare_profile(Root *root, const char *name_or_path, PrepareFlags flags, Prepared *ret,
-                    PrepareError *ret_error) {
+int prepare_profile(Root *root, const char *name_or_path, PrepareFlags flags, Prepared *ret, PrepareError *ret_error) {
         Profile *profile = NULL;
         int r;
 

@@ -8,12 +8,8 @@
 #include "proc.h"
 
 static const char * const policy_table[] = {
-        [PROC_SCHED_OTHER] = "other",
-        [PROC_SCHED_FIFO] = "fifo",
-        [PROC_SCHED_RR] = "rr",
-        [PROC_SCHED_BATCH] = "batch",
-        [PROC_SCHED_IDLE] = "idle",
-        [PROC_SCHED_DEADLINE] = "deadline",
+        [PROC_SCHED_OTHER] = "other", [PROC_SCHED_FIFO] = "fifo", [PROC_SCHED_RR] = "rr",
+        [PROC_SCHED_BATCH] = "batch", [PROC_SCHED_IDLE] = "idle", [PROC_SCHED_DEADLINE] = "deadline",
 };
 
 const char *proc_policy_to_string(unsigned policy) {
@@ -141,8 +137,8 @@ int proc_stat_parse(const char *text, ProcStat *ret) {
         }
         if (*p && *p != ' ' && *p != '\n')
                 return -EINVAL;
-        if (fields[4] < 0 || fields[4] > INT_MAX || fields[9] < 0 || fields[9] > UINT_MAX ||
-            fields[40] < 0 || fields[40] > 99 || fields[41] < 0 || fields[41] > UINT_MAX)
+        if (fields[4] < 0 || fields[4] > INT_MAX || fields[9] < 0 || fields[9] > UINT_MAX || fields[40] < 0 ||
+            fields[40] > 99 || fields[41] < 0 || fields[41] > UINT_MAX)
                 return -EINVAL;
 
         char *comm = strndup(open + 1, (size_t) (close - open - 1));

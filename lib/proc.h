@@ -10,25 +10,25 @@
 #include "macro.h"
 
 /* task->flags bits shown in field 9 of /proc/PID/stat (include/linux/sched.h). */
-#define PROC_PF_KTHREAD         0x00200000U     /* a kernel thread */
-#define PROC_PF_NO_SETAFFINITY  0x04000000U     /* the kernel pins it: sched_setaffinity() fails */
+#define PROC_PF_KTHREAD 0x00200000U        /* a kernel thread */
+#define PROC_PF_NO_SETAFFINITY 0x04000000U /* the kernel pins it: sched_setaffinity() fails */
 
 /* Scheduling policies as field 41 shows them (include/uapi/linux/sched.h). */
-#define PROC_SCHED_OTHER    0U
-#define PROC_SCHED_FIFO     1U
-#define PROC_SCHED_RR       2U
-#define PROC_SCHED_BATCH    3U
-#define PROC_SCHED_IDLE     5U
+#define PROC_SCHED_OTHER 0U
+#define PROC_SCHED_FIFO 1U
+#define PROC_SCHED_RR 2U
+#define PROC_SCHED_BATCH 3U
+#define PROC_SCHED_IDLE 5U
 #define PROC_SCHED_DEADLINE 6U
 
 typedef struct ProcStat {
-        int pid;                /* field 1 */
-        char *comm;             /* field 2 without the parentheses; may hold spaces and ')' */
-        char state;             /* field 3 */
-        int ppid;               /* field 4 */
-        unsigned flags;         /* field 9, PF_* */
-        unsigned rt_priority;   /* field 40, 0 for non-realtime policies */
-        unsigned policy;        /* field 41, PROC_SCHED_* */
+        int pid;              /* field 1 */
+        char *comm;           /* field 2 without the parentheses; may hold spaces and ')' */
+        char state;           /* field 3 */
+        int ppid;             /* field 4 */
+        unsigned flags;       /* field 9, PF_* */
+        unsigned rt_priority; /* field 40, 0 for non-realtime policies */
+        unsigned policy;      /* field 41, PROC_SCHED_* */
 } ProcStat;
 
 /* Parses the one line of /proc/PID/stat. The comm is everything between the first '(' and the
@@ -38,9 +38,9 @@ int proc_stat_parse(const char *text, ProcStat *ret);
 void proc_stat_done(ProcStat *s);
 
 typedef struct ProcStatus {
-        int ppid;               /* "PPid:", -1 if absent */
-        int kthread;            /* "Kthread:" (Linux 6.x), -1 if absent, else 0 or 1 */
-        bool has_cpus_allowed;  /* "Cpus_allowed_list:" or "Cpus_allowed:" was found */
+        int ppid;              /* "PPid:", -1 if absent */
+        int kthread;           /* "Kthread:" (Linux 6.x), -1 if absent, else 0 or 1 */
+        bool has_cpus_allowed; /* "Cpus_allowed_list:" or "Cpus_allowed:" was found */
         CpuSet cpus_allowed;
 } ProcStatus;
 

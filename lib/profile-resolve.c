@@ -10,8 +10,8 @@
 #include "schema.h"
 #include "strv.h"
 
-#define EXPAND_VALUE_MAX (64 * 1024)            /* bytes one variable or string may expand to */
-#define EXPAND_WORK_MAX (16 * 1024 * 1024)      /* bytes expanded in all, a reference counting 64 */
+#define EXPAND_VALUE_MAX (64 * 1024)       /* bytes one variable or string may expand to */
+#define EXPAND_WORK_MAX (16 * 1024 * 1024) /* bytes expanded in all, a reference counting 64 */
 
 Resolved *resolved_free(Resolved *r) {
         if (!r)
@@ -23,11 +23,11 @@ Resolved *resolved_free(Resolved *r) {
 }
 
 typedef struct Expander {
-        json_t *vars;           /* name → string (user variables, unexpanded) */
-        json_t *builtins;       /* name → string */
+        json_t *vars;     /* name → string (user variables, unexpanded) */
+        json_t *builtins; /* name → string */
         const char *stack[32];
         size_t depth;
-        size_t work;            /* bytes produced so far at every level, plus 64 a reference */
+        size_t work; /* bytes produced so far at every level, plus 64 a reference */
 } Expander;
 
 /* Variables may refer to variables, so a few bytes can stand for 2^32 copies of a string: every
@@ -36,12 +36,16 @@ static int expand_check(Expander *x, const StrBuf *b, const char *name, char **r
         const char *var = name ? name : x->depth > 0 ? x->stack[x->depth - 1] : NULL;
         if (b->len > EXPAND_VALUE_MAX)
                 return asprintf(ret_message, "%s%s%s expands to more than 64 KiB; a value may be at most 64 KiB",
-                                var ? "variable \"${" : "the value", strempty(var), var ? "}\"" : "") < 0 ? -ENOMEM : -EINVAL;
+                                var ? "variable \"${" : "the value", strempty(var), var ? "}\"" : "") < 0
+                        ? -ENOMEM
+                        : -EINVAL;
         if (x->work > EXPAND_WORK_MAX)
                 return asprintf(ret_message,
                                 "expanding %s%s%s makes more than 16 MiB of text in all; variables that refer to "
                                 "each other several times multiply: refer to each at most once or use literal values",
-                                var ? "variable \"${" : "the variables", strempty(var), var ? "}\"" : "") < 0 ? -ENOMEM : -EINVAL;
+                                var ? "variable \"${" : "the variables", strempty(var), var ? "}\"" : "") < 0
+                        ? -ENOMEM
+                        : -EINVAL;
         return 0;
 }
 
@@ -76,8 +80,10 @@ static int expand(Expander *x, const char *in, char **ret, char **ret_message) {
                 const char *close = strchr(p + 2, '}');
                 if (!close) {
                         strbuf_done(&b);
-                        return asprintf(ret_message, "unterminated \"${\" in \"%s\"; write ${name}, or $$ for a literal $", in) < 0
-                               ? -ENOMEM : -EINVAL;
+                        return asprintf(ret_message,
+                                        "unterminated \"${\" in \"%s\"; write ${name}, or $$ for a literal $", in) < 0
+                                ? -ENOMEM
+                                : -EINVAL;
                 }
                 _cleanup_free_ char *name = strndup(p + 2, (size_t) (close - p - 2));
                 if (!name) {
@@ -92,11 +98,14 @@ static int expand(Expander *x, const char *in, char **ret, char **ret_message) {
                         for (size_t i = 0; i < x->depth; i++)
                                 if (streq(x->stack[i], name)) {
                                         strbuf_done(&b);
-                                        return asprintf(ret_message, "variable \"%s\" refers to itself", name) < 0 ? -ENOMEM : -EINVAL;
+                                        return asprintf(ret_message, "variable \"%s\" refers to itself", name) < 0
+                                                ? -ENOMEM
+                                                : -EINVAL;
                                 }
                         if (x->depth >= ELEMENTSOF(x->stack)) {
                                 strbuf_done(&b);
-                                return asprintf(ret_message, "variables nest too deeply at \"%s\"", name) < 0 ? -ENOMEM : -EINVAL;
+                                return asprintf(ret_message, "variables nest too deeply at \"%s\"", name) < 0 ? -ENOMEM
+                                                                                                              : -EINVAL;
                         }
                         _cleanup_free_ char *raw = NULL, *sub = NULL;
                         if (json_is_string(uv))
@@ -130,19 +139,23 @@ static int expand(Expander *x, const char *in, char **ret, char **ret_message) {
                         size_t n = 0;
                         const char *key;
                         json_t *v;
-                        json_object_foreach(x->builtins, key, v)
+                        json_object_foreach (x->builtins, key, v)
                                 if (n < ELEMENTSOF(known))
                                         known[n++] = key;
-                        json_object_foreach(x->vars, key, v)
+                        json_object_foreach (x->vars, key, v)
                                 if (n < ELEMENTSOF(known))
                                         known[n++] = key;
                         const char *hint = schema_closest(name, known, n);
                         strbuf_done(&b);
                         if (hint)
-                                return asprintf(ret_message, "undefined variable \"${%s}\"; did you mean \"${%s}\"?", name, hint) < 0
-                                       ? -ENOMEM : -EINVAL;
-                        return asprintf(ret_message, "undefined variable \"${%s}\"; define it under \"variables\"", name) < 0
-                               ? -ENOMEM : -EINVAL;
+                                return asprintf(ret_message, "undefined variable \"${%s}\"; did you mean \"${%s}\"?",
+                                                name, hint) < 0
+                                        ? -ENOMEM
+                                        : -EINVAL;
+                        return asprintf(ret_message, "undefined variable \"${%s}\"; define it under \"variables\"",
+                                        name) < 0
+                                ? -ENOMEM
+                                : -EINVAL;
                 }
                 p = close + 1;
                 x->work += b.len - before;
@@ -204,7 +217,7 @@ static int resolve_walk(ResolveCtx *c, const char *ptr, json_t *parent, const ch
                 const char *ck;
                 json_t *cv;
                 void *tmp;
-                json_object_foreach_safe(v, tmp, ck, cv) {
+                json_object_foreach_safe (v, tmp, ck, cv) {
                         const Schema *cs = schema_child(s, ck);
                         if (!cs)
                                 cs = &schema_string;
@@ -220,7 +233,7 @@ static int resolve_walk(ResolveCtx *c, const char *ptr, json_t *parent, const ch
         if (json_is_array(v)) {
                 size_t i;
                 json_t *item;
-                json_array_foreach(v, i, item) {
+                json_array_foreach (v, i, item) {
                         _cleanup_free_ char *p = json_pointer_append_index(ptr, i);
                         if (!p)
                                 return -ENOMEM;
@@ -253,9 +266,12 @@ static int resolve_cpus(ResolveCtx *c, json_t *doc) {
         if (cpu_set_count(&h->online) < 2) {
                 _cleanup_free_ char *on = cpu_set_format_list(&h->online);
                 return fail_at(c, "/cpus", -EINVAL,
-                               asprintf(&msg, "nothing to isolate: this host has a single online CPU (%s); "
+                               asprintf(&msg,
+                                        "nothing to isolate: this host has a single online CPU (%s); "
                                         "realtime partitioning needs at least one housekeeping and one isolated CPU",
-                                        strempty(on)) < 0 ? NULL : msg);
+                                        strempty(on)) < 0
+                                       ? NULL
+                                       : msg);
         }
 
         CpuSet iso = {}, hk = {};
@@ -281,9 +297,12 @@ static int resolve_cpus(ResolveCtx *c, json_t *doc) {
                         CpuSet both = iso;
                         cpu_set_and(&both, &hk);
                         _cleanup_free_ char *l = cpu_set_format_list(&both);
-                        return fail_at(c, "/cpus/isolated", -EINVAL,
-                                       asprintf(&msg, "CPUs %s are both isolated and housekeeping; a CPU belongs to one class",
-                                                strempty(l)) < 0 ? NULL : msg);
+                        return fail_at(
+                                c, "/cpus/isolated", -EINVAL,
+                                asprintf(&msg, "CPUs %s are both isolated and housekeeping; a CPU belongs to one class",
+                                         strempty(l)) < 0
+                                        ? NULL
+                                        : msg);
                 }
         } else if (iso_v) {
                 hk = h->online;
@@ -298,15 +317,23 @@ static int resolve_cpus(ResolveCtx *c, json_t *doc) {
 
         if (cpu_set_is_empty(&hk)) {
                 _cleanup_free_ char *on = cpu_set_format_list(&h->online);
-                return fail_at(c, iso_v ? "/cpus/isolated" : "/cpus", -EINVAL,
-                               asprintf(&msg, "no housekeeping CPU would be left (online: %s); keep at least one CPU for the system",
-                                        strempty(on)) < 0 ? NULL : msg);
+                return fail_at(
+                        c, iso_v ? "/cpus/isolated" : "/cpus", -EINVAL,
+                        asprintf(&msg,
+                                 "no housekeeping CPU would be left (online: %s); keep at least one CPU for the system",
+                                 strempty(on)) < 0
+                                ? NULL
+                                : msg);
         }
         if (cpu_set_is_empty(&iso)) {
                 _cleanup_free_ char *on = cpu_set_format_list(&h->online);
                 return fail_at(c, hk_v ? "/cpus/housekeeping" : "/cpus", -EINVAL,
-                               asprintf(&msg, "nothing to isolate: every online CPU (%s) is housekeeping; "
-                                        "lower housekeeping_cores_per_node or name the isolated CPUs", strempty(on)) < 0 ? NULL : msg);
+                               asprintf(&msg,
+                                        "nothing to isolate: every online CPU (%s) is housekeeping; "
+                                        "lower housekeeping_cores_per_node or name the isolated CPUs",
+                                        strempty(on)) < 0
+                                       ? NULL
+                                       : msg);
         }
         c->iso = iso;
         c->hk = hk;
@@ -373,7 +400,7 @@ int profile_resolve(Profile *p, const Host *host, Resolved **ret, ProfileError *
         const char *key;
         json_t *v;
         void *tmp;
-        json_object_foreach_safe(r->doc, tmp, key, v) {
+        json_object_foreach_safe (r->doc, tmp, key, v) {
                 if (streq(key, "cpus"))
                         continue;
                 const Schema *s = schema_child(profile_schema(), key);

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "backend.h"
+#include "config.h"
 #include "profile-internal.h"
 #include "schema.h"
 #include "strv.h"
@@ -25,13 +25,13 @@ const char * const profile_dirs[] = {
         PROFILE_DIR_USER,
         PROFILE_DIR_SYSTEM,
 #ifdef PROFILE_DIR_DISTRO
-        PROFILE_DIR_DISTRO,     /* the distribution's place, when built with another prefix */
+        PROFILE_DIR_DISTRO, /* the distribution's place, when built with another prefix */
 #endif
         NULL,
 };
 
 #define MAX_INCLUDE_DEPTH 16
-#define PROFILE_SIZE_MAX (1024 * 1024)          /* bytes a profile file may hold */
+#define PROFILE_SIZE_MAX (1024 * 1024) /* bytes a profile file may hold */
 
 /* Where names are looked up: the root's user and shipped directories; then, when --root is not this
  * system, the profiles shipped with this program (installed, or its source tree when it runs from
@@ -136,24 +136,20 @@ char *json_pointer_append_index(const char *base, size_t i) {
 
 /* The keys that belong to no domain; each domain's section is in its backend file. */
 
-static const SchemaField cpus_fields[] = {
-        { "isolated", &schema_cpus },
-        { "housekeeping", &schema_cpus },
-        { "housekeeping_cores_per_node", &schema_cores },
-        {}
-};
+static const SchemaField cpus_fields[] = { { "isolated", &schema_cpus },
+                                           { "housekeeping", &schema_cpus },
+                                           { "housekeeping_cores_per_node", &schema_cores },
+                                           {} };
 static const Schema cpus_schema = { SCHEMA_OBJECT, .fields = cpus_fields };
 
 static const char * const drift_policies[] = { "report", "correct", NULL };
 static const Schema drift_policy_schema = { SCHEMA_STRING, .choices = drift_policies };
 static const Schema drift_domains_schema = { SCHEMA_MAP, .items = &drift_policy_schema };
-static const SchemaField drift_fields[] = {
-        { "policy", &drift_policy_schema },
-        { "domains", &drift_domains_schema },
-        { "interval_s", &schema_interval },
-        { "task_allow", &schema_strings_array },
-        {}
-};
+static const SchemaField drift_fields[] = { { "policy", &drift_policy_schema },
+                                            { "domains", &drift_domains_schema },
+                                            { "interval_s", &schema_interval },
+                                            { "task_allow", &schema_strings_array },
+                                            {} };
 static const Schema drift_schema = { SCHEMA_OBJECT, .fields = drift_fields };
 
 static const Schema variables_schema = { SCHEMA_MAP, .items = &schema_scalar };
@@ -161,31 +157,18 @@ static const Schema variables_schema = { SCHEMA_MAP, .items = &schema_scalar };
 /* A fragment is what a vendor overlay may carry: everything but include, variables and vendor.
  * Its keys are these, then every backend's section, then the tail. */
 static const SchemaField fragment_head[] = {
-        { "summary", &schema_string },
-        { "description", &schema_string },
-        { "cpus", &cpus_schema },
-        {}
+        { "summary", &schema_string }, { "description", &schema_string }, { "cpus", &cpus_schema }, {}
 };
-static const SchemaField fragment_tail[] = {
-        { "drift", &drift_schema },
-        {}
-};
+static const SchemaField fragment_tail[] = { { "drift", &drift_schema }, {} };
 static SchemaField fragment_fields[ELEMENTSOF(fragment_head) + _DOMAIN_MAX + ELEMENTSOF(fragment_tail)];
 static const Schema fragment_schema = { SCHEMA_OBJECT, .fields = fragment_fields };
 
-static const SchemaField vendor_fields[] = {
-        { "intel", &fragment_schema },
-        { "amd", &fragment_schema },
-        {}
-};
+static const SchemaField vendor_fields[] = { { "intel", &fragment_schema }, { "amd", &fragment_schema }, {} };
 static const Schema vendor_schema = { SCHEMA_OBJECT, .fields = vendor_fields };
 
 /* A whole document: these, then a fragment's keys. */
 static const SchemaField top_head[] = {
-        { "include", &schema_strings },
-        { "variables", &variables_schema },
-        { "vendor", &vendor_schema },
-        {}
+        { "include", &schema_strings }, { "variables", &variables_schema }, { "vendor", &vendor_schema }, {}
 };
 static SchemaField top_fields[ELEMENTSOF(top_head) + ELEMENTSOF(fragment_fields)];
 static const Schema top_schema = { SCHEMA_OBJECT, .fields = top_fields };
@@ -223,68 +206,78 @@ static int validate_names(const char *file, const json_t *doc, const char *base,
         json_t *v;
 
         json_t *sysctl = json_object_get(doc, "sysctl");
-        json_object_foreach(sysctl, key, v) {
+        json_object_foreach (sysctl, key, v) {
                 _cleanup_free_ char *p = json_pointer_append(base, "sysctl");
                 _cleanup_free_ char *pk = p ? json_pointer_append(p, key) : NULL;
                 for (const char *c = key; *c; c++)
                         if (!isalnum((unsigned char) *c) && !strchr("._-/*", *c))
-                                return profile_error_set(e, -EINVAL, file, pk,
-                                                 "\"%s\" is not a sysctl name; use the dotted form, e.g. \"kernel.timer_migration\"", key);
+                                return profile_error_set(
+                                        e, -EINVAL, file, pk,
+                                        "\"%s\" is not a sysctl name; use the dotted form, e.g. \"kernel.timer_migration\"",
+                                        key);
                 if (key[0] == '.' || key[0] == '/' || strstr(key, ".."))
-                        return profile_error_set(e, -EINVAL, file, pk,
-                                         "\"%s\" is not a sysctl name; use the dotted form, e.g. \"kernel.timer_migration\"", key);
+                        return profile_error_set(
+                                e, -EINVAL, file, pk,
+                                "\"%s\" is not a sysctl name; use the dotted form, e.g. \"kernel.timer_migration\"",
+                                key);
         }
         json_t *sysfs = json_object_get(doc, "sysfs");
-        json_object_foreach(sysfs, key, v) {
+        json_object_foreach (sysfs, key, v) {
                 _cleanup_free_ char *p = json_pointer_append(base, "sysfs");
                 _cleanup_free_ char *pk = p ? json_pointer_append(p, key) : NULL;
                 if (!startswith(key, "/sys/") || strstr(key, "/../") || strstr(key, "/./"))
-                        return profile_error_set(e, -EINVAL, file, pk,
-                                         "\"%s\" is not a path under /sys; write the absolute path, e.g. \"/sys/kernel/mm/ksm/run\"", key);
+                        return profile_error_set(
+                                e, -EINVAL, file, pk,
+                                "\"%s\" is not a path under /sys; write the absolute path, e.g. \"/sys/kernel/mm/ksm/run\"",
+                                key);
         }
         json_t *args = json_object_get(json_object_get(doc, "boot"), "args");
-        json_object_foreach(args, key, v) {
+        json_object_foreach (args, key, v) {
                 _cleanup_free_ char *p = NULL;
                 if (asprintf(&p, "%s/boot/args", base) < 0)
                         return -ENOMEM;
                 _cleanup_free_ char *pk = json_pointer_append(p, key);
                 for (const char *c = key; *c; c++)
                         if (!isalnum((unsigned char) *c) && !strchr("._-", *c))
-                                return profile_error_set(e, -EINVAL, file, pk,
-                                                 "\"%s\" is not a kernel parameter name; use the name alone as the key and its value as the value, e.g. \"nohz_full\": \"${isolated}\"",
-                                                 key);
+                                return profile_error_set(
+                                        e, -EINVAL, file, pk,
+                                        "\"%s\" is not a kernel parameter name; use the name alone as the key and its value as the value, e.g. \"nohz_full\": \"${isolated}\"",
+                                        key);
                 if (json_is_string(v))
                         for (const char *c = json_string_value(v); *c; c++)
                                 if (isspace((unsigned char) *c) || *c == '"')
-                                        return profile_error_set(e, -EINVAL, file, pk,
-                                                         "the value must not contain spaces or quotes; give each kernel parameter its own key");
+                                        return profile_error_set(
+                                                e, -EINVAL, file, pk,
+                                                "the value must not contain spaces or quotes; give each kernel parameter its own key");
         }
         json_t *modules = json_object_get(doc, "modules");
-        json_object_foreach(modules, key, v) {
+        json_object_foreach (modules, key, v) {
                 for (const char *c = key; *c; c++)
                         if (!isalnum((unsigned char) *c) && *c != '_' && *c != '-') {
                                 _cleanup_free_ char *p = json_pointer_append(base, "modules");
                                 _cleanup_free_ char *pk = p ? json_pointer_append(p, key) : NULL;
-                                return profile_error_set(e, -EINVAL, file, pk, "\"%s\" is not a module name, e.g. \"kvm_intel\"", key);
+                                return profile_error_set(e, -EINVAL, file, pk,
+                                                         "\"%s\" is not a module name, e.g. \"kvm_intel\"", key);
                         }
         }
         size_t ai;
-        json_array_foreach(json_object_get(json_object_get(doc, "drift"), "task_allow"), ai, v) {
+        json_array_foreach (json_object_get(json_object_get(doc, "drift"), "task_allow"), ai, v) {
                 const char *entry = json_string_value(v);
                 if (entry && (!*entry || streq(entry, "!"))) {
                         _cleanup_free_ char *p = NULL;
                         if (asprintf(&p, "%s/drift/task_allow/%zu", base, ai) < 0)
                                 return -ENOMEM;
-                        return profile_error_set(e, -EINVAL, file, p,
-                                         "an empty entry matches nothing; give a comm pattern (\"qemu-*\"), a cgroup "
-                                         "(\"/machine.slice\") or an exception (\"!stress*\")");
+                        return profile_error_set(
+                                e, -EINVAL, file, p,
+                                "an empty entry matches nothing; give a comm pattern (\"qemu-*\"), a cgroup "
+                                "(\"/machine.slice\") or an exception (\"!stress*\")");
                 }
         }
         const char *lists[][2] = { { "cpuset", "partitions" }, { "cat", "groups" } };
         for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
                 json_t *arr = json_object_get(json_object_get(doc, lists[l][0]), lists[l][1]);
                 size_t i;
-                json_array_foreach(arr, i, v) {
+                json_array_foreach (arr, i, v) {
                         const char *name = json_string_value(json_object_get(v, "name"));
                         _cleanup_free_ char *p = NULL;
                         if (asprintf(&p, "%s/%s/%s/%zu", base, lists[l][0], lists[l][1], i) < 0)
@@ -293,34 +286,40 @@ static int validate_names(const char *file, const json_t *doc, const char *base,
                                 return profile_error_set(e, -EINVAL, file, p, "missing \"name\"");
                         for (const char *c = name; *c; c++)
                                 if (!isalnum((unsigned char) *c) && !strchr("._-", *c))
-                                        return profile_error_set(e, -EINVAL, file, p,
-                                                         "name \"%s\" may hold only letters, digits, '.', '_' and '-'", name);
+                                        return profile_error_set(
+                                                e, -EINVAL, file, p,
+                                                "name \"%s\" may hold only letters, digits, '.', '_' and '-'", name);
                         static const char * const reserved[][5] = {
-                                { "root", "rtpart-nrt", NULL },                         /* cpuset */
-                                { "default", "info", "mon_groups", "mon_data", NULL },  /* resctrl */
+                                { "root", "rtpart-nrt", NULL },                        /* cpuset */
+                                { "default", "info", "mon_groups", "mon_data", NULL }, /* resctrl */
                         };
                         bool taken = false;
                         for (const char * const *rn = reserved[l]; *rn; rn++)
                                 taken = taken || streq(name, *rn);
                         if (taken || !*name || streq(name, ".") || streq(name, ".."))
-                                return profile_error_set(e, -EINVAL, file, p, "\"%s\" cannot be used as a group name", name);
+                                return profile_error_set(e, -EINVAL, file, p, "\"%s\" cannot be used as a group name",
+                                                         name);
                         if (!json_object_get(v, "cpus"))
                                 return profile_error_set(e, -EINVAL, file, p, "missing \"cpus\"");
                         for (size_t j = 0; j < i; j++)
                                 if (streq_ptr(name, json_string_value(json_object_get(json_array_get(arr, j), "name"))))
-                                        return profile_error_set(e, -EINVAL, file, p, "name \"%s\" is used twice", name);
+                                        return profile_error_set(e, -EINVAL, file, p, "name \"%s\" is used twice",
+                                                                 name);
                         json_t *l3 = json_object_get(v, "l3");
                         const char *shares[] = { "l3", "l3code", "l3data" };
                         for (size_t s = 0; s < ELEMENTSOF(shares); s++) {
                                 json_t *sh = json_object_get(v, shares[s]);
                                 if (sh && json_object_size(sh) != 1) {
                                         _cleanup_free_ char *ps = json_pointer_append(p, shares[s]);
-                                        return profile_error_set(e, -EINVAL, file, ps, "give exactly one of \"mask\", \"ways\" or \"percent\"");
+                                        return profile_error_set(
+                                                e, -EINVAL, file, ps,
+                                                "give exactly one of \"mask\", \"ways\" or \"percent\"");
                                 }
                         }
                         if (l3 && (json_object_get(v, "l3code") || json_object_get(v, "l3data"))) {
                                 _cleanup_free_ char *ps = json_pointer_append(p, "l3");
-                                return profile_error_set(e, -EINVAL, file, ps, "use either \"l3\" or \"l3code\"/\"l3data\", not both");
+                                return profile_error_set(e, -EINVAL, file, ps,
+                                                         "use either \"l3\" or \"l3code\"/\"l3data\", not both");
                         }
                 }
         }
@@ -329,21 +328,23 @@ static int validate_names(const char *file, const json_t *doc, const char *base,
         const char *rule_ptrs[] = { "irq/rules", "kthreads/rules" };
         for (size_t r = 0; r < ELEMENTSOF(rules); r++) {
                 size_t i;
-                json_array_foreach(rules[r], i, v) {
+                json_array_foreach (rules[r], i, v) {
                         _cleanup_free_ char *p = NULL;
                         if (asprintf(&p, "%s/%s/%zu", base, rule_ptrs[r], i) < 0)
                                 return -ENOMEM;
                         if (!json_object_get(v, "match"))
-                                return profile_error_set(e, -EINVAL, file, p, "missing \"match\" (a shell pattern such as \"eth1-TxRx-*\")");
+                                return profile_error_set(e, -EINVAL, file, p,
+                                                         "missing \"match\" (a shell pattern such as \"eth1-TxRx-*\")");
                         if (r == 0 && !json_object_get(v, "cpus"))
-                                return profile_error_set(e, -EINVAL, file, p, "missing \"cpus\": the CPUs the matching IRQs go to");
+                                return profile_error_set(e, -EINVAL, file, p,
+                                                         "missing \"cpus\": the CPUs the matching IRQs go to");
                         if (r == 1 && !json_object_get(v, "cpus") && !json_object_get(v, "policy"))
-                                return profile_error_set(e, -EINVAL, file, p, "give \"policy\" (with \"priority\") or \"cpus\", or both");
+                                return profile_error_set(e, -EINVAL, file, p,
+                                                         "give \"policy\" (with \"priority\") or \"cpus\", or both");
                 }
         }
         return 0;
 }
-
 
 /* ---- loading and merging ---- */
 
@@ -385,12 +386,18 @@ static char *stem(const char *path) {
 
 static const char *file_type_name(mode_t mode) {
         switch (mode & S_IFMT) {
-        case S_IFDIR: return "a directory";
-        case S_IFIFO: return "a FIFO";
-        case S_IFCHR: return "a character device";
-        case S_IFBLK: return "a block device";
-        case S_IFSOCK: return "a socket";
-        default: return "not a plain file";
+        case S_IFDIR:
+                return "a directory";
+        case S_IFIFO:
+                return "a FIFO";
+        case S_IFCHR:
+                return "a character device";
+        case S_IFBLK:
+                return "a block device";
+        case S_IFSOCK:
+                return "a socket";
+        default:
+                return "not a plain file";
         }
 }
 
@@ -402,26 +409,31 @@ static int check_trusted(int fd, const char *display, ProfileError *e) {
         if (fstat(fd, &st) < 0)
                 return profile_error_set(e, -errno, display, NULL, "cannot read profile: %s", strerror(errno));
         if (!S_ISREG(st.st_mode))
-                return profile_error_set(e, -EINVAL, display, NULL, "not a regular file (%s); give a profile's .json file",
-                                 file_type_name(st.st_mode));
+                return profile_error_set(e, -EINVAL, display, NULL,
+                                         "not a regular file (%s); give a profile's .json file",
+                                         file_type_name(st.st_mode));
         uid_t me = geteuid();
         if (st.st_uid != 0 && st.st_uid != me) {
                 if (me == 0)
-                        return profile_error_set(e, -EINVAL, display, NULL,
-                                         "owned by uid %u, not by root; a profile rtpartd applies must be owned by root "
-                                         "(chown root: %s)", (unsigned) st.st_uid, display);
-                return profile_error_set(e, -EINVAL, display, NULL,
-                                 "owned by uid %u, neither by root nor by you (uid %u); use a copy you own (cp %s .)",
-                                 (unsigned) st.st_uid, (unsigned) me, display);
+                        return profile_error_set(
+                                e, -EINVAL, display, NULL,
+                                "owned by uid %u, not by root; a profile rtpartd applies must be owned by root "
+                                "(chown root: %s)",
+                                (unsigned) st.st_uid, display);
+                return profile_error_set(
+                        e, -EINVAL, display, NULL,
+                        "owned by uid %u, neither by root nor by you (uid %u); use a copy you own (cp %s .)",
+                        (unsigned) st.st_uid, (unsigned) me, display);
         }
         if ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != 0))
                 return profile_error_set(e, -EINVAL, display, NULL,
-                                 "%s (mode %04o); a profile must be writable by its owner only (chmod go-w %s)",
-                                 st.st_mode & S_IWOTH ? "world-writable" : "group-writable", (unsigned) (st.st_mode & 07777),
-                                 display);
+                                         "%s (mode %04o); a profile must be writable by its owner only (chmod go-w %s)",
+                                         st.st_mode & S_IWOTH ? "world-writable" : "group-writable",
+                                         (unsigned) (st.st_mode & 07777), display);
         if (st.st_size > PROFILE_SIZE_MAX)
-                return profile_error_set(e, -EINVAL, display, NULL, "larger than 1 MiB (%lld bytes); a profile is at most 1 MiB",
-                                 (long long) st.st_size);
+                return profile_error_set(e, -EINVAL, display, NULL,
+                                         "larger than 1 MiB (%lld bytes); a profile is at most 1 MiB",
+                                         (long long) st.st_size);
         return 0;
 }
 
@@ -454,9 +466,10 @@ static int read_trusted(int fd, const char *display, char **ret_text, ProfileErr
                 return profile_error_set(e, -EINVAL, display, NULL, "larger than 1 MiB; a profile is at most 1 MiB");
         const char *nul = memchr(buf ?: "", 0, len);
         if (nul)
-                return profile_error_set(e, -EINVAL, display, NULL,
-                                 "a NUL byte at offset %zu; a profile is JSON text (was the file truncated or overwritten?)",
-                                 (size_t) (nul - buf));
+                return profile_error_set(
+                        e, -EINVAL, display, NULL,
+                        "a NUL byte at offset %zu; a profile is JSON text (was the file truncated or overwritten?)",
+                        (size_t) (nul - buf));
         if (!buf && !(buf = malloc(1)))
                 return -ENOMEM;
         buf[len] = 0;
@@ -510,8 +523,9 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
                 display = TAKE_PTR(path);
         } else {
                 if (!valid_name(name_or_path))
-                        return profile_error_set(e, -EINVAL, name_or_path, NULL,
-                                         "not a profile name; names use letters, digits, '.', '_' and '-' (see rtpartctl list), or give a path to a .json file");
+                        return profile_error_set(
+                                e, -EINVAL, name_or_path, NULL,
+                                "not a profile name; names use letters, digits, '.', '_' and '-' (see rtpartctl list), or give a path to a .json file");
                 /* An include by name from a profile read by path looks beside that file first, so
                  * a directory of profiles works wherever it is. */
                 if (include_dir) {
@@ -520,7 +534,8 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
                                 return -ENOMEM;
                         _cleanup_free_ char *bkey = file_key(beside);
                         if (access(beside, F_OK) >= 0 && !strv_contains(loading, bkey))
-                                return read_profile_text(root, beside, NULL, loading, ret_text, ret_display, ret_dir, e);
+                                return read_profile_text(root, beside, NULL, loading, ret_text, ret_display, ret_dir,
+                                                         e);
                 }
                 k = -ENOENT;
                 SearchPath sp;
@@ -561,7 +576,8 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
                         _cleanup_free_ char *a = root_display_path(root, profile_dirs[0]);
                         _cleanup_free_ char *b = root_display_path(root, profile_dirs[1]);
                         return profile_error_set(e, -ENOENT, name_or_path, NULL,
-                                         "no such profile in %s or %s; see rtpartctl list", strempty(a), strempty(b));
+                                                 "no such profile in %s or %s; see rtpartctl list", strempty(a),
+                                                 strempty(b));
                 }
         }
         *ret_text = TAKE_PTR(text);
@@ -577,7 +593,7 @@ int profile_merge(json_t *dst, json_t *src, const char *ptr, json_t *origins, co
         const char *key;
         json_t *v;
 
-        json_object_foreach(src, key, v) {
+        json_object_foreach (src, key, v) {
                 _cleanup_free_ char *p = json_pointer_append(ptr, key);
                 if (!p)
                         return -ENOMEM;
@@ -603,7 +619,7 @@ static int mark_origin(json_t *v, const char *ptr, json_t *origins, const char *
         const char *key;
         json_t *c;
         if (json_is_object(v))
-                json_object_foreach(v, key, c) {
+                json_object_foreach (v, key, c) {
                         _cleanup_free_ char *p = json_pointer_append(ptr, key);
                         if (!p || mark_origin(c, p, origins, file) < 0)
                                 return -ENOMEM;
@@ -628,8 +644,8 @@ const char *profile_origin_of(const json_t *origins, const char *ptr, const char
 
 typedef struct LoadState {
         Root *root;
-        char **stack;           /* files being loaded, as displayed */
-        char **keys;            /* … and their real paths, for cycle detection */
+        char **stack; /* files being loaded, as displayed */
+        char **keys;  /* … and their real paths, for cycle detection */
         char **files;
 } LoadState;
 
@@ -643,7 +659,7 @@ static int validate_document(const char *file, const json_t *doc, ProfileError *
                 return k;
         const char *vkey;
         json_t *vfrag;
-        json_object_foreach(json_object_get(doc, "vendor"), vkey, vfrag) {
+        json_object_foreach (json_object_get(doc, "vendor"), vkey, vfrag) {
                 _cleanup_free_ char *base = NULL;
                 if (asprintf(&base, "/vendor/%s", vkey) < 0)
                         return -ENOMEM;
@@ -665,7 +681,7 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
                 if (from_file && e && e->code == -ENOENT) {
                         _cleanup_free_ char *msg = e->message ? strdup(e->message) : NULL;
                         return profile_error_set(e, -EINVAL, from_file, from_ptr, "included profile \"%s\": %s",
-                                         name_or_path, strempty(msg));
+                                                 name_or_path, strempty(msg));
                 }
                 return k;
         }
@@ -678,10 +694,12 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
                         strbuf_appendf(&chain, "%s -> ", *s);
                 strbuf_append(&chain, display);
                 _cleanup_free_ char *c = strbuf_steal(&chain);
-                return profile_error_set(e, -EINVAL, from_file, from_ptr, "include cycle: %s; remove one of these includes", strempty(c));
+                return profile_error_set(e, -EINVAL, from_file, from_ptr,
+                                         "include cycle: %s; remove one of these includes", strempty(c));
         }
         if (strv_length(st->stack) >= MAX_INCLUDE_DEPTH)
-                return profile_error_set(e, -EINVAL, from_file, from_ptr, "includes nest deeper than %d levels", MAX_INCLUDE_DEPTH);
+                return profile_error_set(e, -EINVAL, from_file, from_ptr, "includes nest deeper than %d levels",
+                                         MAX_INCLUDE_DEPTH);
 
         _cleanup_(json_decrefp) json_t *doc = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
         if (!doc) {
@@ -708,9 +726,10 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
         json_t *inc_list = json_is_string(inc) ? json_pack("[O]", inc) : json_incref(inc);
         size_t i;
         json_t *item;
-        json_array_foreach(inc_list, i, item) {
+        json_array_foreach (inc_list, i, item) {
                 _cleanup_(json_decrefp) json_t *sub = NULL;
-                _cleanup_free_ char *ptr = json_is_array(inc) ? json_pointer_append_index("/include", i) : strdup("/include");
+                _cleanup_free_ char *ptr =
+                        json_is_array(inc) ? json_pointer_append_index("/include", i) : strdup("/include");
                 k = load_rec(st, json_string_value(item), dir, display, ptr, &sub, origins, NULL, e);
                 if (k < 0) {
                         json_decref(inc_list);
@@ -786,13 +805,15 @@ int profile_from_document(const char *name, const json_t *doc, Profile **ret, Pr
         if (asprintf(&label, "%s (as applied, in the journal)", strempty(name)) < 0)
                 return -ENOMEM;
         if (!name || !*name || !doc)
-                return profile_error_set(ret_error, -EINVAL, label, NULL, "no profile document; apply the profile again");
+                return profile_error_set(ret_error, -EINVAL, label, NULL,
+                                         "no profile document; apply the profile again");
         k = validate_document(label, doc, ret_error);
         if (k < 0)
                 return k;
         if (json_object_get(doc, "include"))
-                return profile_error_set(ret_error, -EINVAL, label, "/include",
-                                 "an applied profile has its includes merged and names none; apply the profile again");
+                return profile_error_set(
+                        ret_error, -EINVAL, label, "/include",
+                        "an applied profile has its includes merged and names none; apply the profile again");
 
         p = calloc(1, sizeof(*p));
         if (!p)

@@ -14,7 +14,7 @@ typedef struct ProfileError {
         char *file;
         char *pointer;
         char *message;
-        int code;       /* negative errno: -EINVAL invalid profile, -ENOENT not found, other: I/O */
+        int code; /* negative errno: -EINVAL invalid profile, -ENOENT not found, other: I/O */
 } ProfileError;
 
 void profile_error_done(ProfileError *e);
@@ -25,12 +25,12 @@ int profile_error_set(ProfileError *e, int code, const char *file, const char *p
         _printf_(5, 6);
 
 typedef struct Profile {
-        char *name;             /* file stem ("realtime-virtual-host") */
-        char *path;             /* root-relative file it was read from; NULL: from a document */
+        char *name; /* file stem ("realtime-virtual-host") */
+        char *path; /* root-relative file it was read from; NULL: from a document */
         char *summary;
-        json_t *doc;            /* merged over its includes, not yet resolved against a host */
-        json_t *origins;        /* JSON pointer → file that set it, for messages */
-        char **files;           /* every file read, the profile's last */
+        json_t *doc;     /* merged over its includes, not yet resolved against a host */
+        json_t *origins; /* JSON pointer → file that set it, for messages */
+        char **files;    /* every file read, the profile's last */
 } Profile;
 
 /* Profile search path, relative to the root: user profiles first. */
@@ -54,10 +54,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Profile *, profile_free);
  * a --root that is not this system, the profiles shipped with the program itself; sorted. */
 typedef struct ProfileInfo {
         char *name;
-        char *path;             /* as a person finds it: ROOT/etc/rtpart/profiles/x.json */
-        char *summary;          /* NULL if the file does not parse */
-        bool user;              /* from etc/rtpart/profiles */
-        bool shadows;           /* a user profile that hides a shipped one of the same name */
+        char *path;    /* as a person finds it: ROOT/etc/rtpart/profiles/x.json */
+        char *summary; /* NULL if the file does not parse */
+        bool user;     /* from etc/rtpart/profiles */
+        bool shadows;  /* a user profile that hides a shipped one of the same name */
 } ProfileInfo;
 int profile_list(Root *root, ProfileInfo **ret, size_t *ret_n);
 void profile_info_free_many(ProfileInfo *l, size_t n);
@@ -66,10 +66,10 @@ void profile_info_free_many(ProfileInfo *l, size_t n);
  * expanded, every CPU expression checked against the host's topology. */
 typedef struct Resolved {
         char *name;
-        json_t *doc;            /* expanded; CPU expressions replaced by canonical lists */
+        json_t *doc; /* expanded; CPU expressions replaced by canonical lists */
         CpuSet isolated, housekeeping;
         const Host *host;
-        Profile *profile;       /* not owned */
+        Profile *profile; /* not owned */
 } Resolved;
 
 int profile_resolve(Profile *p, const Host *host, Resolved **ret, ProfileError *ret_error);
@@ -80,8 +80,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Resolved *, resolved_free);
  * classes (isolated, housekeeping, all), topology selectors (node:N, package:N, l3:N), each
  * optionally prefixed by '!' to subtract it. iso/hk may be NULL while classes are not yet known.
  * On error returns -EINVAL and a message in *ret_message. */
-int cpu_expr_parse(const char *expr, const Host *host, const CpuSet *iso, const CpuSet *hk,
-                   CpuSet *ret, char **ret_message);
+int cpu_expr_parse(const char *expr, const Host *host, const CpuSet *iso, const CpuSet *hk, CpuSet *ret,
+                   char **ret_message);
 
 /* JSON pointer helpers (RFC 6901). */
 char *json_pointer_append(const char *base, const char *token);

@@ -19,10 +19,17 @@
 /* libcgroup is loaded the first time a v1 cpuset is changed, not at every start: cgroup v2 hosts
  * never need it, and it (with the libpthread it brings) costs ~100 KiB of resident memory in a
  * daemon that otherwise has nothing to do with it. */
-#define LIBCGROUP_FUNCTIONS(X)                                                                      \
-        X(cgroup_init) X(cgroup_get_last_errno) X(cgroup_new_cgroup) X(cgroup_add_controller)       \
-        X(cgroup_free) X(cgroup_create_cgroup) X(cgroup_set_value_string) X(cgroup_modify_cgroup)   \
-        X(cgroup_attach_task_pid) X(cgroup_delete_cgroup)
+#define LIBCGROUP_FUNCTIONS(X) \
+        X(cgroup_init) \
+        X(cgroup_get_last_errno) \
+        X(cgroup_new_cgroup) \
+        X(cgroup_add_controller) \
+        X(cgroup_free) \
+        X(cgroup_create_cgroup) \
+        X(cgroup_set_value_string) \
+        X(cgroup_modify_cgroup) \
+        X(cgroup_attach_task_pid) \
+        X(cgroup_delete_cgroup)
 #define DECLARE_SYM(f) static __typeof__(f) *sym_##f;
 LIBCGROUP_FUNCTIONS(DECLARE_SYM)
 
@@ -34,10 +41,10 @@ static int libcgroup_load(void) {
         void *dl = dlopen(LIBCGROUP_SONAME, RTLD_NOW | RTLD_NODELETE);
         if (!dl)
                 return -EOPNOTSUPP; /* the cpuset backend says what is missing */
-#define LOAD_SYM(f)                                                                                 \
-        if (!(sym_##f = (__typeof__(f) *) dlsym(dl, #f))) {                                         \
-                dlclose(dl);                                                                        \
-                return -EOPNOTSUPP;                                                                 \
+#define LOAD_SYM(f) \
+        if (!(sym_##f = (__typeof__(f) *) dlsym(dl, #f))) { \
+                dlclose(dl); \
+                return -EOPNOTSUPP; \
         }
         LIBCGROUP_FUNCTIONS(LOAD_SYM)
 #undef LOAD_SYM
@@ -111,7 +118,8 @@ static bool via_libcgroup(Root *r, RootFs fs, const char *mount) {
 static char *object_path(const char *mount, const char *name, const char *file) {
         char *s;
         return asprintf(&s, "%s%s%s%s%s", mount, name ? "/" : "", strempty(name), file ? "/" : "", strempty(file)) < 0
-               ? NULL : s;
+                ? NULL
+                : s;
 }
 
 static int kernel_write_value(Root *r, const char *rel, const char *value) {
@@ -218,7 +226,7 @@ static int kernel_umount(Root *r, const char *rel) {
 const RootOps root_kernel_ops = {
         .name = "kernel",
         .can = ROOT_CAN_SCHEDULE | ROOT_CAN_ASK_SYSTEMD | ROOT_CAN_UPDATE_BOOTLOADER | ROOT_CAN_HOLD_PM_QOS |
-               ROOT_CAN_MOUNT | ROOT_CAN_WATCH_PROCESSES,
+                ROOT_CAN_MOUNT | ROOT_CAN_WATCH_PROCESSES,
         .write_value = kernel_write_value,
         .mkdir_object = kernel_mkdir_object,
         .rmdir_object = kernel_rmdir_object,

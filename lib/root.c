@@ -588,8 +588,7 @@ int root_rmdir_object(Root *r, RootFs fs, const char *mount, const char *name) {
         return r->ops->rmdir_object(r, fs, mount, name);
 }
 
-int root_write_object(Root *r, RootFs fs, const char *mount, const char *name, const char *file,
-                      const char *value) {
+int root_write_object(Root *r, RootFs fs, const char *mount, const char *name, const char *file, const char *value) {
         return r->ops->write_object(r, fs, mount, name, file, value);
 }
 
@@ -630,7 +629,7 @@ int root_mkdir_p(Root *r, const char *rel, mode_t mode) {
         _cleanup_free_ char *p = strdup(rel);
         if (!p)
                 return -ENOMEM;
-        for (char *s = p; ; s++) {
+        for (char *s = p;; s++) {
                 if (*s == '/' || *s == 0) {
                         char c = *s;
                         *s = 0;

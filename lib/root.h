@@ -29,8 +29,8 @@ typedef struct RootOps RootOps;
 
 typedef struct Root {
         int fd;
-        char *path;     /* as given, for messages */
-        bool is_host;   /* the real "/": only root.c reads it; others ask root_is_system()/root_can() */
+        char *path;   /* as given, for messages */
+        bool is_host; /* the real "/": only root.c reads it; others ask root_is_system()/root_can() */
         RootResolve resolve;
         const RootOps *ops;
         struct Root *state; /* where the journal lives when not under this root (--state-dir) */
@@ -42,24 +42,24 @@ typedef enum RootCan {
         /* Thread ids read from the root's proc/ are this kernel's live tasks, and its CPUs are the
          * ones this process runs on: sched_setaffinity()/sched_setscheduler() reach them, the
          * daemon may pin itself to the root's housekeeping CPUs and move tasks off isolated ones. */
-        ROOT_CAN_SCHEDULE               = 1u << 0,
+        ROOT_CAN_SCHEDULE = 1u << 0,
         /* A systemd manager runs for this root and answers on the system bus (when the root also
          * has run/systemd/system): slices' AllowedCPUs=, restarting irqbalance. */
-        ROOT_CAN_ASK_SYSTEMD            = 1u << 1,
+        ROOT_CAN_ASK_SYSTEMD = 1u << 1,
         /* The root's bootloader configuration is this system's: its update command (update-grub)
          * regenerates what the next boot reads. */
-        ROOT_CAN_UPDATE_BOOTLOADER      = 1u << 2,
+        ROOT_CAN_UPDATE_BOOTLOADER = 1u << 2,
         /* root_pm_qos_open() gives a PM QoS CPU latency request that lasts while its fd is open. */
-        ROOT_CAN_HOLD_PM_QOS            = 1u << 3,
+        ROOT_CAN_HOLD_PM_QOS = 1u << 3,
         /* root_mount()/root_umount() mount a kernel filesystem (resctrl) at a path of the root. */
-        ROOT_CAN_MOUNT                  = 1u << 4,
+        ROOT_CAN_MOUNT = 1u << 4,
         /* The kernel's process events (the proc connector) are about the tasks in the root's proc/. */
-        ROOT_CAN_WATCH_PROCESSES        = 1u << 5,
+        ROOT_CAN_WATCH_PROCESSES = 1u << 5,
 } RootCan;
 
 /* Which kernel filesystem holds an object made with root_mkdir_object(). */
 typedef enum RootFs {
-        ROOT_FS_CGROUP,         /* a cgroup v2 hierarchy or a v1 cpuset one */
+        ROOT_FS_CGROUP, /* a cgroup v2 hierarchy or a v1 cpuset one */
         ROOT_FS_RESCTRL,
         _ROOT_FS_MAX,
         _ROOT_FS_INVALID = -EINVAL,
@@ -75,8 +75,8 @@ typedef enum RootFs {
  * hierarchy, resctrl's mount point), name a directory directly below it (NULL in object_write:
  * the mount's own directory). */
 struct RootOps {
-        const char *name;       /* "kernel", "tree", …: for debugging */
-        unsigned can;           /* RootCan flags */
+        const char *name; /* "kernel", "tree", …: for debugging */
+        unsigned can;     /* RootCan flags */
         /* One write(2) of value plus a newline to an existing file. */
         int (*write_value)(Root *r, const char *rel, const char *value);
         /* -EEXIST / -ENOENT as mkdir(2) / rmdir(2) give them; -EBUSY while an object is in use. */
@@ -158,8 +158,7 @@ static inline bool root_can(Root *r, RootCan what) {
 int root_write_value(Root *r, const char *rel, const char *value);
 int root_mkdir_object(Root *r, RootFs fs, const char *mount, const char *name);
 int root_rmdir_object(Root *r, RootFs fs, const char *mount, const char *name);
-int root_write_object(Root *r, RootFs fs, const char *mount, const char *name, const char *file,
-                      const char *value);
+int root_write_object(Root *r, RootFs fs, const char *mount, const char *name, const char *file, const char *value);
 /* -EOPNOTSUPP where the root cannot (root_can()). */
 int root_set_affinity(Root *r, int tid, const CpuSet *cpus);
 int root_set_scheduler(Root *r, int tid, unsigned policy, unsigned priority);

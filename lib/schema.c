@@ -75,26 +75,34 @@ const char *schema_closest(const char *key, const char * const *candidates, size
 
 static const char *json_kind(const json_t *v) {
         switch (json_typeof(v)) {
-        case JSON_OBJECT: return "an object";
-        case JSON_ARRAY: return "an array";
-        case JSON_STRING: return "a string";
-        case JSON_INTEGER: return "an integer";
-        case JSON_REAL: return "a number";
+        case JSON_OBJECT:
+                return "an object";
+        case JSON_ARRAY:
+                return "an array";
+        case JSON_STRING:
+                return "a string";
+        case JSON_INTEGER:
+                return "an integer";
+        case JSON_REAL:
+                return "a number";
         case JSON_TRUE:
-        case JSON_FALSE: return "a boolean";
-        case JSON_NULL: return "null";
+        case JSON_FALSE:
+                return "a boolean";
+        case JSON_NULL:
+                return "null";
         }
         return "something else";
 }
 
-static int validate_object(const char *file, const char *ptr, const json_t *v, const SchemaField *fields, ProfileError *e) {
+static int validate_object(const char *file, const char *ptr, const json_t *v, const SchemaField *fields,
+                           ProfileError *e) {
         const char *key;
         json_t *child;
         int k;
 
         if (!json_is_object(v))
                 return profile_error_set(e, -EINVAL, file, ptr, "expected an object, found %s", json_kind(v));
-        json_object_foreach((json_t *) v, key, child) {
+        json_object_foreach ((json_t *) v, key, child) {
                 const SchemaField *f = NULL;
                 for (const SchemaField *i = fields; i->key; i++)
                         if (streq(i->key, key)) {
@@ -115,8 +123,10 @@ static int validate_object(const char *file, const char *ptr, const json_t *v, c
                         const char *hint = schema_closest(key, names, n);
                         _cleanup_free_ char *list = strbuf_steal(&known);
                         if (hint)
-                                return profile_error_set(e, -EINVAL, file, p, "unknown key \"%s\"; did you mean \"%s\"?", key, hint);
-                        return profile_error_set(e, -EINVAL, file, p, "unknown key \"%s\"; known keys here: %s", key, strempty(list));
+                                return profile_error_set(e, -EINVAL, file, p,
+                                                         "unknown key \"%s\"; did you mean \"%s\"?", key, hint);
+                        return profile_error_set(e, -EINVAL, file, p, "unknown key \"%s\"; known keys here: %s", key,
+                                                 strempty(list));
                 }
                 k = schema_validate(file, p, child, f->schema, e);
                 if (k < 0)
@@ -133,8 +143,10 @@ int schema_validate(const char *file, const char *ptr, const json_t *v, const Sc
         case SCHEMA_CPUS:
                 if (!json_is_string(v))
                         return profile_error_set(e, -EINVAL, file, ptr, "expected %s, found %s",
-                                         s->kind == SCHEMA_CPUS ? "a CPU list string such as \"2-7,10\" or \"isolated\"" : "a string",
-                                         json_kind(v));
+                                                 s->kind == SCHEMA_CPUS
+                                                         ? "a CPU list string such as \"2-7,10\" or \"isolated\""
+                                                         : "a string",
+                                                 json_kind(v));
                 if (s->choices) {
                         const char *val = json_string_value(v);
                         size_t n = 0;
@@ -149,8 +161,10 @@ int schema_validate(const char *file, const char *ptr, const json_t *v, const Sc
                         _cleanup_free_ char *list = strbuf_steal(&b);
                         const char *hint = schema_closest(val, s->choices, n);
                         if (hint)
-                                return profile_error_set(e, -EINVAL, file, ptr, "\"%s\" is not valid; did you mean \"%s\"?", val, hint);
-                        return profile_error_set(e, -EINVAL, file, ptr, "\"%s\" is not valid; use one of %s", val, strempty(list));
+                                return profile_error_set(e, -EINVAL, file, ptr,
+                                                         "\"%s\" is not valid; did you mean \"%s\"?", val, hint);
+                        return profile_error_set(e, -EINVAL, file, ptr, "\"%s\" is not valid; use one of %s", val,
+                                                 strempty(list));
                 }
                 return 0;
         case SCHEMA_INT:
@@ -158,11 +172,12 @@ int schema_validate(const char *file, const char *ptr, const json_t *v, const Sc
                         return profile_error_set(e, -EINVAL, file, ptr, "expected an integer, found %s", json_kind(v));
                 if (json_integer_value(v) < s->min || json_integer_value(v) > s->max)
                         return profile_error_set(e, -EINVAL, file, ptr, "%lld is out of range; use %ld to %ld",
-                                         (long long) json_integer_value(v), s->min, s->max);
+                                                 (long long) json_integer_value(v), s->min, s->max);
                 return 0;
         case SCHEMA_BOOL:
                 if (!json_is_boolean(v))
-                        return profile_error_set(e, -EINVAL, file, ptr, "expected true or false, found %s", json_kind(v));
+                        return profile_error_set(e, -EINVAL, file, ptr, "expected true or false, found %s",
+                                                 json_kind(v));
                 return 0;
         case SCHEMA_SCALAR_OR_NULL:
                 if (json_is_null(v))
@@ -170,27 +185,30 @@ int schema_validate(const char *file, const char *ptr, const json_t *v, const Sc
                 _fallthrough_;
         case SCHEMA_SCALAR:
                 if (!json_is_string(v) && !json_is_number(v) && !json_is_boolean(v))
-                        return profile_error_set(e, -EINVAL, file, ptr, "expected a string, number or boolean, found %s%s",
-                                         json_kind(v), s->kind == SCHEMA_SCALAR_OR_NULL ? " (null removes an inherited value)" : "");
+                        return profile_error_set(
+                                e, -EINVAL, file, ptr, "expected a string, number or boolean, found %s%s", json_kind(v),
+                                s->kind == SCHEMA_SCALAR_OR_NULL ? " (null removes an inherited value)" : "");
                 return 0;
         case SCHEMA_BOOTARG:
                 if (!json_is_string(v) && !json_is_boolean(v) && !json_is_null(v))
-                        return profile_error_set(e, -EINVAL, file, ptr,
-                                         "expected a string value, true for a bare flag, or false/null to remove the argument; found %s",
-                                         json_kind(v));
+                        return profile_error_set(
+                                e, -EINVAL, file, ptr,
+                                "expected a string value, true for a bare flag, or false/null to remove the argument; found %s",
+                                json_kind(v));
                 return 0;
         case SCHEMA_STRINGS:
                 if (json_is_string(v))
                         return 0;
                 if (!json_is_array(v))
-                        return profile_error_set(e, -EINVAL, file, ptr, "expected a string or an array of strings, found %s", json_kind(v));
+                        return profile_error_set(e, -EINVAL, file, ptr,
+                                                 "expected a string or an array of strings, found %s", json_kind(v));
                 _fallthrough_;
         case SCHEMA_ARRAY: {
                 if (!json_is_array(v))
                         return profile_error_set(e, -EINVAL, file, ptr, "expected an array, found %s", json_kind(v));
                 size_t i;
                 json_t *item;
-                json_array_foreach(v, i, item) {
+                json_array_foreach (v, i, item) {
                         _cleanup_free_ char *p = json_pointer_append_index(ptr, i);
                         if (!p)
                                 return -ENOMEM;
@@ -207,7 +225,7 @@ int schema_validate(const char *file, const char *ptr, const json_t *v, const Sc
                         return profile_error_set(e, -EINVAL, file, ptr, "expected an object, found %s", json_kind(v));
                 const char *key;
                 json_t *child;
-                json_object_foreach((json_t *) v, key, child) {
+                json_object_foreach ((json_t *) v, key, child) {
                         _cleanup_free_ char *p = json_pointer_append(ptr, key);
                         if (!p)
                                 return -ENOMEM;

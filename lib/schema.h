@@ -11,16 +11,16 @@
 
 typedef enum SchemaKind {
         SCHEMA_STRING,
-        SCHEMA_CPUS,            /* a CPU expression (string) */
+        SCHEMA_CPUS, /* a CPU expression (string) */
         SCHEMA_INT,
         SCHEMA_BOOL,
-        SCHEMA_SCALAR,          /* string, number or boolean (sysctl and sysfs values) */
+        SCHEMA_SCALAR, /* string, number or boolean (sysctl and sysfs values) */
         SCHEMA_SCALAR_OR_NULL,
-        SCHEMA_BOOTARG,         /* string, true (bare flag), false or null (remove) */
-        SCHEMA_STRINGS,         /* string or array of strings */
+        SCHEMA_BOOTARG, /* string, true (bare flag), false or null (remove) */
+        SCHEMA_STRINGS, /* string or array of strings */
         SCHEMA_OBJECT,
         SCHEMA_ARRAY,
-        SCHEMA_MAP,             /* free keys, each value of one schema */
+        SCHEMA_MAP, /* free keys, each value of one schema */
         _SCHEMA_KIND_MAX,
         _SCHEMA_KIND_INVALID = -EINVAL,
 } SchemaKind;
@@ -35,21 +35,21 @@ typedef struct SchemaField {
 
 struct Schema {
         SchemaKind kind;
-        const SchemaField *fields;      /* SCHEMA_OBJECT, NULL-key terminated */
-        const Schema *items;            /* SCHEMA_ARRAY, SCHEMA_MAP */
-        const char * const *choices;    /* SCHEMA_STRING: allowed values */
-        long min, max;                  /* SCHEMA_INT */
+        const SchemaField *fields;   /* SCHEMA_OBJECT, NULL-key terminated */
+        const Schema *items;         /* SCHEMA_ARRAY, SCHEMA_MAP */
+        const char * const *choices; /* SCHEMA_STRING: allowed values */
+        long min, max;               /* SCHEMA_INT */
 };
 
 /* The building blocks every section uses. */
-extern const Schema schema_string, schema_cpus, schema_bool, schema_strings, schema_scalar,
-        schema_scalar_or_null, schema_bootarg, schema_strings_array;
-extern const Schema schema_nonneg;      /* 0 … 2^40 */
-extern const Schema schema_percent;     /* 1 … 100 */
-extern const Schema schema_cores;       /* 1 … 4096 */
-extern const Schema schema_prio;        /* 0 … 99 */
-extern const Schema schema_interval;    /* 1 … 86400 (seconds) */
-extern const Schema schema_values;      /* free keys, each a scalar or null (sysctl, sysfs) */
+extern const Schema schema_string, schema_cpus, schema_bool, schema_strings, schema_scalar, schema_scalar_or_null,
+        schema_bootarg, schema_strings_array;
+extern const Schema schema_nonneg;   /* 0 … 2^40 */
+extern const Schema schema_percent;  /* 1 … 100 */
+extern const Schema schema_cores;    /* 1 … 4096 */
+extern const Schema schema_prio;     /* 0 … 99 */
+extern const Schema schema_interval; /* 1 … 86400 (seconds) */
+extern const Schema schema_values;   /* free keys, each a scalar or null (sysctl, sysfs) */
 
 /* Checks v, found at ptr in file, against s. On a mismatch returns -EINVAL with the pointer, what
  * was expected and, for a mistyped key or value, the closest allowed one. */

@@ -28,7 +28,7 @@ int systemd_cpu_set_to_bytes(const CpuSet *cpus, uint8_t **ret, size_t *ret_n) {
         if (!b)
                 return -ENOMEM;
         if (n > 0)
-                CPU_SET_FOREACH(c, cpus)
+                CPU_SET_FOREACH (c, cpus)
                         b[c / 8] |= (uint8_t) (1U << (c % 8));
         *ret = b;
         *ret_n = n;
@@ -41,7 +41,8 @@ char *systemd_partition_slice(const char *name) {
                 unsigned char ch = (unsigned char) *p;
                 if (ch == '/')
                         strbuf_append(&b, "-");
-                else if ((ch < 128 && (isalnum(ch) || ch == ':' || ch == '_' || ch == '.')) && !(ch == '.' && p == name))
+                else if ((ch < 128 && (isalnum(ch) || ch == ':' || ch == '_' || ch == '.')) &&
+                         !(ch == '.' && p == name))
                         strbuf_appendf(&b, "%c", ch);
                 else
                         strbuf_appendf(&b, "\\x%02x", ch);
@@ -113,8 +114,7 @@ int systemd_set_allowed_cpus(sd_bus *bus, const char *unit, const CpuSet *cpus, 
         return systemd_set_cpus(bus, unit, "AllowedCPUs", cpus, /* runtime= */ false, ret_error);
 }
 
-int systemd_start_slice(sd_bus *bus, const char *unit, const char *description, const CpuSet *cpus,
-                        char **ret_error) {
+int systemd_start_slice(sd_bus *bus, const char *unit, const char *description, const CpuSet *cpus, char **ret_error) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *own = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *start = NULL;
         _cleanup_free_ char *name = NULL, *msg = NULL;

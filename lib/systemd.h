@@ -35,8 +35,7 @@ char *systemd_partition_slice(const char *name);
  * its cgroup and writes its cpuset.cpus. When the unit already exists (a unit's Slice= named it),
  * sets its AllowedCPUs= for now and starts it. Returns once systemd accepted the job; the cgroup
  * appears when the job runs. */
-int systemd_start_slice(sd_bus *bus, const char *unit, const char *description, const CpuSet *cpus,
-                        char **ret_error);
+int systemd_start_slice(sd_bus *bus, const char *unit, const char *description, const CpuSet *cpus, char **ret_error);
 
 /* StopUnit(unit, "fail"): systemd removes the unit's cgroup. */
 int systemd_stop_unit(sd_bus *bus, const char *unit, char **ret_error);

@@ -185,7 +185,7 @@ int task_set_affinity(int tid, const CpuSet *cpus) {
         if (!set)
                 return -ENOMEM;
         CPU_ZERO_S(size, set);
-        CPU_SET_FOREACH(cpu, cpus)
+        CPU_SET_FOREACH (cpu, cpus)
                 CPU_SET_S((size_t) cpu, size, set);
         int r = sched_setaffinity(tid, size, set) < 0 ? -errno : 0;
         CPU_FREE(set);

@@ -23,19 +23,19 @@
 #include "root.h"
 
 typedef struct Task {
-        int pid;                /* the thread's id */
+        int pid; /* the thread's id */
         char *comm;
-        char *cgroup;           /* the cpuset hierarchy's path ("/", "/user.slice/…"), NULL if none */
+        char *cgroup; /* the cpuset hierarchy's path ("/", "/user.slice/…"), NULL if none */
         CpuSet cpus_allowed;
-        unsigned flags;         /* PROC_PF_* */
-        unsigned policy;        /* PROC_SCHED_* */
-        bool kernel;            /* a kernel thread */
+        unsigned flags;  /* PROC_PF_* */
+        unsigned policy; /* PROC_SCHED_* */
+        bool kernel;     /* a kernel thread */
 } Task;
 
 typedef struct TaskRules {
         CpuSet isolated;
-        char **partitions;      /* cgroup paths of the profile's partitions ("/rtpart-rt") */
-        char **allow;           /* allow entries, as above */
+        char **partitions; /* cgroup paths of the profile's partitions ("/rtpart-rt") */
+        char **allow;      /* allow entries, as above */
 } TaskRules;
 
 void task_done(Task *t);

@@ -57,7 +57,8 @@ static void setup(void) {
         put("sys/devices/system/node/node0/cpulist", "0-3,8-11\n");
         put("sys/devices/system/node/node1/cpulist", "4-7,12-15\n");
         put("proc/cmdline", "root=/dev/sda ro quiet\n");
-        put("proc/interrupts", "           CPU0       CPU1\n  24:          1          0  IO-APIC   5-edge      eth0-TxRx-0\nNMI: 0 0 Non-maskable\n");
+        put("proc/interrupts",
+            "           CPU0       CPU1\n  24:          1          0  IO-APIC   5-edge      eth0-TxRx-0\nNMI: 0 0 Non-maskable\n");
         put("proc/irq/24/smp_affinity_list", "0-15\n");
         put("proc/sys/vm/swappiness", "60\n");
         snprintf(profile_path, sizeof(profile_path), "%s/fuzz.json", host_dir);

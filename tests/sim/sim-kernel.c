@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "cpu-set.h"
-#include "sim-kernel.h"
 #include "proc.h"
+#include "sim-kernel.h"
 #include "strv.h"
 
 /* See sim-kernel.h. Only the simulator's root ops (sim-root.c) call into this file. */
@@ -72,8 +72,7 @@ static int put(Root *r, const char *dir, const char *file, const char *text, mod
         return 0;
 }
 
-_printf_(5, 6)
-static int putf(Root *r, const char *dir, const char *file, mode_t mode, const char *fmt, ...) {
+_printf_(5, 6) static int putf(Root *r, const char *dir, const char *file, mode_t mode, const char *fmt, ...) {
         _cleanup_free_ char *t = NULL;
         va_list ap;
         va_start(ap, fmt);
@@ -286,7 +285,8 @@ static bool v1_get_set(Root *r, const char *hier, const char *name, const char *
 
 static int mkdir_v2(Root *r, const char *hier, const char *dir) {
         _cleanup_free_ char *sub = get(r, hier, "cgroup.subtree_control", NULL);
-        _cleanup_free_ char *eff = get(r, hier, "cpuset.cpus.effective", NULL), *meff = get(r, hier, "cpuset.mems.effective", NULL);
+        _cleanup_free_ char *eff = get(r, hier, "cpuset.cpus.effective", NULL),
+                            *meff = get(r, hier, "cpuset.mems.effective", NULL);
         struct {
                 const char *file;
                 mode_t mode;
@@ -321,7 +321,8 @@ static int mkdir_v2(Root *r, const char *hier, const char *dir) {
         if (k >= 0)
                 k = put(r, dir, "cpuset.cpus.effective", eff ? eff : "\n", 0444);
         /* cpuset.cpus.exclusive came with the root's cpuset.cpus.isolated (6.7). */
-        if (k >= 0 && (exists(r, hier, "cpuset.cpus.isolated", NULL) || exists(r, hier, "cpuset.cpus.exclusive", NULL))) {
+        if (k >= 0 &&
+            (exists(r, hier, "cpuset.cpus.isolated", NULL) || exists(r, hier, "cpuset.cpus.exclusive", NULL))) {
                 k = put(r, dir, "cpuset.cpus.exclusive", "\n", 0644);
                 if (k >= 0)
                         k = put(r, dir, "cpuset.cpus.exclusive.effective", "\n", 0444);
@@ -476,7 +477,8 @@ static int partition_state(Root *r, const char *hier, const char *name, const ch
 
 static int write_partition(Root *r, const char *hier, const char *name, const char *mode) {
         _cleanup_free_ char *state = NULL;
-        int k = streq(mode, "member") ? ((state = strdup(mode)) ? 0 : -ENOMEM) : partition_state(r, hier, name, mode, &state);
+        int k = streq(mode, "member") ? ((state = strdup(mode)) ? 0 : -ENOMEM)
+                                      : partition_state(r, hier, name, mode, &state);
         if (k < 0)
                 return k;
         _cleanup_free_ char *dir = path_join(hier, name, NULL);
@@ -662,7 +664,8 @@ int sim_cgroup_rmdir(Root *r, const char *hier, const char *name) {
 
 /* "+cpuset -io": the controllers in the order the kernel lists them (cgroup.controllers). */
 static int write_subtree_control(Root *r, const char *dir, const char *value) {
-        _cleanup_free_ char *avail = get(r, dir, "cgroup.controllers", NULL), *cur = get(r, dir, "cgroup.subtree_control", NULL);
+        _cleanup_free_ char *avail = get(r, dir, "cgroup.controllers", NULL),
+                            *cur = get(r, dir, "cgroup.subtree_control", NULL);
         _cleanup_strv_free_ char **on = NULL;
         char *save = NULL;
         int k;
@@ -712,8 +715,9 @@ static int write_v2(Root *r, const char *hier, const char *name, const char *dir
                 return attach(r, hier, name, file, value);
         if (streq(file, "cgroup.subtree_control"))
                 return write_subtree_control(r, dir, value);
-        if (!name || (!streq(file, "cpuset.cpus") && !streq(file, "cpuset.cpus.exclusive") && !streq(file, "cpuset.mems") &&
-                      !streq(file, "cpuset.cpus.partition")))
+        if (!name ||
+            (!streq(file, "cpuset.cpus") && !streq(file, "cpuset.cpus.exclusive") && !streq(file, "cpuset.mems") &&
+             !streq(file, "cpuset.cpus.partition")))
                 return putf(r, dir, file, 0644, "%s\n", value);
         if (!exists(r, dir, file, NULL))
                 return -ENOENT;
@@ -737,7 +741,8 @@ static int write_v2(Root *r, const char *hier, const char *name, const char *dir
                         return k;
                 for (char **o = sib; *o; o++) {
                         CpuSet x = {};
-                        if (!streq(*o, name) && get_set(r, hier, *o, "cpuset.cpus.exclusive", &x) && cpu_set_intersects(&x, &s))
+                        if (!streq(*o, name) && get_set(r, hier, *o, "cpuset.cpus.exclusive", &x) &&
+                            cpu_set_intersects(&x, &s))
                                 return -EINVAL;
                 }
         }
@@ -821,7 +826,8 @@ static int write_v1(Root *r, const char *hier, const char *name, const char *dir
                                 continue;
                         _cleanup_free_ char *e = get(r, hier, *o, excl_file);
                         CpuSet c = {};
-                        if ((mine || (e && atoi(e) == 1)) && v1_get_set(r, hier, *o, "cpus", &c) && cpu_set_intersects(&c, &s))
+                        if ((mine || (e && atoi(e) == 1)) && v1_get_set(r, hier, *o, "cpus", &c) &&
+                            cpu_set_intersects(&c, &s))
                                 return -EINVAL;
                 }
         }
@@ -848,11 +854,11 @@ int sim_cgroup_write(Root *r, const char *hier, const char *name, const char *fi
 /* One line of a schemata file as the kernel prints it (show_doms()): the resource name padded
  * to max_name_width, then "id=value" per domain, values padded to max_data_width. */
 typedef struct SchemaLine {
-        char *prefix;           /* "    L3": the name with its padding */
-        char *name;             /* "L3" */
+        char *prefix; /* "    L3": the name with its padding */
+        char *name;   /* "L3" */
         size_t n;
         unsigned *ids;
-        char **vals;            /* as printed, padding included: "7ff", " 10" */
+        char **vals; /* as printed, padding included: "7ff", " 10" */
 } SchemaLine;
 
 typedef struct Schemata {
@@ -1047,8 +1053,8 @@ static char *cdp_peer(const char *res) {
 
 /* rdtgroup_cbm_overlaps(): whether mask m of resource res in domain id overlaps the ways of
  * another group (only exclusive ones, if asked) in res or its CDP peer. */
-static bool overlaps(Root *r, const char *mount, char **groups, const char *self, const char *res, unsigned id, uint64_t m,
-                     bool only_exclusive) {
+static bool overlaps(Root *r, const char *mount, char **groups, const char *self, const char *res, unsigned id,
+                     uint64_t m, bool only_exclusive) {
         _cleanup_free_ char *peer = cdp_peer(res);
         for (char **g = groups; *g; g++) {
                 if (streq(*g, self) || (only_exclusive && !group_exclusive(r, mount, *g)))
@@ -1056,14 +1062,14 @@ static bool overlaps(Root *r, const char *mount, char **groups, const char *self
                 _cleanup_(schemata_done) Schemata s = {};
                 if (group_schemata(r, mount, *g, &s) < 0)
                         continue;
-                if ((line_mask(schemata_find(&s, res), id) & m) || (peer && (line_mask(schemata_find(&s, peer), id) & m)))
+                if ((line_mask(schemata_find(&s, res), id) & m) ||
+                    (peer && (line_mask(schemata_find(&s, peer), id) & m)))
                         return true;
         }
         return false;
 }
 
-_printf_(3, 4)
-static void set_status(Root *r, const char *mount, const char *fmt, ...) {
+_printf_(3, 4) static void set_status(Root *r, const char *mount, const char *fmt, ...) {
         _cleanup_free_ char *t = NULL, *dir = path_join(mount, "info", NULL);
         va_list ap;
         va_start(ap, fmt);
@@ -1110,7 +1116,9 @@ static int update_size(Root *r, const char *mount, const char *dir, const Schema
                         if (info.cache) {
                                 unsigned level = startswith(l->name, "L2") ? 2 : 3;
                                 uint64_t m = strtoull(l->vals[j], NULL, 16);
-                                v = info.bits ? cache_bytes(r, level, l->ids[j]) / info.bits * (unsigned) __builtin_popcountll(m) : 0;
+                                v = info.bits ? cache_bytes(r, level, l->ids[j]) / info.bits *
+                                                (unsigned) __builtin_popcountll(m)
+                                              : 0;
                         } else
                                 v = strtoull(l->vals[j], NULL, 10);
                         strbuf_appendf(&b, "%s%u=%llu", j ? ";" : "", l->ids[j], v);
@@ -1332,7 +1340,8 @@ static int write_schemata(Root *r, const char *mount, const char *g, const char 
                                 return -EINVAL;
                         }
                         if (!info.sparse && !mask_contiguous(m)) {
-                                set_status(r, mount, "The mask %llx has non-consecutive 1-bits", (unsigned long long) m);
+                                set_status(r, mount, "The mask %llx has non-consecutive 1-bits",
+                                           (unsigned long long) m);
                                 return -EINVAL;
                         }
                         if ((unsigned) __builtin_popcountll(m) < info.min_bits) {
@@ -1442,7 +1451,8 @@ static int write_mode(Root *r, const char *mount, const char *g, const char *dir
                         has_cache = true;
                         for (size_t j = 0; j < s.l[i].n; j++) {
                                 uint64_t m = strtoull(s.l[i].vals[j], NULL, 16);
-                                if ((m & info.shareable) || overlaps(r, mount, groups, g, s.l[i].name, s.l[i].ids[j], m, false)) {
+                                if ((m & info.shareable) ||
+                                    overlaps(r, mount, groups, g, s.l[i].name, s.l[i].ids[j], m, false)) {
                                         set_status(r, mount, "Schemata overlaps");
                                         return -EINVAL;
                                 }

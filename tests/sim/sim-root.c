@@ -113,8 +113,7 @@ static int rmdir_object(Root *r, RootFs fs, const char *mount, const char *name)
         return k;
 }
 
-static int write_object(Root *r, RootFs fs, const char *mount, const char *name, const char *file,
-                        const char *value) {
+static int write_object(Root *r, RootFs fs, const char *mount, const char *name, const char *file, const char *value) {
         int k = fs == ROOT_FS_RESCTRL ? sim_resctrl_write(r, mount, name, file, value)
                                       : sim_cgroup_write(r, mount, name, file, value);
         if (k >= 0)
@@ -136,13 +135,9 @@ static int update_bootloader(Root *r, const char *command) {
         return root_run_shell(r, stand_in && *stand_in ? stand_in : command);
 }
 
-#define SIM_OPS                                         \
-        .write_value = write_value,                     \
-        .mkdir_object = mkdir_object,                   \
-        .rmdir_object = rmdir_object,                   \
-        .write_object = write_object,                   \
-        .pm_qos_open = pm_qos_open,                     \
-        .update_bootloader = update_bootloader
+#define SIM_OPS \
+        .write_value = write_value, .mkdir_object = mkdir_object, .rmdir_object = rmdir_object, \
+        .write_object = write_object, .pm_qos_open = pm_qos_open, .update_bootloader = update_bootloader
 
 /* No ROOT_CAN_SCHEDULE, _WATCH_PROCESSES, _ASK_SYSTEMD or _MOUNT: a tree's PIDs are nobody's
  * threads, and no systemd or mount table stands behind it. */

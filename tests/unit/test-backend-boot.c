@@ -15,10 +15,9 @@ static char *host_dir, *prof_dir;
 static Root *root;
 static Host *host;
 
-static const char grub_base[] =
-        "GRUB_DEFAULT=0\n"
-        "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n"
-        "GRUB_CMDLINE_LINUX=\"\"\n";
+static const char grub_base[] = "GRUB_DEFAULT=0\n"
+                                "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n"
+                                "GRUB_CMDLINE_LINUX=\"\"\n";
 
 static void setup(void) {
         host_dir = test_mini_host(4, false, 0);
@@ -60,8 +59,28 @@ static bool exists_rel(const char *rel) {
 
 /* Values a shell would expand or split, or a parser would read as more than one argument. */
 static const char * const bad_values[] = {
-        "$(id>/tmp/pwned)", "`id`", "$HOME", "a;reboot", "a&b", "a|b", "a<b", "a>b", "(x)", "{x}", "*", "a?",
-        "[x]", "~root", "!x", "a'b", "a\\\\b", "#x", "a^b", "\\u00e9", "a\\u0001b", "a\\u007fb",
+        "$(id>/tmp/pwned)",
+        "`id`",
+        "$HOME",
+        "a;reboot",
+        "a&b",
+        "a|b",
+        "a<b",
+        "a>b",
+        "(x)",
+        "{x}",
+        "*",
+        "a?",
+        "[x]",
+        "~root",
+        "!x",
+        "a'b",
+        "a\\\\b",
+        "#x",
+        "a^b",
+        "\\u00e9",
+        "a\\u0001b",
+        "a\\u007fb",
 };
 
 START_TEST(test_value_injection_refused) {
@@ -166,8 +185,9 @@ START_TEST(test_legitimate_accepted) {
                 ck_assert(k->reboot);
         }
         /* CPU lists through the default split's variables stay accepted. */
-        _cleanup_(plan_freep) Plan *q = plan_ok("{\"cpus\": {\"isolated\": \"1-3\"}, \"boot\": {\"args\": "
-                                                "{\"isolcpus\": \"managed_irq,domain,${isolated}\", \"nohz_full\": \"${isolated}\"}}}");
+        _cleanup_(plan_freep) Plan *q =
+                plan_ok("{\"cpus\": {\"isolated\": \"1-3\"}, \"boot\": {\"args\": "
+                        "{\"isolcpus\": \"managed_irq,domain,${isolated}\", \"nohz_full\": \"${isolated}\"}}}");
         ck_assert_str_eq(plan_find(q, "boot/isolcpus")->desired, "managed_irq,domain,1-3");
         ck_assert_str_eq(plan_find(q, "boot/nohz_full")->desired, "1-3");
 }
@@ -191,24 +211,25 @@ static void revert_all(const Plan *p) {
 
 /* The drop-in for legitimate values is what rtpart always wrote, byte for byte; revert removes it. */
 START_TEST(test_grub_dropin_unchanged) {
-        _cleanup_(plan_freep) Plan *p = plan_ok("{\"boot\": {\"args\": {\"isolcpus\": \"managed_irq,domain,1-3\", "
-                                                "\"nohz_full\": \"1-3\", \"console\": \"ttyS0,115200n8\", "
-                                                "\"kvm-intel.nested\": \"0\", \"nosoftlockup\": true, \"quiet\": false}}}");
+        _cleanup_(plan_freep) Plan *p =
+                plan_ok("{\"boot\": {\"args\": {\"isolcpus\": \"managed_irq,domain,1-3\", "
+                        "\"nohz_full\": \"1-3\", \"console\": \"ttyS0,115200n8\", "
+                        "\"kvm-intel.nested\": \"0\", \"nosoftlockup\": true, \"quiet\": false}}}");
         write_all(p);
         _cleanup_free_ char *drop = read_rel("etc/default/grub.d/rtpart.cfg");
         ck_assert_ptr_nonnull(drop);
         ck_assert_str_eq(drop,
-                "# Kernel arguments managed by rtpart; 'rtpartctl revert' removes this file.\n"
-                "# Do not edit: rtpart rewrites it. The lines below record what rtpart set.\n"
-                "# rtpart-set: isolcpus=managed_irq,domain,1-3\n"
-                "# rtpart-set: nohz_full=1-3\n"
-                "# rtpart-set: console=ttyS0,115200n8\n"
-                "# rtpart-set: kvm-intel.nested=0\n"
-                "# rtpart-set: nosoftlockup\n"
-                "# rtpart-unset: quiet\n"
-                "GRUB_CMDLINE_LINUX=\"isolcpus=managed_irq,domain,1-3 nohz_full=1-3 console=ttyS0,115200n8 "
-                "kvm-intel.nested=0 nosoftlockup\"\n"
-                "GRUB_CMDLINE_LINUX_DEFAULT=\"\"\n");
+                         "# Kernel arguments managed by rtpart; 'rtpartctl revert' removes this file.\n"
+                         "# Do not edit: rtpart rewrites it. The lines below record what rtpart set.\n"
+                         "# rtpart-set: isolcpus=managed_irq,domain,1-3\n"
+                         "# rtpart-set: nohz_full=1-3\n"
+                         "# rtpart-set: console=ttyS0,115200n8\n"
+                         "# rtpart-set: kvm-intel.nested=0\n"
+                         "# rtpart-set: nosoftlockup\n"
+                         "# rtpart-unset: quiet\n"
+                         "GRUB_CMDLINE_LINUX=\"isolcpus=managed_irq,domain,1-3 nohz_full=1-3 console=ttyS0,115200n8 "
+                         "kvm-intel.nested=0 nosoftlockup\"\n"
+                         "GRUB_CMDLINE_LINUX_DEFAULT=\"\"\n");
         revert_all(p);
         ck_assert(!exists_rel("etc/default/grub.d/rtpart.cfg"));
         _cleanup_free_ char *base = read_rel("etc/default/grub");

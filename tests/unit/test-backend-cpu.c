@@ -271,8 +271,8 @@ START_TEST(test_no_cpufreq) {
                 snprintf(rel, sizeof(rel), CPU "/cpu%d/cpufreq", cpu);
                 rm(host_dir, rel);
         }
-        _cleanup_(plan_freep) Plan *p = plan_ok(
-                "{\"cpu\": {\"governor\": \"schedutil\", \"energy_perf_bias\": \"performance\"}}");
+        _cleanup_(plan_freep) Plan *p =
+                plan_ok("{\"cpu\": {\"governor\": \"schedutil\", \"energy_perf_bias\": \"performance\"}}");
         /* one note for the host, not one per CPU; the governor is not checked without cpufreq */
         ck_assert_uint_eq(count_prefix(p, "cpu/0/governor"), 0);
         ck_assert_uint_eq(count_notes(p, "cpu: no cpufreq on this host; governor skipped"), 1);
@@ -362,7 +362,8 @@ START_TEST(test_no_epb_message) {
         put(host_dir, "proc/cpuinfo", "processor\t: 0\nvendor_id\t: GenuineIntel\n");
         reopen();
         _cleanup_(plan_freep) Plan *i = plan_ok("{\"cpu\": {\"energy_perf_bias\": \"performance\"}}");
-        ck_assert_uint_eq(count_notes(i, "no power/energy_perf_bias (the kernel offers it where the CPU has the EPB"), 1);
+        ck_assert_uint_eq(count_notes(i, "no power/energy_perf_bias (the kernel offers it where the CPU has the EPB"),
+                          1);
         ck_assert_uint_eq(count_notes(i, "Intel"), 0);
         put(host_dir, "proc/cpuinfo", "processor\t: 0\nvendor_id\t: AuthenticAMD\n");
         reopen();
@@ -428,7 +429,8 @@ START_TEST(test_many_cpus) {
         Root *r;
         Host *h;
         test_open_host(dir, &r, &h);
-        _cleanup_free_ char *path = test_profile(prof_dir, "big",
+        _cleanup_free_ char *path = test_profile(
+                prof_dir, "big",
                 "{\"cpu\": {\"governor\": \"performance\", \"energy_perf_bias\": \"performance\", \"idle_max_latency_us\": 5}}");
         _cleanup_free_ char *err = NULL;
         Plan *p = NULL;
@@ -465,7 +467,8 @@ START_TEST(test_modules) {
          * configured one (no drop-in yet: absent), the running one is in the note */
         expect(p, "module/kvm/kvmclock_periodic_sync", "sys/module/kvm/parameters/kvmclock_periodic_sync", NULL, "N",
                true, true);
-        ck_assert_ptr_nonnull(strstr(knob(p, "module/kvm/kvmclock_periodic_sync")->note, "/etc/modprobe.d/rtpart.conf"));
+        ck_assert_ptr_nonnull(
+                strstr(knob(p, "module/kvm/kvmclock_periodic_sync")->note, "/etc/modprobe.d/rtpart.conf"));
         ck_assert_ptr_nonnull(strstr(knob(p, "module/kvm/kvmclock_periodic_sync")->note, "running: Y"));
         size_t reboot;
         ck_assert_uint_eq(plan_count_changes(p, &reboot), 3);
@@ -509,8 +512,8 @@ END_TEST
 
 START_TEST(test_module_missing) {
         /* not loaded: one note per module, no knobs, no error */
-        _cleanup_(plan_freep) Plan *p = plan_ok(
-                "{\"modules\": {\"kvm_amd\": {\"avic\": true, \"npt\": 1}, \"kvm\": {\"halt_poll_ns\": 0}}}");
+        _cleanup_(plan_freep) Plan *p =
+                plan_ok("{\"modules\": {\"kvm_amd\": {\"avic\": true, \"npt\": 1}, \"kvm\": {\"halt_poll_ns\": 0}}}");
         ck_assert_uint_eq(count_notes(p, "module: kvm_amd is not loaded"), 1);
         ck_assert_uint_eq(count_notes(p, "module:"), 1);
         ck_assert_uint_eq(count_prefix(p, "module/kvm_amd/"), 0);
@@ -520,8 +523,8 @@ START_TEST(test_module_missing) {
         plan_error("{\"modules\": {\"kvm\": {\"halt_poll\": 0}}}", "/modules/kvm/halt_poll",
                    "module kvm has no parameter \"halt_poll\"; its parameters are: enable_pmu, halt_poll_ns, "
                    "kvmclock_periodic_sync, nx_huge_pages");
-        plan_error("{\"modules\": {\"kvm_intel\": {\"ple_gap\": 0, \"ple_window\": 0}}}", "/modules/kvm_intel/ple_window",
-                   "its parameters are: nested, ple_gap");
+        plan_error("{\"modules\": {\"kvm_intel\": {\"ple_gap\": 0, \"ple_window\": 0}}}",
+                   "/modules/kvm_intel/ple_window", "its parameters are: nested, ple_gap");
         plan_error("{\"modules\": {\"kvm\": {\"../x\": 0}}}", "/modules/kvm/..~1x", "not a parameter name");
 }
 END_TEST
@@ -532,8 +535,18 @@ END_TEST
  * pointer, whether the parameter is set now or at load time. */
 START_TEST(test_module_value_injection) {
         static const char * const bad[] = {
-                "1\\ninstall kvm /bin/sh -c id", "$(id>/tmp/pwned)", "`id`", "1;id", "1 2", "\\\"1\\\"", "#1", "1\\\\",
-                "a|b", "a&b", "a>b", "\\u00e9",
+                "1\\ninstall kvm /bin/sh -c id",
+                "$(id>/tmp/pwned)",
+                "`id`",
+                "1;id",
+                "1 2",
+                "\\\"1\\\"",
+                "#1",
+                "1\\\\",
+                "a|b",
+                "a&b",
+                "a>b",
+                "\\u00e9",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 for (size_t j = 0; j < 2; j++) {
@@ -546,8 +559,9 @@ START_TEST(test_module_value_injection) {
         plan_error("{\"modules\": {\"kvm\": {\"-x\": 0}}}", "/modules/kvm/-x", "not a parameter name");
         plan_error("{\"modules\": {\"kvm\": {\"a\\nb\": 0}}}", "/modules/kvm/a\nb", "not a parameter name");
         /* what modules really take stays accepted */
-        _cleanup_(plan_freep) Plan *p = plan_ok("{\"modules\": {\"kvm\": {\"halt_poll_ns\": 0, \"nx_huge_pages\": \"off\", "
-                                                "\"kvmclock_periodic_sync\": \"N\"}}}");
+        _cleanup_(plan_freep) Plan *p =
+                plan_ok("{\"modules\": {\"kvm\": {\"halt_poll_ns\": 0, \"nx_huge_pages\": \"off\", "
+                        "\"kvmclock_periodic_sync\": \"N\"}}}");
         ck_assert_ptr_nonnull(plan_find(p, "module/kvm/kvmclock_periodic_sync"));
 }
 END_TEST
@@ -794,9 +808,8 @@ END_TEST
 
 /* ---- module writes ---- */
 
-static const char module_profile[] =
-        "{\"modules\": {\"kvm\": {\"halt_poll_ns\": 0, \"kvmclock_periodic_sync\": false},"
-        "               \"kvm-intel\": {\"nested\": false, \"ple_gap\": 0}}}";
+static const char module_profile[] = "{\"modules\": {\"kvm\": {\"halt_poll_ns\": 0, \"kvmclock_periodic_sync\": false},"
+                                     "               \"kvm-intel\": {\"nested\": false, \"ple_gap\": 0}}}";
 
 #define DROPIN "etc/modprobe.d/rtpart.conf"
 
@@ -1054,12 +1067,13 @@ START_TEST(test_fixture_intel_write) {
         Root *r;
         Host *h;
         test_open_host(dir, &r, &h);
-        _cleanup_free_ char *path = test_profile(prof_dir, "w",
-                "{\"cpu\": {\"governor\": \"performance\", \"energy_perf_bias\": \"performance\","
-                "          \"idle_max_latency_us\": 10, \"no_turbo\": true},"
-                " \"modules\": {\"kvm\": {\"halt_poll_ns\": 0, \"nx_huge_pages\": true,"
-                "                      \"kvmclock_periodic_sync\": false},"
-                "             \"kvm_intel\": {\"ple_gap\": 0}}}");
+        _cleanup_free_ char *path =
+                test_profile(prof_dir, "w",
+                             "{\"cpu\": {\"governor\": \"performance\", \"energy_perf_bias\": \"performance\","
+                             "          \"idle_max_latency_us\": 10, \"no_turbo\": true},"
+                             " \"modules\": {\"kvm\": {\"halt_poll_ns\": 0, \"nx_huge_pages\": true,"
+                             "                      \"kvmclock_periodic_sync\": false},"
+                             "             \"kvm_intel\": {\"ple_gap\": 0}}}");
         _cleanup_free_ char *err = NULL;
         Plan *p = NULL;
         ck_assert_msg(test_plan(r, h, path, &p, &err) == 0, "%s", strempty(err));
@@ -1156,7 +1170,8 @@ int main(void) {
                 if (have_fixture(fixture_tests[i].host))
                         tcase_add_test(fx, fixture_tests[i].test);
                 else
-                        fprintf(stderr, "tests/fixtures/hosts/%s missing: its test is skipped\n", fixture_tests[i].host);
+                        fprintf(stderr, "tests/fixtures/hosts/%s missing: its test is skipped\n",
+                                fixture_tests[i].host);
         }
         suite_add_tcase(s, fx);
         return test_run(s);

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "cgroup.h"
-#include "sim-kernel.h"
 #include "proc.h"
+#include "sim-kernel.h"
 #include "strv.h"
 #include "test-tree.h"
 #include "test-util.h"
@@ -87,7 +87,8 @@ START_TEST(test_intel_v2) {
         ck_assert_int_eq(k->kind, VALUE_CPU_LIST);
         ck_assert_ptr_null(k->current);
         ck_assert(k->changed);
-        k = knob(p, "cpuset/rtpart-rt/cpus.exclusive", "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.exclusive", "4-11");
+        k = knob(p, "cpuset/rtpart-rt/cpus.exclusive", "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.exclusive",
+                 "4-11");
         ck_assert_int_eq(k->kind, VALUE_CPU_LIST);
         knob(p, "cpuset/rtpart-rt/partition", "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.partition", "isolated");
         /* systemd runs there: each partition is a slice of its own, directly under the root. */
@@ -128,9 +129,9 @@ START_TEST(test_intel_v2_current) {
                    "isolated invalid (Cpu list in cpuset.cpus not exclusive)\n");
         test_write(host_dir, "sys/fs/cgroup/system.slice/cpuset.cpus", "0-3,16-19\n");
         open_host();
-        _cleanup_(plan_freep) Plan *p = plan_ok(
-                "{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
-                " \"cpuset\": {\"partitions\": [{\"name\": \"rtpart-rt\", \"cpus\": \"isolated\"}]}}");
+        _cleanup_(plan_freep) Plan *p =
+                plan_ok("{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
+                        " \"cpuset\": {\"partitions\": [{\"name\": \"rtpart-rt\", \"cpus\": \"isolated\"}]}}");
         const Knob *k = knob(p, "cpuset/rtpart-rt/cpus", NULL, "4-15,20-31");
         ck_assert_str_eq(k->current, "4-15,20-31");
         ck_assert(!k->changed);
@@ -159,16 +160,16 @@ END_TEST
 START_TEST(test_intel_v2_confine) {
         use_host("intel-2s");
         /* "confine": [] leaves the slices alone. */
-        _cleanup_(plan_freep) Plan *p = plan_ok(
-                "{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
-                " \"cpuset\": {\"confine\": [], \"partitions\": [{\"name\": \"rt\", \"cpus\": \"4-7\"}]}}");
+        _cleanup_(plan_freep) Plan *p =
+                plan_ok("{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
+                        " \"cpuset\": {\"confine\": [], \"partitions\": [{\"name\": \"rt\", \"cpus\": \"4-7\"}]}}");
         ck_assert_ptr_null(plan_find(p, "cpuset/system.slice/cpus"));
         ck_assert_uint_eq(plan_count_domain(p, DOMAIN_CPUSET), 3);
 
         /* A section without partitions only confines; a cgroup the host lacks is noted. */
-        _cleanup_(plan_freep) Plan *q = plan_ok(
-                "{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
-                " \"cpuset\": {\"confine\": [\"system.slice\", \"nosuch.slice\"], \"confine_cpus\": \"0-1\"}}");
+        _cleanup_(plan_freep) Plan *q =
+                plan_ok("{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
+                        " \"cpuset\": {\"confine\": [\"system.slice\", \"nosuch.slice\"], \"confine_cpus\": \"0-1\"}}");
         knob(q, "cpuset/system.slice/cpus", "sys/fs/cgroup/system.slice/cpuset.cpus", "0-1");
         ck_assert_ptr_null(plan_find(q, "cpuset/nosuch.slice/cpus"));
         ck_assert_ptr_null(plan_find(q, "cpuset/user.slice/cpus"));
@@ -218,9 +219,9 @@ START_TEST(test_intel_v2_no_controller) {
         test_write(host_dir, "sys/fs/cgroup/cgroup.controllers", "cpu io memory hugetlb pids rdma misc\n");
         open_host();
         ck_assert(!host->cgroup2_cpuset);
-        _cleanup_(plan_freep) Plan *p = plan_ok(
-                "{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
-                " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"4-7\"}]}}");
+        _cleanup_(plan_freep) Plan *p =
+                plan_ok("{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
+                        " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"4-7\"}]}}");
         ck_assert_uint_eq(plan_count_domain(p, DOMAIN_CPUSET), 0);
         ck_assert(plan_has_note(p, "cpuset controller is not in /sys/fs/cgroup/cgroup.controllers"));
 }
@@ -230,9 +231,9 @@ START_TEST(test_intel_v2_subtree_control) {
         copy_host("intel-2s");
         test_write(host_dir, "sys/fs/cgroup/cgroup.subtree_control", "cpu io memory pids\n");
         open_host();
-        _cleanup_(plan_freep) Plan *p = plan_ok(
-                "{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
-                " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"4-7\"}]}}");
+        _cleanup_(plan_freep) Plan *p =
+                plan_ok("{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
+                        " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"4-7\"}]}}");
         ck_assert(plan_has_note(p, "+cpuset"));
         knob(p, "cpuset/rt/cpus", NULL, "4-7");
 }
@@ -242,10 +243,10 @@ END_TEST
 
 START_TEST(test_epyc_v2) {
         use_host("epyc");
-        _cleanup_(plan_freep) Plan *p = plan_ok(
-                "{\"cpus\": {\"isolated\": \"4-31,36-63\"},"
-                " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"8-15\", \"mems\": \"0\"},"
-                " {\"name\": \"misc\", \"cpus\": \"16-17\", \"mode\": \"member\"}]}}");
+        _cleanup_(plan_freep) Plan *p =
+                plan_ok("{\"cpus\": {\"isolated\": \"4-31,36-63\"},"
+                        " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"8-15\", \"mems\": \"0\"},"
+                        " {\"name\": \"misc\", \"cpus\": \"16-17\", \"mode\": \"member\"}]}}");
         knob(p, "cpuset/rt/cpus", "sys/fs/cgroup/rt.slice/cpuset.cpus", "8-15");
         knob(p, "cpuset/rt/mems", "sys/fs/cgroup/rt.slice/cpuset.mems", "0");
         knob(p, "cpuset/rt/partition", "sys/fs/cgroup/rt.slice/cpuset.cpus.partition", "isolated");
@@ -264,10 +265,10 @@ END_TEST
 START_TEST(test_vm_v1) {
         use_host("vm");
         ck_assert_ptr_nonnull(host->cpuset_v1_mount);
-        _cleanup_(plan_freep) Plan *p = plan_ok(
-                "{\"cpus\": {\"isolated\": \"2-3\"},"
-                " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"2\", \"mode\": \"isolated\"},"
-                " {\"name\": \"vm\", \"cpus\": \"3\", \"mode\": \"root\"}]}}");
+        _cleanup_(plan_freep) Plan *p =
+                plan_ok("{\"cpus\": {\"isolated\": \"2-3\"},"
+                        " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"2\", \"mode\": \"isolated\"},"
+                        " {\"name\": \"vm\", \"cpus\": \"3\", \"mode\": \"root\"}]}}");
         const char *v1 = host->cpuset_v1_mount;
         char path[256];
 
@@ -303,7 +304,8 @@ START_TEST(test_vm_v1) {
         /* CPUs before modes; the root stops balancing last. */
         ck_assert_uint_lt(index_of(p, "cpuset/rt/cpus"), index_of(p, "cpuset/rt/cpu_exclusive"));
         ck_assert_uint_lt(index_of(p, "cpuset/rt/mems"), index_of(p, "cpuset/rt/cpu_exclusive"));
-        ck_assert_uint_lt(index_of(p, "cpuset/rtpart-nrt/sched_load_balance"), index_of(p, "cpuset/root/sched_load_balance"));
+        ck_assert_uint_lt(index_of(p, "cpuset/rtpart-nrt/sched_load_balance"),
+                          index_of(p, "cpuset/root/sched_load_balance"));
         ck_assert_uint_lt(index_of(p, "cpuset/vm/sched_load_balance"), index_of(p, "cpuset/root/sched_load_balance"));
 
         /* Only root partitions: the root keeps balancing; member partitions are plain cpusets. */
@@ -340,13 +342,13 @@ START_TEST(test_no_cgroup) {
 }
 END_TEST
 
-
 /* ---- write: apply, verify, revert through the engine on fake hosts ---- */
 
 START_TEST(test_apply_v2_intel) {
         copy_host("intel-2s");
         _cleanup_free_ char *before = tree_snapshot(host_dir), *drift = NULL;
-        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+        _cleanup_free_ char *prof = test_profile(
+                prof_dir, "lab",
                 "{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
                 " \"cpuset\": {\"partitions\": [{\"name\": \"rtpart-rt\", \"cpus\": \"4-11\", \"mode\": \"isolated\"},"
                 " {\"name\": \"rtpart-vm\", \"cpus\": \"12-15,20-31\", \"mode\": \"root\", \"mems\": \"1\"}]}}");
@@ -358,7 +360,8 @@ START_TEST(test_apply_v2_intel) {
         tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.exclusive", "4-11\n");
         tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.effective", "4-11\n");
         tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.partition", "isolated\n");
-        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cgroup.controllers", "cpuset cpu io memory pids\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cgroup.controllers",
+                         "cpuset cpu io memory pids\n");
         tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cgroup.procs", "");
         tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2dvm.slice/cpuset.cpus", "12-15,20-31\n");
         tree_assert_file(host_dir, "sys/fs/cgroup/rtpart\\x2dvm.slice/cpuset.mems", "1\n");
@@ -370,10 +373,12 @@ START_TEST(test_apply_v2_intel) {
         ck_assert_msg(tree_verify(host_dir, &drift) == 0, "drift: %s", strempty(drift));
 
         /* The kernel invalidating the partition later is drift, with its reason. */
-        test_write(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.partition", "isolated invalid (Cpu list in cpuset.cpus not exclusive)\n");
+        test_write(host_dir, "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.partition",
+                   "isolated invalid (Cpu list in cpuset.cpus not exclusive)\n");
         ck_assert_uint_eq(tree_verify(host_dir, &drift), 1);
-        ck_assert_str_eq(drift, "cpuset/rtpart-rt/partition: expected 'isolated', actual "
-                                "'isolated invalid (Cpu list in cpuset.cpus not exclusive)'");
+        ck_assert_str_eq(drift,
+                         "cpuset/rtpart-rt/partition: expected 'isolated', actual "
+                         "'isolated invalid (Cpu list in cpuset.cpus not exclusive)'");
 
         ck_assert_int_eq(tree_revert(host_dir), 0);
         _cleanup_free_ char *after = tree_snapshot(host_dir);
@@ -387,7 +392,8 @@ START_TEST(test_v2_invalid_partition) {
         copy_host("intel-2s");
         test_write(host_dir, "sys/fs/cgroup/machine.slice/cpuset.cpus", "8-9\n");
         _cleanup_free_ char *before = tree_snapshot(host_dir);
-        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+        _cleanup_free_ char *prof = test_profile(
+                prof_dir, "lab",
                 "{\"cpus\": {\"isolated\": \"4-15,20-31\"},"
                 " \"cpuset\": {\"confine\": [], \"partitions\": [{\"name\": \"rtpart-rt\", \"cpus\": \"4-11\"}]}}");
         EngineResult res = {};
@@ -399,9 +405,13 @@ START_TEST(test_v2_invalid_partition) {
         tree_assert_same(before, after, "rolled back");
 
         open_host();
-        Knob cpus = { .id = (char *) "cpuset/rtpart-rt/cpus", .domain = DOMAIN_CPUSET, .kind = VALUE_CPU_LIST,
+        Knob cpus = { .id = (char *) "cpuset/rtpart-rt/cpus",
+                      .domain = DOMAIN_CPUSET,
+                      .kind = VALUE_CPU_LIST,
                       .path = (char *) "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus" };
-        Knob part = { .id = (char *) "cpuset/rtpart-rt/partition", .domain = DOMAIN_CPUSET, .kind = VALUE_AUTO,
+        Knob part = { .id = (char *) "cpuset/rtpart-rt/partition",
+                      .domain = DOMAIN_CPUSET,
+                      .kind = VALUE_AUTO,
                       .path = (char *) "sys/fs/cgroup/rtpart\\x2drt.slice/cpuset.cpus.partition" };
         ck_assert_int_eq(backend_write(&backend_cpuset, root, &cpus, "4-11"), 0);
         /* The kernel takes the mode and says why it is invalid when read: the write's reason. */
@@ -429,7 +439,8 @@ START_TEST(test_v2_enable_controller) {
         _cleanup_free_ char *out = NULL;
         ck_assert_int_eq(tree_sh(&out, "rm -r '%s/run/systemd'", host_dir), 0);
         test_write(host_dir, "sys/fs/cgroup/cgroup.subtree_control", "cpu io memory pids\n");
-        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+        _cleanup_free_ char *prof = test_profile(
+                prof_dir, "lab",
                 "{\"cpus\": {\"isolated\": \"4-31,36-63\"},"
                 " \"cpuset\": {\"confine\": [], \"partitions\": [{\"name\": \"rt\", \"cpus\": \"8-15\", \"mems\": \"0\"}]}}");
         ck_assert_int_eq(tree_apply(host_dir, prof, NULL), 0);
@@ -451,7 +462,8 @@ END_TEST
 
 static unsigned fixture_task_flags(const char *dir, const char *tid) {
         _cleanup_free_ char *out = NULL;
-        ck_assert_int_eq(tree_sh(&out, "cd '%s' && cat proc/%s/stat 2>/dev/null || cat proc/*/task/%s/stat", dir, tid, tid), 0);
+        ck_assert_int_eq(
+                tree_sh(&out, "cd '%s' && cat proc/%s/stat 2>/dev/null || cat proc/*/task/%s/stat", dir, tid, tid), 0);
         ProcStat ps;
         ck_assert_int_eq(proc_stat_parse(out, &ps), 0);
         unsigned f = ps.flags;
@@ -462,7 +474,8 @@ static unsigned fixture_task_flags(const char *dir, const char *tid) {
 START_TEST(test_apply_v1_vm) {
         copy_host("vm");
         _cleanup_free_ char *before = tree_snapshot(host_dir), *drift = NULL;
-        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+        _cleanup_free_ char *prof = test_profile(
+                prof_dir, "lab",
                 "{\"cpus\": {\"isolated\": \"2-3\"},"
                 " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"2-3\", \"mode\": \"isolated\"}]}}");
         ck_assert_int_eq(tree_apply(host_dir, prof, NULL), 0);
@@ -526,7 +539,8 @@ START_TEST(test_v1_exclusive_conflict) {
         ck_assert_int_eq(sim_cgroup_write(root, v1, "other", "cpuset.mems", "0"), 0);
         ck_assert_int_eq(sim_cgroup_write(root, v1, "other", "cpuset.cpu_exclusive", "1"), 0);
         _cleanup_free_ char *before = tree_snapshot(host_dir);
-        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+        _cleanup_free_ char *prof = test_profile(
+                prof_dir, "lab",
                 "{\"cpus\": {\"isolated\": \"2-3\"},"
                 " \"cpuset\": {\"confine\": [], \"partitions\": [{\"name\": \"rt\", \"cpus\": \"2-3\"}]}}");
         EngineResult res = {};

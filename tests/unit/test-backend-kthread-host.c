@@ -37,8 +37,8 @@ typedef struct Worker {
         pthread_t thread;
         pid_t tid;
         char comm[16];
-        int ready[2];   /* the thread writes its TID here once named */
-        int quit[2];    /* closed to stop it */
+        int ready[2]; /* the thread writes its TID here once named */
+        int quit[2];  /* closed to stop it */
 } Worker;
 
 static void *worker_main(void *arg) {

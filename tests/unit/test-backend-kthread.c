@@ -11,10 +11,10 @@
 #include "strv.h"
 #include "test-util.h"
 
-#define KT       0x00208040U            /* PF_KTHREAD | PF_FORKNOEXEC | PF_NOFREEZE */
-#define PERCPU   (KT | 0x04000000U)     /* + PF_NO_SETAFFINITY */
-#define WORKER   (PERCPU | 0x20U)       /* + PF_WQ_WORKER */
-#define USER     0x00400100U            /* PF_RANDOMIZE | PF_SUPERPRIV */
+#define KT 0x00208040U            /* PF_KTHREAD | PF_FORKNOEXEC | PF_NOFREEZE */
+#define PERCPU (KT | 0x04000000U) /* + PF_NO_SETAFFINITY */
+#define WORKER (PERCPU | 0x20U)   /* + PF_WQ_WORKER */
+#define USER 0x00400100U          /* PF_RANDOMIZE | PF_SUPERPRIV */
 
 static char *host_dir, *prof_dir;
 static Root *root;
@@ -57,17 +57,19 @@ static void task_full(const char *dir, int pid, int ppid, const char *comm, unsi
         put(dir, rel, stat);
         if (!with_status)
                 return; /* nothing reads a pinned thread's status: spares files in the big test */
-        int n = snprintf(status, sizeof(status), "Name:\t%s\nUmask:\t0000\nState:\tS (sleeping)\nTgid:\t%d\nPid:\t%d\nPPid:\t%d\n",
-                         comm, pid, pid, ppid);
+        int n = snprintf(status, sizeof(status),
+                         "Name:\t%s\nUmask:\t0000\nState:\tS (sleeping)\nTgid:\t%d\nPid:\t%d\nPPid:\t%d\n", comm, pid,
+                         pid, ppid);
         if (kthread_line >= 0)
                 n += snprintf(status + n, sizeof(status) - (size_t) n, "Kthread:\t%d\n", kthread_line);
-        snprintf(status + n, sizeof(status) - (size_t) n, "Cpus_allowed:\tff\nCpus_allowed_list:\t%s\nMems_allowed_list:\t0\n",
-                 cpus);
+        snprintf(status + n, sizeof(status) - (size_t) n,
+                 "Cpus_allowed:\tff\nCpus_allowed_list:\t%s\nMems_allowed_list:\t0\n", cpus);
         snprintf(rel, sizeof(rel), "proc/%d/status", pid);
         put(dir, rel, status);
 }
 
-static void task(const char *dir, int pid, const char *comm, unsigned flags, unsigned prio, unsigned policy, const char *cpus) {
+static void task(const char *dir, int pid, const char *comm, unsigned flags, unsigned prio, unsigned policy,
+                 const char *cpus) {
         task_full(dir, pid, pid == 2 ? 0 : 2, comm, flags, prio, policy, cpus, (flags & KT) ? 1 : 0, true);
 }
 
@@ -153,7 +155,8 @@ static const Knob *knob(const Plan *p, const char *id) {
         return k;
 }
 
-static void expect(const Plan *p, const char *id, const char *path, const char *current, const char *desired, bool changed) {
+static void expect(const Plan *p, const char *id, const char *path, const char *current, const char *desired,
+                   bool changed) {
         const Knob *k = knob(p, id);
         ck_assert_str_eq(k->path, path);
         if (current)
@@ -209,11 +212,13 @@ START_TEST(test_affinity) {
         ck_assert_ptr_null(plan_find(p, "kthread/ksoftirqd/0/affinity"));
         ck_assert_ptr_null(plan_find(p, "kthread/rcuc/0/affinity"));
         ck_assert_ptr_null(plan_find(p, "kthread/kworker/0:1-events/affinity"));
-        ck_assert_msg(plan_has_note(p, "kthread: 6 per-CPU kernel threads are pinned by the kernel"), "pinned note missing");
+        ck_assert_msg(plan_has_note(p, "kthread: 6 per-CPU kernel threads are pinned by the kernel"),
+                      "pinned note missing");
 
         /* IRQ threads follow their IRQ: no affinity knob of ours */
         ck_assert_ptr_null(plan_find(p, "kthread/irq/41-eth1-TxRx/affinity"));
-        ck_assert_msg(plan_has_note(p, "kthread: 1 IRQ threads follow their IRQ's affinity"), "IRQ thread note missing");
+        ck_assert_msg(plan_has_note(p, "kthread: 1 IRQ threads follow their IRQ's affinity"),
+                      "IRQ thread note missing");
 
         /* user space is never touched */
         ck_assert_ptr_null(plan_find(p, "kthread/systemd/affinity"));
@@ -246,15 +251,15 @@ START_TEST(test_same_comm) {
 END_TEST
 
 START_TEST(test_section_affinity) {
-        _cleanup_(plan_freep) Plan *p = plan_ok(
-                "{\"cpus\": {\"isolated\": \"2-7\"}, \"kthreads\": {\"affinity\": \"0,7\","
-                " \"rules\": [{\"match\": \"nfsd\", \"cpus\": \"housekeeping\"}]}}");
+        _cleanup_(plan_freep) Plan *p =
+                plan_ok("{\"cpus\": {\"isolated\": \"2-7\"}, \"kthreads\": {\"affinity\": \"0,7\","
+                        " \"rules\": [{\"match\": \"nfsd\", \"cpus\": \"housekeeping\"}]}}");
         expect(p, "kthread/kthreadd/affinity", "proc/2/stat", "0-7", "0,7", true);
         expect(p, "kthread/nfsd/affinity", "proc/30/stat", "0-7", "0-1", true);
         /* a rule may still set an IRQ thread's priority, never its affinity */
-        _cleanup_(plan_freep) Plan *q = plan_ok(
-                "{\"cpus\": {\"isolated\": \"2-7\"}, \"kthreads\": {\"rules\": ["
-                " {\"match\": \"irq/*-eth1-*\", \"policy\": \"fifo\", \"priority\": 60, \"cpus\": \"0\"}]}}");
+        _cleanup_(plan_freep) Plan *q =
+                plan_ok("{\"cpus\": {\"isolated\": \"2-7\"}, \"kthreads\": {\"rules\": ["
+                        " {\"match\": \"irq/*-eth1-*\", \"policy\": \"fifo\", \"priority\": 60, \"cpus\": \"0\"}]}}");
         expect(q, "kthread/irq/41-eth1-TxRx/sched", "proc/80/stat", "fifo:50", "fifo:60", true);
         ck_assert_ptr_null(plan_find(q, "kthread/irq/41-eth1-TxRx/affinity"));
         /* no rule with a policy: no sched knobs at all */
@@ -297,11 +302,10 @@ START_TEST(test_priority_validation) {
                    "/kthreads/rules/0/priority", "out of range");
 
         /* valid edges */
-        _cleanup_(plan_freep) Plan *p = plan_ok(
-                "{\"cpus\": {\"isolated\": \"2-7\"}, \"kthreads\": {\"rules\": ["
-                " {\"match\": \"rcuc/*\", \"policy\": \"rr\", \"priority\": 99},"
-                " {\"match\": \"ktimers/*\", \"policy\": \"batch\", \"priority\": 0},"
-                " {\"match\": \"ksoftirqd/*\", \"policy\": \"idle\"}]}}");
+        _cleanup_(plan_freep) Plan *p = plan_ok("{\"cpus\": {\"isolated\": \"2-7\"}, \"kthreads\": {\"rules\": ["
+                                                " {\"match\": \"rcuc/*\", \"policy\": \"rr\", \"priority\": 99},"
+                                                " {\"match\": \"ktimers/*\", \"policy\": \"batch\", \"priority\": 0},"
+                                                " {\"match\": \"ksoftirqd/*\", \"policy\": \"idle\"}]}}");
         expect(p, "kthread/rcuc/0/sched", "proc/12/stat", "fifo:1", "rr:99", true);
         expect(p, "kthread/ktimers/0/sched", "proc/13/stat", "fifo:1", "batch:0", true);
         expect(p, "kthread/ksoftirqd/1/sched", "proc/11/stat", "fifo:2", "idle:0", true);
@@ -469,7 +473,8 @@ START_TEST(test_fixture_write) {
         ck_assert(!root_is_system(r) && !root_can(r, ROOT_CAN_SCHEDULE));
         for (size_t i = 0; i < p->n_knobs; i++)
                 if (p->knobs[i].domain == DOMAIN_KTHREAD)
-                        ck_assert_int_eq(backend_write(&backend_kthread, r, &p->knobs[i], p->knobs[i].desired), KNOB_SKIPPED);
+                        ck_assert_int_eq(backend_write(&backend_kthread, r, &p->knobs[i], p->knobs[i].desired),
+                                         KNOB_SKIPPED);
         plan_free(p);
         host_free(h);
         root_free(r);

@@ -126,11 +126,11 @@ END_TEST
 
 START_TEST(test_intel_ways_percent_mask) {
         use_host("intel-2s");
-        _cleanup_(plan_freep) Plan *p = plan_ok(
-                "{\"cat\": {\"groups\": ["
-                " {\"name\": \"rt\", \"cpus\": \"2-5\", \"l3\": {\"ways\": 4}, \"exclusive\": true},"
-                " {\"name\": \"vm\", \"cpus\": \"6-7\", \"l3\": {\"percent\": 30}},"
-                " {\"name\": \"io\", \"cpus\": \"9\", \"l3\": {\"mask\": \"0x3\"}}]}}");
+        _cleanup_(plan_freep) Plan *p =
+                plan_ok("{\"cat\": {\"groups\": ["
+                        " {\"name\": \"rt\", \"cpus\": \"2-5\", \"l3\": {\"ways\": 4}, \"exclusive\": true},"
+                        " {\"name\": \"vm\", \"cpus\": \"6-7\", \"l3\": {\"percent\": 30}},"
+                        " {\"name\": \"io\", \"cpus\": \"9\", \"l3\": {\"mask\": \"0x3\"}}]}}");
 
         /* rt: the top 4 ways (7-10); vm: 30% of 11 = 3 ways, the highest run below rt (4-6);
          * default: everything but the exclusive rt. */
@@ -166,16 +166,16 @@ END_TEST
 START_TEST(test_intel_no_shrink) {
         use_host("intel-2s");
         /* Without exclusive groups the default group is left alone. */
-        _cleanup_(plan_freep) Plan *p = plan_ok(
-                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-5\", \"l3\": {\"percent\": 50}}]}}");
+        _cleanup_(plan_freep) Plan *p =
+                plan_ok("{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-5\", \"l3\": {\"percent\": 50}}]}}");
         ck_assert_ptr_null(plan_find(p, "resctrl/default/schemata/L3"));
         knob(p, "resctrl/rt/schemata/L3", NULL, "0=7e0;1=7e0"); /* 5.5 rounds to 6 ways */
 
         /* shrink_default false: exclusive, but the default group is the user's, and the kernel's
          * refusal is foretold. */
-        _cleanup_(plan_freep) Plan *q = plan_ok(
-                "{\"cat\": {\"shrink_default\": false, \"groups\": "
-                "[{\"name\": \"rt\", \"cpus\": \"2-5\", \"l3\": {\"ways\": 2}, \"exclusive\": true}]}}");
+        _cleanup_(plan_freep) Plan *q =
+                plan_ok("{\"cat\": {\"shrink_default\": false, \"groups\": "
+                        "[{\"name\": \"rt\", \"cpus\": \"2-5\", \"l3\": {\"ways\": 2}, \"exclusive\": true}]}}");
         ck_assert_ptr_null(plan_find(q, "resctrl/default/schemata/L3"));
         knob(q, "resctrl/rt/schemata/L3", NULL, "0=600;1=600");
         ck_assert(plan_has_note(q, "shrink_default is false"));
@@ -184,9 +184,9 @@ END_TEST
 
 START_TEST(test_intel_mb) {
         use_host("intel-2s");
-        _cleanup_(plan_freep) Plan *p = plan_ok(
-                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"mb\": 55},"
-                " {\"name\": \"be\", \"cpus\": \"3\", \"mb\": 30}]}}");
+        _cleanup_(plan_freep) Plan *p =
+                plan_ok("{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"mb\": 55},"
+                        " {\"name\": \"be\", \"cpus\": \"3\", \"mb\": 30}]}}");
         const Knob *k = knob(p, "resctrl/rt/schemata/MB", "sys/fs/resctrl/rt/schemata", "0=60;1=60");
         ck_assert_int_eq(k->kind, VALUE_SCHEMATA);
         ck_assert(plan_has_note(p, "mb 55% is rounded up to 60%"));
@@ -225,27 +225,32 @@ END_TEST
 START_TEST(test_intel_group_errors) {
         use_host("intel-2s");
         /* CPUs belong to one group. */
-        plan_err("{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"2-5\"}, {\"name\": \"b\", \"cpus\": \"5-6\"}]}}",
-                 "/cat/groups/1/cpus", "CPUs 5 are also in group \"a\"");
+        plan_err(
+                "{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"2-5\"}, {\"name\": \"b\", \"cpus\": \"5-6\"}]}}",
+                "/cat/groups/1/cpus", "CPUs 5 are also in group \"a\"");
         plan_err("{\"cat\": {\"groups\": [{\"name\": \"default\", \"cpus\": \"2\"}]}}", "/cat/groups/0",
                  "\"default\" cannot be used as a group name");
         /* Exclusive groups share no ways, either way round. */
-        plan_err("{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"mask\": \"0x780\"}, \"exclusive\": true},"
-                 " {\"name\": \"vm\", \"cpus\": \"3\", \"l3\": {\"mask\": \"0x700\"}}]}}",
-                 "/cat/groups/1/l3", "overlap those of exclusive group \"rt\" (0x780)");
+        plan_err(
+                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"mask\": \"0x780\"}, \"exclusive\": true},"
+                " {\"name\": \"vm\", \"cpus\": \"3\", \"l3\": {\"mask\": \"0x700\"}}]}}",
+                "/cat/groups/1/l3", "overlap those of exclusive group \"rt\" (0x780)");
         plan_err("{\"cat\": {\"groups\": [{\"name\": \"vm\", \"cpus\": \"3\", \"l3\": {\"mask\": \"0x0f0\"}},"
                  " {\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"mask\": \"0x180\"}, \"exclusive\": true}]}}",
-                 "/cat/groups/1/l3", "this group is exclusive but its ways 0x180 overlap those of group \"vm\" (0x0f0)");
+                 "/cat/groups/1/l3",
+                 "this group is exclusive but its ways 0x180 overlap those of group \"vm\" (0x0f0)");
         plan_err("{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"exclusive\": true}]}}",
                  "/cat/groups/0/exclusive", "needs cache ways of its own");
         /* The default group needs min_cbm_bits outside the exclusive groups. */
-        plan_err("{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"ways\": 11}, \"exclusive\": true}]}}",
-                 "/cat/groups/0/l3", "leaving the default group 0x000: fewer than min_cbm_bits 1");
+        plan_err(
+                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"ways\": 11}, \"exclusive\": true}]}}",
+                "/cat/groups/0/l3", "leaving the default group 0x000: fewer than min_cbm_bits 1");
         /* MB has 8 CLOSIDs on this host, L3 16: the kernel takes the smaller, minus the default group. */
-        plan_err("{\"cat\": {\"groups\": [{\"name\": \"g0\", \"cpus\": \"1\"}, {\"name\": \"g1\", \"cpus\": \"2\"},"
-                 " {\"name\": \"g2\", \"cpus\": \"3\"}, {\"name\": \"g3\", \"cpus\": \"4\"}, {\"name\": \"g4\", \"cpus\": \"5\"},"
-                 " {\"name\": \"g5\", \"cpus\": \"6\"}, {\"name\": \"g6\", \"cpus\": \"7\"}, {\"name\": \"g7\", \"cpus\": \"9\"}]}}",
-                 "/cat/groups/7", "8 CLOSIDs (info/MB/num_closids; the kernel uses the smallest of L3 16, MB 8)");
+        plan_err(
+                "{\"cat\": {\"groups\": [{\"name\": \"g0\", \"cpus\": \"1\"}, {\"name\": \"g1\", \"cpus\": \"2\"},"
+                " {\"name\": \"g2\", \"cpus\": \"3\"}, {\"name\": \"g3\", \"cpus\": \"4\"}, {\"name\": \"g4\", \"cpus\": \"5\"},"
+                " {\"name\": \"g5\", \"cpus\": \"6\"}, {\"name\": \"g6\", \"cpus\": \"7\"}, {\"name\": \"g7\", \"cpus\": \"9\"}]}}",
+                "/cat/groups/7", "8 CLOSIDs (info/MB/num_closids; the kernel uses the smallest of L3 16, MB 8)");
         /* Seven fit. */
         _cleanup_(plan_freep) Plan *p = plan_ok(
                 "{\"cat\": {\"groups\": [{\"name\": \"g0\", \"cpus\": \"1\"}, {\"name\": \"g1\", \"cpus\": \"2\"},"
@@ -266,18 +271,20 @@ START_TEST(test_intel_min_bits_closids) {
         plan_err("{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"ways\": 1}}]}}",
                  "/cat/groups/0/l3", "1 way is fewer than this host's min_cbm_bits 2");
         /* 1% of 11 ways rounds to 0: raised to min_cbm_bits. */
-        _cleanup_(plan_freep) Plan *p = plan_ok(
-                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"percent\": 1}}]}}");
+        _cleanup_(plan_freep) Plan *p =
+                plan_ok("{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"percent\": 1}}]}}");
         knob(p, "resctrl/rt/schemata/L3", NULL, "0=600;1=600");
         plan_err("{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"1\"}, {\"name\": \"b\", \"cpus\": \"2\"},"
                  " {\"name\": \"c\", \"cpus\": \"3\"}, {\"name\": \"d\", \"cpus\": \"4\"}]}}",
-                 "/cat/groups/3", "4 CLOSIDs (info/L3/num_closids) and the default group holds one, so at most 3 groups");
+                 "/cat/groups/3",
+                 "4 CLOSIDs (info/L3/num_closids) and the default group holds one, so at most 3 groups");
         /* Without MB on the host, "mb" is an error that says so. */
         plan_err("{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"mb\": 50}]}}", "/cat/groups/0/mb",
                  "no memory bandwidth allocation");
         /* Exclusive groups leave min_cbm_bits (2) to the default group. */
-        plan_err("{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"ways\": 10}, \"exclusive\": true}]}}",
-                 "/cat/groups/0/l3", "fewer than min_cbm_bits 2");
+        plan_err(
+                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"ways\": 10}, \"exclusive\": true}]}}",
+                "/cat/groups/0/l3", "fewer than min_cbm_bits 2");
 }
 END_TEST
 
@@ -285,8 +292,9 @@ START_TEST(test_intel_shareable_bits) {
         copy_host("intel-2s");
         test_write(host_dir, "sys/fs/resctrl/info/L3/shareable_bits", "600\n");
         open_host();
-        plan_err("{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"mask\": \"0x780\"}, \"exclusive\": true}]}}",
-                 "/cat/groups/0/l3", "overlap this host's shareable_bits 0x600");
+        plan_err(
+                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"mask\": \"0x780\"}, \"exclusive\": true}]}}",
+                "/cat/groups/0/l3", "overlap this host's shareable_bits 0x600");
         /* Allocated exclusive ways stay below the shareable bits; shareable groups may use them. */
         _cleanup_(plan_freep) Plan *p = plan_ok(
                 "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"ways\": 4}, \"exclusive\": true},"
@@ -304,8 +312,7 @@ START_TEST(test_intel_cdp) {
         sh("mv sys/fs/resctrl/info/L3 sys/fs/resctrl/info/L3CODE && cp -a sys/fs/resctrl/info/L3CODE sys/fs/resctrl/info/L3DATA");
         test_write(host_dir, "sys/fs/resctrl/info/L3CODE/num_closids", "8\n");
         test_write(host_dir, "sys/fs/resctrl/info/L3DATA/num_closids", "8\n");
-        test_write(host_dir, "sys/fs/resctrl/schemata",
-                   "L3CODE:0=7ff;1=7ff\nL3DATA:0=7ff;1=7ff\n    MB:0=100;1=100\n");
+        test_write(host_dir, "sys/fs/resctrl/schemata", "L3CODE:0=7ff;1=7ff\nL3DATA:0=7ff;1=7ff\n    MB:0=100;1=100\n");
         open_host();
         ck_assert(host->resctrl.cdp);
 
@@ -323,10 +330,11 @@ START_TEST(test_intel_cdp) {
         knob(p, "resctrl/default/schemata/L3DATA", "sys/fs/resctrl/schemata", "0=07f;1=07f");
 
         /* CDP halves the CLOSIDs: 8, so 7 groups at most. */
-        plan_err("{\"cat\": {\"groups\": [{\"name\": \"g0\", \"cpus\": \"1\"}, {\"name\": \"g1\", \"cpus\": \"2\"},"
-                 " {\"name\": \"g2\", \"cpus\": \"3\"}, {\"name\": \"g3\", \"cpus\": \"4\"}, {\"name\": \"g4\", \"cpus\": \"5\"},"
-                 " {\"name\": \"g5\", \"cpus\": \"6\"}, {\"name\": \"g6\", \"cpus\": \"7\"}, {\"name\": \"g7\", \"cpus\": \"9\"}]}}",
-                 "/cat/groups/7", "8 CLOSIDs");
+        plan_err(
+                "{\"cat\": {\"groups\": [{\"name\": \"g0\", \"cpus\": \"1\"}, {\"name\": \"g1\", \"cpus\": \"2\"},"
+                " {\"name\": \"g2\", \"cpus\": \"3\"}, {\"name\": \"g3\", \"cpus\": \"4\"}, {\"name\": \"g4\", \"cpus\": \"5\"},"
+                " {\"name\": \"g5\", \"cpus\": \"6\"}, {\"name\": \"g6\", \"cpus\": \"7\"}, {\"name\": \"g7\", \"cpus\": \"9\"}]}}",
+                "/cat/groups/7", "8 CLOSIDs");
         /* The exclusive check sees code and data together. */
         plan_err("{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3code\": {\"mask\": \"0x700\"}, "
                  "\"l3data\": {\"mask\": \"0x0e0\"}, \"exclusive\": true},"
@@ -434,8 +442,8 @@ START_TEST(test_not_mounted) {
         open_host();
         ck_assert(host->resctrl.supported);
         ck_assert(!host->resctrl.mounted);
-        _cleanup_(plan_freep) Plan *p = plan_ok(
-                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-3\", \"l3\": {\"ways\": 4}}]}}");
+        _cleanup_(plan_freep) Plan *p =
+                plan_ok("{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-3\", \"l3\": {\"ways\": 4}}]}}");
         const Knob *k = knob(p, "resctrl/rt/cpus", "sys/fs/resctrl/rt/cpus_list", "2-3");
         ck_assert_ptr_null(k->current);
         /* Apply mounts it (not under --root: there is no kernel to mount anything). */
@@ -445,8 +453,8 @@ START_TEST(test_not_mounted) {
         ck_assert(plan_has_note(p, "not mounted"));
         ck_assert(plan_has_note(p, "cannot be checked"));
         /* Groups that split code and data have it mounted with CDP. */
-        _cleanup_(plan_freep) Plan *q = plan_ok(
-                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-3\", \"l3code\": {\"ways\": 4}}]}}");
+        _cleanup_(plan_freep) Plan *q =
+                plan_ok("{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-3\", \"l3code\": {\"ways\": 4}}]}}");
         knob(q, "resctrl/mount", NULL, "mounted,cdp");
         /* Under --root nothing is mounted and the groups wait for it: skipped, not written. */
         k = plan_find(q, "resctrl/mount");
@@ -455,11 +463,11 @@ START_TEST(test_not_mounted) {
         ck_assert_int_eq(backend_write(&backend_resctrl, root, k, k->desired), KNOB_SKIPPED);
         ck_assert(!tree_exists(host_dir, "sys/fs/resctrl/rt"));
         /* CPUs are still checked. */
-        plan_err("{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"1-2\"}, {\"name\": \"b\", \"cpus\": \"2-3\"}]}}",
-                 "/cat/groups/1/cpus", "CPUs 2 are also in group \"a\"");
+        plan_err(
+                "{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"1-2\"}, {\"name\": \"b\", \"cpus\": \"2-3\"}]}}",
+                "/cat/groups/1/cpus", "CPUs 2 are also in group \"a\"");
 }
 END_TEST
-
 
 /* ---- write: apply, verify, revert through the engine on fake hosts ---- */
 
@@ -480,7 +488,8 @@ START_TEST(test_apply_intel_cdp_mba) {
         copy_host("intel-2s");
         make_cdp();
         _cleanup_free_ char *before = tree_snapshot(host_dir), *drift = NULL;
-        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+        _cleanup_free_ char *prof = test_profile(
+                prof_dir, "lab",
                 "{\"cat\": {\"groups\": ["
                 " {\"name\": \"rt\", \"cpus\": \"2-7\", \"l3code\": {\"ways\": 3}, \"l3data\": {\"ways\": 2},"
                 "  \"exclusive\": true, \"mb\": 55},"
@@ -489,9 +498,12 @@ START_TEST(test_apply_intel_cdp_mba) {
         ck_assert_int_eq(tree_apply(host_dir, prof, NULL), 0);
         /* The kernel's files: the default group shrunk to the ways outside rt, each group in the
          * kernel's format (MB padded to 3 digits), CPUs taken from the default group. */
-        tree_assert_file(host_dir, "sys/fs/resctrl/schemata", "L3CODE:0=03f;1=03f\nL3DATA:0=03f;1=03f\n    MB:0=100;1=100\n");
-        tree_assert_file(host_dir, "sys/fs/resctrl/rt/schemata", "L3CODE:0=700;1=700\nL3DATA:0=0c0;1=0c0\n    MB:0= 60;1= 60\n");
-        tree_assert_file(host_dir, "sys/fs/resctrl/vm/schemata", "L3CODE:0=00c;1=00c\nL3DATA:0=00c;1=00c\n    MB:0= 30;1= 30\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/schemata",
+                         "L3CODE:0=03f;1=03f\nL3DATA:0=03f;1=03f\n    MB:0=100;1=100\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/rt/schemata",
+                         "L3CODE:0=700;1=700\nL3DATA:0=0c0;1=0c0\n    MB:0= 60;1= 60\n");
+        tree_assert_file(host_dir, "sys/fs/resctrl/vm/schemata",
+                         "L3CODE:0=00c;1=00c\nL3DATA:0=00c;1=00c\n    MB:0= 30;1= 30\n");
         tree_assert_file(host_dir, "sys/fs/resctrl/rt/size",
                          "L3CODE:0=3145728;1=3145728\nL3DATA:0=2097152;1=2097152\n    MB:0=60;1=60\n");
         tree_assert_file(host_dir, "sys/fs/resctrl/rt/cpus_list", "2-7\n");
@@ -507,7 +519,8 @@ START_TEST(test_apply_intel_cdp_mba) {
 
         ck_assert_msg(tree_verify(host_dir, &drift) == 0, "drift: %s", strempty(drift));
         /* A neighbour changing rt's bandwidth is drift, read through the kernel's padding. */
-        test_write(host_dir, "sys/fs/resctrl/rt/schemata", "L3CODE:0=700;1=700\nL3DATA:0=0c0;1=0c0\n    MB:0=100;1= 60\n");
+        test_write(host_dir, "sys/fs/resctrl/rt/schemata",
+                   "L3CODE:0=700;1=700\nL3DATA:0=0c0;1=0c0\n    MB:0=100;1= 60\n");
         ck_assert_uint_eq(tree_verify(host_dir, &drift), 1);
         ck_assert_str_eq(drift, "resctrl/rt/schemata/MB: expected '0=60;1=60', actual '0=100;1=60'");
 
@@ -520,7 +533,8 @@ END_TEST
 START_TEST(test_apply_epyc) {
         copy_host("epyc");
         _cleanup_free_ char *before = tree_snapshot(host_dir), *drift = NULL;
-        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+        _cleanup_free_ char *prof = test_profile(
+                prof_dir, "lab",
                 "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"1-15\", \"l3\": {\"mask\": \"0xf0f0\"}, \"exclusive\": true},"
                 " {\"name\": \"be\", \"cpus\": \"16-19\", \"l3\": {\"percent\": 25}}]}}");
 
@@ -562,7 +576,8 @@ START_TEST(test_kernel_refusal) {
         test_write(host_dir, "sys/fs/resctrl/other/cpus_list", "\n");
         test_write(host_dir, "sys/fs/resctrl/other/cpus", "00000000\n");
         _cleanup_free_ char *before = tree_snapshot(host_dir);
-        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
+        _cleanup_free_ char *prof = test_profile(
+                prof_dir, "lab",
                 "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-5\", \"l3\": {\"mask\": \"0x300\"}, \"exclusive\": true}]}}");
         EngineResult res = {};
         ck_assert_int_eq(tree_apply(host_dir, prof, &res), -EINVAL);
@@ -575,7 +590,9 @@ START_TEST(test_kernel_refusal) {
 
         /* The write verb itself, and the kernel's reason. */
         open_host();
-        Knob rt = { .id = (char *) "resctrl/rt/schemata/L3", .domain = DOMAIN_RESCTRL, .kind = VALUE_SCHEMATA,
+        Knob rt = { .id = (char *) "resctrl/rt/schemata/L3",
+                    .domain = DOMAIN_RESCTRL,
+                    .kind = VALUE_SCHEMATA,
                     .path = (char *) "sys/fs/resctrl/rt/schemata" };
         _cleanup_(knob_result_done) KnobResult w = {};
         ck_assert_int_eq(backend_resctrl.write(root, &rt, "0=300;1=300", &w), -EINVAL);
@@ -586,7 +603,9 @@ START_TEST(test_kernel_refusal) {
         ck_assert_int_eq(backend_resctrl.write(root, &rt, "0=180;1=180", &w), 0);
         ck_assert_int_eq(w.status, KNOB_DONE);
         ck_assert_ptr_null(w.reason);
-        Knob mode = { .id = (char *) "resctrl/rt/mode", .domain = DOMAIN_RESCTRL, .kind = VALUE_AUTO,
+        Knob mode = { .id = (char *) "resctrl/rt/mode",
+                      .domain = DOMAIN_RESCTRL,
+                      .kind = VALUE_AUTO,
                       .path = (char *) "sys/fs/resctrl/rt/mode" };
         /* The default group (1ff) still shares 180: exclusive mode is refused until it shrinks. */
         knob_result_done(&w);
@@ -604,8 +623,9 @@ START_TEST(test_out_of_closids) {
         test_write(host_dir, "sys/fs/resctrl/info/MB/num_closids", "2\n");
         sh("mkdir -p sys/fs/resctrl/other && cp sys/fs/resctrl/schemata sys/fs/resctrl/mode sys/fs/resctrl/other/");
         _cleanup_free_ char *before = tree_snapshot(host_dir);
-        _cleanup_free_ char *prof = test_profile(prof_dir, "lab",
-                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-5\", \"l3\": {\"ways\": 2}}]}}");
+        _cleanup_free_ char *prof =
+                test_profile(prof_dir, "lab",
+                             "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2-5\", \"l3\": {\"ways\": 2}}]}}");
         EngineResult res = {};
         ck_assert_int_eq(tree_apply(host_dir, prof, &res), -ENOSPC);
         ck_assert(res.rolled_back);
@@ -618,7 +638,9 @@ START_TEST(test_out_of_closids) {
         _cleanup_free_ char *after = tree_snapshot(host_dir);
         tree_assert_same(before, after, "rolled back");
         open_host();
-        Knob cpus = { .id = (char *) "resctrl/rt/cpus", .domain = DOMAIN_RESCTRL, .kind = VALUE_CPU_LIST,
+        Knob cpus = { .id = (char *) "resctrl/rt/cpus",
+                      .domain = DOMAIN_RESCTRL,
+                      .kind = VALUE_CPU_LIST,
                       .path = (char *) "sys/fs/resctrl/rt/cpus_list" };
         /* The group the write made is removed again, and the reason is the mkdir's. */
         _cleanup_(knob_result_done) KnobResult w = {};

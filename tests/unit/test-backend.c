@@ -55,12 +55,12 @@ START_TEST(test_watch) {
         ck_assert_str_eq(irq[1], "proc/irq/41/smp_affinity"); /* another inode over the same value */
         _cleanup_strv_free_ char **def = watch(&backend_irq, "irq/default_affinity", "proc/irq/default_smp_affinity");
         ck_assert_uint_eq(strv_length(def), 1);
-        _cleanup_strv_free_ char **sysctl = watch(&backend_sysctl, "sysctl/kernel.timer_migration",
-                                                  "proc/sys/kernel/timer_migration");
+        _cleanup_strv_free_ char **sysctl =
+                watch(&backend_sysctl, "sysctl/kernel.timer_migration", "proc/sys/kernel/timer_migration");
         ck_assert_uint_eq(strv_length(sysctl), 1);
         ck_assert_str_eq(sysctl[0], "proc/sys/kernel/timer_migration");
-        _cleanup_strv_free_ char **gov = watch(&backend_cpu, "cpu/3/governor",
-                                               "sys/devices/system/cpu/cpu3/cpufreq/scaling_governor");
+        _cleanup_strv_free_ char **gov =
+                watch(&backend_cpu, "cpu/3/governor", "sys/devices/system/cpu/cpu3/cpufreq/scaling_governor");
         ck_assert_uint_eq(strv_length(gov), 1);
         /* Seen otherwise: a character device held open, a thread's proc/PID/stat, boot files. */
         ck_assert_ptr_null(watch(&backend_cpu, "cpu/pm_qos", "dev/cpu_dma_latency"));
@@ -87,7 +87,9 @@ START_TEST(test_irq_refused) {
         ops.write_value = refusing_write_value;
         root->ops = &ops;
 
-        Knob k = { .id = (char *) "irq/41/affinity", .domain = DOMAIN_IRQ, .kind = VALUE_CPU_LIST,
+        Knob k = { .id = (char *) "irq/41/affinity",
+                   .domain = DOMAIN_IRQ,
+                   .kind = VALUE_CPU_LIST,
                    .path = (char *) "proc/irq/41/smp_affinity_list" };
         int errnos[] = { -EIO /* up to 6.11 */, -EPERM /* since 6.12 */ };
         for (size_t i = 0; i < ELEMENTSOF(errnos); i++) {
@@ -100,7 +102,9 @@ START_TEST(test_irq_refused) {
                 ck_assert_str_eq(w.reason, backend_irq.refusal_reason);
         }
         /* The default affinity is never managed: the same errno is a failure. */
-        Knob def = { .id = (char *) "irq/default_affinity", .domain = DOMAIN_IRQ, .kind = VALUE_CPU_MASK,
+        Knob def = { .id = (char *) "irq/default_affinity",
+                     .domain = DOMAIN_IRQ,
+                     .kind = VALUE_CPU_MASK,
                      .path = (char *) "proc/irq/default_smp_affinity" };
         _cleanup_(knob_result_done) KnobResult w = {};
         refusal_errno = -EIO;

@@ -21,21 +21,23 @@ static char *split_joined(const char *s) {
 }
 
 START_TEST(test_split) {
-        static const struct { const char *in, *out; } cases[] = {
+        static const struct {
+                const char *in, *out;
+        } cases[] = {
                 { NULL, "" },
                 { "", "" },
                 { "   \t\n", "" },
                 { "quiet", "quiet" },
                 { "ro quiet", "ro|quiet" },
-                { "  ro   quiet  ", "ro|quiet" },                  /* leading, repeated, trailing spaces */
+                { "  ro   quiet  ", "ro|quiet" }, /* leading, repeated, trailing spaces */
                 { "ro\tquiet\n", "ro|quiet" },
                 { "root=UUID=1 ro", "root=UUID=1|ro" },
-                { "foo=\"a b\" bar", "foo=\"a b\"|bar" },           /* quotes keep spaces, and stay */
+                { "foo=\"a b\" bar", "foo=\"a b\"|bar" }, /* quotes keep spaces, and stay */
                 { "\"foo=a b\" bar", "\"foo=a b\"|bar" },
                 { "a=\"x y\"z w", "a=\"x y\"z|w" },
                 { "foo=\"unterminated x y", "foo=\"unterminated x y" },
                 { "isolcpus=1 isolcpus=2", "isolcpus=1|isolcpus=2" }, /* repeated keys: both */
-                { "x= -- init=1", "x=|--|init=1" },                 /* "--" is an argument too */
+                { "x= -- init=1", "x=|--|init=1" },                   /* "--" is an argument too */
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 _cleanup_free_ char *got = split_joined(cases[i].in);
@@ -58,18 +60,20 @@ START_TEST(test_next_bounded) {
 END_TEST
 
 START_TEST(test_parse_arg) {
-        static const struct { const char *arg, *name, *value; } cases[] = {
+        static const struct {
+                const char *arg, *name, *value;
+        } cases[] = {
                 { "quiet", "quiet", NULL },
                 { "isolcpus=1-3", "isolcpus", "1-3" },
-                { "root=UUID=1", "root", "UUID=1" },                /* split at the first '=' */
+                { "root=UUID=1", "root", "UUID=1" }, /* split at the first '=' */
                 { "empty=", "empty", "" },
-                { "foo=\"a b\"", "foo", "a b" },                    /* quotes around the value go */
-                { "\"foo=a b\"", "foo", "a b" },                    /* … and around the argument */
+                { "foo=\"a b\"", "foo", "a b" }, /* quotes around the value go */
+                { "\"foo=a b\"", "foo", "a b" }, /* … and around the argument */
                 { "\"quiet\"", "quiet", NULL },
                 { "foo=\"\"", "foo", "" },
                 { "foo=\"", "foo", "" },
-                { "a=\"x y\"z", "a", "x y\"z" },                    /* as next_arg(): only the opening one goes */
-                { "=x", "=x", NULL },                               /* no name: no separator either */
+                { "a=\"x y\"z", "a", "x y\"z" }, /* as next_arg(): only the opening one goes */
+                { "=x", "=x", NULL },            /* no name: no separator either */
                 { "==x", "=", "x" },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -90,16 +94,14 @@ END_TEST
 START_TEST(test_get) {
         static const char *cl = "BOOT_IMAGE=/vmlinuz root=UUID=1 ro quiet isolcpus=1-3 foo=\"a b\" "
                                 "isolcpus=2-3 empty= \"q=x y\"  -- init=x isolcpus=9";
-        static const struct { const char *key, *value; } cases[] = {
-                { "isolcpus", "2-3" },          /* the last one wins; not the one after "--" */
-                { "quiet", "" },                /* a flag */
-                { "empty", "" },
-                { "root", "UUID=1" },
-                { "foo", "a b" },
-                { "q", "x y" },
-                { "nohz_full", NULL },
-                { "init", NULL },               /* after "--": init's, not the kernel's */
-                { "iso", NULL },                /* a prefix is not a name */
+        static const struct {
+                const char *key, *value;
+        } cases[] = {
+                { "isolcpus", "2-3" }, /* the last one wins; not the one after "--" */
+                { "quiet", "" },       /* a flag */
+                { "empty", "" },       { "root", "UUID=1" }, { "foo", "a b" }, { "q", "x y" },
+                { "nohz_full", NULL }, { "init", NULL }, /* after "--": init's, not the kernel's */
+                { "iso", NULL },                         /* a prefix is not a name */
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 _cleanup_free_ char *v = NULL;
@@ -108,7 +110,7 @@ START_TEST(test_get) {
                               strnull(cases[i].value));
         }
         _cleanup_free_ char *v = NULL, *w = NULL;
-        ck_assert_int_eq(cmdline_get("isolcpus=1   ", "isolcpus", &v), 0);     /* trailing spaces */
+        ck_assert_int_eq(cmdline_get("isolcpus=1   ", "isolcpus", &v), 0); /* trailing spaces */
         ck_assert_str_eq(v, "1");
         ck_assert_int_eq(cmdline_get(NULL, "isolcpus", &w), 0);
         ck_assert_ptr_null(w);

@@ -13,7 +13,9 @@ static char *roundtrip_list(const char *in) {
 }
 
 START_TEST(test_list_canonical) {
-        static const struct { const char *in, *out; } cases[] = {
+        static const struct {
+                const char *in, *out;
+        } cases[] = {
                 { "", "" },
                 { "0", "0" },
                 { "0-3", "0-3" },
@@ -36,27 +38,22 @@ START_TEST(test_list_canonical) {
 END_TEST
 
 START_TEST(test_list_errors) {
-        static const struct { const char *in; size_t pos; int r; } cases[] = {
-                { "a", 0, -EINVAL },
-                { "0-", 2, -EINVAL },
-                { "0,", 2, -EINVAL },
-                { "3-1", 2, -EINVAL },
-                { "0-3x", 3, -EINVAL },
-                { "1,,2", 2, -EINVAL },
-                { "8192", 0, -ERANGE },
-                { "0-99999", 2, -ERANGE },
-                { "0-7:3/2", 6, -EINVAL },
-                { "0-7:1", 5, -EINVAL },
-                { "1 2", 2, -EINVAL },
-                { "-1", 0, -EINVAL },
+        static const struct {
+                const char *in;
+                size_t pos;
+                int r;
+        } cases[] = {
+                { "a", 0, -EINVAL },       { "0-", 2, -EINVAL },    { "0,", 2, -EINVAL },   { "3-1", 2, -EINVAL },
+                { "0-3x", 3, -EINVAL },    { "1,,2", 2, -EINVAL },  { "8192", 0, -ERANGE }, { "0-99999", 2, -ERANGE },
+                { "0-7:3/2", 6, -EINVAL }, { "0-7:1", 5, -EINVAL }, { "1 2", 2, -EINVAL },  { "-1", 0, -EINVAL },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 CpuSet s;
                 CpuSetError e = {};
                 int r = cpu_set_parse_list(cases[i].in, &s, &e);
                 ck_assert_msg(r == cases[i].r, "'%s': r=%d", cases[i].in, r);
-                ck_assert_msg(e.pos == cases[i].pos, "'%s': error at %zu (%s), expected %zu", cases[i].in, e.pos, e.reason,
-                              cases[i].pos);
+                ck_assert_msg(e.pos == cases[i].pos, "'%s': error at %zu (%s), expected %zu", cases[i].in, e.pos,
+                              e.reason, cases[i].pos);
                 ck_assert_ptr_nonnull(e.reason);
         }
 }
@@ -149,7 +146,7 @@ START_TEST(test_algebra) {
         cpu_set_add_range(&e, 60, 200);
         ck_assert_uint_eq(cpu_set_count(&e), 141);
         unsigned n = 0;
-        CPU_SET_FOREACH(cpu, &e)
+        CPU_SET_FOREACH (cpu, &e)
                 n++;
         ck_assert_uint_eq(n, 141);
 }

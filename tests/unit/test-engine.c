@@ -46,9 +46,11 @@ START_TEST(test_recover_names_what_it_knows) {
         ck_assert_str_eq(full, "an interrupted apply of lab (started 2026-12-03T05:00:00Z) was rolled back");
         /* A transaction without op, profile or start time reads as a sentence, not "an
          * interrupted  of  (started )". */
-        _cleanup_free_ char *bare = recover_note("{\"version\": 1, \"originals\": {}, \"transaction\": {\"steps\": []}}");
+        _cleanup_free_ char *bare =
+                recover_note("{\"version\": 1, \"originals\": {}, \"transaction\": {\"steps\": []}}");
         ck_assert_str_eq(bare, "an interrupted transaction was rolled back");
-        _cleanup_free_ char *part = recover_note("{\"version\": 1, \"originals\": {}, \"transaction\": {\"op\": \"revert\", \"steps\": []}}");
+        _cleanup_free_ char *part = recover_note(
+                "{\"version\": 1, \"originals\": {}, \"transaction\": {\"op\": \"revert\", \"steps\": []}}");
         ck_assert_str_eq(part, "an interrupted revert was rolled back");
 }
 END_TEST

@@ -182,15 +182,14 @@ END_TEST
 
 START_TEST(test_interrupts_parser) {
         Host h = { .n_cpu_ids = 4 };
-        const char *text =
-                "           CPU0       CPU2       \n"
-                "  0:         46          0   IO-APIC   2-edge      timer\n"
-                "  8:          0          1   IO-APIC   8-edge      rtc0\n"
-                " 24:          5          7  PCI-MSI 524288-edge      nvme0q0, nvme1q0\n"
-                " 30:          0          0  IR-PCI-MSIX-0000:3b:00.0    1-edge      \n"
-                "  9:          0          0   IO-APIC   9-fasteoi   acpi\n"
-                "NMI:          0          0   Non-maskable interrupts\n"
-                "ERR:          0\n";
+        const char *text = "           CPU0       CPU2       \n"
+                           "  0:         46          0   IO-APIC   2-edge      timer\n"
+                           "  8:          0          1   IO-APIC   8-edge      rtc0\n"
+                           " 24:          5          7  PCI-MSI 524288-edge      nvme0q0, nvme1q0\n"
+                           " 30:          0          0  IR-PCI-MSIX-0000:3b:00.0    1-edge      \n"
+                           "  9:          0          0   IO-APIC   9-fasteoi   acpi\n"
+                           "NMI:          0          0   Non-maskable interrupts\n"
+                           "ERR:          0\n";
         ck_assert_int_eq(host_parse_interrupts(&h, text, true), 0);
         ck_assert_uint_eq(h.n_irqs, 5);
         ck_assert_uint_eq(h.n_irq_columns, 2);
@@ -250,8 +249,10 @@ START_TEST(test_symlinks_stay_in_root) {
         _cleanup_free_ char *cmd = NULL;
         test_write(dir, "sys/devices/virtual/workqueue/writeback/cpumask", "3\n");
         test_write(dir, "proc/cmdline", "fake\n");
-        ck_assert(asprintf(&cmd, "mkdir -p %s/sys/bus/workqueue/devices && ln -s /sys/devices/virtual/workqueue/writeback "
-                                 "%s/sys/bus/workqueue/devices/writeback && ln -s /proc/cmdline %s/cmdline-link", dir, dir, dir) >= 0);
+        ck_assert(asprintf(&cmd,
+                           "mkdir -p %s/sys/bus/workqueue/devices && ln -s /sys/devices/virtual/workqueue/writeback "
+                           "%s/sys/bus/workqueue/devices/writeback && ln -s /proc/cmdline %s/cmdline-link",
+                           dir, dir, dir) >= 0);
         ck_assert_int_eq(system(cmd), 0);
         Root *root;
         ck_assert_int_eq(root_new(dir, &root), 0);

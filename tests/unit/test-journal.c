@@ -12,27 +12,27 @@
  * are wrong (issue 11.8: they were skipped in silence and their originals forgotten). */
 
 /* A journal with every field, compact; as the writer writes it, it is this indented. */
-#define EVERY_FIELD                                                                                                   \
-        "{\"version\": 1, \"profile\": \"lab\", \"hash\": \"fnv1a64:0123456789abcdef\","                             \
-        " \"applied_at\": \"2026-12-03T05:00:00Z\","                                                                  \
-        " \"originals\": {\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\","                        \
-        " \"path\": \"proc/irq/41/smp_affinity_list\", \"reboot\": false, \"value\": \"0-7\"},"                       \
-        " \"boot/isolcpus\": {\"domain\": \"boot\", \"kind\": \"bootarg\", \"path\": null, \"reboot\": true,"         \
-        " \"value\": null}},"                                                                                         \
-        " \"applied\": [{\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"proc/irq/41/smp_affinity_list\","   \
-        " \"reboot\": false, \"desired\": \"0\", \"knob\": \"irq/41/affinity\"},"                                     \
-        " {\"domain\": \"boot\", \"kind\": \"bootarg\", \"path\": null, \"reboot\": true, \"desired\": \"2-7\","      \
-        " \"knob\": \"boot/isolcpus\"}],"                                                                             \
-        " \"unmovable\": {\"irq/0/affinity\": \"the kernel manages this IRQ's affinity\"},"                          \
-        " \"transaction\": {\"op\": \"apply\", \"profile\": \"lab\", \"started\": \"2026-12-03T05:00:00Z\","         \
-        " \"steps\": [{\"domain\": \"sysctl\", \"kind\": \"auto\", \"path\": \"proc/sys/vm/swappiness\","           \
-        " \"reboot\": false, \"knob\": \"sysctl/vm.swappiness\", \"before\": \"60\", \"after\": \"10\","            \
+#define EVERY_FIELD \
+        "{\"version\": 1, \"profile\": \"lab\", \"hash\": \"fnv1a64:0123456789abcdef\"," \
+        " \"applied_at\": \"2026-12-03T05:00:00Z\"," \
+        " \"originals\": {\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\"," \
+        " \"path\": \"proc/irq/41/smp_affinity_list\", \"reboot\": false, \"value\": \"0-7\"}," \
+        " \"boot/isolcpus\": {\"domain\": \"boot\", \"kind\": \"bootarg\", \"path\": null, \"reboot\": true," \
+        " \"value\": null}}," \
+        " \"applied\": [{\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"proc/irq/41/smp_affinity_list\"," \
+        " \"reboot\": false, \"desired\": \"0\", \"knob\": \"irq/41/affinity\"}," \
+        " {\"domain\": \"boot\", \"kind\": \"bootarg\", \"path\": null, \"reboot\": true, \"desired\": \"2-7\"," \
+        " \"knob\": \"boot/isolcpus\"}]," \
+        " \"unmovable\": {\"irq/0/affinity\": \"the kernel manages this IRQ's affinity\"}," \
+        " \"transaction\": {\"op\": \"apply\", \"profile\": \"lab\", \"started\": \"2026-12-03T05:00:00Z\"," \
+        " \"steps\": [{\"domain\": \"sysctl\", \"kind\": \"auto\", \"path\": \"proc/sys/vm/swappiness\"," \
+        " \"reboot\": false, \"knob\": \"sysctl/vm.swappiness\", \"before\": \"60\", \"after\": \"10\"," \
         " \"restore\": true}, {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"proc/irq/41/smp_affinity_list\"," \
-        " \"reboot\": false, \"knob\": \"irq/41/affinity\", \"before\": \"0-7\", \"after\": null}],"                 \
-        " \"new_originals\": [\"irq/41/affinity\"]},"                                                                 \
+        " \"reboot\": false, \"knob\": \"irq/41/affinity\", \"before\": \"0-7\", \"after\": null}]," \
+        " \"new_originals\": [\"irq/41/affinity\"]}," \
         " \"last_error\": {\"knob\": \"irq/41/affinity\", \"path\": \"proc/irq/41/smp_affinity_list\", \"errno\": 5," \
-        " \"detail\": null, \"message\": \"writing irq/41/affinity failed\", \"at\": \"2026-12-03T05:00:01Z\"},"      \
-        " \"profile_path\": \"/etc/rtpart/profiles/lab.json\","                                                       \
+        " \"detail\": null, \"message\": \"writing irq/41/affinity failed\", \"at\": \"2026-12-03T05:00:01Z\"}," \
+        " \"profile_path\": \"/etc/rtpart/profiles/lab.json\"," \
         " \"source\": {\"summary\": \"lab\", \"irq\": {\"default\": \"housekeeping\"}, \"ratio\": 0.5}}"
 
 /* text as the journal's writer lays it out (indent 1, keys in order, a final newline). */
@@ -199,24 +199,25 @@ END_TEST
 /* ---- strict load ---- */
 
 typedef struct BadCase {
-        const char *originals;  /* the "originals" object */
-        const char *rest;       /* more top-level members, after it */
-        const char *message;    /* journal_parse()'s, exactly */
+        const char *originals; /* the "originals" object */
+        const char *rest;      /* more top-level members, after it */
+        const char *message;   /* journal_parse()'s, exactly */
 } BadCase;
 
-#define ORIG_OK "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0-7\"}}"
+#define ORIG_OK \
+        "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0-7\"}}"
 #define STEP(extra) \
         "{\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"knob\": \"irq/41/affinity\", " extra "}"
 
 static const BadCase bad_cases[] = {
-        { "{\"irq/41/affinity\": {\"domain\": \"irqq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0-7\"}}", "",
-          "state.json: originals[\"irq/41/affinity\"]: unknown domain \"irqq\"" },
-        { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpulist\", \"path\": \"p\", \"value\": \"0-7\"}}", "",
-          "state.json: originals[\"irq/41/affinity\"]: unknown kind \"cpulist\"" },
+        { "{\"irq/41/affinity\": {\"domain\": \"irqq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0-7\"}}",
+          "", "state.json: originals[\"irq/41/affinity\"]: unknown domain \"irqq\"" },
+        { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpulist\", \"path\": \"p\", \"value\": \"0-7\"}}",
+          "", "state.json: originals[\"irq/41/affinity\"]: unknown kind \"cpulist\"" },
         { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": 7}}", "",
           "state.json: originals[\"irq/41/affinity\"]: \"value\" is a number, not a string or null" },
-        { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": [\"0\"]}}", "",
-          "state.json: originals[\"irq/41/affinity\"]: \"value\" is an array, not a string or null" },
+        { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": [\"0\"]}}",
+          "", "state.json: originals[\"irq/41/affinity\"]: \"value\" is an array, not a string or null" },
         { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\"}}", "",
           "state.json: originals[\"irq/41/affinity\"]: \"value\" is missing" },
         { "{\"irq/41/affinity\": {\"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0\"}}", "",
@@ -227,26 +228,32 @@ static const BadCase bad_cases[] = {
           "state.json: originals[\"irq/41/affinity\"]: \"path\" is a number, not a string or null" },
         { "{\"irq/41/affinity\": \"0-7\"}", "",
           "state.json: originals[\"irq/41/affinity\"]: is a string, not an object" },
-        { ORIG_OK, ", \"applied\": [{\"domain\": \"irqq\", \"kind\": \"cpu-list\", \"desired\": \"0\", \"knob\": \"irq/41/affinity\"}]",
+        { ORIG_OK,
+          ", \"applied\": [{\"domain\": \"irqq\", \"kind\": \"cpu-list\", \"desired\": \"0\", \"knob\": \"irq/41/affinity\"}]",
           "state.json: applied[0] (irq/41/affinity): unknown domain \"irqq\"" },
-        { ORIG_OK, ", \"applied\": [{\"domain\": \"irq\", \"kind\": \"cpu-list\", \"desired\": 0, \"knob\": \"irq/41/affinity\"}]",
+        { ORIG_OK,
+          ", \"applied\": [{\"domain\": \"irq\", \"kind\": \"cpu-list\", \"desired\": 0, \"knob\": \"irq/41/affinity\"}]",
           "state.json: applied[0] (irq/41/affinity): \"desired\" is a number, not a string or null" },
         { ORIG_OK, ", \"applied\": [{\"domain\": \"irq\", \"kind\": \"cpu-list\", \"desired\": \"0\"}]",
           "state.json: applied[0]: \"knob\" is missing" },
-        { ORIG_OK, ", \"applied\": [{\"domain\": \"irq\", \"kind\": \"cpu-list\", \"desired\": \"0\", \"knob\": \"k\", \"reboot\": \"no\"}]",
+        { ORIG_OK,
+          ", \"applied\": [{\"domain\": \"irq\", \"kind\": \"cpu-list\", \"desired\": \"0\", \"knob\": \"k\", \"reboot\": \"no\"}]",
           "state.json: applied[0] (k): \"reboot\" is a string, not true or false" },
         { ORIG_OK, ", \"applied\": {}", "state.json: \"applied\" is an object, not an array" },
         { ORIG_OK, ", \"unmovable\": {\"irq/0/affinity\": 1}",
           "state.json: unmovable[\"irq/0/affinity\"]: is a number, not a string" },
-        { ORIG_OK, ", \"transaction\": {\"op\": \"undo\", \"steps\": []}", "state.json: transaction: unknown op \"undo\"" },
+        { ORIG_OK, ", \"transaction\": {\"op\": \"undo\", \"steps\": []}",
+          "state.json: transaction: unknown op \"undo\"" },
         { ORIG_OK, ", \"transaction\": {\"op\": \"apply\", \"steps\": [" STEP("\"before\": \"0\", \"after\": 1") "]}",
           "state.json: transaction.steps[0] (irq/41/affinity): \"after\" is a number, not a string or null" },
-        { ORIG_OK, ", \"transaction\": {\"op\": \"apply\", \"steps\": [{\"domain\": \"irq\", \"kind\": \"x\", \"knob\": \"k\", \"before\": null, \"after\": null}]}",
+        { ORIG_OK,
+          ", \"transaction\": {\"op\": \"apply\", \"steps\": [{\"domain\": \"irq\", \"kind\": \"x\", \"knob\": \"k\", \"before\": null, \"after\": null}]}",
           "state.json: transaction.steps[0] (k): unknown kind \"x\"" },
         { ORIG_OK, ", \"transaction\": {\"op\": \"apply\", \"steps\": [], \"new_originals\": [1]}",
           "state.json: transaction: \"new_originals\"[0] is a number, not a string" },
         { ORIG_OK, ", \"transaction\": 1", "state.json: transaction: is a number, not an object or null" },
-        { ORIG_OK, ", \"last_error\": {\"errno\": \"EIO\"}", "state.json: last_error: \"errno\" is a string, not an integer" },
+        { ORIG_OK, ", \"last_error\": {\"errno\": \"EIO\"}",
+          "state.json: last_error: \"errno\" is a string, not an integer" },
         { ORIG_OK, ", \"profile\": 7", "state.json: \"profile\" is a number, not a string or null" },
         { ORIG_OK, ", \"source\": \"lab\"", "state.json: \"source\" is a string, not an object or null" },
         { "[]", "", "state.json: \"originals\" is an array, not an object" },
@@ -266,7 +273,8 @@ START_TEST(test_wrong_entry) {
 END_TEST
 
 START_TEST(test_not_a_journal) {
-        static const char * const texts[] = { "", "{", "[]", "{\"version\": 2, \"originals\": {}}", "{\"originals\": {}}" };
+        static const char * const texts[] = { "", "{", "[]", "{\"version\": 2, \"originals\": {}}",
+                                              "{\"originals\": {}}" };
         for (size_t i = 0; i < ELEMENTSOF(texts); i++) {
                 Journal *j = NULL;
                 JournalError e = {};
@@ -396,7 +404,8 @@ static char *spoil_message(const char *how, const char *id) {
 START_TEST(test_engine_refuses) {
         const char *how = spoils[_i];
         _cleanup_free_ char *id = spoil_journal(how), *msg = spoil_message(how, id);
-        _cleanup_free_ char *tree = tree_snapshot(host_dir), *journal = tree_read(host_dir, "var/lib/rtpart/state.json");
+        _cleanup_free_ char *tree = tree_snapshot(host_dir),
+                            *journal = tree_read(host_dir, "var/lib/rtpart/state.json");
         Root *root;
         Host *host;
         test_open_host(host_dir, &root, &host);
@@ -415,7 +424,8 @@ START_TEST(test_engine_refuses) {
         ck_assert_ptr_nonnull(strstr(strempty(res.journal_error.message), msg));
         engine_result_done(&res);
 
-        _cleanup_free_ char *tree_after = tree_snapshot(host_dir), *journal_after = tree_read(host_dir, "var/lib/rtpart/state.json");
+        _cleanup_free_ char *tree_after = tree_snapshot(host_dir),
+                            *journal_after = tree_read(host_dir, "var/lib/rtpart/state.json");
         tree_assert_same(tree, tree_after, "the tree after a refused journal");
         ck_assert_str_eq(journal_after, journal);
 }
@@ -426,7 +436,8 @@ END_TEST
 START_TEST(test_rtpartctl_refuses) {
         const char *how = spoils[_i];
         _cleanup_free_ char *id = spoil_journal(how), *msg = spoil_message(how, id);
-        _cleanup_free_ char *tree = tree_snapshot(host_dir), *journal = tree_read(host_dir, "var/lib/rtpart/state.json");
+        _cleanup_free_ char *tree = tree_snapshot(host_dir),
+                            *journal = tree_read(host_dir, "var/lib/rtpart/state.json");
         static const char * const verbs[] = { "revert", "apply cpu-partitioning", "verify", "status" };
 
         for (size_t v = 0; v < ELEMENTSOF(verbs); v++) {

@@ -36,8 +36,10 @@ static void open_root(void) {
 static void task(long tgid, long pid, unsigned flags) {
         char rel[96], stat[256];
         snprintf(rel, sizeof(rel), "proc/%ld/task/%ld/stat", tgid, pid);
-        snprintf(stat, sizeof(stat), "%ld (t%ld) S 1 %ld %ld 0 -1 %u 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 "
-                 "0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", pid, pid, tgid, tgid, flags);
+        snprintf(stat, sizeof(stat),
+                 "%ld (t%ld) S 1 %ld %ld 0 -1 %u 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 "
+                 "0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+                 pid, pid, tgid, tgid, flags);
         W(rel, stat);
 }
 
@@ -107,11 +109,13 @@ START_TEST(test_resctrl_mkdir_write_rmdir) {
                       "The mask 505 has non-consecutive 1-bits");
         expect_status(sim_resctrl_write(root, RC, "g1", "schemata", "L3:0=1000"), -EINVAL, "Mask out of range");
         expect_status(sim_resctrl_write(root, RC, "g1", "schemata", "L3:0=0"), -EINVAL, "Mask out of range");
-        expect_status(sim_resctrl_write(root, RC, "g1", "schemata", "L3:0=xyz"), -EINVAL, "Non-hex character in the mask xyz");
+        expect_status(sim_resctrl_write(root, RC, "g1", "schemata", "L3:0=xyz"), -EINVAL,
+                      "Non-hex character in the mask xyz");
         expect_status(sim_resctrl_write(root, RC, "g1", "schemata", "L3:2=7"), -EINVAL, "Unknown domain 2 for L3");
         expect_status(sim_resctrl_write(root, RC, "g1", "schemata", "L2:0=1"), -EINVAL,
                       "Unknown or unsupported resource name 'L2'");
-        expect_status(sim_resctrl_write(root, RC, "g1", "schemata", "MB:0=5"), -EINVAL, "MB value 5 out of range [10,100]");
+        expect_status(sim_resctrl_write(root, RC, "g1", "schemata", "MB:0=5"), -EINVAL,
+                      "MB value 5 out of range [10,100]");
         F(RC "/g1/schemata", "    L3:0=7f0;1=070\n    MB:0= 10;1= 20\n");
         ck_assert_int_eq(sim_resctrl_write(root, RC, "g1", "schemata", "L3:1=7f0"), 0);
         F(RC "/info/last_cmd_status", "ok\n");
@@ -124,7 +128,8 @@ START_TEST(test_resctrl_mkdir_write_rmdir) {
         F(RC "/cpus", "fff3\n");
         ck_assert_int_eq(sim_resctrl_write(root, RC, "g1", "cpus_list", "3"), 0);
         F(RC "/cpus_list", "0-2,4-15\n");
-        expect_status(sim_resctrl_write(root, RC, NULL, "cpus_list", "0-1"), -EINVAL, "Can't drop CPUs from default group");
+        expect_status(sim_resctrl_write(root, RC, NULL, "cpus_list", "0-1"), -EINVAL,
+                      "Can't drop CPUs from default group");
 
         /* Exclusive mode needs ways nobody else has, the default group's included. */
         expect_status(sim_resctrl_write(root, RC, "g1", "mode", "exclusive"), -EINVAL, "Schemata overlaps");
@@ -133,7 +138,8 @@ START_TEST(test_resctrl_mkdir_write_rmdir) {
         F(RC "/size", "    L3:0=4194304;1=4194304\n    MB:0=100;1=100\n");
         ck_assert_int_eq(sim_resctrl_write(root, RC, "g1", "mode", "exclusive"), 0);
         F(RC "/g1/mode", "exclusive\n");
-        expect_status(sim_resctrl_write(root, RC, NULL, "schemata", "L3:0=0ff"), -EINVAL, "Overlaps with exclusive group");
+        expect_status(sim_resctrl_write(root, RC, NULL, "schemata", "L3:0=0ff"), -EINVAL,
+                      "Overlaps with exclusive group");
         expect_status(sim_resctrl_write(root, RC, "g1", "mode", "pseudo"), -EINVAL, "Unknown or unsupported mode");
 
         /* A new group gets the ways no exclusive group holds; CLOSIDs run out at num_closids. */
@@ -192,7 +198,8 @@ START_TEST(test_resctrl_amd) {
         ck_assert_int_eq(sim_resctrl_write(root, RC, "g", "schemata", "L3:0=f0f0;1=0f0f"), 0);
         ck_assert_int_eq(sim_resctrl_write(root, RC, "g", "schemata", "MB:0=64"), 0);
         F(RC "/g/schemata", "    L3:0=f0f0;1=0f0f\n    MB:0=  64;1=2048\n");
-        expect_status(sim_resctrl_write(root, RC, "g", "schemata", "MB:0=4096"), -EINVAL, "MB value 4096 out of range [0,2048]");
+        expect_status(sim_resctrl_write(root, RC, "g", "schemata", "MB:0=4096"), -EINVAL,
+                      "MB value 4096 out of range [0,2048]");
 }
 END_TEST
 

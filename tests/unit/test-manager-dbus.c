@@ -86,8 +86,11 @@ static void setup(void) {
         sig = (Signals) {};
         ck_assert_int_ge(sd_event_new(&event), 0);
         host_dir = test_copy_host("vm");
-        ck_assert(asprintf(&cmd, "mkdir -p '%s/usr/share/rtpart/profiles' && cp '%s'/profiles/*.json '%s/usr/share/rtpart/profiles/'",
-                           host_dir, SOURCE_DIR, host_dir) >= 0);
+        ck_assert(
+                asprintf(
+                        &cmd,
+                        "mkdir -p '%s/usr/share/rtpart/profiles' && cp '%s'/profiles/*.json '%s/usr/share/rtpart/profiles/'",
+                        host_dir, SOURCE_DIR, host_dir) >= 0);
         ck_assert_int_eq(system(cmd), 0);
         test_write(host_dir, "etc/rtpart/profiles/rt-correct.json",
                    "{\"include\": \"realtime\", \"drift\": {\"policy\": \"correct\"}}\n");
@@ -258,7 +261,8 @@ START_TEST(test_read_methods) {
         ck_assert_int_gt(json_array_size(json_object_get(plan, "changes")), 0);
         ck_assert_int_gt(json_integer_value(json_object_get(json_object_get(plan, "summary"), "changes")), 0);
 
-        assert_error(call_s(client, "Plan", "no-such-profile"), MANAGER_DBUS_ERROR_PREFIX "InvalidProfile", "no-such-profile");
+        assert_error(call_s(client, "Plan", "no-such-profile"), MANAGER_DBUS_ERROR_PREFIX "InvalidProfile",
+                     "no-such-profile");
         /* Paths: only a root peer names a file. */
         if (geteuid() == 0)
                 assert_error(call_s(client, "Plan", "relative/dir/x.json"), MANAGER_DBUS_ERROR_PREFIX "InvalidProfile",
@@ -408,8 +412,9 @@ static json_t *read_drift_array(sd_bus_message *r) {
         json_t *a = json_array();
         ck_assert_int_ge(sd_bus_message_enter_container(r, 'a', "(ssss)"), 0);
         while (sd_bus_message_read(r, "(ssss)", &knob, &domain, &exp, &act) > 0)
-                json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s}", "knob", knob, "domain", domain, "expected", exp,
-                                                   "actual", act));
+                json_array_append_new(a,
+                                      json_pack("{s:s, s:s, s:s, s:s}", "knob", knob, "domain", domain, "expected", exp,
+                                                "actual", act));
         ck_assert_int_ge(sd_bus_message_exit_container(r), 0);
         return a;
 }
@@ -436,8 +441,8 @@ static json_t *verify_typed(void) {
         ck_assert_int_ge(sd_bus_message_read_strv(r, &unmovable), 0);
         ck_assert_int_ge(sd_bus_message_read(r, "u", &checked), 0);
         json_t *doc = json_pack("{s:b, s:b, s:o, s:I, s:I, s:I}", "in_sync", in_sync, "reboot_required", reboot,
-                                "drift", drift, "reboot_pending", (json_int_t) strv_length(pending),
-                                "unmovable", (json_int_t) strv_length(unmovable), "checked", (json_int_t) checked);
+                                "drift", drift, "reboot_pending", (json_int_t) strv_length(pending), "unmovable",
+                                (json_int_t) strv_length(unmovable), "checked", (json_int_t) checked);
         strv_free(pending);
         strv_free(unmovable);
         sd_bus_message_unref(r);
@@ -636,8 +641,9 @@ static Suite *suite(void) {
         tcase_add_test(tr, test_restart_reapplies);
         tcase_add_test(tr, test_typed_members);
         tcase_add_test(tr, test_listeners);
-        test_add_root_tcase(s, tr, "Apply, Correct and Revert need a root peer, and a peer of another uid is made with "
-                                   "seteuid()");
+        test_add_root_tcase(s, tr,
+                            "Apply, Correct and Revert need a root peer, and a peer of another uid is made with "
+                            "seteuid()");
         return s;
 }
 

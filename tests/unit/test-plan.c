@@ -63,7 +63,7 @@ START_TEST(test_plan_after_apply_changes_nothing) {
          * apply and stays a change; nothing else does. */
         for (size_t i = 0; i < after->n_knobs; i++)
                 ck_assert_msg(!after->knobs[i].changed || after->knobs[i].domain == DOMAIN_KTHREAD ||
-                              after->knobs[i].domain == DOMAIN_CPU,
+                                      after->knobs[i].domain == DOMAIN_CPU,
                               "%s still a change after apply: %s -> %s", after->knobs[i].id,
                               strempty(after->knobs[i].current), strempty(after->knobs[i].desired));
         ck_assert_uint_eq(plan_count_changes(after, NULL), res.skipped);
@@ -89,7 +89,8 @@ START_TEST(test_refused_is_no_change) {
         _cleanup_(json_decrefp) json_t *state = json_loads(state_text, 0, &jerr);
         ck_assert_ptr_nonnull(state);
         ck_assert_int_eq(json_object_set_new(json_object_get(state, "unmovable"), id,
-                                             json_string("the kernel manages this IRQ's affinity")), 0);
+                                             json_string("the kernel manages this IRQ's affinity")),
+                         0);
         _cleanup_free_ char *dump = json_dumps(state, JSON_INDENT(2));
         test_write(host_dir, "var/lib/rtpart/state.json", dump);
         _cleanup_free_ char *line = NULL;

@@ -52,7 +52,9 @@ START_TEST(test_stat_odd_comm) {
         /* A task may call itself "a) (b) S 1": the comm runs to the LAST ')'. */
         ProcStat s;
         ck_assert_int_eq(proc_stat_parse("77 (a) (b) S 1) R 5 0 0 0 -1 64 0 0 0 0 0 0 0 0 -51 0 1 0 9 0 0 "
-                                         "18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 3 50 2 0 0 0\n", &s), 0);
+                                         "18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 3 50 2 0 0 0\n",
+                                         &s),
+                         0);
         ck_assert_str_eq(s.comm, "a) (b) S 1");
         ck_assert_int_eq(s.state, 'R');
         ck_assert_int_eq(s.ppid, 5);
@@ -62,13 +64,17 @@ START_TEST(test_stat_odd_comm) {
         proc_stat_done(&s);
 
         ck_assert_int_eq(proc_stat_parse("8 (with space) S 2 0 0 0 -1 2097216 0 0 0 0 0 0 0 0 20 0 1 0 9 0 0 0 0 0 0 "
-                                         "0 0 0 0 0 0 0 0 0 17 0 0 5", &s), 0);
+                                         "0 0 0 0 0 0 0 0 0 17 0 0 5",
+                                         &s),
+                         0);
         ck_assert_str_eq(s.comm, "with space");
         ck_assert_uint_eq(s.policy, PROC_SCHED_IDLE);
         proc_stat_done(&s);
 
         ck_assert_int_eq(proc_stat_parse("9 () S 2 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 9 0 0 0 0 0 0 "
-                                         "0 0 0 0 0 0 0 0 0 17 0 0 0", &s), 0);
+                                         "0 0 0 0 0 0 0 0 0 17 0 0 0",
+                                         &s),
+                         0);
         ck_assert_str_eq(s.comm, "");
         proc_stat_done(&s);
 }
@@ -82,16 +88,23 @@ START_TEST(test_stat_invalid) {
         ck_assert_int_eq(proc_stat_parse("12 (x S 2", &s), -EINVAL);
         ck_assert_int_eq(proc_stat_parse("x (a) S 2 0 0 0 -1 0", &s), -EINVAL);
         /* cut before field 41 (policy) */
-        ck_assert_int_eq(proc_stat_parse("2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 26 0 0", &s), -EINVAL);
+        ck_assert_int_eq(proc_stat_parse("2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 0 0 0 20 0 1 0 26 0 0", &s),
+                         -EINVAL);
         /* a letter where a number belongs */
         ck_assert_int_eq(proc_stat_parse("2 (k) S 0 0 0 0 -1 x 0 0 0 0 0 0 0 0 20 0 1 0 26 0 0 0 0 0 0 "
-                                         "0 0 0 0 0 0 0 0 0 17 0 0 0", &s), -EINVAL);
+                                         "0 0 0 0 0 0 0 0 0 17 0 0 0",
+                                         &s),
+                         -EINVAL);
         /* rt_priority out of range */
         ck_assert_int_eq(proc_stat_parse("2 (k) S 0 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 26 0 0 0 0 0 0 "
-                                         "0 0 0 0 0 0 0 0 0 17 0 100 1", &s), -EINVAL);
+                                         "0 0 0 0 0 0 0 0 0 17 0 100 1",
+                                         &s),
+                         -EINVAL);
         /* trailing junk glued to field 41 */
         ck_assert_int_eq(proc_stat_parse("2 (k) S 0 0 0 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 26 0 0 0 0 0 0 "
-                                         "0 0 0 0 0 0 0 0 0 17 0 0 0x", &s), -EINVAL);
+                                         "0 0 0 0 0 0 0 0 0 17 0 0 0x",
+                                         &s),
+                         -EINVAL);
 }
 END_TEST
 
@@ -99,7 +112,9 @@ START_TEST(test_status) {
         ProcStatus s;
         ck_assert_int_eq(proc_status_parse("Name:\tkthreadd\nUmask:\t0000\nState:\tS (sleeping)\nTgid:\t2\nPid:\t2\n"
                                            "PPid:\t0\nKthread:\t1\nCpus_allowed:\tff\nCpus_allowed_list:\t0-3,5\n"
-                                           "Mems_allowed_list:\t0\n", &s), 0);
+                                           "Mems_allowed_list:\t0\n",
+                                           &s),
+                         0);
         ck_assert_int_eq(s.ppid, 0);
         ck_assert_int_eq(s.kthread, 1);
         ck_assert(s.has_cpus_allowed);
@@ -173,9 +188,9 @@ START_TEST(test_sched_values) {
 
         /* what sched_setscheduler() would refuse, refused here; outputs untouched */
         policy = prio = 77;
-        const char *bad[] = { "fifo:0", "fifo:100", "rr:", "other:1", "batch:5", "fifo", ":2", "", "FIFO:2",
-                              "fifo:-1", "fifo: 2", "fifo:2 ", "fifo:2x", "-1:0", "99999999999:0",
-                              "fifo:00000000002x" };
+        const char *bad[] = { "fifo:0",  "fifo:100", "rr:",           "other:1",          "batch:5", "fifo",
+                              ":2",      "",         "FIFO:2",        "fifo:-1",          "fifo: 2", "fifo:2 ",
+                              "fifo:2x", "-1:0",     "99999999999:0", "fifo:00000000002x" };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 ck_assert_msg(proc_sched_parse(bad[i], &policy, &prio) == -EINVAL, "'%s' parsed", bad[i]);
         ck_assert_int_eq(proc_sched_parse(NULL, &policy, &prio), -EINVAL);

@@ -89,9 +89,11 @@ START_TEST(test_type_errors) {
                      "out of range");
         expect_error("type5", "{\"kthreads\": {\"rules\": [{\"match\": \"x\", \"policy\": \"fifoo\"}]}}",
                      "/kthreads/rules/0/policy", "did you mean \"fifo\"");
-        expect_error("type6", "{\"drift\": {\"policy\": \"xyzzy\"}}", "/drift/policy", "use one of \"report\", \"correct\"");
+        expect_error("type6", "{\"drift\": {\"policy\": \"xyzzy\"}}", "/drift/policy",
+                     "use one of \"report\", \"correct\"");
         expect_error("type6b", "{\"drift\": {\"task_allow\": \"qemu-*\"}}", "/drift/task_allow", "found a string");
-        expect_error("type6c", "{\"drift\": {\"task_allow\": [\"qemu-*\", 3]}}", "/drift/task_allow/1", "expected a string");
+        expect_error("type6c", "{\"drift\": {\"task_allow\": [\"qemu-*\", 3]}}", "/drift/task_allow/1",
+                     "expected a string");
         expect_error("type6d", "{\"drift\": {\"task_allow\": [\"qemu-*\", \"!\"]}}", "/drift/task_allow/1",
                      "an empty entry matches nothing");
         expect_error("type7", "{\"boot\": {\"args\": {\"nohz\": 1}}}", "/boot/args/nohz", "true for a bare flag");
@@ -107,18 +109,27 @@ START_TEST(test_name_errors) {
                      "dotted form");
         expect_error("n2", "{\"sysfs\": {\"kernel/mm/ksm/run\": 1}}", "/sysfs/kernel~1mm~1ksm~1run", "under /sys");
         expect_error("n3", "{\"sysfs\": {\"/sys/../etc/passwd\": 1}}", NULL, "under /sys");
-        expect_error("n4", "{\"boot\": {\"args\": {\"nohz_full=1\": true}}}", "/boot/args/nohz_full=1", "kernel parameter name");
+        expect_error("n4", "{\"boot\": {\"args\": {\"nohz_full=1\": true}}}", "/boot/args/nohz_full=1",
+                     "kernel parameter name");
         expect_error("n5", "{\"boot\": {\"args\": {\"nohz_full\": \"1 quiet\"}}}", "/boot/args/nohz_full", "spaces");
-        expect_error("n6", "{\"cpuset\": {\"partitions\": [{\"cpus\": \"1\"}]}}", "/cpuset/partitions/0", "missing \"name\"");
-        expect_error("n7", "{\"cpuset\": {\"partitions\": [{\"name\": \"a/b\", \"cpus\": \"1\"}]}}", "/cpuset/partitions/0",
-                     "may hold only");
-        expect_error("n8", "{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"1\"}, {\"name\": \"a\", \"cpus\": \"2\"}]}}",
-                     "/cat/groups/1", "used twice");
-        expect_error("n9", "{\"cat\": {\"groups\": [{\"name\": \"info\", \"cpus\": \"1\"}]}}", "/cat/groups/0", "cannot be used");
-        expect_error("n10", "{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"1\", \"l3\": {\"ways\": 2, \"percent\": 5}}]}}",
-                     "/cat/groups/0/l3", "exactly one of");
-        expect_error("n11", "{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"1\", \"l3\": {\"ways\": 2}, \"l3code\": {\"ways\": 2}}]}}",
-                     "/cat/groups/0/l3", "not both");
+        expect_error("n6", "{\"cpuset\": {\"partitions\": [{\"cpus\": \"1\"}]}}", "/cpuset/partitions/0",
+                     "missing \"name\"");
+        expect_error("n7", "{\"cpuset\": {\"partitions\": [{\"name\": \"a/b\", \"cpus\": \"1\"}]}}",
+                     "/cpuset/partitions/0", "may hold only");
+        expect_error(
+                "n8",
+                "{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"1\"}, {\"name\": \"a\", \"cpus\": \"2\"}]}}",
+                "/cat/groups/1", "used twice");
+        expect_error("n9", "{\"cat\": {\"groups\": [{\"name\": \"info\", \"cpus\": \"1\"}]}}", "/cat/groups/0",
+                     "cannot be used");
+        expect_error(
+                "n10",
+                "{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"1\", \"l3\": {\"ways\": 2, \"percent\": 5}}]}}",
+                "/cat/groups/0/l3", "exactly one of");
+        expect_error(
+                "n11",
+                "{\"cat\": {\"groups\": [{\"name\": \"a\", \"cpus\": \"1\", \"l3\": {\"ways\": 2}, \"l3code\": {\"ways\": 2}}]}}",
+                "/cat/groups/0/l3", "not both");
         expect_error("n12", "{\"irq\": {\"rules\": [{\"cpus\": \"1\"}]}}", "/irq/rules/0", "missing \"match\"");
         expect_error("n13", "{\"cat\": {\"groups\": [{\"name\": \"a\"}]}}", "/cat/groups/0", "missing \"cpus\"");
         expect_error("n14", "{\"modules\": {\"kvm intel\": {}}}", "/modules/kvm intel", "module name");
@@ -135,7 +146,8 @@ START_TEST(test_cpu_errors) {
                      "NUMA node 4294967297 does not exist");
         expect_error("c3p", "{\"irq\": {\"affinity\": \"package:18446744073709551617\"}}", "/irq/affinity",
                      "package 18446744073709551617 does not exist");
-        expect_error("c4", "{\"irq\": {\"affinity\": \"housekeep\"}}", "/irq/affinity", "did you mean \"housekeeping\"");
+        expect_error("c4", "{\"irq\": {\"affinity\": \"housekeep\"}}", "/irq/affinity",
+                     "did you mean \"housekeeping\"");
         expect_error("c5", "{\"cpus\": {\"isolated\": \"1-3\", \"housekeeping\": \"0-1\"}}", "/cpus/isolated",
                      "both isolated and housekeeping");
         expect_error("c6", "{\"cpus\": {\"isolated\": \"all\"}}", "/cpus/isolated", "no housekeeping CPU");
@@ -168,7 +180,8 @@ START_TEST(test_include_errors) {
         Profile *p = NULL;
         Resolved *r = NULL;
         ck_assert_int_eq(test_resolve(root, host, a, &p, &r, &err), -EINVAL);
-        ck_assert_msg(strstr(err, "include cycle") && strstr(err, "cyc-a.json -> ") && strstr(err, "/include/0"), "%s", err);
+        ck_assert_msg(strstr(err, "include cycle") && strstr(err, "cyc-a.json -> ") && strstr(err, "/include/0"), "%s",
+                      err);
 
         /* An error in an included file names that file, not the including one. */
         _cleanup_free_ char *base = test_profile(prof_dir, "base-bad", "{\"irq\": {\"affinity\": \"99\"}}");
@@ -240,8 +253,10 @@ START_TEST(test_default_split) {
         profile_free(p);
 
         /* rtpartd's task settings pass through resolution as written. */
-        r = resolve_ok("tasks", "{\"drift\": {\"task_allow\": [\"qemu-*\", \"/machine.slice\", \"!qemu-bad\"], "
-                                "\"domains\": {\"task\": \"correct\"}}}", &p);
+        r = resolve_ok("tasks",
+                       "{\"drift\": {\"task_allow\": [\"qemu-*\", \"/machine.slice\", \"!qemu-bad\"], "
+                       "\"domains\": {\"task\": \"correct\"}}}",
+                       &p);
         json_t *allow = json_object_get(json_object_get(r->doc, "drift"), "task_allow");
         ck_assert_uint_eq(json_array_size(allow), 3);
         ck_assert_str_eq(json_string_value(json_array_get(allow, 2)), "!qemu-bad");
@@ -253,7 +268,8 @@ START_TEST(test_default_split) {
 END_TEST
 
 START_TEST(test_merge_and_variables) {
-        _cleanup_free_ char *base = test_profile(prof_dir, "base",
+        _cleanup_free_ char *base = test_profile(
+                prof_dir, "base",
                 "{\"summary\": \"base\", \"variables\": {\"swap\": 10, \"pfx\": \"managed_irq,domain,\"},"
                 " \"boot\": {\"args\": {\"isolcpus\": \"${pfx}${isolated}\", \"quiet\": true, \"nosoftlockup\": true}},"
                 " \"sysctl\": {\"vm.swappiness\": \"${swap}\", \"kernel.x\": 1},"
@@ -261,12 +277,14 @@ START_TEST(test_merge_and_variables) {
                 " \"vendor\": {\"intel\": {\"boot\": {\"args\": {\"intel_pstate\": \"disable\"}}},"
                 "              \"amd\": {\"boot\": {\"args\": {\"amd_pstate\": \"disable\"}}}}}");
         Profile *p = NULL;
-        Resolved *r = resolve_ok("child",
+        Resolved *r = resolve_ok(
+                "child",
                 "{\"include\": \"base.json\", \"summary\": \"child\", \"variables\": {\"swap\": 5},"
                 " \"boot\": {\"args\": {\"quiet\": null, \"nohz_full\": \"${isolated}\", \"cost\": \"$$5\"}},"
                 " \"sysctl\": {\"kernel.x\": null},"
                 " \"sysfs\": {\"/sys/x/cpumask\": \"${housekeeping_mask}\"},"
-                " \"irq\": {\"rules\": [{\"match\": \"c\", \"cpus\": \"node:1\"}]}}", &p);
+                " \"irq\": {\"rules\": [{\"match\": \"c\", \"cpus\": \"node:1\"}]}}",
+                &p);
 
         json_t *args = json_object_get(json_object_get(r->doc, "boot"), "args");
         ck_assert_str_eq(json_string_value(json_object_get(args, "isolcpus")), "managed_irq,domain,1-3,5-7,9-11,13-15");
@@ -490,7 +508,8 @@ START_TEST(test_expansion_bounds) {
                 profile_free(p);
         }
         /* A value may be large, up to the bound. */
-        _cleanup_free_ char *ok = test_profile(prof_dir, "wide",
+        _cleanup_free_ char *ok = test_profile(
+                prof_dir, "wide",
                 "{\"variables\": {\"a\": \"0123456789abcdef\", \"b\": \"${a}${a}${a}${a}${a}${a}${a}${a}\","
                 " \"c\": \"${b}${b}${b}${b}${b}${b}${b}${b}\", \"d\": \"${c}${c}${c}${c}${c}${c}${c}${c}\"},"
                 " \"sysctl\": {\"kernel.x\": \"${d}${d}${d}${d}${d}${d}${d}${d}\"}}");
@@ -505,10 +524,12 @@ START_TEST(test_expansion_bounds) {
 END_TEST
 
 START_TEST(test_from_document) {
-        _cleanup_free_ char *base = test_profile(prof_dir, "docbase",
-                "{\"variables\": {\"sw\": 10}, \"sysctl\": {\"vm.swappiness\": \"${sw}\"},"
-                " \"vendor\": {\"intel\": {\"sysctl\": {\"kernel.a\": 1}}}}");
-        _cleanup_free_ char *top = test_profile(prof_dir, "doctop",
+        _cleanup_free_ char *base =
+                test_profile(prof_dir, "docbase",
+                             "{\"variables\": {\"sw\": 10}, \"sysctl\": {\"vm.swappiness\": \"${sw}\"},"
+                             " \"vendor\": {\"intel\": {\"sysctl\": {\"kernel.a\": 1}}}}");
+        _cleanup_free_ char *top = test_profile(
+                prof_dir, "doctop",
                 "{\"include\": \"docbase.json\", \"summary\": \"top\", \"irq\": {\"affinity\": \"housekeeping\"}}");
         _cleanup_free_ char *err = NULL;
         Profile *p = NULL, *q = NULL;

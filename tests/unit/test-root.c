@@ -147,12 +147,12 @@ START_TEST(test_symlinks) {
         _cleanup_(root_freep) Root *r = open_tree(b, modes[_i]);
 
         ck_assert(asprintf(&outside, "%s/marker", b) >= 0);
-        tree_link(b, "a/abs", "/marker");          /* absolute: from the root */
+        tree_link(b, "a/abs", "/marker"); /* absolute: from the root */
         tree_link(b, "a/absdir", "/a/b");
-        tree_link(b, "a/rel", "b/file");          /* relative: from its directory */
+        tree_link(b, "a/rel", "b/file"); /* relative: from its directory */
         tree_link(b, "a/up", "../marker");
         tree_link(b, "a/esc", "../../../../marker"); /* climbs out: stops at the root */
-        tree_link(b, "a/out", outside);            /* the real outside path: not in the tree */
+        tree_link(b, "a/out", outside);              /* the real outside path: not in the tree */
         tree_link(b, "a/b/chain", "../absdir/../rel");
         tree_link(b, "a/dangling", "/created-through-link");
 
@@ -235,15 +235,9 @@ START_TEST(test_openat_beneath) {
                 const char *rel;
                 int err;
         } cases[] = {
-                { "b/file", 0 },
-                { "rel", 0 },
-                { "b/down", 0 },
-                { "b/../b/file", 0 },
-                { "../marker", EXDEV },
-                { "b/../../marker", EXDEV },
-                { "up", EXDEV },
-                { "abs", EXDEV },
-                { "/marker", EXDEV },
+                { "b/file", 0 },       { "rel", 0 },           { "b/down", 0 },
+                { "b/../b/file", 0 },  { "../marker", EXDEV }, { "b/../../marker", EXDEV },
+                { "up", EXDEV },       { "abs", EXDEV },       { "/marker", EXDEV },
                 { "nothing", ENOENT },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {

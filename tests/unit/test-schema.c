@@ -52,9 +52,8 @@ START_TEST(test_top_level_order) {
         /* The order messages list the known keys in ("unknown key …; known keys here: …"): the
          * core's head, the backends' sections in Domain order, the core's tail. */
         static const char * const expected[] = {
-                "include", "variables", "vendor", "summary", "description", "cpus",
-                "boot", "irq", "irqbalance", "cpuset", "cat", "sysctl", "sysfs", "kthreads", "cpu", "modules",
-                "drift", NULL,
+                "include", "variables", "vendor", "summary", "description", "cpus", "boot",    "irq",   "irqbalance",
+                "cpuset",  "cat",       "sysctl", "sysfs",   "kthreads",    "cpu",  "modules", "drift", NULL,
         };
         const SchemaField *f = profile_schema()->fields;
         size_t i = 0;
@@ -68,10 +67,10 @@ END_TEST
 static void check_keys(const char *file, const char *where, const json_t *obj, const Schema *s) {
         const char *key;
         json_t *v;
-        json_object_foreach((json_t *) obj, key, v) {
+        json_object_foreach ((json_t *) obj, key, v) {
                 size_t declared = count_key(s, key);
-                ck_assert_msg(declared == 1, "%s: %s key \"%s\" is declared %zu times (by %zu backends)",
-                              file, where, key, declared, count_backends(key));
+                ck_assert_msg(declared == 1, "%s: %s key \"%s\" is declared %zu times (by %zu backends)", file, where,
+                              key, declared, count_backends(key));
         }
 }
 
@@ -93,7 +92,7 @@ START_TEST(test_shipped_profiles_are_declared) {
                 check_keys(path, "top-level", doc, top);
                 const char *vkey;
                 json_t *frag;
-                json_object_foreach(json_object_get(doc, "vendor"), vkey, frag)
+                json_object_foreach (json_object_get(doc, "vendor"), vkey, frag)
                         check_keys(path, "vendor overlay", frag, schema_child(schema_child(top, "vendor"), vkey));
                 json_decref(doc);
                 n++;

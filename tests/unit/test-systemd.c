@@ -26,7 +26,7 @@ typedef struct FakeManager {
         char property[64];
         uint8_t bytes[128];
         size_t n_bytes;
-        char log[1024];         /* "Method unit arg Name=value …; " per call */
+        char log[1024]; /* "Method unit arg Name=value …; " per call */
         int error;
 } FakeManager;
 
@@ -300,14 +300,16 @@ START_TEST(test_start_slice) {
         CpuSet s;
         ck_assert_int_eq(cpu_set_parse_list("2-3", &s, NULL), 0);
         ck_assert_int_eq(run(&f, OP_START, "rtpart\\x2drt.slice", &s, NULL), 0);
-        ck_assert_str_eq(f.log, "StartTransientUnit rtpart\\x2drt.slice fail Description=rtpart cpuset partition rt "
-                                "AllowedCPUs=0c; ");
+        ck_assert_str_eq(f.log,
+                         "StartTransientUnit rtpart\\x2drt.slice fail Description=rtpart cpuset partition rt "
+                         "AllowedCPUs=0c; ");
 
         /* Already there (a unit's Slice= made it): AllowedCPUs= for now, then started. */
         FakeManager g = { .fail_start = "org.freedesktop.systemd1.UnitExists", .expect = 3 };
         ck_assert_int_eq(run(&g, OP_START, "rt.slice", &s, NULL), 0);
-        ck_assert_str_eq(g.log, "StartTransientUnit rt.slice fail Description=rtpart cpuset partition rt AllowedCPUs=0c; "
-                                "SetUnitProperties rt.slice runtime AllowedCPUs=0c; StartUnit rt.slice replace; ");
+        ck_assert_str_eq(g.log,
+                         "StartTransientUnit rt.slice fail Description=rtpart cpuset partition rt AllowedCPUs=0c; "
+                         "SetUnitProperties rt.slice runtime AllowedCPUs=0c; StartUnit rt.slice replace; ");
 
         /* Any other refusal is the answer, with systemd's message. */
         FakeManager h = { .fail_start = "org.freedesktop.systemd1.TransactionIsDestructive" };

@@ -57,12 +57,12 @@ START_TEST(test_rules) {
         t = task("bash", "/user.slice", "0-3");
         ck_assert(task_on_isolated(&r, &t));
         t = task("bash", "/user.slice", "0");
-        ck_assert(!task_on_isolated(&r, &t));           /* housekeeping only */
+        ck_assert(!task_on_isolated(&r, &t)); /* housekeeping only */
         t = task("bash", NULL, "3");
-        ck_assert(task_on_isolated(&r, &t));            /* no cgroup: no partition either */
+        ck_assert(task_on_isolated(&r, &t)); /* no cgroup: no partition either */
         t = task("kworker/1:0", "/", "1");
         t.kernel = true;
-        ck_assert(!task_on_isolated(&r, &t));           /* the kthread domain's */
+        ck_assert(!task_on_isolated(&r, &t)); /* the kthread domain's */
 
         /* A partition and what is below it; not a name that merely starts alike. */
         t = task("vcpu", "/rtpart-rt", "1");
@@ -80,9 +80,9 @@ START_TEST(test_rules) {
         t = task("bash", "/machine.slicer", "0-3");
         ck_assert(task_on_isolated(&r, &t));
         t = task("qemu-bad", "/machine.slice", "0-3");
-        ck_assert(task_on_isolated(&r, &t));            /* the exception beats both entries */
+        ck_assert(task_on_isolated(&r, &t)); /* the exception beats both entries */
         t = task("qemu-bad", "/rtpart-rt", "0-3");
-        ck_assert(!task_on_isolated(&r, &t));           /* but not a partition */
+        ck_assert(!task_on_isolated(&r, &t)); /* but not a partition */
 
         /* "/" holds every cgroup. */
         char *root_only[] = { (char *) "/", NULL };

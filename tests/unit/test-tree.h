@@ -67,10 +67,11 @@ static inline int tree_sh(char **ret_out, const char *fmt, ...) {
  * (a symlink: its target), one sorted line each. */
 static inline char *tree_snapshot(const char *root) {
         char *out = NULL;
-        int st = tree_sh(&out,
-                         "cd '%s' && { find . -path ./var/lib/rtpart -prune -o -printf '%%p %%y %%m %%l\\n'; "
-                         "find . -path ./var/lib/rtpart -prune -o -type f -print0 | xargs -0 -r sha256sum; } | LC_ALL=C sort",
-                         root);
+        int st = tree_sh(
+                &out,
+                "cd '%s' && { find . -path ./var/lib/rtpart -prune -o -printf '%%p %%y %%m %%l\\n'; "
+                "find . -path ./var/lib/rtpart -prune -o -type f -print0 | xargs -0 -r sha256sum; } | LC_ALL=C sort",
+                root);
         ck_assert_int_eq(st, 0);
         return out;
 }
@@ -111,11 +112,11 @@ static inline char *tree_read(const char *root, const char *rel) {
         return t;
 }
 
-#define tree_assert_file(root, rel, text)                                                                  \
-        do {                                                                                               \
-                _cleanup_free_ char *_t = tree_read((root), (rel));                                        \
-                ck_assert_msg(_t, "%s is missing", (rel));                                                 \
-                ck_assert_msg(streq(_t, (text)), "%s: '%s', expected '%s'", (rel), _t, (text));            \
+#define tree_assert_file(root, rel, text) \
+        do { \
+                _cleanup_free_ char *_t = tree_read((root), (rel)); \
+                ck_assert_msg(_t, "%s is missing", (rel)); \
+                ck_assert_msg(streq(_t, (text)), "%s: '%s', expected '%s'", (rel), _t, (text)); \
         } while (0)
 
 static inline bool tree_exists(const char *root, const char *rel) {

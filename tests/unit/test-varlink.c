@@ -175,14 +175,10 @@ static int t_flood(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, vo
 }
 
 static const VarlinkMethod test_methods[] = {
-        { "org.example.test.Echo", t_echo },
-        { "org.example.test.Count", t_count },
-        { "org.example.test.WhoAmI", t_whoami },
-        { "org.example.test.Hold", t_hold },
-        { "org.example.test.Fail", t_fail },
-        { "org.example.test.Big", t_big },
-        { "org.example.test.Flood", t_flood },
-        {}
+        { "org.example.test.Echo", t_echo },     { "org.example.test.Count", t_count },
+        { "org.example.test.WhoAmI", t_whoami }, { "org.example.test.Hold", t_hold },
+        { "org.example.test.Fail", t_fail },     { "org.example.test.Big", t_big },
+        { "org.example.test.Flood", t_flood },   {}
 };
 
 static VarlinkServer *server;
@@ -194,7 +190,9 @@ static void proto_setup(void) {
         ck_assert_int_ge(varlink_server_new(event, &server), 0);
         ck_assert_int_ge(varlink_server_set_info(server, "rtpart", "test", "1", "https://example.org"), 0);
         ck_assert_int_ge(varlink_server_add_interface(server, "org.example.test",
-                                                      "interface org.example.test\nmethod Echo() -> ()\n", test_methods), 0);
+                                                      "interface org.example.test\nmethod Echo() -> ()\n",
+                                                      test_methods),
+                         0);
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
         ck_assert_int_ge(varlink_server_add_connection(server, fds[0]), 0);
         client = (Client) { .fd = fds[1] };
@@ -220,14 +218,18 @@ START_TEST(test_get_info) {
         ck_assert_str_eq(json_string_value(json_array_get(ifs, 0)), "org.varlink.service");
         ck_assert_str_eq(json_string_value(json_array_get(ifs, 1)), "org.example.test");
 
-        _cleanup_(json_decrefp) json_t *d = client_call(&client, "{\"method\":\"org.varlink.service.GetInterfaceDescription\","
-                                                                 "\"parameters\":{\"interface\":\"org.example.test\"}}");
+        _cleanup_(json_decrefp) json_t *d = client_call(&client,
+                                                        "{\"method\":\"org.varlink.service.GetInterfaceDescription\","
+                                                        "\"parameters\":{\"interface\":\"org.example.test\"}}");
         ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(params_of(d), "description")), "method Echo"));
-        _cleanup_(json_decrefp) json_t *s = client_call(&client, "{\"method\":\"org.varlink.service.GetInterfaceDescription\","
-                                                                 "\"parameters\":{\"interface\":\"org.varlink.service\"}}");
-        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(params_of(s), "description")), "error ExpectedMore"));
-        _cleanup_(json_decrefp) json_t *u = client_call(&client, "{\"method\":\"org.varlink.service.GetInterfaceDescription\","
-                                                                 "\"parameters\":{\"interface\":\"org.nope\"}}");
+        _cleanup_(json_decrefp) json_t *s = client_call(&client,
+                                                        "{\"method\":\"org.varlink.service.GetInterfaceDescription\","
+                                                        "\"parameters\":{\"interface\":\"org.varlink.service\"}}");
+        ck_assert_ptr_nonnull(
+                strstr(json_string_value(json_object_get(params_of(s), "description")), "error ExpectedMore"));
+        _cleanup_(json_decrefp) json_t *u = client_call(&client,
+                                                        "{\"method\":\"org.varlink.service.GetInterfaceDescription\","
+                                                        "\"parameters\":{\"interface\":\"org.nope\"}}");
         ck_assert_str_eq(error_of(u), VARLINK_ERROR_INTERFACE_NOT_FOUND);
 }
 END_TEST
@@ -238,7 +240,8 @@ START_TEST(test_unknown_names_keep_the_connection) {
         _cleanup_(json_decrefp) json_t *b = client_call(&client, "{\"method\":\"org.nope.Call\"}");
         ck_assert_str_eq(error_of(b), VARLINK_ERROR_INTERFACE_NOT_FOUND);
         ck_assert_str_eq(json_string_value(json_object_get(params_of(b), "interface")), "org.nope");
-        _cleanup_(json_decrefp) json_t *c = client_call(&client, "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"x\":1}}");
+        _cleanup_(json_decrefp) json_t *c =
+                client_call(&client, "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"x\":1}}");
         ck_assert_ptr_null(error_of(c));
         ck_assert_int_eq(json_integer_value(json_object_get(params_of(c), "x")), 1);
         _cleanup_(json_decrefp) json_t *f = client_call(&client, "{\"method\":\"org.example.test.Fail\"}");
@@ -270,27 +273,29 @@ START_TEST(test_pipelined_calls_answer_in_order) {
 END_TEST
 
 START_TEST(test_more_required) {
-        _cleanup_(json_decrefp) json_t *a = client_call(&client, "{\"method\":\"org.example.test.Count\",\"parameters\":{\"n\":3}}");
+        _cleanup_(json_decrefp) json_t *a =
+                client_call(&client, "{\"method\":\"org.example.test.Count\",\"parameters\":{\"n\":3}}");
         ck_assert_str_eq(error_of(a), VARLINK_ERROR_EXPECTED_MORE);
 }
 END_TEST
 
 START_TEST(test_oneway_gets_no_answer) {
         client_send(&client, "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":1},\"oneway\":true}");
-        _cleanup_(json_decrefp) json_t *b = client_call(&client, "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":2}}");
+        _cleanup_(json_decrefp) json_t *b =
+                client_call(&client, "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":2}}");
         ck_assert_int_eq(json_integer_value(json_object_get(params_of(b), "n")), 2);
 }
 END_TEST
 
 START_TEST(test_malformed_input_closes) {
         static const char * const bad[] = {
-                "{\"method\":",                                 /* not JSON */
-                "[1,2,3]",                                      /* not an object */
-                "{\"parameters\":{}}",                          /* no method */
+                "{\"method\":",        /* not JSON */
+                "[1,2,3]",             /* not an object */
+                "{\"parameters\":{}}", /* no method */
                 "{\"method\":\"org.example.test.Echo\",\"parameters\":[1]}",
                 "{\"method\":\"org.example.test.Echo\",\"more\":\"yes\"}",
                 "{\"method\":\"org.example.test.Echo\",\"more\":true,\"oneway\":true}",
-                "{\"method\":\"a\",\"method\":\"b\"}",          /* duplicate key */
+                "{\"method\":\"a\",\"method\":\"b\"}", /* duplicate key */
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 proto_teardown();
@@ -367,7 +372,8 @@ START_TEST(test_peer_uid) {
 END_TEST
 
 START_TEST(test_streaming_client_goes_away) {
-        _cleanup_(json_decrefp) json_t *m = client_call(&client, "{\"method\":\"org.example.test.Hold\",\"more\":true}");
+        _cleanup_(json_decrefp) json_t *m =
+                client_call(&client, "{\"method\":\"org.example.test.Hold\",\"more\":true}");
         ck_assert(json_is_true(json_object_get(m, "continues")));
         ck_assert_ptr_nonnull(kept);
         ck_assert(varlink_call_is_connected(kept));
@@ -396,7 +402,8 @@ START_TEST(test_listen_address_long_path) {
         Client c = { .fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0) };
         ck_assert_int_eq(connect(c.fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
         close(dfd);
-        _cleanup_(json_decrefp) json_t *m = client_call(&c, "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":7}}");
+        _cleanup_(json_decrefp) json_t *m =
+                client_call(&c, "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":7}}");
         ck_assert_int_eq(json_integer_value(json_object_get(params_of(m), "n")), 7);
         close(c.fd);
         free(c.buf);
@@ -441,7 +448,8 @@ START_TEST(test_client) {
 
         /* Pipelined: a call, a "more" call, an error; answered in order. */
         ck_assert_int_eq(varlink_client_send(c, "org.example.test.Echo", json_pack("{s:s}", "x", "y"), 0), 0);
-        ck_assert_int_eq(varlink_client_send(c, "org.example.test.Count", json_pack("{s:i}", "n", 3), VARLINK_CALL_MORE), 0);
+        ck_assert_int_eq(
+                varlink_client_send(c, "org.example.test.Count", json_pack("{s:i}", "n", 3), VARLINK_CALL_MORE), 0);
         ck_assert_int_eq(varlink_client_send(c, "org.example.test.Fail", NULL, 0), 0);
         ck_assert_int_eq(client_next(c, &m), 0);
         ck_assert_str_eq(json_string_value(json_object_get(params_of(m), "x")), "y");
@@ -477,7 +485,6 @@ START_TEST(test_client_call_timeout) {
         test_rmtree(dir);
 }
 END_TEST
-
 
 /* ---- what one user can take ---- */
 
@@ -547,7 +554,8 @@ START_TEST(test_connections_per_uid) {
         echo_on(fds[0], 3);
         /* One of uid 1000 goes: one more may come. */
         close(fds[0]);
-        for (int i = 0; i < 100 && varlink_server_n_connections(server) > base + VARLINK_CONNECTIONS_PER_UID_MAX + 1; i++)
+        for (int i = 0; i < 100 && varlink_server_n_connections(server) > base + VARLINK_CONNECTIONS_PER_UID_MAX + 1;
+             i++)
                 ck_assert_int_ge(sd_event_run(event, 10 * 1000), 0);
         ck_assert_int_ge(fds[0] = connect_as(1000), 0);
         ck_assert_int_eq(connect_as(1000), -EUSERS);
@@ -578,7 +586,8 @@ START_TEST(test_connections_root_reserve) {
                         break;
         }
         ck_assert_int_eq(r, -EMFILE);
-        ck_assert_int_eq(varlink_server_n_connections(server), VARLINK_CONNECTIONS_MAX - VARLINK_CONNECTIONS_ROOT_RESERVE);
+        ck_assert_int_eq(varlink_server_n_connections(server),
+                         VARLINK_CONNECTIONS_MAX - VARLINK_CONNECTIONS_ROOT_RESERVE);
         ck_assert_int_eq(n_refused_reports, 1);
         ck_assert_int_eq(connect_as(5000), -EMFILE); /* a fresh uid too */
         ck_assert_int_eq(last_refused_reason, -EMFILE);
@@ -672,8 +681,9 @@ START_TEST(test_back_pressure) {
          * a reply waits, so what it queues stays within one reply. */
         const size_t reply = 2048;
         char call[128];
-        size_t len = (size_t) snprintf(call, sizeof(call), "{\"method\":\"org.example.test.Big\",\"parameters\":{\"n\":%zu}}",
-                                       reply) + 1;
+        size_t len = (size_t) snprintf(call, sizeof(call),
+                                       "{\"method\":\"org.example.test.Big\",\"parameters\":{\"n\":%zu}}", reply) +
+                1;
         size_t total = 10000 * len, sent = 0, max_queued = 0;
         char *calls = malloc(total);
         ck_assert_ptr_nonnull(calls);
@@ -723,7 +733,8 @@ static void feed_partial(int *fds, size_t n, size_t bytes) {
                 for (size_t i = 0; i < n; i++) {
                         if (sent[i] >= bytes)
                                 continue;
-                        ssize_t k = send(fds[i], chunk, MIN(sizeof(chunk), bytes - sent[i]), MSG_DONTWAIT | MSG_NOSIGNAL);
+                        ssize_t k =
+                                send(fds[i], chunk, MIN(sizeof(chunk), bytes - sent[i]), MSG_DONTWAIT | MSG_NOSIGNAL);
                         if (k > 0) {
                                 sent[i] += (size_t) k;
                                 progress = true;
@@ -861,13 +872,15 @@ static char *message_of_size(size_t n) {
 
 START_TEST(test_message_limit_exact) {
         /* VARLINK_MESSAGE_MAX bytes with the NUL: taken. */
-        _cleanup_free_ char *ok = message_of_size(VARLINK_MESSAGE_MAX), *over = message_of_size(VARLINK_MESSAGE_MAX + 1);
+        _cleanup_free_ char *ok = message_of_size(VARLINK_MESSAGE_MAX),
+                            *over = message_of_size(VARLINK_MESSAGE_MAX + 1);
         client_send_raw(&client, ok, VARLINK_MESSAGE_MAX);
         _cleanup_(json_decrefp) json_t *a = client_recv(&client, 5000);
         ck_assert_ptr_nonnull(a);
         ck_assert_ptr_null(error_of(a));
         ck_assert_int_eq(strlen(json_string_value(json_object_get(params_of(a), "x"))),
-                         VARLINK_MESSAGE_MAX - strlen("{\"method\":\"org.example.test.Echo\",\"parameters\":{\"x\":\"\"}}") - 1);
+                         VARLINK_MESSAGE_MAX -
+                                 strlen("{\"method\":\"org.example.test.Echo\",\"parameters\":{\"x\":\"\"}}") - 1);
         /* One byte more: refused, and the connection closes. */
         client_send_raw(&client, over, VARLINK_MESSAGE_MAX + 1);
         assert_too_long_and_closed();
@@ -884,8 +897,9 @@ static void manager_setup(void) {
         _cleanup_free_ char *cmd = NULL;
         proto_setup();
         host_dir = test_copy_host("vm");
-        ck_assert(asprintf(&cmd, "mkdir -p '%s/usr/share/rtpart/profiles' '%s/etc/rtpart/profiles' && "
-                                 "cp '%s'/profiles/*.json '%s/usr/share/rtpart/profiles/'",
+        ck_assert(asprintf(&cmd,
+                           "mkdir -p '%s/usr/share/rtpart/profiles' '%s/etc/rtpart/profiles' && "
+                           "cp '%s'/profiles/*.json '%s/usr/share/rtpart/profiles/'",
                            host_dir, host_dir, SOURCE_DIR, host_dir) >= 0);
         ck_assert_int_eq(system(cmd), 0);
         test_write(host_dir, "etc/rtpart/profiles/rt-correct.json",
@@ -918,8 +932,10 @@ static Client unprivileged_client(void) {
 }
 
 START_TEST(test_manager_read_calls) {
-        _cleanup_(json_decrefp) json_t *info = client_call(&client, "{\"method\":\"org.varlink.service.GetInterfaceDescription\","
-                                                                    "\"parameters\":{\"interface\":\"org.rtpart.Manager\"}}");
+        _cleanup_(json_decrefp) json_t *info =
+                client_call(&client,
+                            "{\"method\":\"org.varlink.service.GetInterfaceDescription\","
+                            "\"parameters\":{\"interface\":\"org.rtpart.Manager\"}}");
         const char *desc = json_string_value(json_object_get(params_of(info), "description"));
         ck_assert_ptr_nonnull(desc);
         ck_assert_ptr_nonnull(strstr(desc, "interface org.rtpart.Manager\n"));
@@ -930,19 +946,22 @@ START_TEST(test_manager_read_calls) {
         bool found = false;
         size_t i;
         json_t *p;
-        json_array_foreach(profiles, i, p)
+        json_array_foreach (profiles, i, p)
                 found = found || streq(json_string_value(json_object_get(p, "name")), "realtime");
         ck_assert(found);
 
-        _cleanup_(json_decrefp) json_t *plan = client_call(&client, "{\"method\":\"org.rtpart.Manager.Plan\","
-                                                                    "\"parameters\":{\"profile\":\"realtime\"}}");
+        _cleanup_(json_decrefp) json_t *plan = client_call(&client,
+                                                           "{\"method\":\"org.rtpart.Manager.Plan\","
+                                                           "\"parameters\":{\"profile\":\"realtime\"}}");
         ck_assert_ptr_null(error_of(plan));
         ck_assert_str_eq(json_string_value(json_object_get(params_of(plan), "profile")), "realtime");
         ck_assert_int_gt(json_array_size(json_object_get(params_of(plan), "changes")), 0);
-        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(params_of(plan), "cpus"), "isolated")), "1-3");
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(params_of(plan), "cpus"), "isolated")),
+                         "1-3");
 
-        _cleanup_(json_decrefp) json_t *bad = client_call(&client, "{\"method\":\"org.rtpart.Manager.Plan\","
-                                                                   "\"parameters\":{\"profile\":\"no-such-profile\"}}");
+        _cleanup_(json_decrefp) json_t *bad = client_call(&client,
+                                                          "{\"method\":\"org.rtpart.Manager.Plan\","
+                                                          "\"parameters\":{\"profile\":\"no-such-profile\"}}");
         ck_assert_str_eq(error_of(bad), "org.rtpart.Manager.InvalidProfile");
         ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(params_of(bad), "message")), "no-such-profile"));
 
@@ -960,19 +979,22 @@ END_TEST
 /* Root only: a peer of another uid is made with seteuid(). */
 START_TEST(test_manager_refuses_non_root) {
         Client c = unprivileged_client();
-        _cleanup_(json_decrefp) json_t *a = client_call(&c, "{\"method\":\"org.rtpart.Manager.Apply\","
-                                                             "\"parameters\":{\"profile\":\"realtime\"}}");
+        _cleanup_(json_decrefp) json_t *a = client_call(&c,
+                                                        "{\"method\":\"org.rtpart.Manager.Apply\","
+                                                        "\"parameters\":{\"profile\":\"realtime\"}}");
         ck_assert_str_eq(error_of(a), "org.rtpart.Manager.PermissionDenied");
         _cleanup_(json_decrefp) json_t *r = client_call(&c, "{\"method\":\"org.rtpart.Manager.Revert\"}");
         ck_assert_str_eq(error_of(r), "org.rtpart.Manager.PermissionDenied");
         _cleanup_(json_decrefp) json_t *v = client_call(&c, "{\"method\":\"org.rtpart.Manager.Verify\"}");
         ck_assert_ptr_null(error_of(v));
         /* A file is read as root: only root names one; names are open to all. */
-        _cleanup_(json_decrefp) json_t *pf = client_call(&c, "{\"method\":\"org.rtpart.Manager.Plan\","
-                                                              "\"parameters\":{\"profile\":\"/etc/shadow.json\"}}");
+        _cleanup_(json_decrefp) json_t *pf = client_call(&c,
+                                                         "{\"method\":\"org.rtpart.Manager.Plan\","
+                                                         "\"parameters\":{\"profile\":\"/etc/shadow.json\"}}");
         ck_assert_str_eq(error_of(pf), "org.rtpart.Manager.PermissionDenied");
-        _cleanup_(json_decrefp) json_t *pn = client_call(&c, "{\"method\":\"org.rtpart.Manager.Plan\","
-                                                              "\"parameters\":{\"profile\":\"realtime\"}}");
+        _cleanup_(json_decrefp) json_t *pn = client_call(&c,
+                                                         "{\"method\":\"org.rtpart.Manager.Plan\","
+                                                         "\"parameters\":{\"profile\":\"realtime\"}}");
         ck_assert_ptr_null(error_of(pn));
         close(c.fd);
         free(c.buf);
@@ -996,8 +1018,9 @@ static char *read_knob(const char *rel) {
 
 /* Root only: Apply needs a root peer. */
 START_TEST(test_manager_watch_reports_and_corrects) {
-        _cleanup_(json_decrefp) json_t *a = client_call(&client, "{\"method\":\"org.rtpart.Manager.Apply\","
-                                                                 "\"parameters\":{\"profile\":\"rt-correct\"}}");
+        _cleanup_(json_decrefp) json_t *a = client_call(&client,
+                                                        "{\"method\":\"org.rtpart.Manager.Apply\","
+                                                        "\"parameters\":{\"profile\":\"rt-correct\"}}");
         ck_assert_msg(!error_of(a), "Apply: %s", json_dumps(a, 0));
         ck_assert(json_is_true(json_object_get(params_of(a), "ok")));
 
@@ -1006,7 +1029,8 @@ START_TEST(test_manager_watch_reports_and_corrects) {
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
         ck_assert_int_ge(varlink_server_add_connection(server, fds[0]), 0);
         w.fd = fds[1];
-        _cleanup_(json_decrefp) json_t *first = client_call(&w, "{\"method\":\"org.rtpart.Manager.Watch\",\"more\":true}");
+        _cleanup_(json_decrefp) json_t *first =
+                client_call(&w, "{\"method\":\"org.rtpart.Manager.Watch\",\"more\":true}");
         ck_assert_str_eq(json_string_value(json_object_get(params_of(first), "event")), "status");
         ck_assert(json_is_true(json_object_get(params_of(first), "in_sync")));
 
