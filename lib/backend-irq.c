@@ -176,10 +176,19 @@ static int irq_watch(const Knob *k, char ***ret_paths) {
         return n;
 }
 
+/* Rules: each matches IRQs by name and says where they go. */
+static int irq_check(const char *file, json_t *section, const char *pointer, ProfileError *e) {
+        _cleanup_free_ char *p = json_pointer_append(pointer, "rules");
+        return p ? backend_check_rules(file, json_object_get(section, "rules"), p,
+                                       "missing \"cpus\": the CPUs the matching IRQs go to", NULL, NULL, e)
+                 : -ENOMEM;
+}
+
 const Backend backend_irq = {
         .domain = DOMAIN_IRQ,
         .name = "irq",
         .schema = &irq_section,
+        .check = irq_check,
         .plan = irq_plan,
         .read = irq_read,
         .write = irq_write,

@@ -731,10 +731,19 @@ static int kthread_write(Root *root, const Knob *kn, const char *value, KnobResu
         return knob_result_finish(ret, r);
 }
 
+/* Rules: each matches threads by name and says where they run, how, or both. */
+static int kthread_check(const char *file, json_t *section, const char *pointer, ProfileError *e) {
+        _cleanup_free_ char *p = json_pointer_append(pointer, "rules");
+        return p ? backend_check_rules(file, json_object_get(section, "rules"), p, NULL, "policy",
+                                       "give \"policy\" (with \"priority\") or \"cpus\", or both", e)
+                 : -ENOMEM;
+}
+
 const Backend backend_kthread = {
         .domain = DOMAIN_KTHREAD,
         .name = "kthread",
         .schema = &kthread_section,
+        .check = kthread_check,
         .plan = kthread_plan,
         .read = kthread_read,
         .write = kthread_write,

@@ -561,10 +561,25 @@ static int module_write(Root *root, const Knob *k, const char *value, KnobResult
         return knob_result_finish(ret, module_write_value(root, k, value));
 }
 
+/* Keys are module names. */
+static int module_check(const char *file, json_t *section, const char *pointer, ProfileError *e) {
+        const char *key;
+        json_t *v;
+        json_object_foreach (section, key, v)
+                for (const char *c = key; *c; c++)
+                        if (!isalnum((unsigned char) *c) && *c != '_' && *c != '-') {
+                                _cleanup_free_ char *pk = json_pointer_append(pointer, key);
+                                return profile_error_set(e, -EINVAL, file, pk,
+                                                         "\"%s\" is not a module name, e.g. \"kvm_intel\"", key);
+                        }
+        return 0;
+}
+
 const Backend backend_module = {
         .domain = DOMAIN_MODULE,
         .name = "module",
         .schema = &module_section,
+        .check = module_check,
         .plan = module_plan,
         .read = module_read,
         .write = module_write,

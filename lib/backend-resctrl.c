@@ -1278,10 +1278,45 @@ static int resctrl_read(Root *root, const Knob *k, char **ret) {
         return r;
 }
 
+/* Cache groups: named groups (not the names resctrl gives its own directories), each share
+ * given one way, and either one L3 share or code and data shares (CDP). */
+static int resctrl_check(const char *file, json_t *section, const char *pointer, ProfileError *e) {
+        static const char * const reserved[] = { "default", "info", "mon_groups", "mon_data", NULL };
+        json_t *groups = json_object_get(section, "groups"), *v;
+        _cleanup_free_ char *p = json_pointer_append(pointer, "groups");
+        if (!p)
+                return -ENOMEM;
+        int k = backend_check_named_groups(file, groups, p, reserved, e);
+        if (k < 0)
+                return k;
+        size_t i;
+        json_array_foreach (groups, i, v) {
+                _cleanup_free_ char *pi = json_pointer_append_index(p, i);
+                if (!pi)
+                        return -ENOMEM;
+                const char *shares[] = { "l3", "l3code", "l3data" };
+                for (size_t s = 0; s < ELEMENTSOF(shares); s++) {
+                        json_t *sh = json_object_get(v, shares[s]);
+                        if (sh && json_object_size(sh) != 1) {
+                                _cleanup_free_ char *ps = json_pointer_append(pi, shares[s]);
+                                return profile_error_set(e, -EINVAL, file, ps,
+                                                         "give exactly one of \"mask\", \"ways\" or \"percent\"");
+                        }
+                }
+                if (json_object_get(v, "l3") && (json_object_get(v, "l3code") || json_object_get(v, "l3data"))) {
+                        _cleanup_free_ char *ps = json_pointer_append(pi, "l3");
+                        return profile_error_set(e, -EINVAL, file, ps,
+                                                 "use either \"l3\" or \"l3code\"/\"l3data\", not both");
+                }
+        }
+        return 0;
+}
+
 const Backend backend_resctrl = {
         .domain = DOMAIN_RESCTRL,
         .name = "resctrl",
         .schema = &resctrl_section,
+        .check = resctrl_check,
         .plan = resctrl_plan,
         .read = resctrl_read,
         .write = resctrl_write,

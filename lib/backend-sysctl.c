@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,10 +68,29 @@ static int sysctl_plan(PlanCtx *ctx) {
         return 0;
 }
 
+/* Keys are sysctl names in the dotted form: nothing that leaves /proc/sys. */
+static int sysctl_check(const char *file, json_t *section, const char *pointer, ProfileError *e) {
+        const char *key;
+        json_t *v;
+        json_object_foreach (section, key, v) {
+                bool ok = key[0] != '.' && key[0] != '/' && !strstr(key, "..");
+                for (const char *c = key; ok && *c; c++)
+                        ok = isalnum((unsigned char) *c) || strchr("._-/*", *c);
+                if (ok)
+                        continue;
+                _cleanup_free_ char *pk = json_pointer_append(pointer, key);
+                return profile_error_set(
+                        e, -EINVAL, file, pk,
+                        "\"%s\" is not a sysctl name; use the dotted form, e.g. \"kernel.timer_migration\"", key);
+        }
+        return 0;
+}
+
 const Backend backend_sysctl = {
         .domain = DOMAIN_SYSCTL,
         .name = "sysctl",
         .schema = &sysctl_section,
+        .check = sysctl_check,
         .plan = sysctl_plan,
         .read = knob_read_file,
         .write = knob_write_file_verb,
@@ -152,10 +172,27 @@ static int sysfs_plan(PlanCtx *ctx) {
         return 0;
 }
 
+/* Keys are absolute paths under /sys that do not climb out of it. */
+static int sysfs_check(const char *file, json_t *section, const char *pointer, ProfileError *e) {
+        const char *key;
+        json_t *v;
+        json_object_foreach (section, key, v) {
+                if (startswith(key, "/sys/") && !strstr(key, "/../") && !strstr(key, "/./"))
+                        continue;
+                _cleanup_free_ char *pk = json_pointer_append(pointer, key);
+                return profile_error_set(
+                        e, -EINVAL, file, pk,
+                        "\"%s\" is not a path under /sys; write the absolute path, e.g. \"/sys/kernel/mm/ksm/run\"",
+                        key);
+        }
+        return 0;
+}
+
 const Backend backend_sysfs = {
         .domain = DOMAIN_SYSFS,
         .name = "sysfs",
         .schema = &sysfs_section,
+        .check = sysfs_check,
         .plan = sysfs_plan,
         .read = knob_read_file,
         .write = knob_write_file_verb,

@@ -107,6 +107,10 @@ typedef struct Backend {
         const char *name;
         /* The profile section this domain owns: its top-level key and its schema. */
         const SchemaField *schema;
+        /* What the schema cannot say of the section as one profile file writes it (names, required
+         * keys, combinations): a profile error at a pointer below `pointer` (the section's, e.g.
+         * "/sysctl" or "/vendor/intel/sysctl"), or 0. NULL: the schema says it all. */
+        int (*check)(const char *file, json_t *section, const char *pointer, ProfileError *e);
         /* Adds this domain's knobs, with current values, to ctx->plan. */
         int (*plan)(PlanCtx *ctx);
         /* Re-reads a knob's current value. Absent (no such file, group or argument) is either
@@ -146,6 +150,16 @@ const char *domain_to_string(Domain d);
 Domain domain_from_string(const char *s);
 
 /* ---- helpers for backends ---- */
+
+/* The checks of a list of named groups (cpuset partitions, cache groups) at list_ptr: each has a
+ * "name" of letters, digits, '.', '_' and '-' that is none of `reserved` (NULL-terminated), unique,
+ * and "cpus". */
+int backend_check_named_groups(const char *file, json_t *list, const char *list_ptr, const char * const *reserved,
+                               ProfileError *e);
+/* The checks of a list of rules at list_ptr: each has "match", and "cpus" (need_cpus), or else
+ * one of alternative (NULL: none). */
+int backend_check_rules(const char *file, json_t *list, const char *list_ptr, const char *missing_cpus,
+                        const char *alternative, const char *missing_either, ProfileError *e);
 
 /* Adds a knob; takes ownership of nothing (copies). current/desired may be NULL. */
 int plan_add(PlanCtx *ctx, const char *id, ValueKind kind, const char *path, const char *current, const char *desired,

@@ -512,6 +512,54 @@ int plan_check_param_value(PlanCtx *ctx, const char *pointer, const char *kind, 
                          readers, kind, BOOTARG_VALUE_PUNCT);
 }
 
+int backend_check_named_groups(const char *file, json_t *list, const char *list_ptr, const char * const *reserved,
+                               ProfileError *e) {
+        size_t i;
+        json_t *v;
+        json_array_foreach (list, i, v) {
+                const char *name = json_string_value(json_object_get(v, "name"));
+                _cleanup_free_ char *p = json_pointer_append_index(list_ptr, i);
+                if (!p)
+                        return -ENOMEM;
+                if (!name)
+                        return profile_error_set(e, -EINVAL, file, p, "missing \"name\"");
+                for (const char *c = name; *c; c++)
+                        if (!isalnum((unsigned char) *c) && !strchr("._-", *c))
+                                return profile_error_set(e, -EINVAL, file, p,
+                                                         "name \"%s\" may hold only letters, digits, '.', '_' and '-'",
+                                                         name);
+                bool taken = !*name || streq(name, ".") || streq(name, "..");
+                for (const char * const *rn = reserved; !taken && rn && *rn; rn++)
+                        taken = streq(name, *rn);
+                if (taken)
+                        return profile_error_set(e, -EINVAL, file, p, "\"%s\" cannot be used as a group name", name);
+                if (!json_object_get(v, "cpus"))
+                        return profile_error_set(e, -EINVAL, file, p, "missing \"cpus\"");
+                for (size_t j = 0; j < i; j++)
+                        if (streq_ptr(name, json_string_value(json_object_get(json_array_get(list, j), "name"))))
+                                return profile_error_set(e, -EINVAL, file, p, "name \"%s\" is used twice", name);
+        }
+        return 0;
+}
+
+int backend_check_rules(const char *file, json_t *list, const char *list_ptr, const char *missing_cpus,
+                        const char *alternative, const char *missing_either, ProfileError *e) {
+        size_t i;
+        json_t *v;
+        json_array_foreach (list, i, v) {
+                _cleanup_free_ char *p = json_pointer_append_index(list_ptr, i);
+                if (!p)
+                        return -ENOMEM;
+                if (!json_object_get(v, "match"))
+                        return profile_error_set(e, -EINVAL, file, p,
+                                                 "missing \"match\" (a shell pattern such as \"eth1-TxRx-*\")");
+                if (json_object_get(v, "cpus") || (alternative && json_object_get(v, alternative)))
+                        continue;
+                return profile_error_set(e, -EINVAL, file, p, "%s", alternative ? missing_either : missing_cpus);
+        }
+        return 0;
+}
+
 size_t plan_count_changes(const Plan *p, size_t *ret_reboot) {
         size_t n = 0, reboot = 0;
         for (size_t i = 0; i < p->n_knobs; i++)

@@ -201,66 +201,26 @@ const Schema *profile_schema(void) {
 }
 
 /* Checks that do not need the host: names and paths that must have a given shape. */
-static int validate_names(const char *file, const json_t *doc, const char *base, ProfileError *e) {
-        const char *key;
-        json_t *v;
-
-        json_t *sysctl = json_object_get(doc, "sysctl");
-        json_object_foreach (sysctl, key, v) {
-                _cleanup_free_ char *p = json_pointer_append(base, "sysctl");
-                _cleanup_free_ char *pk = p ? json_pointer_append(p, key) : NULL;
-                for (const char *c = key; *c; c++)
-                        if (!isalnum((unsigned char) *c) && !strchr("._-/*", *c))
-                                return profile_error_set(
-                                        e, -EINVAL, file, pk,
-                                        "\"%s\" is not a sysctl name; use the dotted form, e.g. \"kernel.timer_migration\"",
-                                        key);
-                if (key[0] == '.' || key[0] == '/' || strstr(key, ".."))
-                        return profile_error_set(
-                                e, -EINVAL, file, pk,
-                                "\"%s\" is not a sysctl name; use the dotted form, e.g. \"kernel.timer_migration\"",
-                                key);
-        }
-        json_t *sysfs = json_object_get(doc, "sysfs");
-        json_object_foreach (sysfs, key, v) {
-                _cleanup_free_ char *p = json_pointer_append(base, "sysfs");
-                _cleanup_free_ char *pk = p ? json_pointer_append(p, key) : NULL;
-                if (!startswith(key, "/sys/") || strstr(key, "/../") || strstr(key, "/./"))
-                        return profile_error_set(
-                                e, -EINVAL, file, pk,
-                                "\"%s\" is not a path under /sys; write the absolute path, e.g. \"/sys/kernel/mm/ksm/run\"",
-                                key);
-        }
-        json_t *args = json_object_get(json_object_get(doc, "boot"), "args");
-        json_object_foreach (args, key, v) {
-                _cleanup_free_ char *p = NULL;
-                if (asprintf(&p, "%s/boot/args", base) < 0)
+/* What the schema cannot say: each domain's section is checked by its backend (names, required
+ * keys, combinations), the core's own keys here. base: "" or "/vendor/NAME". */
+static int validate_names(const char *file, json_t *doc, const char *base, ProfileError *e) {
+        size_t n;
+        const Backend * const *table = backend_table(&n);
+        for (size_t i = 0; i < n; i++) {
+                const Backend *b = table[i];
+                json_t *section = b->schema ? json_object_get(doc, b->schema->key) : NULL;
+                if (!b->check || !section)
+                        continue;
+                _cleanup_free_ char *p = json_pointer_append(base, b->schema->key);
+                if (!p)
                         return -ENOMEM;
-                _cleanup_free_ char *pk = json_pointer_append(p, key);
-                for (const char *c = key; *c; c++)
-                        if (!isalnum((unsigned char) *c) && !strchr("._-", *c))
-                                return profile_error_set(
-                                        e, -EINVAL, file, pk,
-                                        "\"%s\" is not a kernel parameter name; use the name alone as the key and its value as the value, e.g. \"nohz_full\": \"${isolated}\"",
-                                        key);
-                if (json_is_string(v))
-                        for (const char *c = json_string_value(v); *c; c++)
-                                if (isspace((unsigned char) *c) || *c == '"')
-                                        return profile_error_set(
-                                                e, -EINVAL, file, pk,
-                                                "the value must not contain spaces or quotes; give each kernel parameter its own key");
+                int k = b->check(file, section, p, e);
+                if (k < 0)
+                        return k;
         }
-        json_t *modules = json_object_get(doc, "modules");
-        json_object_foreach (modules, key, v) {
-                for (const char *c = key; *c; c++)
-                        if (!isalnum((unsigned char) *c) && *c != '_' && *c != '-') {
-                                _cleanup_free_ char *p = json_pointer_append(base, "modules");
-                                _cleanup_free_ char *pk = p ? json_pointer_append(p, key) : NULL;
-                                return profile_error_set(e, -EINVAL, file, pk,
-                                                         "\"%s\" is not a module name, e.g. \"kvm_intel\"", key);
-                        }
-        }
+
         size_t ai;
+        json_t *v;
         json_array_foreach (json_object_get(json_object_get(doc, "drift"), "task_allow"), ai, v) {
                 const char *entry = json_string_value(v);
                 if (entry && (!*entry || streq(entry, "!"))) {
@@ -271,76 +231,6 @@ static int validate_names(const char *file, const json_t *doc, const char *base,
                                 e, -EINVAL, file, p,
                                 "an empty entry matches nothing; give a comm pattern (\"qemu-*\"), a cgroup "
                                 "(\"/machine.slice\") or an exception (\"!stress*\")");
-                }
-        }
-        const char *lists[][2] = { { "cpuset", "partitions" }, { "cat", "groups" } };
-        for (size_t l = 0; l < ELEMENTSOF(lists); l++) {
-                json_t *arr = json_object_get(json_object_get(doc, lists[l][0]), lists[l][1]);
-                size_t i;
-                json_array_foreach (arr, i, v) {
-                        const char *name = json_string_value(json_object_get(v, "name"));
-                        _cleanup_free_ char *p = NULL;
-                        if (asprintf(&p, "%s/%s/%s/%zu", base, lists[l][0], lists[l][1], i) < 0)
-                                return -ENOMEM;
-                        if (!name)
-                                return profile_error_set(e, -EINVAL, file, p, "missing \"name\"");
-                        for (const char *c = name; *c; c++)
-                                if (!isalnum((unsigned char) *c) && !strchr("._-", *c))
-                                        return profile_error_set(
-                                                e, -EINVAL, file, p,
-                                                "name \"%s\" may hold only letters, digits, '.', '_' and '-'", name);
-                        static const char * const reserved[][5] = {
-                                { "root", "rtpart-nrt", NULL },                        /* cpuset */
-                                { "default", "info", "mon_groups", "mon_data", NULL }, /* resctrl */
-                        };
-                        bool taken = false;
-                        for (const char * const *rn = reserved[l]; *rn; rn++)
-                                taken = taken || streq(name, *rn);
-                        if (taken || !*name || streq(name, ".") || streq(name, ".."))
-                                return profile_error_set(e, -EINVAL, file, p, "\"%s\" cannot be used as a group name",
-                                                         name);
-                        if (!json_object_get(v, "cpus"))
-                                return profile_error_set(e, -EINVAL, file, p, "missing \"cpus\"");
-                        for (size_t j = 0; j < i; j++)
-                                if (streq_ptr(name, json_string_value(json_object_get(json_array_get(arr, j), "name"))))
-                                        return profile_error_set(e, -EINVAL, file, p, "name \"%s\" is used twice",
-                                                                 name);
-                        json_t *l3 = json_object_get(v, "l3");
-                        const char *shares[] = { "l3", "l3code", "l3data" };
-                        for (size_t s = 0; s < ELEMENTSOF(shares); s++) {
-                                json_t *sh = json_object_get(v, shares[s]);
-                                if (sh && json_object_size(sh) != 1) {
-                                        _cleanup_free_ char *ps = json_pointer_append(p, shares[s]);
-                                        return profile_error_set(
-                                                e, -EINVAL, file, ps,
-                                                "give exactly one of \"mask\", \"ways\" or \"percent\"");
-                                }
-                        }
-                        if (l3 && (json_object_get(v, "l3code") || json_object_get(v, "l3data"))) {
-                                _cleanup_free_ char *ps = json_pointer_append(p, "l3");
-                                return profile_error_set(e, -EINVAL, file, ps,
-                                                         "use either \"l3\" or \"l3code\"/\"l3data\", not both");
-                        }
-                }
-        }
-        json_t *rules[] = { json_object_get(json_object_get(doc, "irq"), "rules"),
-                            json_object_get(json_object_get(doc, "kthreads"), "rules") };
-        const char *rule_ptrs[] = { "irq/rules", "kthreads/rules" };
-        for (size_t r = 0; r < ELEMENTSOF(rules); r++) {
-                size_t i;
-                json_array_foreach (rules[r], i, v) {
-                        _cleanup_free_ char *p = NULL;
-                        if (asprintf(&p, "%s/%s/%zu", base, rule_ptrs[r], i) < 0)
-                                return -ENOMEM;
-                        if (!json_object_get(v, "match"))
-                                return profile_error_set(e, -EINVAL, file, p,
-                                                         "missing \"match\" (a shell pattern such as \"eth1-TxRx-*\")");
-                        if (r == 0 && !json_object_get(v, "cpus"))
-                                return profile_error_set(e, -EINVAL, file, p,
-                                                         "missing \"cpus\": the CPUs the matching IRQs go to");
-                        if (r == 1 && !json_object_get(v, "cpus") && !json_object_get(v, "policy"))
-                                return profile_error_set(e, -EINVAL, file, p,
-                                                         "give \"policy\" (with \"priority\") or \"cpus\", or both");
                 }
         }
         return 0;
@@ -654,7 +544,7 @@ static int validate_document(const char *file, const json_t *doc, ProfileError *
         int k = schema_validate(file, "", doc, profile_schema(), e);
         if (k < 0)
                 return k;
-        k = validate_names(file, doc, "", e);
+        k = validate_names(file, (json_t *) doc, "", e);
         if (k < 0)
                 return k;
         const char *vkey;

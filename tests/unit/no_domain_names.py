@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""The engine and the daemon never name a domain: what differs between domains is asked of the
-backend table (lib/plan.c's backends[]). Fails listing every line of lib/engine.c or daemon/ that
-names a DOMAIN_ constant (the table's size, _DOMAIN_MAX, is not a domain)."""
+"""The engine, the daemon and profile loading never name a domain: what differs between domains is
+asked of the backend table (lib/plan.c's backends[]). Fails listing every line of lib/engine.c or
+daemon/ that names a DOMAIN_ constant (the table's size, _DOMAIN_MAX, is not a domain), and every
+line of lib/profile*.c or lib/cpu-expr.c that names a backend's profile section."""
 import os
 import re
 import sys
@@ -18,9 +19,26 @@ for f in files:
         for n, line in enumerate(fh, 1):
             if name.search(line):
                 found.append(f"{os.path.relpath(f, src)}:{n}: {line.strip()}")
+# Nor does profile loading and resolution name a domain's section: its schema and its checks
+# (Backend.schema, Backend.check) live in the backend that owns it.
+lib = os.path.join(src, "lib")
+sections = set()
+for f in sorted(os.listdir(lib)):
+    if f.startswith("backend-") and f.endswith(".c"):
+        with open(os.path.join(lib, f), encoding="utf-8") as fh:
+            sections.update(re.findall(r'SchemaField \w+_section = \{ "([a-z_]+)"', fh.read()))
+profile_files = [os.path.join(lib, f) for f in ("profile.c", "profile-resolve.c", "cpu-expr.c")]
+literal = re.compile(r'"(%s)"' % "|".join(sorted(sections))) if sections else None
+for f in profile_files:
+    with open(f, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if literal and literal.search(line):
+                found.append(f"{os.path.relpath(f, src)}:{n}: {line.strip()}")
+if not sections:
+    found.append("no backend declares a section (SchemaField NAME_section = { \"key\", … })")
 if found:
-    print("These name a domain; ask its backend instead (lib/backend.h: flags, watch, heading, "
-          "refusal_reason):", file=sys.stderr)
+    print("These name a domain; ask its backend instead (lib/backend.h: schema, check, flags, watch, "
+          "heading, refusal_reason):", file=sys.stderr)
     print("\n".join(found), file=sys.stderr)
     sys.exit(1)
-print(f"{len(files)} files, no domain named")
+print(f"{len(files) + len(profile_files)} files, no domain named ({len(sections)} sections)")
