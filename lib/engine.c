@@ -112,11 +112,40 @@ static void drop_new_originals(Journal *j) {
 }
 
 /* Rolls back the transaction j holds, if any, and saves j. */
+/* A crash between a temp file and its rename leaves ".#NAME.PID.tmp" beside the file rtpart
+ * replaces: the journal, and the configuration files its knobs live in (kernel files under proc/,
+ * sys/ and dev/ are written in place, never through a temp file). They go with the recovery. */
+static void remove_temporaries(Root *root, const Journal *j, EngineResult *res) {
+        const char *dir;
+        Root *sr = journal_root(root, &dir);
+        _cleanup_free_ char *state = NULL;
+        size_t n = 0;
+        int k;
+        if (asprintf(&state, "%s/state.json", dir) >= 0 && (k = root_remove_temporaries(sr, state)) > 0)
+                n += (size_t) k;
+        _cleanup_strv_free_ char **seen = NULL;
+        for (size_t i = 0; i < j->n_originals + j->transaction.n_steps; i++) {
+                const char *path =
+                        i < j->n_originals ? j->originals[i].path : j->transaction.steps[i - j->n_originals].path;
+                if (!path || startswith(path, "proc/") || startswith(path, "sys/") || startswith(path, "dev/") ||
+                    strv_contains(seen, path))
+                        continue;
+                if (strv_extend(&seen, path) < 0)
+                        break;
+                k = root_remove_temporaries(root, path);
+                if (k > 0)
+                        n += (size_t) k;
+        }
+        if (n > 0)
+                note(res, "removed %zu temporary file%s an interrupted run left behind", n, n == 1 ? "" : "s");
+}
+
 static int recover_journal(Root *root, const Host *host, Journal *j, EngineResult *res) {
         const JournalTransaction *t = &j->transaction;
         bool touched[_DOMAIN_MAX] = {};
         int k;
 
+        remove_temporaries(root, j, res);
         if (!j->transaction_open)
                 return 0;
         size_t fails = undo_steps(root, t, t->n_steps, touched, res);

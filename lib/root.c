@@ -652,6 +652,52 @@ int root_mkdir_p(Root *r, const char *rel, mode_t mode) {
         return 0;
 }
 
+int root_remove_temporaries(Root *r, const char *rel) {
+        _cleanup_free_ char *dir = NULL, *prefix = NULL;
+        const char *base;
+        int k = split_parent(rel, &dir, &base);
+        if (k < 0)
+                return k;
+        if (asprintf(&prefix, ".#%s.", base) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int dfd = root_open(r, dir, O_RDONLY | O_DIRECTORY, 0);
+        if (dfd == -ENOENT || dfd == -ENOTDIR)
+                return 0;
+        if (dfd < 0)
+                return dfd;
+        int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return -errno;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                k = -errno;
+                close(fd);
+                return k;
+        }
+        int removed = 0;
+        size_t plen = strlen(prefix);
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                /* ".#BASE." digits ".tmp", exactly as root_write_file_atomic() names them. */
+                if (strncmp(de->d_name, prefix, plen) != 0)
+                        continue;
+                const char *p = de->d_name + plen, *q = p;
+                while (*q >= '0' && *q <= '9')
+                        q++;
+                if (q == p || strcmp(q, ".tmp") != 0 || strtol(p, NULL, 10) == (long) getpid())
+                        continue;
+                if (unlinkat(dfd, de->d_name, 0) >= 0)
+                        removed++;
+                else if (errno != ENOENT) {
+                        k = -errno;
+                        closedir(d);
+                        return k;
+                }
+        }
+        closedir(d);
+        return removed;
+}
+
 int root_write_file_atomic(Root *r, const char *rel, const char *data, size_t size, mode_t mode) {
         _cleanup_free_ char *dir = NULL, *tmp = NULL;
         const char *base;

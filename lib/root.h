@@ -175,4 +175,9 @@ int root_run_shell(Root *r, const char *command);
 /* Replaces a regular file atomically: temp file, fsync, rename, fsync of the directory. */
 int root_write_file_atomic(Root *r, const char *rel, const char *data, size_t size, mode_t mode);
 int root_unlink(Root *r, const char *rel);
+/* Removes what root_write_file_atomic() of rel left behind when its process died between the temp
+ * file and the rename: the ".#BASE.PID.tmp" files beside rel, but this process's own. Callers hold
+ * the journal lock, so no other rtpart process is writing one. Returns how many it removed; a
+ * missing directory is 0. */
+int root_remove_temporaries(Root *r, const char *rel);
 int root_mkdir_p(Root *r, const char *rel, mode_t mode);

@@ -138,6 +138,41 @@ START_TEST(test_apply_revert_journal) {
 }
 END_TEST
 
+/* What a kill -9 between a temp file and its rename leaves behind goes with the next run's
+ * recovery (and so with apply and revert): rtpart's own temporaries only, never another's. */
+START_TEST(test_recovery_removes_stale_temporaries) {
+        ck_assert_int_eq(tree_apply(host_dir, "realtime-virtual-host", NULL), 0);
+        static const char * const stale[] = { "etc/default/.#irqbalance.99999.tmp",
+                                              "var/lib/rtpart/.#state.json.12345.tmp" };
+        static const char * const foreign[] = { "etc/default/.#other.1.tmp", "etc/default/.#irqbalance.x.tmp",
+                                                "etc/default/irqbalance.99999.tmp" };
+        for (size_t i = 0; i < ELEMENTSOF(stale); i++)
+                test_write(host_dir, stale[i], "half written");
+        for (size_t i = 0; i < ELEMENTSOF(foreign); i++)
+                test_write(host_dir, foreign[i], "not rtpart's");
+
+        Root *root;
+        Host *host;
+        test_open_host(host_dir, &root, &host);
+        EngineResult res = {};
+        ck_assert_int_eq(engine_recover(root, host, &res), 0);
+        for (size_t i = 0; i < ELEMENTSOF(stale); i++)
+                ck_assert_msg(!tree_exists(host_dir, stale[i]), "%s left behind", stale[i]);
+        for (size_t i = 0; i < ELEMENTSOF(foreign); i++)
+                ck_assert_msg(tree_exists(host_dir, foreign[i]), "%s removed", foreign[i]);
+        ck_assert_ptr_nonnull(res.notes);
+        ck_assert(strv_contains(res.notes, "removed 2 temporary files an interrupted run left behind"));
+        engine_result_done(&res);
+        host_free(host);
+        root_free(root);
+
+        /* Revert starts with the same recovery. */
+        test_write(host_dir, stale[0], "half written");
+        ck_assert_int_eq(tree_revert(host_dir), 0);
+        ck_assert(!tree_exists(host_dir, stale[0]));
+}
+END_TEST
+
 static Suite *engine_suite(void) {
         Suite *s = suite_create("engine");
         TCase *tc = tcase_create("recover");
@@ -150,6 +185,7 @@ static Suite *engine_suite(void) {
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_apply_revert_journal);
+        tcase_add_test(tc, test_recovery_removes_stale_temporaries);
         suite_add_tcase(s, tc);
         return s;
 }
