@@ -5,6 +5,8 @@
 
 #include "ctl.h"
 #include "document.h"
+#include "engine.h"
+#include "journal.h"
 
 /* list, show, plan: what the profiles are, and what one would change. */
 
@@ -62,6 +64,15 @@ static int local_plan(Root *root, const char *name, json_t **ret_doc) {
         if (r < 0)
                 return ctl_prepare_failure(root, &pe, r);
         prepare_error_done(&pe);
+        /* A journal this user cannot read (or none yet, or a broken one, which apply reports)
+         * marks nothing. */
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(journal_error_done) JournalError je = {};
+        if (journal_load(root, &j, &je) < 0)
+                j = NULL;
+        r = engine_mark_refused(p.plan, j);
+        if (r < 0)
+                return log_error_errno(r, "cannot build the plan: %m");
         *ret_doc = document_plan(p.plan, p.host);
         return *ret_doc ? 0 : -ENOMEM;
 }

@@ -826,7 +826,9 @@ int manager_plan(Manager *m, const char *profile, json_t **ret, ManagerError *e)
         int r = prepare(m, profile, /* want_plan= */ true, &p, e);
         if (r < 0)
                 return r;
-        json_t *doc = document_plan(p.plan, p.host);
+        /* The journal as the daemon holds it: refused knobs are no change. */
+        r = engine_mark_refused(p.plan, m->journal);
+        json_t *doc = r >= 0 ? document_plan(p.plan, p.host) : NULL;
         prepared_done(&p);
         trim_later(m);
         *ret = doc;

@@ -140,6 +140,24 @@ static void remove_temporaries(Root *root, const Journal *j, EngineResult *res) 
                 note(res, "removed %zu temporary file%s an interrupted run left behind", n, n == 1 ? "" : "s");
 }
 
+int engine_mark_refused(Plan *plan, const Journal *j) {
+        if (!j || j->n_unmovable == 0)
+                return 0;
+        for (size_t i = 0; i < plan->n_knobs; i++) {
+                Knob *k = &plan->knobs[i];
+                const char *reason = k->changed ? journal_find_unmovable(j, k->id) : NULL;
+                if (!reason)
+                        continue;
+                char *note = NULL;
+                if (asprintf(&note, "refused by the kernel at the last apply: %s", reason) < 0)
+                        return -ENOMEM;
+                free(k->note);
+                k->note = note;
+                k->changed = false;
+        }
+        return 0;
+}
+
 static int recover_journal(Root *root, const Host *host, Journal *j, EngineResult *res) {
         const JournalTransaction *t = &j->transaction;
         bool touched[_DOMAIN_MAX] = {};

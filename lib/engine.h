@@ -67,6 +67,11 @@ int engine_verify_knobs(Root *root, const Journal *journal, const char *running_
 /* Serializes changes between rtpartctl and rtpartd: an exclusive flock on var/lib/rtpart/lock.
  * Returns the fd to close, or a negative errno (-EWOULDBLOCK if busy and !wait). */
 int engine_lock(Root *root, bool wait);
+/* A knob the kernel refused at an earlier apply (the journal's unmovable knobs: a managed IRQ, a
+ * per-CPU kernel thread) is one apply leaves alone, so a plan shown to the user lists it as no
+ * change, with the kernel's reason as its note. j NULL (no journal could be read): nothing. */
+int engine_mark_refused(Plan *plan, const Journal *j);
+
 /* Whether the journal holds an open transaction (cheap: one read). */
 bool engine_transaction_open(Root *root);
 

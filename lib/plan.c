@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "backend.h"
-#include "journal.h"
 #include "strv.h"
 
 /* The order is the order of application: boot first (nothing at runtime), then what moves work
@@ -573,30 +572,6 @@ size_t plan_count_changes(const Plan *p, size_t *ret_reboot) {
         return n;
 }
 
-/* A knob the kernel refused at an earlier apply (the journal's "unmovable": a managed IRQ, a
- * per-CPU kernel thread) is one apply leaves alone, so it is no change to make: unchanged, with
- * the kernel's reason as its note. A journal that cannot be read here (not root, none yet, or
- * broken, which apply reports) marks nothing. */
-static int plan_mark_refused(Plan *p, Root *root) {
-        _cleanup_(journal_freep) Journal *j = NULL;
-        _cleanup_(journal_error_done) JournalError e = {};
-        if (journal_load(root, &j, &e) < 0 || j->n_unmovable == 0)
-                return 0;
-        for (size_t i = 0; i < p->n_knobs; i++) {
-                Knob *k = &p->knobs[i];
-                const char *reason = k->changed ? journal_find_unmovable(j, k->id) : NULL;
-                if (!reason)
-                        continue;
-                char *note = NULL;
-                if (asprintf(&note, "refused by the kernel at the last apply: %s", reason) < 0)
-                        return -ENOMEM;
-                free(k->note);
-                k->note = note;
-                k->changed = false;
-        }
-        return 0;
-}
-
 int plan_build(const Resolved *r, Root *root, Plan **ret, ProfileError *ret_error) {
         _cleanup_(plan_freep) Plan *p = calloc(1, sizeof(Plan));
         int k;
@@ -624,9 +599,6 @@ int plan_build(const Resolved *r, Root *root, Plan **ret, ProfileError *ret_erro
                 for (size_t j = first; j < p->n_knobs; j++)
                         p->knobs[j].domain = backends[i]->domain;
         }
-        k = plan_mark_refused(p, root);
-        if (k < 0)
-                return k;
         *ret = TAKE_PTR(p);
         return 0;
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
 #include "journal.h"
 #include "strv.h"
 #include "test-tree.h"
@@ -24,21 +25,19 @@ static void teardown(void) {
         host_dir = NULL;
 }
 
+/* The plan as rtpartctl plan shows it: built, then the journal's refused knobs marked. */
 static Plan *plan_now(const char *profile) {
         Root *root;
         Host *host;
-        Profile *p = NULL;
-        Resolved *r = NULL;
+        Plan *plan = NULL;
         _cleanup_free_ char *err = NULL;
         test_open_host(host_dir, &root, &host);
-        ck_assert_msg(test_resolve(root, host, profile, &p, &r, &err) == 0, "profile: %s", strempty(err));
-        Plan *plan = NULL;
-        ProfileError pe = {};
-        ck_assert_int_eq(plan_build(r, root, &plan, &pe), 0);
-        profile_error_done(&pe);
-        /* The plan outlives what it was built from only through its own copies. */
-        resolved_free(r);
-        profile_free(p);
+        ck_assert_msg(test_plan(root, host, profile, &plan, &err) == 0, "plan: %s", strempty(err));
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(journal_error_done) JournalError je = {};
+        if (journal_load(root, &j, &je) < 0)
+                j = NULL;
+        ck_assert_int_eq(engine_mark_refused(plan, j), 0);
         host_free(host);
         root_free(root);
         return plan;
@@ -104,6 +103,22 @@ START_TEST(test_refused_is_no_change) {
         ck_assert_ptr_nonnull(k->note);
         ck_assert_msg(strstr(k->note, "refused by the kernel"), "note: %s", k->note);
         ck_assert_uint_eq(plan_count_changes(after, NULL), skipped);
+        /* rtpartctl plan says the same. */
+        _cleanup_free_ char *out = NULL;
+        ck_assert_int_eq(tree_ctl(host_dir, &out, "--no-daemon --json plan realtime-virtual-host"), 0);
+        _cleanup_(json_decrefp) json_t *doc = json_loads(out, 0, &jerr);
+        ck_assert_msg(doc, "plan --json: %s", jerr.text);
+        bool listed_unchanged = false;
+        size_t i;
+        json_t *e;
+        json_array_foreach (json_object_get(doc, "changes"), i, e)
+                ck_assert_msg(!streq_ptr(json_string_value(json_object_get(e, "knob")), id), "%s listed as a change",
+                              id);
+        json_array_foreach (json_object_get(doc, "unchanged"), i, e)
+                if (streq_ptr(json_string_value(json_object_get(e, "knob")), id))
+                        listed_unchanged = strstr(strempty(json_string_value(json_object_get(e, "note"))),
+                                                  "refused by the kernel") != NULL;
+        ck_assert_msg(listed_unchanged, "%s not listed as refused", id);
 
         /* Without the journal's word it is a change again. */
         ck_assert_int_eq(tree_revert(host_dir), 0);
