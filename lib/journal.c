@@ -667,7 +667,9 @@ static int parse_document(Parser *p, json_t *doc) {
         return 0;
 }
 
-int journal_parse(const char *text, size_t size, const char *name, Journal **ret, JournalError *e) {
+/* journal_parse() with the digest of text already computed. */
+static int parse_digested(const char *text, size_t size, uint64_t digest, const char *name, Journal **ret,
+                          JournalError *e) {
         _cleanup_(journal_freep) Journal *j = NULL;
         int r = journal_new(&j);
         if (r < 0)
@@ -683,9 +685,13 @@ int journal_parse(const char *text, size_t size, const char *name, Journal **ret
                 if (r < 0)
                         return r;
         }
-        j->digest = journal_digest(strempty(text), text ? size : 0);
+        j->digest = digest;
         *ret = TAKE_PTR(j);
         return 0;
+}
+
+int journal_parse(const char *text, size_t size, const char *name, Journal **ret, JournalError *e) {
+        return parse_digested(text, size, journal_digest(strempty(text), text ? size : 0), name, ret, e);
 }
 
 int journal_read(Root *root, char **ret_text, size_t *ret_size) {
@@ -714,7 +720,9 @@ int journal_load_if_changed(Root *root, uint64_t unless_digest, Journal **ret, J
         int k = journal_read(root, &text, &size);
         if (k < 0)
                 return k;
-        if (unless_digest != 0 && journal_digest(strempty(text), size) == unless_digest) {
+        /* Hashed once: to compare with the journal held, and as the new one's digest. */
+        uint64_t digest = journal_digest(strempty(text), text ? size : 0);
+        if (unless_digest != 0 && digest == unless_digest) {
                 *ret = NULL;
                 return 0;
         }
@@ -725,7 +733,7 @@ int journal_load_if_changed(Root *root, uint64_t unless_digest, Journal **ret, J
         name = root_display_path(sr, file);
         if (!name)
                 return -ENOMEM;
-        k = journal_parse(text, size, name, ret, e);
+        k = parse_digested(text, size, digest, name, ret, e);
         return k < 0 ? k : 1;
 }
 
