@@ -88,6 +88,7 @@ struct VarlinkServer {
         size_t n_users;
         size_t queued, queued_others;     /* unsent output: all of it, that of uids other than 0 */
         size_t buffered, buffered_others; /* input buffers: all of them, those of uids other than 0 */
+        size_t n_starved;                 /* connections whose input buffer may not grow */
         uint64_t idle_timeout_usec;
         sd_event_source *idle_source; /* on while a connection is idle */
         VarlinkRefusedFunc refused;
@@ -497,9 +498,11 @@ static bool connection_may_take_call(VarlinkConnection *c) {
  * until the idle timeout ends the connection. A buffer that may not grow stops reading its
  * connection (the kernel's socket buffer holds the rest; the client blocks). */
 static void server_wake_starved(VarlinkServer *s) {
-        for (VarlinkConnection *c = s->connections; c; c = c->next)
+        /* Every message read frees a buffer: the walk only when some connection waits for it. */
+        for (VarlinkConnection *c = s->connections; c && s->n_starved > 0; c = c->next)
                 if (c->starved) {
                         c->starved = false;
+                        s->n_starved--;
                         connection_update(c);
                 }
 }
@@ -521,6 +524,8 @@ static bool connection_may_grow_input(VarlinkConnection *c, size_t grow) {
         VarlinkServer *s = c->server;
         if (c->user->buffered + grow > VARLINK_UID_INPUT_MAX ||
             (!connection_is_root(c) && s->buffered_others + grow > VARLINK_INPUT_MAX)) {
+                if (!c->starved)
+                        s->n_starved++;
                 c->starved = true;
                 return false;
         }
@@ -905,6 +910,8 @@ static void connection_free(VarlinkConnection *c) {
         c->out_off = c->out_len;
         connection_account(c);
         free(c->in);
+        if (c->starved)
+                s->n_starved--;
         c->starved = false;
         connection_set_input(c, NULL, 0);
         if (--c->user->n_connections == 0)
