@@ -14,6 +14,8 @@ Reports, with the goals of issue 5 beside them:
     event naming it; median and p99 over --writes writes, each a new value,
   - coalescing: events per burst of 10 back-to-back writes to one file, and per burst of writes
     to every IRQ affinity file of the profile (as irqbalance rewrites them),
+  - new IRQ placement: an IRQ made in the tree as request_irq() makes it (its /proc/interrupts line,
+    then /proc/irq/N) → its smp_affinity_list rewritten by the daemon; median over --new-irqs,
   - wake-ups while idle: voluntary context switches of rtpartd over --idle seconds (60 by default)
     with nothing changing (a Watch stream open), and how many of them were safety-timer ticks
     (the daemon's own count, from Status); the goal is none between ticks,
@@ -48,6 +50,7 @@ PROFILE = "realtime-virtual-host"
 KNOB_FILE = "proc/sys/vm/swappiness"
 GOAL_LATENCY_MS = 10
 GOAL_RSS_KIB = 3 * 1024
+GOAL_NEW_IRQ_MS = 100
 
 
 class Varlink:
@@ -216,7 +219,7 @@ def drain(w, seconds):
         events.append(ev["parameters"])
 
 
-def measure_events(exe, root, sock, log, debounce, writes, idle_s):
+def measure_events(exe, root, sock, log, debounce, writes, idle_s, new_irqs):
     d = Daemon(exe, root, sock, log, ["--debounce", str(debounce)])
     res = {"debounce_ms": debounce}
     try:
@@ -284,6 +287,37 @@ def measure_events(exe, root, sock, log, debounce, writes, idle_s):
         res["idle_wakeups_between_ticks"] = max(0, res["idle_wakeups"] - res["idle_ticks"])
         res["interval_s"] = s0.get("interval_s")
         res["idle_seconds"] = idle_s
+
+        # A new IRQ (its /proc/interrupts line, then /proc/irq/N, as request_irq() makes them)
+        # → its affinity written: placed from the event, not the safety check.
+        irq_dir = os.path.join(root, "proc", "irq")
+        template = min((n for n in os.listdir(irq_dir) if n.isdigit()), key=int)
+        housekeeping = None
+        placed = []
+        for i in range(new_irqs + 3):
+            n = 4000 + i + debounce * 100
+            with open(os.path.join(root, "proc", "interrupts"), "a") as f:
+                f.write(f"\n {n}:" + "          0" * 4 + f"   PCI-MSI {n}-edge      bench{n}")
+            t0 = time.perf_counter()
+            shutil.copytree(os.path.join(irq_dir, template), os.path.join(irq_dir, str(n)))
+            write(os.path.join(irq_dir, str(n), "smp_affinity_list"), "0-999\n")
+            f = os.path.join(irq_dir, str(n), "smp_affinity_list")
+            end = time.monotonic() + 10
+            while time.monotonic() < end:
+                with open(f) as fh:
+                    v = fh.read().strip()
+                if v != "0-999":
+                    break
+                time.sleep(0.0005)
+            else:
+                sys.exit(f"bench: new IRQ {n} was not placed within 10 s")
+            housekeeping = v
+            if i >= 3:
+                placed.append((time.perf_counter() - t0) * 1000)
+        res["new_irq_median_ms"] = statistics.median(placed)
+        res["new_irq_max_ms"] = max(placed)
+        res["new_irqs"] = len(placed)
+        res["new_irq_affinity"] = housekeeping
         w.close()
     finally:
         d.stop()
@@ -297,6 +331,7 @@ def main():
     ap.add_argument("--writes", type=int, default=200)
     ap.add_argument("--idle", type=float, default=60)
     ap.add_argument("--starts", type=int, default=11)
+    ap.add_argument("--new-irqs", type=int, default=20, help="new IRQs made, one at a time, per debounce value")
     ap.add_argument("--rss-runs", type=int, default=5)
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--quick", action="store_true", help="--idle 10 --writes 100 --starts 5 --rss-runs 3, one debounce")
@@ -388,7 +423,7 @@ def main():
 
         for deb in debounces:
             print(f"-- debounce {deb} ms", flush=True)
-            r = measure_events(exe, root, sock, log, deb, args.writes, args.idle)
+            r = measure_events(exe, root, sock, log, deb, args.writes, args.idle, args.new_irqs)
             out["events"].append(r)
             line("drift event latency, median", r["latency_median_ms"], "ms", GOAL_LATENCY_MS,
                  extra=f"  (min {r['latency_min_ms']:.2f}, {args.writes} writes)")
@@ -398,6 +433,9 @@ def main():
             line(f"wake-ups (voluntary ctx switches) idle for {args.idle:g} s", r["idle_wakeups"], "",
                  extra=f"  ({r['idle_ticks']} safety-timer tick(s), interval {r['interval_s']} s)")
             line("  of which between safety-timer ticks", r["idle_wakeups_between_ticks"], "", 0)
+            line("new IRQ placed (proc/irq/N made → affinity written), median", r["new_irq_median_ms"], "ms",
+                 GOAL_NEW_IRQ_MS, extra=f"  (max {r['new_irq_max_ms']:.2f}, {r['new_irqs']} IRQs, "
+                                       f"{r['new_irq_median_ms'] / r['latency_median_ms']:.1f} x the drift event latency)")
 
         if len(out["events"]) > 1:
             base = out["events"][-1]

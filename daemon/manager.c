@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <malloc.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -484,7 +485,7 @@ bool manager_correction_allowed(Manager *m, const char *id) {
         return true;
 }
 
-static int apply_selected(Manager *m, char **ids, size_t *ret_written, ManagerError *e);
+static int apply_selected(Manager *m, char **ids, size_t *ret_written, IrqSet *ret_listed, ManagerError *e);
 static int check_knobs(Manager *m, char **ids, DriftSet *ret_found);
 
 /* Folds one check's findings into what is known: checked (NULL: every knob) is what was read,
@@ -527,7 +528,7 @@ static void drift_update(Manager *m, const DriftSet *found, char **checked) {
                 _cleanup_(drift_set_done) DriftSet still = {}, corrected = {};
                 ManagerError err = {};
                 size_t written = 0;
-                int r = apply_selected(m, fix, &written, &err);
+                int r = apply_selected(m, fix, &written, NULL, &err);
                 if (r < 0)
                         log_error("Cannot correct the drift: %s", strempty(err.message));
                 manager_error_done(&err);
@@ -685,8 +686,8 @@ static void knob_use_journal(Manager *m, Knob *k) {
 
 /* Applies the journal's profile again to the knobs in ids (drift to correct) and to the knobs new
  * to the journal (IRQs of a new device, new kernel threads), through the engine's subset apply:
- * nothing else is touched. */
-static int apply_selected(Manager *m, char **ids, size_t *ret_written, ManagerError *e) {
+ * nothing else is touched. ret_listed (optional): the IRQs /proc/interrupts listed for the plan. */
+static int apply_selected(Manager *m, char **ids, size_t *ret_written, IrqSet *ret_listed, ManagerError *e) {
         _cleanup_close_ int lock = -EBADF;
         _cleanup_strv_free_ char **sel = NULL, **fresh = NULL;
         Prepared p = {};
@@ -700,6 +701,17 @@ static int apply_selected(Manager *m, char **ids, size_t *ret_written, ManagerEr
         r = prepare_journal(m, /* want_plan= */ true, /* check_hash= */ true, &p, e);
         if (r < 0)
                 return r;
+        if (ret_listed) {
+                /* host_discover() keeps /proc/interrupts' order: by number. */
+                ret_listed->v = malloc(MAX(p.host->n_irqs, (size_t) 1) * sizeof(unsigned));
+                if (!ret_listed->v) {
+                        prepared_done(&p);
+                        return -ENOMEM;
+                }
+                for (size_t i = 0; i < p.host->n_irqs; i++)
+                        ret_listed->v[i] = p.host->irqs[i].number;
+                ret_listed->n = p.host->n_irqs;
+        }
         for (size_t i = 0; i < p.plan->n_knobs; i++) {
                 Knob *k = &p.plan->knobs[i];
                 if (strv_contains(ids, k->id))
@@ -854,7 +866,7 @@ int manager_correct(Manager *m, json_t **ret, ManagerError *e) {
                 for (size_t i = 0; i < m->drift.n; i++)
                         if (drift_set_put_entry(&before, &m->drift.entries[i]) < 0)
                                 return -ENOMEM;
-                int r = apply_selected(m, ids, &written, e);
+                int r = apply_selected(m, ids, &written, NULL, e);
                 if (r < 0)
                         return r;
                 if (check_knobs(m, ids, &still) < 0) /* cannot tell: as it was */
@@ -1001,52 +1013,197 @@ static void on_knobs_changed(Watcher *w, char **knobs, void *userdata) {
         check_some(m, knobs);
 }
 
-static uint64_t irq_signature(Root *root) {
+/* ---- new IRQs ----
+ *
+ * /proc/irq/N appears at request_irq() (and, for IRQs that existed at boot, stays after
+ * free_irq()). No event names it: procfs raises no inotify event for a directory the kernel makes,
+ * and a driver requests its IRQs after the uevent of its device (at probe) or when its interface is
+ * brought up (ndo_open(), before the RTM_NEWLINK that says IFF_UP). So the watcher's device events
+ * (uevents, links, proc/irq entries made in a tree) start a short series of looks at proc/irq, one
+ * readdir each; a number neither placed nor waiting makes a plan, which places what
+ * /proc/interrupts lists. A number /proc/interrupts does not list yet waits, and is looked for
+ * again at every step of the series and at every safety check, never taken as done. */
+
+static const uint64_t irq_steps_usec[] = { 20 * 1000ULL, 100 * 1000ULL, 500 * 1000ULL, 2000 * 1000ULL, 5000 * 1000ULL };
+
+static void irq_set_done(IrqSet *s) {
+        free(s->v);
+        *s = (IrqSet) {};
+}
+
+static bool irq_set_has(const IrqSet *s, unsigned v) {
+        size_t lo = 0, hi = s->n;
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (s->v[mid] == v)
+                        return true;
+                if (s->v[mid] < v)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return false;
+}
+
+/* Drops from s what `only` does not have. */
+static void irq_set_keep(IrqSet *s, const IrqSet *only) {
+        size_t n = 0;
+        for (size_t i = 0; i < s->n; i++)
+                if (irq_set_has(only, s->v[i]))
+                        s->v[n++] = s->v[i];
+        s->n = n;
+}
+
+static int uint_cmp(const void *a, const void *b) {
+        unsigned x = *(const unsigned *) a, y = *(const unsigned *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* The numbers of proc/irq, sorted. */
+static int irq_set_read(Root *root, IrqSet *ret) {
+        _cleanup_free_ unsigned *v = NULL;
+        size_t n = 0, cap = 0;
         DIR *d = NULL;
-        uint64_t sig = 0, n = 0;
-        if (root_opendir(root, "proc/irq", &d) < 0)
-                return 0;
+        int r = root_opendir(root, "proc/irq", &d);
+        if (r < 0)
+                return r;
         struct dirent *de;
         while ((de = readdir(d))) {
                 char *end;
-                unsigned long v = strtoul(de->d_name, &end, 10);
-                if (end == de->d_name || *end)
+                errno = 0;
+                unsigned long x = strtoul(de->d_name, &end, 10);
+                if (end == de->d_name || *end || errno || x > UINT_MAX)
                         continue;
-                sig += (uint64_t) (v + 1) * UINT64_C(0x9e3779b97f4a7c15);
-                n++;
+                if (n == cap) {
+                        unsigned *nv = realloc(v, (cap = MAX(cap * 2, (size_t) 64)) * sizeof(unsigned));
+                        if (!nv) {
+                                closedir(d);
+                                return -ENOMEM;
+                        }
+                        v = nv;
+                }
+                v[n++] = (unsigned) x;
         }
         closedir(d);
-        return sig ^ n;
+        qsort(v, n, sizeof(unsigned), uint_cmp);
+        *ret = (IrqSet) { .v = TAKE_PTR(v), .n = n };
+        return 0;
 }
 
-/* New IRQs or kernel threads: knobs the journal does not have yet are set per the profile. */
-static void adopt_new(Manager *m, const char *why) {
+/* New IRQs or kernel threads: knobs the journal does not have yet are set per the profile.
+ * ret_listed as apply_selected()'s; false when no plan was made. */
+static bool adopt_new(Manager *m, const char *why, IrqSet *ret_listed) {
         ManagerError e = {};
         size_t written = 0;
         if (!m->profile)
-                return;
-        int r = apply_selected(m, NULL, &written, &e);
+                return false;
+        int r = apply_selected(m, NULL, &written, ret_listed, &e);
         if (r < 0)
                 log_warning("Cannot place new objects (%s): %s", why, strempty(e.message));
         else if (written > 0)
                 log_info("Placed %zu new knob%s per %s (%s)", written, written == 1 ? "" : "s", m->profile, why);
         manager_error_done(&e);
-        m->irq_signature = irq_signature(m->root);
+        return r >= 0;
+}
+
+static void irq_steps_start(Manager *m) {
+        m->irq_step = 0;
+        if (m->irq_source) {
+                (void) sd_event_source_set_time_relative(m->irq_source, irq_steps_usec[0]);
+                (void) sd_event_source_set_enabled(m->irq_source, SD_EVENT_ONESHOT);
+        }
+}
+
+/* Looks at proc/irq; plans when a number is there that is neither placed nor waiting, or (again)
+ * while some wait and `again`, or always with `force` (SIGHUP). */
+static void irqs_check(Manager *m, const char *why, bool again, bool force) {
+        _cleanup_(irq_set_done) IrqSet now = {}, listed = {};
+        IrqSet known = {}, waiting = {};
+        bool fresh = false;
+
+        if (irq_set_read(m->root, &now) < 0)
+                return;
+        /* A number gone is forgotten: a device that comes later may get it again. */
+        irq_set_keep(&m->irqs_known, &now);
+        irq_set_keep(&m->irqs_waiting, &now);
+        for (size_t i = 0; i < now.n; i++)
+                if (!irq_set_has(&m->irqs_known, now.v[i]) && !irq_set_has(&m->irqs_waiting, now.v[i]))
+                        fresh = true;
+        if (!force && !fresh && !(again && m->irqs_waiting.n > 0))
+                return;
+        bool planned = adopt_new(m, why, &listed);
+        known.v = malloc(MAX(now.n, (size_t) 1) * sizeof(unsigned));
+        waiting.v = malloc(MAX(now.n, (size_t) 1) * sizeof(unsigned));
+        if (!known.v || !waiting.v) {
+                free(known.v);
+                free(waiting.v);
+                return;
+        }
+        for (size_t i = 0; i < now.n; i++) {
+                unsigned q = now.v[i];
+                /* Waits: a number new to us that /proc/interrupts did not list for a plan that was
+                 * made. A plan that could not be made (no profile, a journal that is refused) is
+                 * said once, not tried again at every look. */
+                if (m->profile && planned && !irq_set_has(&m->irqs_known, q) && !irq_set_has(&listed, q))
+                        waiting.v[waiting.n++] = q;
+                else
+                        known.v[known.n++] = q;
+        }
+        for (size_t i = 0; i < waiting.n; i++)
+                if (!irq_set_has(&m->irqs_waiting, waiting.v[i]))
+                        log_debug("IRQ %u is in /proc/irq but not yet in /proc/interrupts; looking again",
+                                  waiting.v[i]);
+        irq_set_done(&m->irqs_known);
+        irq_set_done(&m->irqs_waiting);
+        m->irqs_known = known;
+        m->irqs_waiting = waiting;
+        /* A series of looks follows, unless one is under way (this look may be one of it). */
+        if (waiting.n > 0 && m->irq_source && !m->irq_stepping) {
+                int on = SD_EVENT_OFF;
+                (void) sd_event_source_get_enabled(m->irq_source, &on);
+                if (on == SD_EVENT_OFF)
+                        irq_steps_start(m);
+        }
+}
+
+static int on_irq_step(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        m->irq_stepping = true;
+        irqs_check(m, "new IRQs", /* again= */ true, /* force= */ false);
+        m->irq_stepping = false;
+        if (++m->irq_step < ELEMENTSOF(irq_steps_usec)) {
+                (void) sd_event_source_set_time_relative(s, irq_steps_usec[m->irq_step]);
+                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        } else if (m->irqs_waiting.n > 0)
+                log_debug("%zu IRQ(s) in /proc/irq still not in /proc/interrupts; looking again at the next "
+                          "device event and safety check",
+                          m->irqs_waiting.n);
+        return 0;
+}
+
+/* The numbers there now are taken as done (at start, after the full apply). */
+static void irqs_reset(Manager *m) {
+        IrqSet now = {};
+        if (irq_set_read(m->root, &now) < 0)
+                return;
+        irq_set_done(&m->irqs_known);
+        irq_set_done(&m->irqs_waiting);
+        m->irqs_known = now;
 }
 
 static void on_device_added(Watcher *w, const char *action, const char *devpath, void *userdata) {
         Manager *m = userdata;
-        uint64_t sig = irq_signature(m->root);
-        log_debug("uevent %s %s", action, devpath);
-        if (sig != m->irq_signature)
-                adopt_new(m, "new IRQs");
+        log_debug("Device event: %s %s", action, devpath);
+        irqs_check(m, "new IRQs", /* again= */ true, /* force= */ false);
+        /* A driver requests its IRQs after its device's event: look again a few times. */
+        irq_steps_start(m);
 }
 
 static void on_kthreads_forked(Watcher *w, void *userdata) {
         Manager *m = userdata;
         log_debug("kthreadd forked: checking kernel threads");
         check_flagged(m, BACKEND_FOLLOWS_FORKS);
-        adopt_new(m, "new kernel threads");
+        (void) adopt_new(m, "new kernel threads", NULL);
 }
 
 static void on_tasks_changed(Watcher *w, const int *pids, size_t n_pids, const int *gone, size_t n_gone, bool overflow,
@@ -1059,9 +1216,7 @@ static void safety_check(Manager *m) {
         if (!m->profile)
                 return;
         (void) check_all(m, NULL);
-        /* /proc/irq/N appears at request_irq(), which no uevent announces (a NIC opened). */
-        if (irq_signature(m->root) != m->irq_signature)
-                adopt_new(m, "new IRQs");
+        irqs_check(m, "new IRQs", /* again= */ true, /* force= */ false);
 }
 
 static void on_tick(Watcher *w, void *userdata) {
@@ -1091,7 +1246,13 @@ static void on_journal_changed(Watcher *w, void *userdata) {
 }
 
 void manager_reload(Manager *m) {
-        safety_check(m);
+        (void) journal_reload(m, NULL);
+        if (m->profile) {
+                (void) check_all(m, NULL);
+                /* Asked for: every IRQ and kernel thread the journal lacks is placed, whatever the
+                 * last look at proc/irq made of it. */
+                irqs_check(m, "new IRQs", /* again= */ true, /* force= */ true);
+        }
         manager_properties_update(m);
 }
 
@@ -1143,6 +1304,9 @@ Manager *manager_free(Manager *m) {
         free(m->listeners);
         watcher_free(m->watcher);
         sd_event_source_disable_unref(m->trim_source);
+        sd_event_source_disable_unref(m->irq_source);
+        irq_set_done(&m->irqs_known);
+        irq_set_done(&m->irqs_waiting);
         journal_free(m->journal);
         free(m->journal_error);
         drift_set_done(&m->drift);
@@ -1228,7 +1392,18 @@ int manager_startup(Manager *m) {
                                                  "checked at the next safety check");
         }
         watch_refresh(m);
-        m->irq_signature = irq_signature(m->root);
+        irqs_reset(m);
+        if (root_is_dir(m->root, "proc/irq")) {
+                r = sd_event_add_time_relative(m->event, &m->irq_source, CLOCK_MONOTONIC, irq_steps_usec[0], 1000,
+                                               on_irq_step, m);
+                if (r >= 0) {
+                        (void) sd_event_source_set_enabled(m->irq_source, SD_EVENT_OFF);
+                        (void) sd_event_source_set_description(m->irq_source, "manager-irq-steps");
+                }
+                r = watcher_watch_objects(m->watcher, "proc/irq");
+                if (r < 0)
+                        log_debug_errno(r, "Cannot watch proc/irq: %m");
+        }
         if (m->profile)
                 (void) check_all(m, NULL);
         manager_properties_update(m);

@@ -61,6 +61,12 @@ typedef enum ManagerDriftEvent {
         _MANAGER_DRIFT_EVENT_INVALID = -EINVAL,
 } ManagerDriftEvent;
 
+/* IRQ numbers, sorted, without repeats. */
+typedef struct IrqSet {
+        unsigned *v;
+        size_t n;
+} IrqSet;
+
 typedef struct ManagerListener {
         /* A profile was applied: by an Apply (or the start-up re-apply), or, with external, by
          * another program writing the journal. */
@@ -103,7 +109,13 @@ struct Manager {
         DriftPolicy policy[_DOMAIN_MAX];
         DriftPolicy policy_default; /* the profile's "drift" policy, before per-domain ones */
         uint64_t profile_interval_usec;
-        uint64_t irq_signature;
+        /* New IRQs (manager.c): the numbers in proc/irq a plan has seen in /proc/interrupts (or
+         * that were there at start), those that appeared without a line there yet, and the timer
+         * that looks again after a device event and while some wait. */
+        IrqSet irqs_known, irqs_waiting;
+        unsigned irq_step;
+        bool irq_stepping;
+        sd_event_source *irq_source;
 
         DriftSet drift;      /* the journal's knobs found drifted, in the order found */
         json_t *corrections; /* knob id → [count, window start] */

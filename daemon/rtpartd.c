@@ -189,7 +189,7 @@ static int setup_varlink(sd_event *event, Root *root, Manager *m, VarlinkServer 
 }
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        log_info("SIGHUP: re-reading the journal and checking every knob");
+        log_info("SIGHUP: re-reading the journal, checking every knob, placing new IRQs and kernel threads");
         manager_reload(userdata);
         return 0;
 }

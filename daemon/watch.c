@@ -5,6 +5,8 @@
 #include <linux/connector.h>
 #include <linux/filter.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
 #include <netlink/netlink.h>
 #include <netlink/socket.h>
 #include <stddef.h>
@@ -42,7 +44,7 @@
  * CPUs, a sysctl changed by a module) raise nothing; the safety timer re-checks those. */
 
 #define WATCH_MASK (IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
-#define DEVICE_DELAY_USEC (250 * 1000ULL)  /* a driver binds, then requests its IRQs */
+#define DEVICE_DELAY_USEC (5 * 1000ULL)    /* a hotplug burst is one call; the manager looks again later */
 #define KTHREAD_DELAY_USEC (500 * 1000ULL) /* kthreadd forks, the thread then names itself */
 #define TASK_PENDING_MAX 4096U             /* task ids kept per debounce; beyond: overflow */
 #define DEFAULT_DEBOUNCE_USEC (5 * 1000ULL)
@@ -77,8 +79,8 @@ struct Watcher {
         uint64_t interval_usec;
         sd_event_source *tick_source;
 
-        struct nl_sock *uevent_sock;
-        sd_event_source *uevent_source, *device_source;
+        struct nl_sock *uevent_sock, *link_sock;
+        sd_event_source *uevent_source, *link_source, *device_source;
         char *device_action, *device_path;
 
         int proc_fd;
@@ -91,6 +93,9 @@ struct Watcher {
 
         int journal_fd;
         sd_event_source *journal_source;
+
+        int objects_fd;
+        sd_event_source *objects_source;
 };
 
 static void entries_clear(Watcher *w) {
@@ -137,9 +142,12 @@ Watcher *watcher_free(Watcher *w) {
         sd_event_source_disable_unref(w->debounce_source);
         sd_event_source_disable_unref(w->tick_source);
         sd_event_source_disable_unref(w->uevent_source);
+        sd_event_source_disable_unref(w->link_source);
         sd_event_source_disable_unref(w->device_source);
         if (w->uevent_sock)
                 nl_socket_free(w->uevent_sock);
+        if (w->link_sock)
+                nl_socket_free(w->link_sock);
         free(w->device_action);
         free(w->device_path);
         sd_event_source_disable_unref(w->proc_source);
@@ -156,6 +164,9 @@ Watcher *watcher_free(Watcher *w) {
         sd_event_source_disable_unref(w->journal_source);
         if (w->journal_fd >= 0)
                 close(w->journal_fd);
+        sd_event_source_disable_unref(w->objects_source);
+        if (w->objects_fd >= 0)
+                close(w->objects_fd);
         sd_event_unref(w->event);
         free(w);
         return NULL;
@@ -182,7 +193,7 @@ int watcher_new(sd_event *event, Root *root, const WatchCallbacks *cb, void *use
         w->root = root;
         w->cb = *cb;
         w->userdata = userdata;
-        w->inotify_fd = w->proc_fd = w->journal_fd = -EBADF;
+        w->inotify_fd = w->proc_fd = w->journal_fd = w->objects_fd = -EBADF;
         w->debounce_usec = DEFAULT_DEBOUNCE_USEC;
         w->interval_usec = DEFAULT_INTERVAL_USEC;
 
@@ -445,13 +456,38 @@ int watcher_set_files(Watcher *w, const WatchFile *files, size_t n, size_t *ret_
         return (int) MIN(watched, (size_t) INT32_MAX);
 }
 
-/* ---- uevents (libnl) ---- */
+/* ---- devices: uevents, links (libnl) and object directories ---- */
 
 static int on_device_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Watcher *w = userdata;
         if (w->cb.device_added)
                 w->cb.device_added(w, strempty(w->device_action), strempty(w->device_path), w->userdata);
         return 0;
+}
+
+/* Keeps what happened for the coalesced device_added call (the last event's words). */
+static void device_event(Watcher *w, const char *action, const char *path) {
+        char *a = strdup(action), *d = path ? strdup(path) : NULL;
+        free(w->device_action);
+        free(w->device_path);
+        w->device_action = a;
+        w->device_path = d;
+        if (!w->device_source)
+                return;
+        /* Trailing: a hotplug burst is one call, after the last event. */
+        (void) sd_event_source_set_time_relative(w->device_source, DEVICE_DELAY_USEC);
+        (void) sd_event_source_set_enabled(w->device_source, SD_EVENT_ONESHOT);
+}
+
+static int device_timer_add(Watcher *w) {
+        if (w->device_source)
+                return 0;
+        int r = sd_event_add_time_relative(w->event, &w->device_source, CLOCK_MONOTONIC, DEVICE_DELAY_USEC, 1000,
+                                           on_device_timer, w);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(w->device_source, "watch-device");
+        return sd_event_source_set_enabled(w->device_source, SD_EVENT_OFF);
 }
 
 static const char *uevent_get(const char *buf, size_t len, const char *key) {
@@ -464,7 +500,6 @@ static const char *uevent_get(const char *buf, size_t len, const char *key) {
 
 static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Watcher *w = userdata;
-        bool any = false;
 
         for (unsigned round = 0; round < 64; round++) {
                 struct sockaddr_nl nla = {};
@@ -476,38 +511,53 @@ static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 }
                 /* Only the kernel speaks on group 1 for us; anything else is ignored. */
                 const char *action = nla.nl_pid == 0 ? uevent_get((char *) buf, (size_t) n, "ACTION") : NULL;
-                if (action && (streq(action, "add") || streq(action, "bind"))) {
-                        const char *dp = uevent_get((char *) buf, (size_t) n, "DEVPATH");
-                        char *a = strdup(action), *d = dp ? strdup(dp) : NULL;
-                        free(w->device_action);
-                        free(w->device_path);
-                        w->device_action = a;
-                        w->device_path = d;
-                        any = true;
-                }
+                if (action && (streq(action, "add") || streq(action, "bind")))
+                        device_event(w, action, uevent_get((char *) buf, (size_t) n, "DEVPATH"));
                 free(buf);
-        }
-        if (any) {
-                /* Trailing: a hotplug burst is one re-plan, after the last device. */
-                (void) sd_event_source_set_time_relative(w->device_source, DEVICE_DELAY_USEC);
-                (void) sd_event_source_set_enabled(w->device_source, SD_EVENT_ONESHOT);
         }
         return 0;
 }
 
-int watcher_enable_uevents(Watcher *w) {
-        struct nl_sock *sk;
+/* A network interface brought up: its driver requested its IRQs in ndo_open(), before the kernel
+ * set IFF_UP and sent this RTM_NEWLINK; no uevent says so. */
+static int on_link(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Watcher *w = userdata;
+
+        for (unsigned round = 0; round < 64; round++) {
+                struct sockaddr_nl nla = {};
+                unsigned char *buf = NULL;
+                int n = nl_recv(w->link_sock, &nla, &buf, NULL);
+                if (n <= 0) {
+                        free(buf);
+                        break;
+                }
+                size_t len = (size_t) n;
+                for (struct nlmsghdr *h = (struct nlmsghdr *) buf; nla.nl_pid == 0 && NLMSG_OK(h, len);
+                     h = NLMSG_NEXT(h, len)) {
+                        if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct ifinfomsg)))
+                                continue;
+                        const struct ifinfomsg *ifi = NLMSG_DATA(h);
+                        char name[IF_NAMESIZE + 8];
+                        if (!(ifi->ifi_flags & IFF_UP))
+                                continue;
+                        snprintf(name, sizeof(name), "ifindex %d", ifi->ifi_index);
+                        device_event(w, "up", name);
+                }
+                free(buf);
+        }
+        return 0;
+}
+
+static int netlink_open(int protocol, int group, struct nl_sock **ret) {
+        struct nl_sock *sk = nl_socket_alloc();
         int r;
 
-        if (w->uevent_sock)
-                return 0;
-        sk = nl_socket_alloc();
         if (!sk)
                 return -ENOMEM;
         nl_socket_disable_seq_check(sk);
-        r = nl_connect(sk, NETLINK_KOBJECT_UEVENT);
+        r = nl_connect(sk, protocol);
         if (r >= 0)
-                r = nl_socket_add_membership(sk, 1);
+                r = nl_socket_add_membership(sk, group);
         if (r >= 0)
                 r = nl_socket_set_nonblocking(sk);
         if (r < 0) {
@@ -516,16 +566,84 @@ int watcher_enable_uevents(Watcher *w) {
         }
         (void) nl_socket_set_buffer_size(sk, 1024 * 1024, 0);
         (void) fcntl(nl_socket_get_fd(sk), F_SETFD, FD_CLOEXEC);
-        w->uevent_sock = sk;
-        r = sd_event_add_io(w->event, &w->uevent_source, nl_socket_get_fd(sk), EPOLLIN, on_uevent, w);
+        *ret = sk;
+        return 0;
+}
+
+int watcher_enable_uevents(Watcher *w) {
+        int r;
+
+        if (w->uevent_sock)
+                return 0;
+        r = device_timer_add(w);
+        if (r < 0)
+                return r;
+        r = netlink_open(NETLINK_KOBJECT_UEVENT, 1, &w->uevent_sock);
+        if (r < 0)
+                return r;
+        r = sd_event_add_io(w->event, &w->uevent_source, nl_socket_get_fd(w->uevent_sock), EPOLLIN, on_uevent, w);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(w->uevent_source, "watch-uevent");
-        r = sd_event_add_time_relative(w->event, &w->device_source, CLOCK_MONOTONIC, DEVICE_DELAY_USEC, 10000,
-                                       on_device_timer, w);
+
+        /* Links are a bonus: without them a NIC's IRQs wait for the safety check, as before. */
+        if (netlink_open(NETLINK_ROUTE, RTNLGRP_LINK, &w->link_sock) >= 0 &&
+            sd_event_add_io(w->event, &w->link_source, nl_socket_get_fd(w->link_sock), EPOLLIN, on_link, w) >= 0)
+                (void) sd_event_source_set_description(w->link_source, "watch-link");
+        return 0;
+}
+
+/* A directory whose entries are objects (proc/irq/N): a new entry is a device event. */
+static int on_objects(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Watcher *w = userdata;
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+        for (;;) {
+                ssize_t n = read(fd, buf, sizeof(buf));
+                if (n <= 0)
+                        break;
+                for (char *p = buf; p < buf + n;) {
+                        const struct inotify_event *ev = (const struct inotify_event *) p;
+                        p += sizeof(*ev) + ev->len;
+                        if (ev->len > 0 && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+                                device_event(w, "created", ev->name);
+                }
+        }
+        return 0;
+}
+
+/* An inotify instance of its own on the directory rel of root (pinned, as the knob files are). */
+static int dir_watch(Watcher *w, Root *root, const char *rel, uint32_t mask, sd_event_io_handler_t handler,
+                     const char *description, int *ret_fd, sd_event_source **ret_source) {
+        _cleanup_close_ int fd = -EBADF, pin = -EBADF;
+        char p[64];
+        int r;
+
+        pin = root_open(root, rel, O_PATH | O_DIRECTORY, 0);
+        if (pin < 0)
+                return pin;
+        fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        snprintf(p, sizeof(p), "/proc/self/fd/%d", pin);
+        if (inotify_add_watch(fd, p, mask) < 0)
+                return -errno;
+        r = sd_event_add_io(w->event, ret_source, fd, EPOLLIN, handler, w);
         if (r < 0)
                 return r;
-        return sd_event_source_set_enabled(w->device_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(*ret_source, description);
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+int watcher_watch_objects(Watcher *w, const char *rel) {
+        if (w->objects_fd >= 0)
+                return 0;
+        int r = device_timer_add(w);
+        if (r < 0)
+                return r;
+        return dir_watch(w, w->root, rel, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR, on_objects, "watch-objects",
+                         &w->objects_fd, &w->objects_source);
 }
 
 /* ---- proc connector ---- */
@@ -739,25 +857,8 @@ static int on_journal(sd_event_source *s, int fd, uint32_t revents, void *userda
 }
 
 int watcher_watch_journal(Watcher *w, Root *state_root, const char *dir) {
-        _cleanup_close_ int fd = -EBADF, pin = -EBADF;
-        char p[64];
-        int r;
-
         if (w->journal_fd >= 0)
                 return 0;
-        pin = root_open(state_root, dir, O_PATH | O_DIRECTORY, 0);
-        if (pin < 0)
-                return pin;
-        fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        snprintf(p, sizeof(p), "/proc/self/fd/%d", pin);
-        if (inotify_add_watch(fd, p, IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE) < 0)
-                return -errno;
-        r = sd_event_add_io(w->event, &w->journal_source, fd, EPOLLIN, on_journal, w);
-        if (r < 0)
-                return r;
-        (void) sd_event_source_set_description(w->journal_source, "watch-journal");
-        w->journal_fd = TAKE_FD(fd);
-        return 0;
+        return dir_watch(w, state_root, dir, IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE, on_journal, "watch-journal",
+                         &w->journal_fd, &w->journal_source);
 }

@@ -9,6 +9,8 @@
  *               watch.c). Events are coalesced for `debounce` (a burst of writes is one check).
  *   uevents     NETLINK_KOBJECT_UEVENT, kernel group 1, through libnl: devices that are added or
  *               bound may bring new IRQs.
+ *   links       NETLINK_ROUTE, RTNLGRP_LINK: an interface brought up has just requested its IRQs.
+ *   objects     inotify IN_CREATE on one directory (proc/irq) of a tree.
  *   proc conn.  NETLINK_CONNECTOR/CN_IDX_PROC with a BPF filter that lets through only forks by
  *               kthreadd (new kernel threads); real host only. With task events on (the profile
  *               has isolated CPUs to keep user tasks off), also every fork, exec, comm change and
@@ -30,7 +32,9 @@ typedef struct Watcher Watcher;
 typedef struct WatchCallbacks {
         /* Knob files changed (NULL-terminated ids; the watcher frees them after the call). */
         void (*knobs_changed)(Watcher *w, char **knobs, void *userdata);
-        /* A device was added or bound (coalesced; `action`/`devpath` of the last one). */
+        /* A device was added or bound (uevent), a network interface came up (rtnetlink; path
+         * "ifindex N") or an entry appeared in the objects directory (action "created", path its
+         * name): coalesced for 5 ms, `action`/`devpath` of the last one. */
         void (*device_added)(Watcher *w, const char *action, const char *devpath, void *userdata);
         /* kthreadd forked (coalesced): new kernel threads exist. */
         void (*kthreads_forked)(Watcher *w, void *userdata);
@@ -73,5 +77,10 @@ int watcher_enable_proc_connector(Watcher *w);
 /* Whether the proc connector also passes user tasks' events (tasks_changed); may be set before
  * the proc connector is enabled. */
 int watcher_set_task_events(Watcher *w, bool on);
+/* Watches the directory rel of the root (proc/irq) for new entries: device_added. Procfs raises no
+ * inotify event when the kernel makes a directory itself (proc_mkdir() makes no fsnotify call), so
+ * on "/" this sees only what a tree's writer does; the kernel's new IRQs are found from uevents,
+ * links and the safety timer. */
+int watcher_watch_objects(Watcher *w, const char *rel);
 /* Watches the directory holding state.json (absolute path of that directory). */
 int watcher_watch_journal(Watcher *w, Root *state_root, const char *dir);

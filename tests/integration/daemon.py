@@ -541,6 +541,61 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(st2["profile_path"], st["profile_path"])
         self.assertNotIn("core_pattern", json.dumps(st2))
 
+    def new_irq_dir(self, d, n):
+        """The /proc/irq/N half of a new IRQ, without its /proc/interrupts line."""
+        shutil.copytree(d.path("proc/irq/50"), d.path(f"proc/irq/{n}"))
+        d.write(f"proc/irq/{n}/smp_affinity_list", "0-3\n")
+        d.write(f"proc/irq/{n}/smp_affinity", "f\n")
+
+    def interrupts_line(self, d, n):
+        with open(d.path("proc/interrupts"), "a") as f:
+            f.write(f"\n {n}:          0          0          0          0   PCI-MSI 2621441-edge      eth{n}")
+
+    def test_new_irq_placed_from_its_event_not_the_safety_check(self):
+        # The safety check is a day away: only the event that announces the IRQ can place it
+        # (here the entry made in the tree's proc/irq; on a host, a uevent or an interface brought
+        # up). The time it takes is bench/bench-daemon.py's to measure.
+        d = Daemon()
+        self.d = d
+        d.start("--interval=86400")
+        self.apply("realtime")
+        housekeeping = d.read("proc/irq/50/smp_affinity_list")
+        self.assertNotEqual(housekeeping, "0-3")
+        self.interrupts_line(d, 51)  # request_irq(): the action first, then /proc/irq/N
+        self.new_irq_dir(d, 51)
+        self.wait_for(d, "proc/irq/51/smp_affinity_list", housekeeping)
+        with open(d.path("var/lib/rtpart/state.json")) as f:
+            self.assertIn("irq/51/affinity", json.dumps(json.load(f)))
+
+    def test_new_irq_seen_before_its_interrupts_line_is_not_missed(self):
+        # /proc/irq/51 is there before /proc/interrupts lists it: the look that finds it places
+        # nothing, and must not take 51 as done. It used to, for good: not even SIGHUP placed it.
+        d = Daemon()
+        self.d = d
+        d.start("--interval=86400", "--verbose")
+        self.apply("realtime")
+        housekeeping = d.read("proc/irq/50/smp_affinity_list")
+        self.new_irq_dir(d, 51)
+        d.proc.send_signal(signal.SIGHUP)
+        end = time.monotonic() + 10
+        while "IRQ 51 is in /proc/irq but not yet in /proc/interrupts" not in d.logtext() and time.monotonic() < end:
+            time.sleep(0.05)
+        self.assertIn("IRQ 51 is in /proc/irq but not yet in /proc/interrupts", d.logtext())
+        self.assertEqual(d.read("proc/irq/51/smp_affinity_list"), "0-3")
+        # The line comes: the next look (the daemon keeps looking while an IRQ waits) places it.
+        self.interrupts_line(d, 51)
+        self.wait_for(d, "proc/irq/51/smp_affinity_list", housekeeping, timeout=20)
+
+        # The same through SIGHUP alone, once the looks after the event are over.
+        self.new_irq_dir(d, 52)
+        end = time.monotonic() + 20
+        while "still not in /proc/interrupts" not in d.logtext() and time.monotonic() < end:
+            time.sleep(0.1)
+        self.assertIn("still not in /proc/interrupts", d.logtext())
+        self.interrupts_line(d, 52)
+        d.proc.send_signal(signal.SIGHUP)
+        self.wait_for(d, "proc/irq/52/smp_affinity_list", housekeeping)
+
     def test_old_journal_falls_back_to_the_name(self):
         # A journal of the previous version has no "source": the daemon loads the profile by its
         # name from the profile directories, never from "profile_path".

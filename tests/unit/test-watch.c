@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <systemd/sd-event.h>
 #include <time.h>
@@ -15,8 +19,9 @@
 
 /* The Watcher (daemon/watch.c) on knob files in a temporary directory, driven by a real sd-event
  * loop: writes are reported with their knob ids, bursts coalesce into one report, replaced and
- * re-created files are watched again, the journal's directory and the safety timer fire. The
- * netlink sources (uevents, proc connector) need the real kernel and privileges: not here. */
+ * re-created files are watched again, the journal's directory, a directory of objects and the
+ * safety timer fire, and an interface brought up in a network namespace of the test's own is a
+ * device event (root). The proc connector needs the real kernel's tasks: not here. */
 
 #define DEBOUNCE_USEC (30 * 1000ULL)
 
@@ -29,6 +34,8 @@ typedef struct Seen {
         unsigned reports; /* knobs_changed calls */
         char **knobs;     /* every knob id reported, in order, duplicates kept */
         unsigned ticks, journal;
+        unsigned devices;                  /* device_added calls */
+        char *device_action, *device_path; /* the last one's */
 } Seen;
 static Seen seen;
 
@@ -50,8 +57,17 @@ static void on_journal(Watcher *w, void *userdata) {
         seen.journal++;
 }
 
+static void on_device(Watcher *w, const char *action, const char *devpath, void *userdata) {
+        seen.devices++;
+        free(seen.device_action);
+        free(seen.device_path);
+        seen.device_action = strdup(action);
+        seen.device_path = strdup(devpath);
+}
+
 static const WatchCallbacks callbacks = {
         .knobs_changed = on_knobs,
+        .device_added = on_device,
         .tick = on_tick,
         .journal_changed = on_journal,
 };
@@ -138,6 +154,8 @@ static void expect_report(const char *knob, size_t n_knobs) {
 
 static void seen_reset(void) {
         strv_free(seen.knobs);
+        free(seen.device_action);
+        free(seen.device_path);
         seen = (Seen) {};
 }
 
@@ -352,6 +370,56 @@ START_TEST(test_journal_directory) {
 }
 END_TEST
 
+START_TEST(test_objects_directory) {
+        ck_assert_int_eq(watcher_watch_objects(watcher, "proc/irq"), 0);
+        /* A file written in an object's directory is not a new object. */
+        write_value("proc/irq/41/smp_affinity_list", "0-1\n");
+        run_for(3 * DEBOUNCE_USEC);
+        ck_assert_uint_eq(seen.devices, 0);
+
+        /* Three new IRQs made back to back: one call, naming the last. */
+        _cleanup_free_ char *a = path_of("proc/irq/51"), *b = path_of("proc/irq/52"), *c = path_of("proc/irq/53");
+        ck_assert_int_eq(mkdir(a, 0755), 0);
+        ck_assert_int_eq(mkdir(b, 0755), 0);
+        ck_assert_int_eq(mkdir(c, 0755), 0);
+        run_until_more(&seen.devices, 0);
+        ck_assert_uint_eq(seen.devices, 1);
+        ck_assert_str_eq(seen.device_action, "created");
+        ck_assert_str_eq(seen.device_path, "53");
+
+        /* A missing directory. */
+        Watcher *other = NULL;
+        ck_assert_int_ge(watcher_new(event, root, &callbacks, &seen, &other), 0);
+        ck_assert_int_eq(watcher_watch_objects(other, "proc/nowhere"), -ENOENT);
+        watcher_free(other);
+}
+END_TEST
+
+/* An interface brought up: its driver has requested its IRQs. In a network namespace of this
+ * test's own (the test runs in a child process), whose loopback is brought up. */
+START_TEST(test_link_up) {
+        if (unshare(CLONE_NEWNET) < 0) {
+                fprintf(stderr, "test_link_up: not run: cannot make a network namespace (%m); needs root\n");
+                return;
+        }
+        Watcher *w = NULL;
+        ck_assert_int_ge(watcher_new(event, root, &callbacks, &seen, &w), 0);
+        ck_assert_int_eq(watcher_enable_uevents(w), 0);
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        struct ifreq ifr = {};
+        strcpy(ifr.ifr_name, "lo");
+        ck_assert_int_eq(ioctl(fd, SIOCGIFFLAGS, &ifr), 0);
+        ck_assert(!(ifr.ifr_flags & IFF_UP));
+        ifr.ifr_flags |= IFF_UP;
+        ck_assert_int_eq(ioctl(fd, SIOCSIFFLAGS, &ifr), 0);
+        run_until_more(&seen.devices, 0);
+        ck_assert_str_eq(seen.device_action, "up");
+        ck_assert_str_eq(seen.device_path, "ifindex 1");
+        watcher_free(w);
+}
+END_TEST
+
 static Suite *watch_suite(void) {
         Suite *s = suite_create("watch");
         TCase *tc = tcase_create("inotify");
@@ -365,6 +433,8 @@ static Suite *watch_suite(void) {
         tcase_add_test(tc, test_missing_and_replaced_set);
         tcase_add_test(tc, test_timer);
         tcase_add_test(tc, test_journal_directory);
+        tcase_add_test(tc, test_objects_directory);
+        tcase_add_test(tc, test_link_up);
         suite_add_tcase(s, tc);
         return s;
 }
