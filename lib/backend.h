@@ -113,6 +113,12 @@ typedef struct Backend {
         int (*check)(const char *file, json_t *section, const char *pointer, ProfileError *e);
         /* Adds this domain's knobs, with current values, to ctx->plan. */
         int (*plan)(PlanCtx *ctx);
+        /* A knob it writes to several files (a boot argument: every BLS entry): the files the knob
+         * with this id lives in now, root-relative. The knob with .path set to one of them is that
+         * file's alone, for read and write, so that each file's original is journalled and put
+         * back on its own. Returns their number and *ret_paths (a strv, NULL when none); 0: the
+         * knob lives in one place. NULL: always one place. */
+        int (*files)(Root *root, const Knob *k, char ***ret_paths);
         /* Re-reads a knob's current value. Absent (no such file, group or argument) is either
          * 0 with *ret = NULL or -ENOENT: callers treat both alike. */
         int (*read)(Root *root, const Knob *k, char **ret);

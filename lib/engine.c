@@ -136,6 +136,15 @@ static void remove_temporaries(Root *root, const Journal *j, EngineResult *res) 
                 if (k > 0)
                         n += (size_t) k;
         }
+        for (size_t i = 0; i < j->n_originals; i++)
+                for (size_t f = 0; f < j->originals[i].n_files; f++) {
+                        const char *path = j->originals[i].files[f].path;
+                        if (strv_contains(seen, path) || strv_extend(&seen, path) < 0)
+                                continue;
+                        k = root_remove_temporaries(root, path);
+                        if (k > 0)
+                                n += (size_t) k;
+                }
         if (n > 0)
                 note(res, "removed %zu temporary file%s an interrupted run left behind", n, n == 1 ? "" : "s");
 }
@@ -208,6 +217,75 @@ static bool backend_has(const Knob *k, BackendFlags f) {
         return b && (b->flags & f);
 }
 
+/* The files a knob lives in when its backend writes it to several (a boot argument in every BLS
+ * entry): a strv, or NULL when it lives in one place (its own path, or none). */
+static int knob_files(Root *root, const Knob *k, char ***ret) {
+        const Backend *b = backend_for(k->domain);
+        *ret = NULL;
+        if (!b || !b->files || !b->read || k->path)
+                return 0;
+        int r = b->files(root, k, ret);
+        return r < 0 ? r : 0;
+}
+
+/* The value of k in one of its files; absent is NULL. */
+static int read_in_file(Root *root, const Knob *k, const char *path, char **ret) {
+        Knob f = *k;
+        f.path = (char *) path;
+        *ret = NULL;
+        int r = backend_for(k->domain)->read(root, &f, ret);
+        return r == -ENOENT ? 0 : r;
+}
+
+/* The steps that put an original back: one, or for a knob with an original per file, one for each
+ * file that differs from its own. A file rtpart has no original of (a boot entry added since) gets
+ * the knob's original when it holds what rtpart applied (kernel-install copied rtpart's
+ * arguments into it), and is left alone otherwise (it is the user's). Without skip_equal a knob of
+ * one place gets its step even when it holds its original. Returns the number of steps added. */
+static int add_restore_steps(Root *root, Journal *j, const JournalKnob *orig, bool restore, bool skip_equal) {
+        Knob kn = journal_knob(orig);
+        const Backend *b = backend_for(kn.domain);
+        _cleanup_strv_free_ char **files = NULL;
+        int k;
+
+        if (orig->n_files > 0)
+                k = knob_files(root, &kn, &files);
+        else
+                k = 0;
+        if (k < 0)
+                return k;
+        if (orig->n_files == 0 || !files) {
+                _cleanup_free_ char *cur = NULL;
+                if (b && b->read)
+                        (void) b->read(root, &kn, &cur);
+                if (skip_equal && value_equal(kn.kind, cur, orig->value))
+                        return 0;
+                k = journal_add_step(j, &kn, cur, orig->value, restore);
+                return k < 0 ? k : 1;
+        }
+        const JournalKnob *applied = journal_find_applied(j, kn.id);
+        int n = 0;
+        for (char **f = files; *f; f++) {
+                const JournalFile *of = journal_find_original_file(orig, *f);
+                _cleanup_free_ char *cur = NULL;
+                k = read_in_file(root, &kn, *f, &cur);
+                if (k < 0)
+                        return k;
+                const char *want = of ? of->value : orig->value;
+                if (!of && !(applied && value_equal(kn.kind, cur, applied->value)))
+                        continue;
+                if (value_equal(kn.kind, cur, want))
+                        continue;
+                Knob kf = kn;
+                kf.path = *f;
+                k = journal_add_step(j, &kf, cur, want, restore);
+                if (k < 0)
+                        return k;
+                n++;
+        }
+        return n;
+}
+
 /* Why the kernel refused a write, as the journal keeps it for an unmovable knob. */
 static const char *refusal_reason(const Knob *k, const KnobResult *w) {
         const Backend *b = backend_for(k->domain);
@@ -262,6 +340,7 @@ enum {
         PLAN_PICKED = 1 << 0,   /* in the subset to apply */
         PLAN_SKIPPED = 1 << 1,  /* its backend cannot write it here */
         PLAN_CONSUMED = 1 << 2, /* its new applied entry has found its place */
+        PLAN_WRITTEN = 1 << 3,  /* counted as written */
         STEP_SKIPPED = 1 << 0,
         STEP_FORGET = 1 << 1, /* a restored knob: its original goes on commit */
 };
@@ -293,6 +372,19 @@ static int subset_applied(Journal *j, const Plan *plan, const JournalIndex *plan
                 }
         *ret = l;
         *ret_n = n;
+        return 0;
+}
+
+/* Makes room in *l for n elements. */
+static int reserve_sizes(size_t **l, size_t *cap, size_t n) {
+        if (n <= *cap)
+                return 0;
+        size_t c = MAX(n, 2 * *cap);
+        size_t *p = realloc(*l, c * sizeof(size_t));
+        if (!p)
+                return -ENOMEM;
+        *l = p;
+        *cap = c;
         return 0;
 }
 
@@ -340,27 +432,28 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                 if (!orig || journal_index_find(&plan_index, plan->knobs, sizeof(Knob), id) >= 0)
                         continue;
                 Knob kn = journal_knob(orig);
-                const Backend *b = backend_for(kn.domain);
-                _cleanup_free_ char *cur = NULL;
-                if (b && b->read)
-                        (void) b->read(root, &kn, &cur);
-                if (value_equal(kn.kind, cur, orig->value))
-                        continue;
-                if (!cur && backend_has(&kn, BACKEND_OBJECTS_VANISH)) {
-                        /* Gone with its device or thread: nothing left to put back. */
-                        journal_remove_original(j, id);
-                        continue;
+                if (backend_has(&kn, BACKEND_OBJECTS_VANISH)) {
+                        const Backend *b = backend_for(kn.domain);
+                        _cleanup_free_ char *cur = NULL;
+                        if (b->read)
+                                (void) b->read(root, &kn, &cur);
+                        if (!cur && !value_equal(kn.kind, cur, orig->value)) {
+                                /* Gone with its device or thread: nothing left to put back. */
+                                journal_remove_original(j, id);
+                                continue;
+                        }
                 }
-                k = journal_add_step(j, &kn, cur, orig->value, /* restore= */ true);
+                k = add_restore_steps(root, j, orig, /* restore= */ true, /* skip_equal= */ true);
                 if (k < 0)
                         return k;
-                res->restored++;
+                if (k > 0)
+                        res->restored++;
         }
 
-        size_t n_restores = j->transaction.n_steps;
-        step_src = malloc((n_restores + plan->n_knobs + 1) * sizeof(size_t));
-        if (!step_src)
-                return -ENOMEM;
+        size_t n_restores = j->transaction.n_steps, cap_src = 0;
+        k = reserve_sizes(&step_src, &cap_src, n_restores + plan->n_knobs + 1);
+        if (k < 0)
+                return k;
         for (size_t i = 0; i < n_restores; i++)
                 step_src[i] = SIZE_MAX;
         for (size_t i = 0; i < plan->n_knobs; i++) {
@@ -373,14 +466,46 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                 }
                 if (journal_find_unmovable(j, kn->id))
                         continue; /* the kernel said no before; it will again */
-                k = journal_add_step(j, kn, kn->current, kn->desired, /* restore= */ false);
+                _cleanup_strv_free_ char **files = NULL;
+                k = knob_files(root, kn, &files);
                 if (k < 0)
                         return k;
-                step_src[j->transaction.n_steps - 1] = i;
-                if (!journal_find_original(j, kn->id)) {
+                const JournalKnob *orig = journal_find_original(j, kn->id);
+                bool first = !orig;
+                if (first) {
                         if ((k = journal_add_original(j, kn, kn->current)) < 0 ||
                             (k = journal_add_new_original(j, kn->id)) < 0)
                                 return k;
+                        orig = journal_find_original(j, kn->id);
+                }
+                if (!files) {
+                        k = journal_add_step(j, kn, kn->current, kn->desired, /* restore= */ false);
+                        if (k < 0)
+                                return k;
+                        step_src[j->transaction.n_steps - 1] = i;
+                        continue;
+                }
+                /* It lives in several files: each one's own value is its original (recorded for
+                 * a file new since the first apply too, unless the original comes from a journal
+                 * that kept none per file) and the step that changes it. */
+                k = reserve_sizes(&step_src, &cap_src, j->transaction.n_steps + strv_length(files) + plan->n_knobs - i);
+                if (k < 0)
+                        return k;
+                for (char **f = files; *f; f++) {
+                        _cleanup_free_ char *cur = NULL;
+                        k = read_in_file(root, kn, *f, &cur);
+                        if (k < 0)
+                                return k;
+                        if ((first || orig->n_files > 0) && (k = journal_add_original_file(j, kn->id, *f, cur)) < 0)
+                                return k;
+                        if (value_equal(kn->kind, cur, kn->desired))
+                                continue;
+                        Knob kf = *kn;
+                        kf.path = *f;
+                        k = journal_add_step(j, &kf, cur, kn->desired, /* restore= */ false);
+                        if (k < 0)
+                                return k;
+                        step_src[j->transaction.n_steps - 1] = i;
                 }
         }
 
@@ -429,8 +554,11 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                         /* Back at its original and no longer managed: forgotten on commit (a
                          * rollback still needs it). */
                         sflags[i] |= STEP_FORGET;
-                else
+                else if (!(pflags[step_src[i]] & PLAN_WRITTEN)) {
+                        /* A knob of several files is one knob written. */
+                        pflags[step_src[i]] |= PLAN_WRITTEN;
                         res->written++;
+                }
         }
         if (res->written > 0 || res->restored > 0)
                 flush_domains(root, host, touched, res);
@@ -532,6 +660,7 @@ int engine_apply(Root *root, const Host *host, const Resolved *resolved, const P
 int engine_revert(Root *root, const Host *host, EngineResult *res) {
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_free_ char *now = NULL;
+        _cleanup_free_ bool *keep = NULL;
         int k;
 
         k = recover_and_load(root, host, res, &j);
@@ -547,15 +676,13 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
                 const JournalKnob *orig = &j->originals[i];
                 if (orig->removed)
                         continue;
-                Knob kn = journal_knob(orig);
-                const Backend *b = backend_for(kn.domain);
-                _cleanup_free_ char *cur = NULL;
-                if (b && b->read)
-                        (void) b->read(root, &kn, &cur);
-                k = journal_add_step(j, &kn, cur, orig->value, /* restore= */ false);
+                k = add_restore_steps(root, j, orig, /* restore= */ false, /* skip_equal= */ false);
                 if (k < 0)
                         return k;
         }
+        keep = calloc(MAX(j->n_originals, (size_t) 1), sizeof(bool));
+        if (!keep)
+                return -ENOMEM;
 
         bool touched[_DOMAIN_MAX] = {};
         const JournalTransaction *t = &j->transaction;
@@ -569,12 +696,17 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
          * not in the journal (a later revert retries them) and says which. Reverse order: the
          * last knob changed is the first put back. */
         int first_err = 0;
+        const char *counted = NULL; /* a knob of several files counts once */
         for (size_t i = t->n_steps; i-- > 0;) {
                 Knob kn = journal_step_knob(&t->steps[i]);
                 _cleanup_(knob_result_done) KnobResult w = {};
                 (void) write_knob(root, &kn, t->steps[i].after, &w);
+                const JournalKnob *orig = journal_find_original(j, kn.id);
                 if (w.status == KNOB_FAILED) {
-                        res->failed++;
+                        if (orig && !keep[orig - j->originals]) {
+                                keep[orig - j->originals] = true;
+                                res->failed++;
+                        }
                         if (!first_err) {
                                 first_err = w.error;
                                 res->failed_knob = strdup(kn.id);
@@ -584,14 +716,21 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
                         note_not_restored(res, &kn, &w, &res->failed_detail);
                         continue;
                 }
+                if (w.status == KNOB_DONE)
+                        touched[kn.domain] = true;
+                if (streq_ptr(counted, kn.id))
+                        continue;
+                counted = kn.id;
                 if (w.status == KNOB_SKIPPED)
                         res->skipped++;
-                else if (w.status == KNOB_DONE) {
-                        touched[kn.domain] = true;
+                else if (w.status == KNOB_DONE)
                         res->written++;
-                }
-                journal_remove_original(j, kn.id);
         }
+        /* Every original is forgotten but those of knobs it could not restore (all their files:
+         * a later revert writes each one's own value again). */
+        for (size_t i = 0; i < j->n_originals; i++)
+                if (!keep[i])
+                        j->originals[i].removed = true;
         flush_domains(root, host, touched, res);
 
         j->profile = j->profile_path = j->source = j->hash = j->applied_at = NULL;

@@ -319,6 +319,118 @@ class ApplyVerifyRevert(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(h.root, STATE, "state.json")))
 
 
+
+ENTRIES = os.path.join("boot", "loader", "entries")
+OTHER_KVER = "6.1.0-29-rt-amd64"
+
+
+@unittest.skipUnless(have_fixtures(), "fixture hosts missing")
+class BootEntries(unittest.TestCase):
+    """Boot arguments live in every BLS entry: each entry's own arguments come back, byte for byte."""
+
+    def setUp(self):
+        self.hosts = []
+
+    def tearDown(self):
+        for h in self.hosts:
+            h.close()
+
+    def host(self, extra_options="isolcpus=3 mitigations=off", grub=False, kernel_cmdline=False):
+        """epyc (systemd-boot) with a second entry, not the running kernel's, carrying its own arguments."""
+        h = Host("epyc")
+        self.hosts.append(h)
+        d = os.path.join(h.root, ENTRIES)
+        (running,) = os.listdir(d)
+        self.running = os.path.join(ENTRIES, running)
+        kver = h.read("proc/sys/kernel/osrelease").strip()
+        text = h.read(self.running).replace(kver, OTHER_KVER).replace(" ro quiet\n", " ro quiet %s\n" % extra_options)
+        self.other = os.path.join(ENTRIES, running.replace(kver, OTHER_KVER))
+        h.write(self.other, text)
+        if grub:  # Fedora's layout: GRUB reads the BLS entries (blscfg)
+            h.write("etc/default/grub", 'GRUB_CMDLINE_LINUX="rhgb quiet"\nGRUB_ENABLE_BLSCFG=true\n')
+        if kernel_cmdline:
+            h.write("etc/kernel/cmdline", "root=UUID=9b7e3c2a-41d5-4f60-a8e1-6d2c0f9b8a37 ro quiet nosmt\n")
+        return h
+
+    def options(self, h, rel):
+        return [l for l in h.read(rel).splitlines() if l.startswith("options")][0].split()[1:]
+
+    def test_revert_restores_every_entry(self):
+        for layout in ({}, {"grub": True}, {"kernel_cmdline": True}):
+            with self.subTest(**layout):
+                h = self.host(**layout)
+                before = snapshot(h.root)
+                p = h.run("apply", "realtime")
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+                self.assertIn("isolcpus=managed_irq,domain,", " ".join(self.options(h, self.other)))
+                self.assertIn("mitigations=off", self.options(h, self.other))
+                p = h.run("revert")
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+                self.assertEqual(self.options(h, self.other)[-2:], ["isolcpus=3", "mitigations=off"])
+                self.assertEqual(diff(before, snapshot(h.root)), [], "revert did not restore every entry")
+
+    def test_journal_has_each_entry_original(self):
+        h = self.host()
+        self.assertEqual(h.run("apply", "realtime").returncode, 0)
+        o = h.state()["originals"]["boot/isolcpus"]
+        self.assertIsNone(o["value"])  # the running kernel's entry, as plan shows it
+        self.assertEqual(o["files"], {self.running: None, self.other: "3"})
+
+    def test_failed_apply_restores_every_entry(self):
+        h = self.host()
+        # A sysctl the profile writes after the boot arguments fails with EISDIR: the rollback puts
+        # each entry's own value back.
+        target = os.path.join(h.root, "proc/sys/vm/stat_interval")
+        os.unlink(target)
+        os.mkdir(target)
+        before = snapshot(h.root)
+        p = h.run("apply", "realtime")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertEqual(diff(before, snapshot(h.root)), [], "a failed apply changed an entry")
+
+    def test_entry_added_after_apply(self):
+        h = self.host()
+        before = snapshot(h.root)
+        self.assertEqual(h.run("apply", "realtime").returncode, 0)
+        # A kernel installed after apply: kernel-install copies the configured arguments (rtpart's)
+        # into its entry; another entry the user wrote with an isolcpus of their own.
+        inherited = os.path.join(ENTRIES, "new-6.1.0-31-rt-amd64.conf")
+        h.write(inherited, h.read(self.running))
+        own = os.path.join(ENTRIES, "own-6.1.0-31-rt-amd64.conf")
+        h.write(own, "title own\noptions root=/dev/sda1 isolcpus=5\nlinux /vmlinuz\n")
+        p = h.run("revert")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(self.options(h, inherited), self.options(h, self.running))
+        self.assertEqual(h.read(own), "title own\noptions root=/dev/sda1 isolcpus=5\nlinux /vmlinuz\n")
+        os.unlink(os.path.join(h.root, inherited))
+        os.unlink(os.path.join(h.root, own))
+        self.assertEqual(diff(before, snapshot(h.root)), [])
+
+    def test_entry_removed_after_apply(self):
+        h = self.host()
+        before = snapshot(h.root)
+        self.assertEqual(h.run("apply", "realtime").returncode, 0)
+        os.unlink(os.path.join(h.root, self.other))
+        p = h.run("revert")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        del before[self.other]
+        self.assertEqual(diff(before, snapshot(h.root)), [])
+
+    def test_journal_without_entry_originals(self):
+        # A journal written before originals were kept per entry: revert still loads it and writes
+        # the one original to every entry, as rtpart did then.
+        h = self.host()
+        self.assertEqual(h.run("apply", "realtime").returncode, 0)
+        st = h.state()
+        for o in st["originals"].values():
+            o.pop("files", None)
+        h.write(os.path.join(STATE, "state.json"), json.dumps(st))
+        p = h.run("revert")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(self.options(h, self.other)[-1:], ["mitigations=off"])
+        self.assertNotIn("isolcpus", h.read(self.running))
+
+
 if __name__ == "__main__":
     result = unittest.main(verbosity=2, exit=False).result
     if not result.wasSuccessful():
