@@ -687,5 +687,6 @@ const Backend backend_boot = {
         .flags = BACKEND_REBOOT_ONLY,
         .running = boot_running,
         .heading = boot_heading,
+        .knob_noun = "boot argument",
         .watch = knob_watch_none, /* bootloader files: verified at start and by the timer */
 };

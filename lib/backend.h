@@ -141,6 +141,9 @@ typedef struct Backend {
          * timer or the proc connector sees it). Returns their number and *ret_paths (a strv, NULL
          * when there are none). */
         int (*watch)(const Knob *k, char ***ret_paths);
+        /* One of its knobs, in counts for people ("13 boot arguments"; the plural adds an "s").
+         * NULL: "NAME knob". */
+        const char *knob_noun;
         /* What a plan shows above this domain's knobs, from the plan document's "host" object
          * ({"bootloader": …, "cgroup": …, "systemd": …}); a new string. NULL: the name. */
         char *(*heading)(json_t *host);
@@ -154,6 +157,11 @@ const Backend *backend_for(Domain d);
 const Backend * const *backend_table(size_t *ret_n);
 const char *domain_to_string(Domain d);
 Domain domain_from_string(const char *s);
+/* The domain of a knob id: its first component ("module/kvm/halt_poll_ns" → module). */
+Domain knob_id_domain(const char *id);
+/* Counts of knobs by domain, as people read them: "11 boot arguments and 2 module parameters"
+ * (domains in table order, by their knob_noun); "" when all are 0; NULL on OOM. */
+char *knob_count_phrase(const size_t counts[_DOMAIN_MAX]);
 
 /* ---- helpers for backends ---- */
 

@@ -375,6 +375,38 @@ static int subset_applied(Journal *j, const Plan *plan, const JournalIndex *plan
         return 0;
 }
 
+/* The note on the knobs apply could not write: how many of each domain, and why (the backend's
+ * reason, else that it cannot write them on this root). */
+static void note_skipped(Root *root, const JournalTransaction *t, const uint8_t *sflags, const char * const *reason,
+                         EngineResult *res) {
+        _cleanup_free_ bool *said = calloc(MAX(t->n_steps, (size_t) 1), sizeof(bool));
+        StrBuf b = {};
+        if (!said)
+                return;
+        for (size_t i = 0; i < t->n_steps; i++) {
+                if (!(sflags[i] & STEP_SKIPPED) || said[i])
+                        continue;
+                Domain d = t->steps[i].domain;
+                size_t n = 0;
+                for (size_t k = i; k < t->n_steps; k++)
+                        if ((sflags[k] & STEP_SKIPPED) && !said[k] && t->steps[k].domain == d &&
+                            streq_ptr(reason[k], reason[i])) {
+                                said[k] = true;
+                                n++;
+                        }
+                size_t counts[_DOMAIN_MAX] = {};
+                counts[d] = n;
+                _cleanup_free_ char *what = knob_count_phrase(counts);
+                strbuf_appendf(&b, "%s%s (%s)", b.len ? ", " : "", strempty(what),
+                               reason[i]                      ? reason[i]
+                                       : root_is_system(root) ? "its backend cannot write them on this host"
+                                                              : "its backend cannot write them under --root");
+        }
+        _cleanup_free_ char *list = strbuf_steal(&b);
+        note(res, "%zu knob%s left as they are and not recorded as applied: %s", res->skipped,
+             res->skipped == 1 ? "" : "s", strempty(list));
+}
+
 /* Makes room in *l for n elements. */
 static int reserve_sizes(size_t **l, size_t *cap, size_t n) {
         if (n <= *cap)
@@ -395,6 +427,7 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_(journal_index_done) JournalIndex plan_index = {};
         _cleanup_free_ uint8_t *pflags = NULL, *sflags = NULL;
+        _cleanup_free_ const char **skip_reason = NULL; /* the journal's strings */
         _cleanup_free_ size_t *step_src = NULL;
         _cleanup_free_ JournalKnob *fresh = NULL;
         _cleanup_free_ bool *dropped = NULL;
@@ -520,7 +553,8 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
 
         /* 3. Write. */
         sflags = calloc(MAX(t->n_steps, (size_t) 1), sizeof(uint8_t));
-        if (!sflags)
+        skip_reason = calloc(MAX(t->n_steps, (size_t) 1), sizeof(char *));
+        if (!sflags || !skip_reason)
                 return -ENOMEM;
         for (size_t i = 0; i < t->n_steps; i++) {
                 const JournalStep *s = &t->steps[i];
@@ -537,6 +571,10 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                 if (w.status == KNOB_SKIPPED) {
                         /* Not written, so not owned: no original to keep, nothing to verify. */
                         sflags[i] |= STEP_SKIPPED;
+                        _cleanup_free_ char *why = take_reason(&w);
+                        k = journal_strdup(j, why, &skip_reason[i]);
+                        if (k < 0)
+                                return k;
                         if (step_src[i] != SIZE_MAX)
                                 pflags[step_src[i]] |= PLAN_SKIPPED;
                         res->skipped++;
@@ -562,22 +600,8 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
         }
         if (res->written > 0 || res->restored > 0)
                 flush_domains(root, host, touched, res);
-        if (res->skipped > 0) {
-                StrBuf b = {};
-                bool seen[_DOMAIN_MAX] = {};
-                for (size_t i = 0; i < t->n_steps; i++) {
-                        Domain d = t->steps[i].domain;
-                        if (!(sflags[i] & STEP_SKIPPED) || seen[d])
-                                continue;
-                        seen[d] = true;
-                        strbuf_appendf(&b, "%s%s", b.len ? ", " : "", domain_to_string(d));
-                }
-                _cleanup_free_ char *list = strbuf_steal(&b);
-                note(res,
-                     "%zu knob%s left as they are and not recorded as applied (%s): their backend cannot write them %s",
-                     res->skipped, res->skipped == 1 ? "" : "s", strempty(list),
-                     root_is_system(root) ? "on this host" : "under --root (thread scheduling needs the real host)");
-        }
+        if (res->skipped > 0)
+                note_skipped(root, t, sflags, skip_reason, res);
 
         /* 4. Commit: the profile, what it wants of every knob, and no open transaction. */
         for (size_t i = 0; i < t->n_steps; i++)

@@ -431,6 +431,48 @@ class BootEntries(unittest.TestCase):
         self.assertNotIn("isolcpus", h.read(self.running))
 
 
+
+@unittest.skipUnless(have_fixtures(), "fixture hosts missing")
+class Messages(unittest.TestCase):
+    """What apply and status say names what they count (issue 11.10)."""
+
+    def setUp(self):
+        self.h = Host("intel-2s")
+
+    def tearDown(self):
+        self.h.close()
+
+    def test_reboot_names_boot_arguments_and_module_parameters(self):
+        # realtime-virtual-host sets 11 kernel arguments and 2 KVM module parameters that this
+        # host's kernel takes only at load (read-only in sysfs).
+        p = self.h.run("apply", "realtime-virtual-host")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("A reboot is needed for 11 boot arguments and 2 module parameters to take effect.\n", p.stdout)
+        p = self.h.run("status")
+        self.assertIn("Reboot:      needed for 11 boot arguments and 2 module parameters\n", p.stdout)
+        p = self.h.run("status", json_out=True)
+        self.assertEqual(len(json.loads(p.stdout)["reboot_pending"]), 13)
+        p = self.h.run("apply", "realtime-virtual-host", json_out=True)
+        self.assertEqual(json.loads(p.stdout)["reboot_knobs"], [])
+
+    def test_skipped_knobs_say_why_each(self):
+        p = self.h.run("apply", "realtime-virtual-host")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        note = [l for l in p.stdout.splitlines() if "not recorded as applied" in l]
+        self.assertEqual(len(note), 1, p.stdout)
+        self.assertRegex(note[0], r"\d+ kthread knobs \(thread scheduling needs the real host\)")
+        self.assertIn("1 cpu knob (this kernel has no /dev/cpu_dma_latency (CONFIG_CPU_IDLE off))", note[0])
+
+    def test_pm_qos_needs_rtpartd(self):
+        # With the device there, rtpartctl on its own still holds no PM QoS request: it would end
+        # with the process.
+        self.h.write("dev/cpu_dma_latency", "2000000000\n")
+        p = self.h.run("apply", "realtime-virtual-host")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("1 cpu knob (a PM QoS request (cpu/pm_qos) lasts only while a process holds it open: "
+                      "rtpartd holds it, so apply through rtpartd)", p.stdout)
+
+
 if __name__ == "__main__":
     result = unittest.main(verbosity=2, exit=False).result
     if not result.wasSuccessful():
