@@ -183,6 +183,16 @@ START_TEST(test_include_errors) {
         ck_assert_msg(strstr(err, "include cycle") && strstr(err, "cyc-a.json -> ") && strstr(err, "/include/0"), "%s",
                       err);
 
+        /* Includes by "./" paths are named as the files they are (issue 11.10: "././c2.json"). */
+        _cleanup_free_ char *c = test_profile(prof_dir, "cyc-c", "{\"include\": \"./cyc-d.json\"}");
+        _cleanup_free_ char *d = test_profile(prof_dir, "cyc-d", "{\"include\": \".//cyc-c.json\"}");
+        _cleanup_free_ char *chain = NULL;
+        ck_assert_int_ge(asprintf(&chain, "include cycle: %s -> %s -> %s;", c, d, c), 0);
+        free(err);
+        err = NULL;
+        ck_assert_int_eq(test_resolve(root, host, c, &p, &r, &err), -EINVAL);
+        ck_assert_msg(strstr(err, chain) && !strstr(err, "/./") && !strstr(err, "//"), "%s", err);
+
         /* An error in an included file names that file, not the including one. */
         _cleanup_free_ char *base = test_profile(prof_dir, "base-bad", "{\"irq\": {\"affinity\": \"99\"}}");
         _cleanup_free_ char *top = test_profile(prof_dir, "top", "{\"include\": \"base-bad.json\", \"sysctl\": {}}");
