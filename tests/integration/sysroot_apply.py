@@ -369,6 +369,17 @@ class BootEntries(unittest.TestCase):
                 self.assertEqual(self.options(h, self.other)[-2:], ["isolcpus=3", "mitigations=off"])
                 self.assertEqual(diff(before, snapshot(h.root)), [], "revert did not restore every entry")
 
+    def test_switch_profiles_restores_each_entry(self):
+        # cpu-partitioning sets no isolcpus: switching to it gives each entry its own back.
+        h = self.host()
+        before = snapshot(h.root)
+        self.assertEqual(h.run("apply", "realtime-virtual-host").returncode, 0)
+        self.assertEqual(h.run("apply", "cpu-partitioning").returncode, 0)
+        self.assertIn("isolcpus=3", self.options(h, self.other))
+        self.assertNotIn("isolcpus", h.read(self.running))
+        self.assertEqual(h.run("revert").returncode, 0)
+        self.assertEqual(diff(before, snapshot(h.root)), [])
+
     def test_journal_has_each_entry_original(self):
         h = self.host()
         self.assertEqual(h.run("apply", "realtime").returncode, 0)
