@@ -453,6 +453,29 @@ class Messages(unittest.TestCase):
     def tearDown(self):
         self.h.close()
 
+    def test_immutable_state_dir_is_not_called_a_lack_of_root(self):
+        # Issue 11.9: root was told "run as root" when the state directory refused it.
+        if os.geteuid() != 0:
+            self.skipTest("needs root (chattr)")
+        tmp = tempfile.mkdtemp(prefix="rtpart-it-", dir="/var/tmp")
+        root = os.path.join(tmp, "root")
+        state = os.path.join(root, STATE)
+        try:
+            shutil.copytree(self.h.root, root, symlinks=True)
+            p = subprocess.run([CTL, "--root", root, "apply", "realtime"], env=dict(os.environ, RTPART_TEST_CRASH_AFTER="3"),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+            self.assertEqual(p.returncode, -9, p.stderr)
+            if subprocess.run(["chattr", "+i", state], stderr=subprocess.DEVNULL).returncode != 0:
+                self.skipTest("chattr +i does not work on /var/tmp here")
+            p = subprocess.run([CTL, "--root", root, "status"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, timeout=300)
+            self.assertIn("could not be rolled back: Operation not permitted (even root may not write the state "
+                          "directory: check its permissions, attributes and mount)", p.stderr)
+            self.assertNotIn("run as root", p.stderr)
+        finally:
+            subprocess.run(["chattr", "-i", state], stderr=subprocess.DEVNULL)
+            shutil.rmtree(tmp, ignore_errors=True)
+
     def test_reboot_names_boot_arguments_and_module_parameters(self):
         # realtime-virtual-host sets 11 kernel arguments and 2 KVM module parameters that this
         # host's kernel takes only at load (read-only in sysfs).
