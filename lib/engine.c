@@ -520,7 +520,10 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                 }
                 /* It lives in several files: each one's own value is its original (recorded for
                  * a file new since the first apply too, unless the original comes from a journal
-                 * that kept none per file) and the step that changes it. */
+                 * that kept none per file) and the step that changes it. A new file that holds
+                 * what rtpart applied got it from rtpart (kernel-install copies the configured
+                 * arguments): its original is the knob's. */
+                const JournalKnob *was = first ? NULL : journal_find_applied(j, kn->id);
                 k = reserve_sizes(&step_src, &cap_src, j->transaction.n_steps + strv_length(files) + plan->n_knobs - i);
                 if (k < 0)
                         return k;
@@ -529,7 +532,9 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                         k = read_in_file(root, kn, *f, &cur);
                         if (k < 0)
                                 return k;
-                        if ((first || orig->n_files > 0) && (k = journal_add_original_file(j, kn->id, *f, cur)) < 0)
+                        const char *original = was && value_equal(kn->kind, cur, was->value) ? orig->value : cur;
+                        if ((first || orig->n_files > 0) &&
+                            (k = journal_add_original_file(j, kn->id, *f, original)) < 0)
                                 return k;
                         if (value_equal(kn->kind, cur, kn->desired))
                                 continue;

@@ -29,8 +29,9 @@
  *
  * "files" is { PATH: VALUE } for a knob its backend writes to several files (a boot argument in
  * every BLS entry, and in /etc/kernel/cmdline): the value each file had, recorded when rtpart
- * first wrote the knob (and for a file that appeared since, when it first wrote that one), "value"
- * staying the one the plan showed. Revert and rollback write each file's own value back; steps
+ * first wrote the knob (and for a file that appeared since, when it first wrote that one: its
+ * value, or "value" when it holds what rtpart applied, copied from rtpart's), "value" staying the
+ * one the plan showed. Revert and rollback write each file's own value back; steps
  * then carry the file as their "path". An original without "files" (a journal written before
  * they were kept) has its one value written to every file, as then.
  *

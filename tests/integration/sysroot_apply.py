@@ -417,6 +417,27 @@ class BootEntries(unittest.TestCase):
         os.unlink(os.path.join(h.root, own))
         self.assertEqual(diff(before, snapshot(h.root)), [])
 
+    def test_entry_added_then_another_apply(self):
+        # The entry of a kernel installed after the first apply holds rtpart's value; a second apply
+        # that changes the argument records the entry's original as the running entry's, not as
+        # rtpart's first value.
+        h = self.host()
+        profiles = {}
+        for name, value in (("p1", "5"), ("p2", "6")):
+            profiles[name] = os.path.join(h.tmp, name + ".json")
+            with open(profiles[name], "w") as f:
+                json.dump({"boot": {"args": {"isolcpus": value}}}, f)
+        self.assertEqual(h.run("apply", profiles["p1"]).returncode, 0)
+        inherited = os.path.join(ENTRIES, "new-6.1.0-31-rt-amd64.conf")
+        h.write(inherited, h.read(self.running))
+        self.assertIn("isolcpus=5", self.options(h, inherited))
+        self.assertEqual(h.run("apply", profiles["p2"]).returncode, 0)
+        self.assertIn("isolcpus=6", self.options(h, inherited))
+        self.assertEqual(h.state()["originals"]["boot/isolcpus"]["files"][inherited], None)
+        self.assertEqual(h.run("revert").returncode, 0)
+        self.assertNotIn("isolcpus", h.read(inherited))
+        self.assertEqual(self.options(h, self.other)[-2:], ["isolcpus=3", "mitigations=off"])
+
     def test_entry_removed_after_apply(self):
         h = self.host()
         before = snapshot(h.root)
