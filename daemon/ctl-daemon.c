@@ -54,7 +54,7 @@ static const char *profile_arg_send(const ProfileArg *a) {
 }
 
 /* rtpartd names the files of a relative path as absolute ones; put them back as the user gave
- * them, as rtpartctl itself names them ("lab.json", "./base.json" for a file it includes). */
+ * them, as rtpartctl itself names them ("lab.json", "base.json" for a file it includes). */
 static char *profile_arg_message(const ProfileArg *a, const char *msg) {
         size_t n;
         char *out;
@@ -66,7 +66,7 @@ static char *profile_arg_message(const ProfileArg *a, const char *msg) {
                         return asprintf(&out, "%s%s", a->given, msg + n) < 0 ? NULL : out;
                 n = strlen(a->cwd);
                 if (strncmp(msg, a->cwd, n) == 0 && msg[n] == '/')
-                        return asprintf(&out, "%s%s", strchr(a->given, '/') ? "" : "./", msg + n + 1) < 0 ? NULL : out;
+                        return strdup(msg + n + 1);
         }
         return strdup(msg);
 }

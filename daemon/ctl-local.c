@@ -66,6 +66,18 @@ int ctl_prepare_failure(Root *root, PrepareError *pe, int r) {
         return r;
 }
 
+/* Why the state directory could not be locked or written (r: the negative errno), for the end of a
+ * message: a user without the rights, or a state directory no one may write. "" if nothing to add. */
+static const char *state_dir_hint(int r) {
+        if (r == -EROFS)
+                return " (the state directory is on a read-only filesystem; rtpart keeps its journal there)";
+        if ((r == -EACCES || r == -EPERM) && geteuid() != 0)
+                return " (changing the host needs root)";
+        if (r == -EACCES || r == -EPERM)
+                return " (even root may not write the state directory: check its permissions, attributes and mount)";
+        return "";
+}
+
 int ctl_take_lock(Root *root, int *ret_fd) {
         int fd = engine_lock(root, /* wait= */ false);
         if (fd == -EWOULDBLOCK) {
@@ -76,16 +88,7 @@ int ctl_take_lock(Root *root, int *ret_fd) {
                 const char *dir;
                 Root *sr = journal_root(root, &dir);
                 _cleanup_free_ char *p = root_display_path(sr, dir);
-                /* Say why: a user without the rights, or a state directory no one may write. */
-                const char *why = "";
-                if (fd == -EROFS)
-                        why = " (the state directory is on a read-only filesystem; rtpart keeps its journal there)";
-                else if ((fd == -EACCES || fd == -EPERM) && geteuid() != 0)
-                        why = " (changing the host needs root)";
-                else if (fd == -EACCES || fd == -EPERM)
-                        why = " (even root may not write the state directory: check its permissions, attributes and "
-                              "mount)";
-                return log_error_errno(fd, "cannot lock %s: %m%s", strempty(p), why);
+                return log_error_errno(fd, "cannot lock %s: %m%s", strempty(p), state_dir_hint(fd));
         }
         *ret_fd = fd;
         return 0;
@@ -102,7 +105,7 @@ void ctl_recover(Root *root) {
                 r = engine_recover(root, host, &er);
         if (r < 0)
                 log_error("the journal holds an interrupted transaction that could not be rolled back: %s%s",
-                          strerror(-r), r == -EACCES || r == -EPERM ? " (run as root)" : "");
+                          strerror(-r), state_dir_hint(r));
         else
                 for (char **n = er.notes; n && *n; n++)
                         log_info("%s", *n);

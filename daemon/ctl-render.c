@@ -9,6 +9,7 @@
 #include "backend.h"
 #include "config.h"
 #include "ctl.h"
+#include "document.h"
 
 /* The documents printed: as JSON (--json), or as text for people. Each renderer takes the
  * document as daemon/document.c builds it, whether rtpartd or rtpartctl made it. */
@@ -160,8 +161,13 @@ int render_apply(json_t *doc) {
                         printf(", %zu not writable here", skipped);
                 printf(".\n");
         }
-        if (reboot)
-                printf("A reboot is needed for %zu boot argument%s to take effect.\n", reboot, reboot == 1 ? "" : "s");
+        if (reboot) {
+                _cleanup_free_ char *what = document_reboot_phrase(json_object_get(doc, "reboot_knobs"));
+                if (what && *what)
+                        printf("A reboot is needed for %s to take effect.\n", what);
+                else
+                        printf("A reboot is needed for %zu knob%s to take effect.\n", reboot, reboot == 1 ? "" : "s");
+        }
         print_notes(json_object_get(doc, "notes"), stdout);
         return flushed();
 }
@@ -266,7 +272,11 @@ int render_status(json_t *doc) {
         else
                 printf("Profile:     none applied\n");
         printf("Knobs:       %zu owned, %zu drifted\n", jsize(doc, "knobs"), jsize(doc, "drift"));
-        printf("Reboot:      %s\n", jtrue(doc, "reboot_required") ? "needed for boot arguments" : "not needed");
+        if (jtrue(doc, "reboot_required")) {
+                _cleanup_free_ char *what = document_reboot_phrase(json_object_get(doc, "reboot_pending"));
+                printf("Reboot:      needed%s%s\n", what && *what ? " for " : "", what && *what ? what : "");
+        } else
+                printf("Reboot:      not needed\n");
         printf("Originals:   %zu values journalled for revert\n", jsize(doc, "originals"));
         if (json_array_size(unmovable) > 0) {
                 printf("Unmovable:   %zu (the kernel keeps these where they are):\n", json_array_size(unmovable));

@@ -56,14 +56,32 @@ json_t *document_plan(const Plan *plan, const Host *host) {
 
 json_t *document_apply(const Plan *plan, const EngineResult *er) {
         size_t reboot = 0;
-        for (size_t i = 0; i < plan->n_knobs; i++)
-                if (plan->knobs[i].changed && plan->knobs[i].reboot)
+        json_t *ids = json_array();
+        for (size_t i = 0; ids && i < plan->n_knobs; i++)
+                if (plan->knobs[i].changed && plan->knobs[i].reboot) {
                         reboot++;
-        return json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:b, s:o}", "ok", 1, "profile", plan->profile,
-                         "changed", (json_int_t) er->written, "unchanged", (json_int_t) er->unchanged, "unmovable",
-                         (json_int_t) er->refused, "skipped", (json_int_t) er->skipped, "restored",
+                        if (json_array_append_new(ids, json_string(plan->knobs[i].id)) < 0) {
+                                json_decref(ids);
+                                ids = NULL;
+                        }
+                }
+        return json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:o, s:b, s:o}", "ok", 1, "profile",
+                         plan->profile, "changed", (json_int_t) er->written, "unchanged", (json_int_t) er->unchanged,
+                         "unmovable", (json_int_t) er->refused, "skipped", (json_int_t) er->skipped, "restored",
                          (json_int_t) er->restored, "reboot_required", reboot > 0, "reboot_changes",
-                         (json_int_t) reboot, "recovered", er->recovered, "notes", document_strv(er->notes));
+                         (json_int_t) reboot, "reboot_knobs", ids, "recovered", er->recovered, "notes",
+                         document_strv(er->notes));
+}
+
+char *document_reboot_phrase(json_t *ids) {
+        size_t counts[_DOMAIN_MAX] = {}, i;
+        json_t *e;
+        json_array_foreach (ids, i, e) {
+                Domain d = knob_id_domain(strempty(json_string_value(e)));
+                if (d >= 0)
+                        counts[d]++;
+        }
+        return knob_count_phrase(counts);
 }
 
 static json_t *error_entry(const EngineResult *er, int r) {
@@ -105,9 +123,10 @@ json_t *document_verify(const VerifyResult *v) {
 }
 
 json_t *document_status(const VerifyResult *v, const Journal *j) {
-        return json_pack("{s:s?, s:s?, s:I, s:I, s:b, s:o, s:I, s:o, s:b}", "profile", v->profile, "applied_at",
+        return json_pack("{s:s?, s:s?, s:I, s:I, s:b, s:o, s:o, s:I, s:o, s:b}", "profile", v->profile, "applied_at",
                          v->applied_at, "knobs", (json_int_t) v->checked, "drift", (json_int_t) v->n_drift,
-                         "reboot_required", strv_length(v->reboot_pending) > 0, "unmovable",
-                         document_strv(v->unmovable), "originals", (json_int_t) journal_count_originals(j),
-                         "last_error", journal_last_error_to_json(j), "transaction_open", v->transaction_open);
+                         "reboot_required", strv_length(v->reboot_pending) > 0, "reboot_pending",
+                         document_strv(v->reboot_pending), "unmovable", document_strv(v->unmovable), "originals",
+                         (json_int_t) journal_count_originals(j), "last_error", journal_last_error_to_json(j),
+                         "transaction_open", v->transaction_open);
 }

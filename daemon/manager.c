@@ -789,9 +789,10 @@ static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *
                 return r;
         }
         json_t *doc = document_apply(p.plan, &er);
-        bool reboot = json_is_true(json_object_get(doc, "reboot_required"));
-        log_info("Applied %s: %zu knob%s changed, %zu already as desired%s", p.plan->profile, er.written,
-                 er.written == 1 ? "" : "s", er.unchanged, reboot ? "; a reboot is needed for boot arguments" : "");
+        _cleanup_free_ char *reboot = document_reboot_phrase(json_object_get(doc, "reboot_knobs"));
+        log_info("Applied %s: %zu knob%s changed, %zu already as desired%s%s", p.plan->profile, er.written,
+                 er.written == 1 ? "" : "s", er.unchanged, reboot && *reboot ? "; a reboot is needed for " : "",
+                 reboot && *reboot ? reboot : "");
         for (char **n = er.notes; n && *n; n++)
                 log_info("  %s", *n);
 

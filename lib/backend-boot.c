@@ -25,9 +25,13 @@ static const SchemaField boot_section = { "boot", &boot_schema };
  *                   it restates GRUB_CMDLINE_LINUX (and _DEFAULT when an argument must go away)
  *                   fully expanded, then update-grub regenerates grub.cfg;
  *   bls:            the "options" line of every boot/loader/entries/ *.conf;
- *   kernel-install: etc/kernel/cmdline, and the options of existing BLS entries. */
+ *   kernel-install: etc/kernel/cmdline, and the options of existing BLS entries.
+ * The plan shows the running kernel's entry (or etc/kernel/cmdline); the files verb names every file
+ * an argument lives in, so that the engine journals and restores each file's own value (a knob
+ * with .path set is that file's alone). */
 
 #define GRUB_DROPIN "etc/default/grub.d/rtpart.cfg"
+#define KERNEL_CMDLINE "etc/kernel/cmdline"
 
 /* ---- command lines as ordered argument lists ---- */
 
@@ -259,24 +263,26 @@ static bool is_options_line(const char *line) {
         return startswith(line, "options") && (line[7] == ' ' || line[7] == '\t');
 }
 
-/* The arguments of a file: the options line of an entry, or the first line of a one-line file
- * (NULL on OOM). */
-static char **file_args(const char *text, bool whole_file) {
-        _cleanup_free_ char *copy = strdup(text);
-        const char *args = "";
-        char **l = NULL;
-        if (!copy)
-                return NULL;
-        for (char *line = copy, *next; line && *line; line = next) {
+/* The arguments in a file's text, which is cut at the end of their line: the options line of an
+ * entry, or the first line of a one-line file; "" when there are none. */
+static const char *text_options(char *text, bool whole_file) {
+        for (char *line = text, *next; line && *line; line = next) {
                 next = strchr(line, '\n');
                 if (next)
                         *next++ = 0;
-                if (whole_file || is_options_line(line)) {
-                        args = whole_file ? line : line + 8;
-                        break;
-                }
+                if (whole_file || is_options_line(line))
+                        return whole_file ? line : line + 8;
         }
-        return cmdline_split(args, &l) < 0 ? NULL : l;
+        return "";
+}
+
+/* The arguments of a file, as a list (NULL on OOM). */
+static char **file_args(const char *text, bool whole_file) {
+        _cleanup_free_ char *copy = strdup(text);
+        char **l = NULL;
+        if (!copy)
+                return NULL;
+        return cmdline_split(text_options(copy, whole_file), &l) < 0 ? NULL : l;
 }
 
 static bool same_args(char **a, char **b) {
@@ -381,6 +387,43 @@ static int edit_options_file(Root *root, const char *path, bool whole_file, cons
         return root_write_file_atomic(root, path, out, strlen(out), mode);
 }
 
+/* The files boot arguments live in, for the engine to journal each one's originals: /etc/kernel/cmdline
+ * and every BLS entry, or the entries alone. GRUB's are one place: the drop-in, restated over
+ * /etc/default/grub, which it never edits. */
+static int boot_files(Root *root, const Knob *k, char ***ret_paths) {
+        _cleanup_strv_free_ char **l = NULL, **entries = NULL;
+        int r;
+
+        *ret_paths = NULL;
+        switch (host_detect_bootloader(root)) {
+        case BOOTLOADER_KERNEL_CMDLINE:
+                if (strv_extend(&l, KERNEL_CMDLINE) < 0)
+                        return -ENOMEM;
+                _fallthrough_;
+        case BOOTLOADER_BLS:
+                r = bls_entries(root, &entries);
+                if (r < 0)
+                        return r;
+                for (char **e = entries; e && *e; e++)
+                        if (strv_extend(&l, *e) < 0)
+                                return -ENOMEM;
+                break;
+        default:
+                return 0;
+        }
+        size_t n = strv_length(l);
+        *ret_paths = TAKE_PTR(l);
+        return (int) n;
+}
+
+/* Whether path is one of the files boot arguments live in now (a knob's path comes from the
+ * journal: nothing else is read or written through it). */
+static int boot_file_known(Root *root, const char *path) {
+        _cleanup_strv_free_ char **l = NULL;
+        int r = boot_files(root, NULL, &l);
+        return r < 0 ? r : strv_contains(l, path);
+}
+
 static int bls_configured(Root *root, char **ret) {
         _cleanup_strv_free_ char **entries = NULL;
         _cleanup_free_ char *release = NULL;
@@ -419,7 +462,7 @@ static int configured_cmdline(Root *root, char **ret) {
         case BOOTLOADER_BLS:
                 return bls_configured(root, ret);
         case BOOTLOADER_KERNEL_CMDLINE:
-                return root_read_line(root, "etc/kernel/cmdline", ret);
+                return root_read_line(root, KERNEL_CMDLINE, ret);
         default:
                 return -ENOENT;
         }
@@ -496,7 +539,18 @@ static int boot_plan(PlanCtx *ctx) {
 
 static int boot_read(Root *root, const Knob *k, char **ret) {
         _cleanup_free_ char *cmdline = NULL;
-        int r = configured_cmdline(root, &cmdline);
+        int r;
+        if (k->path) {
+                /* One file's own value (boot_files()). */
+                r = boot_file_known(root, k->path);
+                if (r <= 0)
+                        return r < 0 ? r : -ENOENT;
+                r = root_read_file(root, k->path, &cmdline, NULL);
+                if (r < 0)
+                        return r;
+                return cmdline_get(text_options(cmdline, streq(k->path, KERNEL_CMDLINE)), k->id + strlen("boot/"), ret);
+        }
+        r = configured_cmdline(root, &cmdline);
         if (r < 0)
                 return r;
         return cmdline_get(cmdline, k->id + strlen("boot/"), ret);
@@ -513,11 +567,18 @@ static int boot_write_args(Root *root, const Knob *k, const char *value) {
         if (!bootarg_name_valid(key) || bootarg_has_control(value))
                 return -EINVAL;
 
+        if (k->path) {
+                /* One file (boot_files()): an entry removed since has nothing left to put back. */
+                r = boot_file_known(root, k->path);
+                if (r <= 0)
+                        return r;
+                return edit_options_file(root, k->path, streq(k->path, KERNEL_CMDLINE), key, value);
+        }
         switch (host_detect_bootloader(root)) {
         case BOOTLOADER_GRUB:
                 return grub_write(root, key, value);
         case BOOTLOADER_KERNEL_CMDLINE:
-                r = edit_options_file(root, "etc/kernel/cmdline", true, key, value);
+                r = edit_options_file(root, KERNEL_CMDLINE, true, key, value);
                 if (r < 0)
                         return r;
                 _fallthrough_;
@@ -619,11 +680,13 @@ const Backend backend_boot = {
         .schema = &boot_section,
         .check = boot_check,
         .plan = boot_plan,
+        .files = boot_files,
         .read = boot_read,
         .write = boot_write,
         .flush = boot_flush,
         .flags = BACKEND_REBOOT_ONLY,
         .running = boot_running,
         .heading = boot_heading,
+        .knob_noun = "boot argument",
         .watch = knob_watch_none, /* bootloader files: verified at start and by the timer */
 };

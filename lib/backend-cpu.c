@@ -476,14 +476,28 @@ static int parse_us(const char *s, int32_t *ret) {
 }
 
 /* See pm-qos.h for what each value does. */
-static int pm_qos_write(Root *root, const Knob *k, const char *value) {
+static int pm_qos_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
         int32_t us;
         int r;
 
-        if (!holder.enabled)
-                return KNOB_SKIPPED; /* rtpartctl: the request would die with this process */
-        if (!root_can(root, ROOT_CAN_HOLD_PM_QOS))
-                return KNOB_SKIPPED; /* a tree: no kernel to hold a request with */
+        if (!root_can(root, ROOT_CAN_HOLD_PM_QOS)) {
+                /* a tree: no kernel to hold a request with */
+                knob_result_reason(ret,
+                                   "a PM QoS request (cpu/pm_qos) is held open on the running system's "
+                                   "/dev/cpu_dma_latency, by rtpartd");
+                return KNOB_SKIPPED;
+        }
+        if (!root_exists(root, k->path ? k->path : "dev/cpu_dma_latency")) {
+                knob_result_reason(ret, "this kernel has no /dev/cpu_dma_latency (CONFIG_CPU_IDLE off)");
+                return KNOB_SKIPPED;
+        }
+        if (!holder.enabled) {
+                /* rtpartctl: the request would die with this process */
+                knob_result_reason(ret,
+                                   "a PM QoS request (cpu/pm_qos) lasts only while a process holds it open: "
+                                   "rtpartd holds it, so apply through rtpartd");
+                return KNOB_SKIPPED;
+        }
         if (!value) {
                 cpu_pm_qos_release();
                 return 0;
@@ -502,20 +516,24 @@ static int pm_qos_write(Root *root, const Knob *k, const char *value) {
                         return 0; /* another holder asks for exactly this */
         }
         r = cpu_pm_qos_hold(root, us);
-        if (r == -ENOENT)
-                return KNOB_SKIPPED; /* no /dev/cpu_dma_latency (CONFIG_CPU_IDLE off) */
+        if (r == -ENOENT) {
+                knob_result_reason(ret, "this kernel has no /dev/cpu_dma_latency (CONFIG_CPU_IDLE off)");
+                return KNOB_SKIPPED;
+        }
         return r;
 }
 
 static int cpu_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
         *ret = (KnobResult) {};
         if (streq(k->id, "cpu/pm_qos"))
-                return knob_result_finish(ret, pm_qos_write(root, k, value));
+                return knob_result_finish(ret, pm_qos_write(root, k, value, ret));
         int r = knob_write_file(root, k, value);
-        if (r == -ENOENT)
+        if (r == -ENOENT) {
                 /* The CPU went offline (its cpufreq and cpuidle directories go with it) or the
                  * driver went away: nothing takes the value now. */
+                knob_result_reason(ret, "the CPU is offline or its cpufreq driver is gone");
                 r = KNOB_SKIPPED;
+        }
         return knob_result_finish(ret, r);
 }
 

@@ -728,6 +728,10 @@ static int kthread_write(Root *root, const Knob *kn, const char *value, KnobResu
         int r = kthread_write_value(root, kn, value);
         if (r == KNOB_REFUSED)
                 knob_result_reason(ret, KTHREAD_REFUSAL);
+        else if (r == KNOB_SKIPPED)
+                knob_result_reason(ret,
+                                   root_can(root, ROOT_CAN_SCHEDULE) ? "the thread has exited"
+                                                                     : "thread scheduling needs the real host");
         return knob_result_finish(ret, r);
 }
 

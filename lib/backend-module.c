@@ -584,4 +584,5 @@ const Backend backend_module = {
         .read = module_read,
         .write = module_write,
         .watch = knob_watch_file,
+        .knob_noun = "module parameter",
 };

@@ -113,6 +113,12 @@ typedef struct Backend {
         int (*check)(const char *file, json_t *section, const char *pointer, ProfileError *e);
         /* Adds this domain's knobs, with current values, to ctx->plan. */
         int (*plan)(PlanCtx *ctx);
+        /* A knob it writes to several files (a boot argument: every BLS entry): the files the knob
+         * with this id lives in now, root-relative. The knob with .path set to one of them is that
+         * file's alone, for read and write, so that each file's original is journalled and put
+         * back on its own. Returns their number and *ret_paths (a strv, NULL when none); 0: the
+         * knob lives in one place. NULL: always one place. */
+        int (*files)(Root *root, const Knob *k, char ***ret_paths);
         /* Re-reads a knob's current value. Absent (no such file, group or argument) is either
          * 0 with *ret = NULL or -ENOENT: callers treat both alike. */
         int (*read)(Root *root, const Knob *k, char **ret);
@@ -135,6 +141,9 @@ typedef struct Backend {
          * timer or the proc connector sees it). Returns their number and *ret_paths (a strv, NULL
          * when there are none). */
         int (*watch)(const Knob *k, char ***ret_paths);
+        /* One of its knobs, in counts for people ("13 boot arguments"; the plural adds an "s").
+         * NULL: "NAME knob". */
+        const char *knob_noun;
         /* What a plan shows above this domain's knobs, from the plan document's "host" object
          * ({"bootloader": …, "cgroup": …, "systemd": …}); a new string. NULL: the name. */
         char *(*heading)(json_t *host);
@@ -148,6 +157,11 @@ const Backend *backend_for(Domain d);
 const Backend * const *backend_table(size_t *ret_n);
 const char *domain_to_string(Domain d);
 Domain domain_from_string(const char *s);
+/* The domain of a knob id: its first component ("module/kvm/halt_poll_ns" → module). */
+Domain knob_id_domain(const char *id);
+/* Counts of knobs by domain, as people read them: "11 boot arguments and 2 module parameters"
+ * (domains in table order, by their knob_noun); "" when all are 0; NULL on OOM. */
+char *knob_count_phrase(const size_t counts[_DOMAIN_MAX]);
 
 /* ---- helpers for backends ---- */
 

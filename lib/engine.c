@@ -136,6 +136,15 @@ static void remove_temporaries(Root *root, const Journal *j, EngineResult *res) 
                 if (k > 0)
                         n += (size_t) k;
         }
+        for (size_t i = 0; i < j->n_originals; i++)
+                for (size_t f = 0; f < j->originals[i].n_files; f++) {
+                        const char *path = j->originals[i].files[f].path;
+                        if (strv_contains(seen, path) || strv_extend(&seen, path) < 0)
+                                continue;
+                        k = root_remove_temporaries(root, path);
+                        if (k > 0)
+                                n += (size_t) k;
+                }
         if (n > 0)
                 note(res, "removed %zu temporary file%s an interrupted run left behind", n, n == 1 ? "" : "s");
 }
@@ -208,6 +217,75 @@ static bool backend_has(const Knob *k, BackendFlags f) {
         return b && (b->flags & f);
 }
 
+/* The files a knob lives in when its backend writes it to several (a boot argument in every BLS
+ * entry): a strv, or NULL when it lives in one place (its own path, or none). */
+static int knob_files(Root *root, const Knob *k, char ***ret) {
+        const Backend *b = backend_for(k->domain);
+        *ret = NULL;
+        if (!b || !b->files || !b->read || k->path)
+                return 0;
+        int r = b->files(root, k, ret);
+        return r < 0 ? r : 0;
+}
+
+/* The value of k in one of its files; absent is NULL. */
+static int read_in_file(Root *root, const Knob *k, const char *path, char **ret) {
+        Knob f = *k;
+        f.path = (char *) path;
+        *ret = NULL;
+        int r = backend_for(k->domain)->read(root, &f, ret);
+        return r == -ENOENT ? 0 : r;
+}
+
+/* The steps that put an original back: one, or for a knob with an original per file, one for each
+ * file that differs from its own. A file rtpart has no original of (a boot entry added since) gets
+ * the knob's original when it holds what rtpart applied (kernel-install copied rtpart's
+ * arguments into it), and is left alone otherwise (it is the user's). Without skip_equal a knob of
+ * one place gets its step even when it holds its original. Returns the number of steps added. */
+static int add_restore_steps(Root *root, Journal *j, const JournalKnob *orig, bool restore, bool skip_equal) {
+        Knob kn = journal_knob(orig);
+        const Backend *b = backend_for(kn.domain);
+        _cleanup_strv_free_ char **files = NULL;
+        int k;
+
+        if (orig->n_files > 0)
+                k = knob_files(root, &kn, &files);
+        else
+                k = 0;
+        if (k < 0)
+                return k;
+        if (orig->n_files == 0 || !files) {
+                _cleanup_free_ char *cur = NULL;
+                if (b && b->read)
+                        (void) b->read(root, &kn, &cur);
+                if (skip_equal && value_equal(kn.kind, cur, orig->value))
+                        return 0;
+                k = journal_add_step(j, &kn, cur, orig->value, restore);
+                return k < 0 ? k : 1;
+        }
+        const JournalKnob *applied = journal_find_applied(j, kn.id);
+        int n = 0;
+        for (char **f = files; *f; f++) {
+                const JournalFile *of = journal_find_original_file(orig, *f);
+                _cleanup_free_ char *cur = NULL;
+                k = read_in_file(root, &kn, *f, &cur);
+                if (k < 0)
+                        return k;
+                const char *want = of ? of->value : orig->value;
+                if (!of && !(applied && value_equal(kn.kind, cur, applied->value)))
+                        continue;
+                if (value_equal(kn.kind, cur, want))
+                        continue;
+                Knob kf = kn;
+                kf.path = *f;
+                k = journal_add_step(j, &kf, cur, want, restore);
+                if (k < 0)
+                        return k;
+                n++;
+        }
+        return n;
+}
+
 /* Why the kernel refused a write, as the journal keeps it for an unmovable knob. */
 static const char *refusal_reason(const Knob *k, const KnobResult *w) {
         const Backend *b = backend_for(k->domain);
@@ -262,6 +340,7 @@ enum {
         PLAN_PICKED = 1 << 0,   /* in the subset to apply */
         PLAN_SKIPPED = 1 << 1,  /* its backend cannot write it here */
         PLAN_CONSUMED = 1 << 2, /* its new applied entry has found its place */
+        PLAN_WRITTEN = 1 << 3,  /* counted as written */
         STEP_SKIPPED = 1 << 0,
         STEP_FORGET = 1 << 1, /* a restored knob: its original goes on commit */
 };
@@ -296,6 +375,51 @@ static int subset_applied(Journal *j, const Plan *plan, const JournalIndex *plan
         return 0;
 }
 
+/* The note on the knobs apply could not write: how many of each domain, and why (the backend's
+ * reason, else that it cannot write them on this root). */
+static void note_skipped(Root *root, const JournalTransaction *t, const uint8_t *sflags, const char * const *reason,
+                         EngineResult *res) {
+        _cleanup_free_ bool *said = calloc(MAX(t->n_steps, (size_t) 1), sizeof(bool));
+        StrBuf b = {};
+        if (!said)
+                return;
+        for (size_t i = 0; i < t->n_steps; i++) {
+                if (!(sflags[i] & STEP_SKIPPED) || said[i])
+                        continue;
+                Domain d = t->steps[i].domain;
+                size_t n = 0;
+                for (size_t k = i; k < t->n_steps; k++)
+                        if ((sflags[k] & STEP_SKIPPED) && !said[k] && t->steps[k].domain == d &&
+                            streq_ptr(reason[k], reason[i])) {
+                                said[k] = true;
+                                n++;
+                        }
+                size_t counts[_DOMAIN_MAX] = {};
+                counts[d] = n;
+                _cleanup_free_ char *what = knob_count_phrase(counts);
+                strbuf_appendf(&b, "%s%s (%s)", b.len ? ", " : "", strempty(what),
+                               reason[i]                      ? reason[i]
+                                       : root_is_system(root) ? "its backend cannot write them on this host"
+                                                              : "its backend cannot write them under --root");
+        }
+        _cleanup_free_ char *list = strbuf_steal(&b);
+        note(res, "%zu knob%s left as they are and not recorded as applied: %s", res->skipped,
+             res->skipped == 1 ? "" : "s", strempty(list));
+}
+
+/* Makes room in *l for n elements. */
+static int reserve_sizes(size_t **l, size_t *cap, size_t n) {
+        if (n <= *cap)
+                return 0;
+        size_t c = MAX(n, 2 * *cap);
+        size_t *p = realloc(*l, c * sizeof(size_t));
+        if (!p)
+                return -ENOMEM;
+        *l = p;
+        *cap = c;
+        return 0;
+}
+
 /* engine_apply(), or with subset engine_apply_knobs(): the knobs of the plan named in ids are
  * written and recorded; the rest of the journal stays as it is. */
 static int apply_core(Root *root, const Host *host, const Resolved *resolved, const Plan *plan, bool subset,
@@ -303,6 +427,7 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_(journal_index_done) JournalIndex plan_index = {};
         _cleanup_free_ uint8_t *pflags = NULL, *sflags = NULL;
+        _cleanup_free_ const char **skip_reason = NULL; /* the journal's strings */
         _cleanup_free_ size_t *step_src = NULL;
         _cleanup_free_ JournalKnob *fresh = NULL;
         _cleanup_free_ bool *dropped = NULL;
@@ -340,27 +465,28 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                 if (!orig || journal_index_find(&plan_index, plan->knobs, sizeof(Knob), id) >= 0)
                         continue;
                 Knob kn = journal_knob(orig);
-                const Backend *b = backend_for(kn.domain);
-                _cleanup_free_ char *cur = NULL;
-                if (b && b->read)
-                        (void) b->read(root, &kn, &cur);
-                if (value_equal(kn.kind, cur, orig->value))
-                        continue;
-                if (!cur && backend_has(&kn, BACKEND_OBJECTS_VANISH)) {
-                        /* Gone with its device or thread: nothing left to put back. */
-                        journal_remove_original(j, id);
-                        continue;
+                if (backend_has(&kn, BACKEND_OBJECTS_VANISH)) {
+                        const Backend *b = backend_for(kn.domain);
+                        _cleanup_free_ char *cur = NULL;
+                        if (b->read)
+                                (void) b->read(root, &kn, &cur);
+                        if (!cur && !value_equal(kn.kind, cur, orig->value)) {
+                                /* Gone with its device or thread: nothing left to put back. */
+                                journal_remove_original(j, id);
+                                continue;
+                        }
                 }
-                k = journal_add_step(j, &kn, cur, orig->value, /* restore= */ true);
+                k = add_restore_steps(root, j, orig, /* restore= */ true, /* skip_equal= */ true);
                 if (k < 0)
                         return k;
-                res->restored++;
+                if (k > 0)
+                        res->restored++;
         }
 
-        size_t n_restores = j->transaction.n_steps;
-        step_src = malloc((n_restores + plan->n_knobs + 1) * sizeof(size_t));
-        if (!step_src)
-                return -ENOMEM;
+        size_t n_restores = j->transaction.n_steps, cap_src = 0;
+        k = reserve_sizes(&step_src, &cap_src, n_restores + plan->n_knobs + 1);
+        if (k < 0)
+                return k;
         for (size_t i = 0; i < n_restores; i++)
                 step_src[i] = SIZE_MAX;
         for (size_t i = 0; i < plan->n_knobs; i++) {
@@ -373,14 +499,51 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                 }
                 if (journal_find_unmovable(j, kn->id))
                         continue; /* the kernel said no before; it will again */
-                k = journal_add_step(j, kn, kn->current, kn->desired, /* restore= */ false);
+                _cleanup_strv_free_ char **files = NULL;
+                k = knob_files(root, kn, &files);
                 if (k < 0)
                         return k;
-                step_src[j->transaction.n_steps - 1] = i;
-                if (!journal_find_original(j, kn->id)) {
+                const JournalKnob *orig = journal_find_original(j, kn->id);
+                bool first = !orig;
+                if (first) {
                         if ((k = journal_add_original(j, kn, kn->current)) < 0 ||
                             (k = journal_add_new_original(j, kn->id)) < 0)
                                 return k;
+                        orig = journal_find_original(j, kn->id);
+                }
+                if (!files) {
+                        k = journal_add_step(j, kn, kn->current, kn->desired, /* restore= */ false);
+                        if (k < 0)
+                                return k;
+                        step_src[j->transaction.n_steps - 1] = i;
+                        continue;
+                }
+                /* It lives in several files: each one's own value is its original (recorded for
+                 * a file new since the first apply too, unless the original comes from a journal
+                 * that kept none per file) and the step that changes it. A new file that holds
+                 * what rtpart applied got it from rtpart (kernel-install copies the configured
+                 * arguments): its original is the knob's. */
+                const JournalKnob *was = first ? NULL : journal_find_applied(j, kn->id);
+                k = reserve_sizes(&step_src, &cap_src, j->transaction.n_steps + strv_length(files) + plan->n_knobs - i);
+                if (k < 0)
+                        return k;
+                for (char **f = files; *f; f++) {
+                        _cleanup_free_ char *cur = NULL;
+                        k = read_in_file(root, kn, *f, &cur);
+                        if (k < 0)
+                                return k;
+                        const char *original = was && value_equal(kn->kind, cur, was->value) ? orig->value : cur;
+                        if ((first || orig->n_files > 0) &&
+                            (k = journal_add_original_file(j, kn->id, *f, original)) < 0)
+                                return k;
+                        if (value_equal(kn->kind, cur, kn->desired))
+                                continue;
+                        Knob kf = *kn;
+                        kf.path = *f;
+                        k = journal_add_step(j, &kf, cur, kn->desired, /* restore= */ false);
+                        if (k < 0)
+                                return k;
+                        step_src[j->transaction.n_steps - 1] = i;
                 }
         }
 
@@ -395,7 +558,8 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
 
         /* 3. Write. */
         sflags = calloc(MAX(t->n_steps, (size_t) 1), sizeof(uint8_t));
-        if (!sflags)
+        skip_reason = calloc(MAX(t->n_steps, (size_t) 1), sizeof(char *));
+        if (!sflags || !skip_reason)
                 return -ENOMEM;
         for (size_t i = 0; i < t->n_steps; i++) {
                 const JournalStep *s = &t->steps[i];
@@ -412,6 +576,10 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                 if (w.status == KNOB_SKIPPED) {
                         /* Not written, so not owned: no original to keep, nothing to verify. */
                         sflags[i] |= STEP_SKIPPED;
+                        _cleanup_free_ char *why = take_reason(&w);
+                        k = journal_strdup(j, why, &skip_reason[i]);
+                        if (k < 0)
+                                return k;
                         if (step_src[i] != SIZE_MAX)
                                 pflags[step_src[i]] |= PLAN_SKIPPED;
                         res->skipped++;
@@ -429,27 +597,16 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                         /* Back at its original and no longer managed: forgotten on commit (a
                          * rollback still needs it). */
                         sflags[i] |= STEP_FORGET;
-                else
+                else if (!(pflags[step_src[i]] & PLAN_WRITTEN)) {
+                        /* A knob of several files is one knob written. */
+                        pflags[step_src[i]] |= PLAN_WRITTEN;
                         res->written++;
+                }
         }
         if (res->written > 0 || res->restored > 0)
                 flush_domains(root, host, touched, res);
-        if (res->skipped > 0) {
-                StrBuf b = {};
-                bool seen[_DOMAIN_MAX] = {};
-                for (size_t i = 0; i < t->n_steps; i++) {
-                        Domain d = t->steps[i].domain;
-                        if (!(sflags[i] & STEP_SKIPPED) || seen[d])
-                                continue;
-                        seen[d] = true;
-                        strbuf_appendf(&b, "%s%s", b.len ? ", " : "", domain_to_string(d));
-                }
-                _cleanup_free_ char *list = strbuf_steal(&b);
-                note(res,
-                     "%zu knob%s left as they are and not recorded as applied (%s): their backend cannot write them %s",
-                     res->skipped, res->skipped == 1 ? "" : "s", strempty(list),
-                     root_is_system(root) ? "on this host" : "under --root (thread scheduling needs the real host)");
-        }
+        if (res->skipped > 0)
+                note_skipped(root, t, sflags, skip_reason, res);
 
         /* 4. Commit: the profile, what it wants of every knob, and no open transaction. */
         for (size_t i = 0; i < t->n_steps; i++)
@@ -532,6 +689,7 @@ int engine_apply(Root *root, const Host *host, const Resolved *resolved, const P
 int engine_revert(Root *root, const Host *host, EngineResult *res) {
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_free_ char *now = NULL;
+        _cleanup_free_ bool *keep = NULL;
         int k;
 
         k = recover_and_load(root, host, res, &j);
@@ -547,15 +705,13 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
                 const JournalKnob *orig = &j->originals[i];
                 if (orig->removed)
                         continue;
-                Knob kn = journal_knob(orig);
-                const Backend *b = backend_for(kn.domain);
-                _cleanup_free_ char *cur = NULL;
-                if (b && b->read)
-                        (void) b->read(root, &kn, &cur);
-                k = journal_add_step(j, &kn, cur, orig->value, /* restore= */ false);
+                k = add_restore_steps(root, j, orig, /* restore= */ false, /* skip_equal= */ false);
                 if (k < 0)
                         return k;
         }
+        keep = calloc(MAX(j->n_originals, (size_t) 1), sizeof(bool));
+        if (!keep)
+                return -ENOMEM;
 
         bool touched[_DOMAIN_MAX] = {};
         const JournalTransaction *t = &j->transaction;
@@ -569,12 +725,17 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
          * not in the journal (a later revert retries them) and says which. Reverse order: the
          * last knob changed is the first put back. */
         int first_err = 0;
+        const char *counted = NULL; /* a knob of several files counts once */
         for (size_t i = t->n_steps; i-- > 0;) {
                 Knob kn = journal_step_knob(&t->steps[i]);
                 _cleanup_(knob_result_done) KnobResult w = {};
                 (void) write_knob(root, &kn, t->steps[i].after, &w);
+                const JournalKnob *orig = journal_find_original(j, kn.id);
                 if (w.status == KNOB_FAILED) {
-                        res->failed++;
+                        if (orig && !keep[orig - j->originals]) {
+                                keep[orig - j->originals] = true;
+                                res->failed++;
+                        }
                         if (!first_err) {
                                 first_err = w.error;
                                 res->failed_knob = strdup(kn.id);
@@ -584,14 +745,21 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
                         note_not_restored(res, &kn, &w, &res->failed_detail);
                         continue;
                 }
+                if (w.status == KNOB_DONE)
+                        touched[kn.domain] = true;
+                if (streq_ptr(counted, kn.id))
+                        continue;
+                counted = kn.id;
                 if (w.status == KNOB_SKIPPED)
                         res->skipped++;
-                else if (w.status == KNOB_DONE) {
-                        touched[kn.domain] = true;
+                else if (w.status == KNOB_DONE)
                         res->written++;
-                }
-                journal_remove_original(j, kn.id);
         }
+        /* Every original is forgotten but those of knobs it could not restore (all their files:
+         * a later revert writes each one's own value again). */
+        for (size_t i = 0; i < j->n_originals; i++)
+                if (!keep[i])
+                        j->originals[i].removed = true;
         flush_domains(root, host, touched, res);
 
         j->profile = j->profile_path = j->source = j->hash = j->applied_at = NULL;

@@ -178,6 +178,8 @@ static void transaction_done(JournalTransaction *t) {
 Journal *journal_free(Journal *j) {
         if (!j)
                 return NULL;
+        for (size_t i = 0; i < j->n_originals; i++)
+                free(j->originals[i].files);
         free(j->originals);
         free(j->applied);
         free(j->unmovable);
@@ -241,6 +243,36 @@ void journal_remove_original(Journal *j, const char *id) {
         JournalKnob *k = (JournalKnob *) journal_find_original(j, id);
         if (k)
                 k->removed = true;
+}
+
+const JournalFile *journal_find_original_file(const JournalKnob *o, const char *path) {
+        for (size_t i = 0; o && path && i < o->n_files; i++)
+                if (streq(o->files[i].path, path))
+                        return &o->files[i];
+        return NULL;
+}
+
+/* Appends path's original to o (its strings copied into j). */
+static int original_file_append(Journal *j, JournalKnob *o, const char *path, const char *value) {
+        JournalFile f;
+        int r;
+        if ((r = journal_strdup(j, path, &f.path)) < 0 || (r = journal_strdup(j, value, &f.value)) < 0)
+                return r;
+        JournalFile *l = realloc(o->files, (o->n_files + 1) * sizeof(JournalFile));
+        if (!l)
+                return -ENOMEM;
+        l[o->n_files++] = f;
+        o->files = l;
+        return 0;
+}
+
+int journal_add_original_file(Journal *j, const char *id, const char *path, const char *value) {
+        JournalKnob *o = (JournalKnob *) journal_find_original(j, id);
+        if (!o || !path)
+                return -EINVAL;
+        if (journal_find_original_file(o, path))
+                return 0;
+        return original_file_append(j, o, path, value);
 }
 
 size_t journal_count_originals(const Journal *j) {
@@ -490,6 +522,24 @@ static char *array_where(const char *array, size_t i, json_t *e) {
         return s;
 }
 
+/* An original's "files": { PATH: VALUE }, each value a string or null. */
+static int parse_original_files(Parser *p, const char *where, json_t *files, JournalKnob *o) {
+        const char *path;
+        json_t *v;
+        if (!files)
+                return 0;
+        if (!json_is_object(files))
+                return refuse(p, where, "\"files\" is %s, not an object", json_kind(files));
+        json_object_foreach (files, path, v) {
+                if (!json_is_string(v) && !json_is_null(v))
+                        return refuse(p, where, "\"files\"[\"%s\"] is %s, not a string or null", path, json_kind(v));
+                int r = original_file_append(p->j, o, path, json_string_value(v));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int parse_originals(Parser *p, json_t *originals) {
         const char *id;
         json_t *e;
@@ -502,8 +552,12 @@ static int parse_originals(Parser *p, json_t *originals) {
                 if (r < 0)
                         return r;
                 if ((r = get_string(p, where, e, "value", /* required= */ true, &k.value)) < 0 ||
-                    (r = journal_strdup(p->j, id, &k.id)) < 0 || (r = originals_append(p->j, &k)) < 0)
+                    (r = journal_strdup(p->j, id, &k.id)) < 0 ||
+                    (r = parse_original_files(p, where, json_object_get(e, "files"), &k)) < 0 ||
+                    (r = originals_append(p->j, &k)) < 0) {
+                        free(k.files);
                         return r;
+                }
         }
         return 0;
 }
@@ -764,8 +818,16 @@ static json_t *format_originals(const Journal *j) {
                 const JournalKnob *k = &j->originals[i];
                 if (k->removed)
                         continue;
-                json_t *e = knob_head(k->domain, k->kind, k->path, k->reboot);
-                if (!e || !set(e, "value", string_or_null(k->value)) || !set(o, k->id, e)) {
+                json_t *e = knob_head(k->domain, k->kind, k->path, k->reboot), *files = NULL;
+                bool ok = e && set(e, "value", string_or_null(k->value));
+                if (ok && k->n_files > 0) {
+                        ok = (files = json_object()) != NULL;
+                        for (size_t f = 0; ok && f < k->n_files; f++)
+                                ok = set(files, k->files[f].path, string_or_null(k->files[f].value));
+                        ok = ok && set(e, "files", TAKE_PTR(files));
+                }
+                if (!ok || !set(o, k->id, TAKE_PTR(e))) {
+                        json_decref(files);
                         json_decref(e);
                         json_decref(o);
                         return NULL;

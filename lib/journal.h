@@ -6,7 +6,8 @@
  *
  *   { "version": 1,
  *     "profile": NAME | null, "hash": "fnv1a64:…", "applied_at": "2026-12-03T05:00:00Z",
- *     "originals": { KNOB: { "domain", "kind", "path", "reboot", "value" } },   first value rtpart saw
+ *     "originals": { KNOB: { "domain", "kind", "path", "reboot", "value",     first value rtpart saw
+ *                            "files"? } },
  *     "applied":   [ { "domain", "kind", "path", "reboot", "desired", "knob" } ],
  *     "unmovable": { KNOB: REASON },
  *     "transaction": null | { "op": "apply"|"revert", "profile", "started",
@@ -25,6 +26,14 @@
  * arguments, kernel threads); "value", "desired", "before" and "after" are a string or null
  * (absent); "reboot" and "restore" are booleans, false when left out. "applied" and "unmovable"
  * may be missing (older writers). Keys not listed here are not kept.
+ *
+ * "files" is { PATH: VALUE } for a knob its backend writes to several files (a boot argument in
+ * every BLS entry, and in /etc/kernel/cmdline): the value each file had, recorded when rtpart
+ * first wrote the knob (and for a file that appeared since, when it first wrote that one: its
+ * value, or "value" when it holds what rtpart applied, copied from rtpart's), "value" staying the
+ * one the plan showed. Revert and rollback write each file's own value back; steps
+ * then carry the file as their "path". An original without "files" (a journal written before
+ * they were kept) has its one value written to every file, as then.
  *
  * In memory the journal is typed: it is parsed once at load, where an entry that is wrong (an
  * unknown domain or kind, a value that is not a string or null) refuses the whole journal with a
@@ -50,6 +59,12 @@ typedef enum JournalOp {
 const char *journal_op_to_string(JournalOp op);
 JournalOp journal_op_from_string(const char *s);
 
+/* One file's original of a knob that lives in several. */
+typedef struct JournalFile {
+        const char *path;
+        const char *value; /* NULL: absent */
+} JournalFile;
+
 /* An original ("value": what rtpart first saw) or an applied knob ("value": what the profile
  * wants). */
 typedef struct JournalKnob {
@@ -59,7 +74,9 @@ typedef struct JournalKnob {
         Domain domain;
         ValueKind kind;
         bool reboot;
-        bool removed; /* an original forgotten since load: not found, not saved */
+        bool removed;       /* an original forgotten since load: not found, not saved */
+        JournalFile *files; /* an original's "files" (owned by the journal); NULL: none */
+        size_t n_files;
 } JournalKnob;
 
 typedef struct JournalUnmovable {
@@ -175,6 +192,12 @@ const JournalKnob *journal_find_original(const Journal *j, const char *id);
 /* Records k's first value (k must have no original yet). */
 int journal_add_original(Journal *j, const Knob *k, const char *value);
 void journal_remove_original(Journal *j, const char *id);
+/* The value path had when rtpart first wrote the knob there (o's "files"), or NULL if o has none
+ * recorded for it. */
+const JournalFile *journal_find_original_file(const JournalKnob *o, const char *path);
+/* Records value as the original of the knob id (which must have an original) in file path, unless
+ * one is recorded for path already. */
+int journal_add_original_file(Journal *j, const char *id, const char *path, const char *value);
 size_t journal_count_originals(const Journal *j);
 
 const JournalKnob *journal_find_applied(const Journal *j, const char *id);

@@ -49,6 +49,37 @@ Domain domain_from_string(const char *s) {
         return _DOMAIN_INVALID;
 }
 
+Domain knob_id_domain(const char *id) {
+        char name[32];
+        size_t n = strcspn(id, "/");
+        if (n >= sizeof(name))
+                return _DOMAIN_INVALID;
+        memcpy(name, id, n);
+        name[n] = 0;
+        return domain_from_string(name);
+}
+
+char *knob_count_phrase(const size_t counts[_DOMAIN_MAX]) {
+        size_t parts = 0, done = 0, n_table;
+        const Backend * const *table = backend_table(&n_table);
+        StrBuf b = {};
+        for (size_t i = 0; i < n_table; i++)
+                parts += counts[table[i]->domain] > 0;
+        for (size_t i = 0; i < n_table; i++) {
+                const Backend *be = table[i];
+                size_t n = counts[be->domain];
+                if (n == 0)
+                        continue;
+                done++;
+                strbuf_appendf(&b, "%s%zu %s%s%s",
+                               done == 1               ? ""
+                                       : done == parts ? " and "
+                                                       : ", ",
+                               n, be->knob_noun ?: be->name, be->knob_noun ? "" : " knob", n == 1 ? "" : "s");
+        }
+        return strbuf_steal(&b);
+}
+
 const Backend *backend_for(Domain d) {
         for (size_t i = 0; i < ELEMENTSOF(backends); i++)
                 if (backends[i]->domain == d)

@@ -383,6 +383,35 @@ static int profile_read_file(Root *root, const char *rel, const char *display, c
         return read_trusted(fd, display, ret_text, e);
 }
 
+/* rel beside the directory dir (rel itself when absolute), as people read a path: without "."
+ * components and repeated slashes, which name no other file ("./a/./b.json" is "a/b.json"). ".."
+ * stays: past a symbolic link it is not the parent the text shows. NULL on OOM. */
+static char *path_join(const char *dir, const char *rel) {
+        _cleanup_free_ char *joined = NULL;
+        if (rel[0] == '/' || !dir)
+                joined = strdup(rel);
+        else if (asprintf(&joined, "%s/%s", dir, rel) < 0)
+                joined = NULL;
+        if (!joined)
+                return NULL;
+        StrBuf b = {};
+        if (joined[0] == '/')
+                strbuf_append(&b, "/");
+        bool first = true;
+        for (char *seg = joined, *next; seg; seg = next) {
+                next = strchr(seg, '/');
+                if (next)
+                        *next++ = 0;
+                if (!*seg || streq(seg, "."))
+                        continue;
+                strbuf_appendf(&b, "%s%s", first ? "" : "/", seg);
+                first = false;
+        }
+        if (first && b.len == 0)
+                strbuf_append(&b, ".");
+        return strbuf_steal(&b);
+}
+
 /* The identity of a profile file for cycle detection: its real path where it has one. */
 static char *file_key(const char *display) {
         char *real = realpath(display, NULL);
@@ -395,11 +424,9 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
         int k;
 
         if (profile_is_path(name_or_path)) {
-                _cleanup_free_ char *path = NULL;
-                if (name_or_path[0] != '/' && include_dir) {
-                        if (asprintf(&path, "%s/%s", include_dir, name_or_path) < 0)
-                                return -ENOMEM;
-                } else if (!(path = strdup(name_or_path)))
+                /* An include's path is relative to the including file's directory. */
+                _cleanup_free_ char *path = include_dir ? path_join(include_dir, name_or_path) : strdup(name_or_path);
+                if (!path)
                         return -ENOMEM;
                 k = profile_read_file(NULL, path, path, &text, e);
                 if (k < 0)
@@ -419,8 +446,8 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
                 /* An include by name from a profile read by path looks beside that file first, so
                  * a directory of profiles works wherever it is. */
                 if (include_dir) {
-                        _cleanup_free_ char *beside = NULL;
-                        if (asprintf(&beside, "%s/%s.json", include_dir, name_or_path) < 0)
+                        _cleanup_free_ char *file = NULL, *beside = NULL;
+                        if (asprintf(&file, "%s.json", name_or_path) < 0 || !(beside = path_join(include_dir, file)))
                                 return -ENOMEM;
                         _cleanup_free_ char *bkey = file_key(beside);
                         if (access(beside, F_OK) >= 0 && !strv_contains(loading, bkey))

@@ -770,7 +770,7 @@ class CtlTest(unittest.TestCase):
             b = ctl(self.twin, "--no-daemon", "plan", arg, cwd=bad)
             self.assertEqual((a.returncode, a.stderr), (b.returncode, b.stderr), arg)
             self.assertEqual(a.returncode, 2)
-            self.assertRegex(a.stderr, r"^\./base\.json: /irq/rules/0/cpus: ")
+            self.assertRegex(a.stderr, r"^base\.json: /irq/rules/0/cpus: ")
         a = ctl(self.d.root, "apply", "no-such-profile")
         self.assertEqual(a.returncode, 2)
         self.assertIn("no-such-profile", a.stderr)

@@ -319,6 +319,215 @@ class ApplyVerifyRevert(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(h.root, STATE, "state.json")))
 
 
+
+ENTRIES = os.path.join("boot", "loader", "entries")
+OTHER_KVER = "6.1.0-29-rt-amd64"
+
+
+@unittest.skipUnless(have_fixtures(), "fixture hosts missing")
+class BootEntries(unittest.TestCase):
+    """Boot arguments live in every BLS entry: each entry's own arguments come back, byte for byte."""
+
+    def setUp(self):
+        self.hosts = []
+
+    def tearDown(self):
+        for h in self.hosts:
+            h.close()
+
+    def host(self, extra_options="isolcpus=3 mitigations=off", grub=False, kernel_cmdline=False):
+        """epyc (systemd-boot) with a second entry, not the running kernel's, carrying its own arguments."""
+        h = Host("epyc")
+        self.hosts.append(h)
+        d = os.path.join(h.root, ENTRIES)
+        (running,) = os.listdir(d)
+        self.running = os.path.join(ENTRIES, running)
+        kver = h.read("proc/sys/kernel/osrelease").strip()
+        text = h.read(self.running).replace(kver, OTHER_KVER).replace(" ro quiet\n", " ro quiet %s\n" % extra_options)
+        self.other = os.path.join(ENTRIES, running.replace(kver, OTHER_KVER))
+        h.write(self.other, text)
+        if grub:  # Fedora's layout: GRUB reads the BLS entries (blscfg)
+            h.write("etc/default/grub", 'GRUB_CMDLINE_LINUX="rhgb quiet"\nGRUB_ENABLE_BLSCFG=true\n')
+        if kernel_cmdline:
+            h.write("etc/kernel/cmdline", "root=UUID=9b7e3c2a-41d5-4f60-a8e1-6d2c0f9b8a37 ro quiet nosmt\n")
+        return h
+
+    def options(self, h, rel):
+        return [l for l in h.read(rel).splitlines() if l.startswith("options")][0].split()[1:]
+
+    def test_revert_restores_every_entry(self):
+        for layout in ({}, {"grub": True}, {"kernel_cmdline": True}):
+            with self.subTest(**layout):
+                h = self.host(**layout)
+                before = snapshot(h.root)
+                p = h.run("apply", "realtime")
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+                self.assertIn("isolcpus=managed_irq,domain,", " ".join(self.options(h, self.other)))
+                self.assertIn("mitigations=off", self.options(h, self.other))
+                p = h.run("revert")
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+                self.assertEqual(self.options(h, self.other)[-2:], ["isolcpus=3", "mitigations=off"])
+                self.assertEqual(diff(before, snapshot(h.root)), [], "revert did not restore every entry")
+
+    def test_switch_profiles_restores_each_entry(self):
+        # cpu-partitioning sets no isolcpus: switching to it gives each entry its own back.
+        h = self.host()
+        before = snapshot(h.root)
+        self.assertEqual(h.run("apply", "realtime-virtual-host").returncode, 0)
+        self.assertEqual(h.run("apply", "cpu-partitioning").returncode, 0)
+        self.assertIn("isolcpus=3", self.options(h, self.other))
+        self.assertNotIn("isolcpus", h.read(self.running))
+        self.assertEqual(h.run("revert").returncode, 0)
+        self.assertEqual(diff(before, snapshot(h.root)), [])
+
+    def test_journal_has_each_entry_original(self):
+        h = self.host()
+        self.assertEqual(h.run("apply", "realtime").returncode, 0)
+        o = h.state()["originals"]["boot/isolcpus"]
+        self.assertIsNone(o["value"])  # the running kernel's entry, as plan shows it
+        self.assertEqual(o["files"], {self.running: None, self.other: "3"})
+
+    def test_failed_apply_restores_every_entry(self):
+        h = self.host()
+        # A sysctl the profile writes after the boot arguments fails with EISDIR: the rollback puts
+        # each entry's own value back.
+        target = os.path.join(h.root, "proc/sys/vm/stat_interval")
+        os.unlink(target)
+        os.mkdir(target)
+        before = snapshot(h.root)
+        p = h.run("apply", "realtime")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertEqual(diff(before, snapshot(h.root)), [], "a failed apply changed an entry")
+
+    def test_entry_added_after_apply(self):
+        h = self.host()
+        before = snapshot(h.root)
+        self.assertEqual(h.run("apply", "realtime").returncode, 0)
+        # A kernel installed after apply: kernel-install copies the configured arguments (rtpart's)
+        # into its entry; another entry the user wrote with an isolcpus of their own.
+        inherited = os.path.join(ENTRIES, "new-6.1.0-31-rt-amd64.conf")
+        h.write(inherited, h.read(self.running))
+        own = os.path.join(ENTRIES, "own-6.1.0-31-rt-amd64.conf")
+        h.write(own, "title own\noptions root=/dev/sda1 isolcpus=5\nlinux /vmlinuz\n")
+        p = h.run("revert")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(self.options(h, inherited), self.options(h, self.running))
+        self.assertEqual(h.read(own), "title own\noptions root=/dev/sda1 isolcpus=5\nlinux /vmlinuz\n")
+        os.unlink(os.path.join(h.root, inherited))
+        os.unlink(os.path.join(h.root, own))
+        self.assertEqual(diff(before, snapshot(h.root)), [])
+
+    def test_entry_added_then_another_apply(self):
+        # The entry of a kernel installed after the first apply holds rtpart's value; a second apply
+        # that changes the argument records the entry's original as the running entry's, not as
+        # rtpart's first value.
+        h = self.host()
+        profiles = {}
+        for name, value in (("p1", "5"), ("p2", "6")):
+            profiles[name] = os.path.join(h.tmp, name + ".json")
+            with open(profiles[name], "w") as f:
+                json.dump({"boot": {"args": {"isolcpus": value}}}, f)
+        self.assertEqual(h.run("apply", profiles["p1"]).returncode, 0)
+        inherited = os.path.join(ENTRIES, "new-6.1.0-31-rt-amd64.conf")
+        h.write(inherited, h.read(self.running))
+        self.assertIn("isolcpus=5", self.options(h, inherited))
+        self.assertEqual(h.run("apply", profiles["p2"]).returncode, 0)
+        self.assertIn("isolcpus=6", self.options(h, inherited))
+        self.assertEqual(h.state()["originals"]["boot/isolcpus"]["files"][inherited], None)
+        self.assertEqual(h.run("revert").returncode, 0)
+        self.assertNotIn("isolcpus", h.read(inherited))
+        self.assertEqual(self.options(h, self.other)[-2:], ["isolcpus=3", "mitigations=off"])
+
+    def test_entry_removed_after_apply(self):
+        h = self.host()
+        before = snapshot(h.root)
+        self.assertEqual(h.run("apply", "realtime").returncode, 0)
+        os.unlink(os.path.join(h.root, self.other))
+        p = h.run("revert")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        del before[self.other]
+        self.assertEqual(diff(before, snapshot(h.root)), [])
+
+    def test_journal_without_entry_originals(self):
+        # A journal written before originals were kept per entry: revert still loads it and writes
+        # the one original to every entry, as rtpart did then.
+        h = self.host()
+        self.assertEqual(h.run("apply", "realtime").returncode, 0)
+        st = h.state()
+        for o in st["originals"].values():
+            o.pop("files", None)
+        h.write(os.path.join(STATE, "state.json"), json.dumps(st))
+        p = h.run("revert")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(self.options(h, self.other)[-1:], ["mitigations=off"])
+        self.assertNotIn("isolcpus", h.read(self.running))
+
+
+
+@unittest.skipUnless(have_fixtures(), "fixture hosts missing")
+class Messages(unittest.TestCase):
+    """What apply and status say names what they count (issue 11.10)."""
+
+    def setUp(self):
+        self.h = Host("intel-2s")
+
+    def tearDown(self):
+        self.h.close()
+
+    def test_immutable_state_dir_is_not_called_a_lack_of_root(self):
+        # Issue 11.9: root was told "run as root" when the state directory refused it.
+        if os.geteuid() != 0:
+            self.skipTest("needs root (chattr)")
+        tmp = tempfile.mkdtemp(prefix="rtpart-it-", dir="/var/tmp")
+        root = os.path.join(tmp, "root")
+        state = os.path.join(root, STATE)
+        try:
+            shutil.copytree(self.h.root, root, symlinks=True)
+            p = subprocess.run([CTL, "--root", root, "apply", "realtime"], env=dict(os.environ, RTPART_TEST_CRASH_AFTER="3"),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+            self.assertEqual(p.returncode, -9, p.stderr)
+            if subprocess.run(["chattr", "+i", state], stderr=subprocess.DEVNULL).returncode != 0:
+                self.skipTest("chattr +i does not work on /var/tmp here")
+            p = subprocess.run([CTL, "--root", root, "status"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, timeout=300)
+            self.assertIn("could not be rolled back: Operation not permitted (even root may not write the state "
+                          "directory: check its permissions, attributes and mount)", p.stderr)
+            self.assertNotIn("run as root", p.stderr)
+        finally:
+            subprocess.run(["chattr", "-i", state], stderr=subprocess.DEVNULL)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_reboot_names_boot_arguments_and_module_parameters(self):
+        # realtime-virtual-host sets 11 kernel arguments and 2 KVM module parameters that this
+        # host's kernel takes only at load (read-only in sysfs).
+        p = self.h.run("apply", "realtime-virtual-host")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("A reboot is needed for 11 boot arguments and 2 module parameters to take effect.\n", p.stdout)
+        p = self.h.run("status")
+        self.assertIn("Reboot:      needed for 11 boot arguments and 2 module parameters\n", p.stdout)
+        p = self.h.run("status", json_out=True)
+        self.assertEqual(len(json.loads(p.stdout)["reboot_pending"]), 13)
+        p = self.h.run("apply", "realtime-virtual-host", json_out=True)
+        self.assertEqual(json.loads(p.stdout)["reboot_knobs"], [])
+
+    def test_skipped_knobs_say_why_each(self):
+        p = self.h.run("apply", "realtime-virtual-host")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        note = [l for l in p.stdout.splitlines() if "not recorded as applied" in l]
+        self.assertEqual(len(note), 1, p.stdout)
+        self.assertRegex(note[0], r"\d+ kthread knobs \(thread scheduling needs the real host\)")
+        self.assertIn("1 cpu knob (this kernel has no /dev/cpu_dma_latency (CONFIG_CPU_IDLE off))", note[0])
+
+    def test_pm_qos_needs_rtpartd(self):
+        # With the device there, rtpartctl on its own still holds no PM QoS request: it would end
+        # with the process.
+        self.h.write("dev/cpu_dma_latency", "2000000000\n")
+        p = self.h.run("apply", "realtime-virtual-host")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("1 cpu knob (a PM QoS request (cpu/pm_qos) lasts only while a process holds it open: "
+                      "rtpartd holds it, so apply through rtpartd)", p.stdout)
+
+
 if __name__ == "__main__":
     result = unittest.main(verbosity=2, exit=False).result
     if not result.wasSuccessful():

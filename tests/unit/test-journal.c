@@ -18,7 +18,7 @@
         " \"originals\": {\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\"," \
         " \"path\": \"proc/irq/41/smp_affinity_list\", \"reboot\": false, \"value\": \"0-7\"}," \
         " \"boot/isolcpus\": {\"domain\": \"boot\", \"kind\": \"bootarg\", \"path\": null, \"reboot\": true," \
-        " \"value\": null}}," \
+        " \"value\": null, \"files\": {\"boot/loader/entries/a.conf\": null, \"boot/loader/entries/b.conf\": \"3\"}}}," \
         " \"applied\": [{\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"proc/irq/41/smp_affinity_list\"," \
         " \"reboot\": false, \"desired\": \"0\", \"knob\": \"irq/41/affinity\"}," \
         " {\"domain\": \"boot\", \"kind\": \"bootarg\", \"path\": null, \"reboot\": true, \"desired\": \"2-7\"," \
@@ -92,6 +92,12 @@ START_TEST(test_every_field) {
         ck_assert_ptr_null(o->path);
         ck_assert_ptr_null(o->value);
         ck_assert(o->reboot);
+        /* Issue 11.1: a boot argument's original in each BLS entry. */
+        ck_assert_uint_eq(o->n_files, 2);
+        ck_assert_ptr_null(journal_find_original_file(o, "boot/loader/entries/a.conf")->value);
+        ck_assert_str_eq(journal_find_original_file(o, "boot/loader/entries/b.conf")->value, "3");
+        ck_assert_ptr_null(journal_find_original_file(o, "boot/loader/entries/c.conf"));
+        ck_assert_uint_eq(journal_find_original(j, "irq/41/affinity")->n_files, 0);
         ck_assert_ptr_null(journal_find_original(j, "irq/42/affinity"));
 
         ck_assert_uint_eq(j->n_applied, 2);
@@ -228,6 +234,10 @@ static const BadCase bad_cases[] = {
           "state.json: originals[\"irq/41/affinity\"]: \"path\" is a number, not a string or null" },
         { "{\"irq/41/affinity\": \"0-7\"}", "",
           "state.json: originals[\"irq/41/affinity\"]: is a string, not an object" },
+        { "{\"boot/isolcpus\": {\"domain\": \"boot\", \"kind\": \"bootarg\", \"value\": null, \"files\": []}}", "",
+          "state.json: originals[\"boot/isolcpus\"]: \"files\" is an array, not an object" },
+        { "{\"boot/isolcpus\": {\"domain\": \"boot\", \"kind\": \"bootarg\", \"value\": null, \"files\": {\"a.conf\": 3}}}",
+          "", "state.json: originals[\"boot/isolcpus\"]: \"files\"[\"a.conf\"] is a number, not a string or null" },
         { ORIG_OK,
           ", \"applied\": [{\"domain\": \"irqq\", \"kind\": \"cpu-list\", \"desired\": \"0\", \"knob\": \"irq/41/affinity\"}]",
           "state.json: applied[0] (irq/41/affinity): unknown domain \"irqq\"" },

@@ -183,6 +183,16 @@ START_TEST(test_include_errors) {
         ck_assert_msg(strstr(err, "include cycle") && strstr(err, "cyc-a.json -> ") && strstr(err, "/include/0"), "%s",
                       err);
 
+        /* Includes by "./" paths are named as the files they are (issue 11.10: "././c2.json"). */
+        _cleanup_free_ char *c = test_profile(prof_dir, "cyc-c", "{\"include\": \"./cyc-d.json\"}");
+        _cleanup_free_ char *d = test_profile(prof_dir, "cyc-d", "{\"include\": \".//cyc-c.json\"}");
+        _cleanup_free_ char *chain = NULL;
+        ck_assert_int_ge(asprintf(&chain, "include cycle: %s -> %s -> %s;", c, d, c), 0);
+        free(err);
+        err = NULL;
+        ck_assert_int_eq(test_resolve(root, host, c, &p, &r, &err), -EINVAL);
+        ck_assert_msg(strstr(err, chain) && !strstr(err, "/./") && !strstr(err, "//"), "%s", err);
+
         /* An error in an included file names that file, not the including one. */
         _cleanup_free_ char *base = test_profile(prof_dir, "base-bad", "{\"irq\": {\"affinity\": \"99\"}}");
         _cleanup_free_ char *top = test_profile(prof_dir, "top", "{\"include\": \"base-bad.json\", \"sysctl\": {}}");
@@ -325,6 +335,27 @@ START_TEST(test_lookup_and_list) {
         ck_assert_str_eq(p->name, "alpha");
         ck_assert_uint_eq(strv_length(p->files), 2);
         ck_assert(strstr(p->files[0], "usr/share/rtpart/profiles/beta.json"));
+        profile_free(p);
+
+        /* An override in /etc may include the shipped profile of its own name, by name: it gets
+         * the shipped one, not itself (rtpart.profile(5), INCLUDE). */
+        test_write(host_dir, "etc/rtpart/profiles/beta.json", "{\"summary\": \"user beta\", \"include\": \"beta\"}");
+        p = NULL;
+        ck_assert_int_eq(profile_load(root, "beta", &p, &e), 0);
+        ck_assert_str_eq(p->summary, "user beta");
+        ck_assert_uint_eq(strv_length(p->files), 2);
+        ck_assert(strstr(p->files[0], "usr/share/rtpart/profiles/beta.json"));
+        ck_assert(strstr(p->files[1], "etc/rtpart/profiles/beta.json"));
+        profile_free(p);
+        _cleanup_free_ char *beta_user = NULL;
+        ck_assert_int_ge(asprintf(&beta_user, "%s/etc/rtpart/profiles/beta.json", host_dir), 0);
+        ck_assert_int_eq(unlink(beta_user), 0);
+
+        /* Under a root that does not have it, a name is also looked up among the program's own
+         * shipped profiles (rtpartctl(1)): outside the root. */
+        p = NULL;
+        ck_assert_int_eq(profile_load(root, "realtime-virtual-host", &p, &e), 0);
+        ck_assert(!startswith(p->files[strv_length(p->files) - 1], host_dir));
         profile_free(p);
 
         ProfileInfo *l;
