@@ -409,7 +409,8 @@ int host_parse_interrupts(Host *h, const char *text, bool want_counts) {
                 if (k < 0)
                         return k;
         }
-        qsort(h->irqs, h->n_irqs, sizeof(Irq), irq_cmp);
+        if (h->n_irqs > 0) /* irqs is NULL without IRQs: qsort() must not get NULL */
+                qsort(h->irqs, h->n_irqs, sizeof(Irq), irq_cmp);
         return 0;
 }
 
@@ -464,7 +465,8 @@ static int read_interrupts(Host *h, bool want_counts) {
         }
         if (header)
                 return -EBADMSG;
-        qsort(h->irqs, h->n_irqs, sizeof(Irq), irq_cmp);
+        if (h->n_irqs > 0) /* irqs is NULL without IRQs: qsort() must not get NULL */
+                qsort(h->irqs, h->n_irqs, sizeof(Irq), irq_cmp);
         return 0;
 }
 
