@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host-internal.h"
 #include "host.h"
 #include "strv.h"
 
@@ -430,9 +431,9 @@ int host_parse_interrupts(Host *h, const char *text, bool want_counts) {
 
 /* Streams /proc/interrupts through a fixed buffer: on a 1024-CPU host the file is ~90 MB, and
  * holding it whole would cost that much memory and as many page faults. */
-static int read_interrupts(Host *h, bool want_counts) {
+int host_read_interrupts(Host *h, bool want_counts, size_t bufsize) {
         _cleanup_close_ int fd = root_open(h->root, "proc/interrupts", O_RDONLY, 0);
-        size_t bufsize = 1U << 20, len = 0, cap = 0;
+        size_t len = 0, cap = 0;
         bool header = true;
 
         if (fd < 0)
@@ -499,7 +500,7 @@ const Irq *host_find_irq(const Host *h, unsigned number) {
 }
 
 static int discover_irqs(Host *h, bool want_counts) {
-        int k = read_interrupts(h, want_counts);
+        int k = host_read_interrupts(h, want_counts, HOST_INTERRUPTS_BUFSIZE);
         if (k == -ENOENT)
                 return 0;
         if (k < 0)
