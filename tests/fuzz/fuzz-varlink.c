@@ -8,17 +8,30 @@
  *   - everything it sends is NUL-framed JSON objects, each a reply ("parameters" an object,
  *     "continues" a boolean if present) or an error ("error" a string);
  *   - no more final replies than messages sent, plus one for a protocol error;
- *   - once the connection is gone the server holds no input or output bytes for it. */
+ *   - once the connection is gone the server holds no input or output bytes for it.
+ * The same bytes then go the other way, as a server's replies to rtpartctl's client
+ * (varlink_client_recv): every message it returns is the JSON object between two NULs, in order,
+ * and it ends with the connection (or a message that is not an object), never waiting. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "varlink.h"
 
 static sd_event *event;
 static VarlinkServer *server;
+static char dir[64], sock_path[100];
+static int listen_fd = -EBADF;
+
+static void cleanup(void) {
+        unlink(sock_path);
+        rmdir(dir);
+}
 
 static int m_echo(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
         return varlink_call_reply(call, json_deep_copy(params));
@@ -65,6 +78,59 @@ static void setup(void) {
             varlink_server_add_interface(server, "org.rtpart.Fuzz", "interface org.rtpart.Fuzz\nmethod Echo() -> ()\n",
                                          methods) < 0)
                 abort();
+
+        /* A socket the client connects to, served by hand. */
+        snprintf(dir, sizeof(dir), "/tmp/rtpart-fuzz-varlink-XXXXXX");
+        if (!mkdtemp(dir))
+                abort();
+        snprintf(sock_path, sizeof(sock_path), "%s/s", dir);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+        listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 || listen(listen_fd, 4) < 0)
+                abort();
+        atexit(cleanup);
+}
+
+/* The bytes as a server's replies: what the client makes of them. */
+static void check_client(const uint8_t *data, size_t size) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        if (varlink_client_connect(sock_path, &c) < 0)
+                abort();
+        int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0)
+                abort();
+        /* Less than a socket buffer: all of it is there before the client reads. */
+        if (send(fd, data, size, MSG_NOSIGNAL) != (ssize_t) size)
+                abort();
+        close(fd);
+
+        const uint8_t *p = data, *end = data + size;
+        for (;;) {
+                json_t *m = NULL;
+                int r = varlink_client_recv(c, 0, &m);
+                const uint8_t *nul = memchr(p, 0, (size_t) (end - p));
+                if (r == -ECONNRESET) {
+                        if (nul)
+                                abort(); /* a whole message left unread */
+                        return;
+                }
+                if (!nul)
+                        abort(); /* a message where the bytes have none */
+                json_t *want = json_loadb((const char *) p, (size_t) (nul - p), 0, NULL);
+                p = nul + 1;
+                if (r == -EBADMSG) {
+                        bool object = json_is_object(want);
+                        json_decref(want);
+                        if (object)
+                                abort();
+                        return;
+                }
+                if (r < 0 || !json_is_object(m) || !json_equal(m, want))
+                        abort();
+                json_decref(m);
+                json_decref(want);
+        }
 }
 
 /* Checks one message the server sent; returns whether it was a final reply. */
@@ -154,5 +220,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (n_final > n_msgs + 1)
                 abort();
         free(out);
+
+        check_client(data, size);
         return 0;
 }
