@@ -160,9 +160,12 @@ static int grub_write(Root *root, const char *key, const char *value, KnobResult
         _cleanup_free_ char *base_all = NULL;
         if (asprintf(&base_all, "%s %s", base_l, base_d) < 0)
                 return -ENOMEM;
-        if (quote_open(base_all, base_all + strlen(base_all)))
-                return refuse_open_quote(ret, "etc/default/grub",
-                                         "GRUB_CMDLINE_LINUX (with GRUB_CMDLINE_LINUX_DEFAULT)");
+        /* Each on its own: rtpart's arguments go at the end of GRUB_CMDLINE_LINUX, inside a quote it
+         * leaves open even where GRUB_CMDLINE_LINUX_DEFAULT closes it. */
+        if (quote_open(base_l, base_l + strlen(base_l)))
+                return refuse_open_quote(ret, "etc/default/grub", "GRUB_CMDLINE_LINUX");
+        if (quote_open(base_d, base_d + strlen(base_d)))
+                return refuse_open_quote(ret, "etc/default/grub", "GRUB_CMDLINE_LINUX_DEFAULT");
         k = cmdline_get(base_all, key, &base_val);
         if (k < 0)
                 return k;
