@@ -35,11 +35,25 @@ static const SchemaField boot_section = { "boot", &boot_schema };
 
 /* ---- command lines as ordered argument lists ---- */
 
-/* Removes every occurrence of key; then, if value is non-NULL, appends key[=value]. */
+/* Inserts a (taken, also on failure) at position at of the n-element list. */
+static int cmdline_insert(char ***l, size_t at, char *a) {
+        size_t n = strv_length(*l);
+        int k = strv_push(l, a);
+        if (k < 0)
+                return k;
+        memmove(*l + at + 1, *l + at, (n - at) * sizeof(char *));
+        (*l)[at] = a;
+        return 0;
+}
+
+/* Removes every occurrence of key; then, if value is non-NULL, appends key[=value]. Both before
+ * a "--": what follows it is init's. */
 static int cmdline_set(char ***l, const char *key, const char *value) {
-        size_t j = 0;
+        size_t j = 0, end = SIZE_MAX;
         for (size_t i = 0; (*l)[i]; i++) {
-                if (cmdline_arg_is((*l)[i], key))
+                if (end == SIZE_MAX && cmdline_arg_ends_kernel((*l)[i], strlen((*l)[i])))
+                        end = j;
+                if (end == SIZE_MAX && cmdline_arg_is((*l)[i], key))
                         free((*l)[i]);
                 else
                         (*l)[j++] = (*l)[i];
@@ -50,7 +64,7 @@ static int cmdline_set(char ***l, const char *key, const char *value) {
         char *a;
         if (*value ? asprintf(&a, "%s=%s", key, value) < 0 : !(a = strdup(key)))
                 return -ENOMEM;
-        return strv_push(l, a);
+        return cmdline_insert(l, end == SIZE_MAX ? j : end, a);
 }
 
 static char *cmdline_join(char **l) {
@@ -58,6 +72,24 @@ static char *cmdline_join(char **l) {
         for (char **i = l; i && *i; i++)
                 strbuf_appendf(&b, "%s%s", b.len ? " " : "", *i);
         return strbuf_steal(&b);
+}
+
+/* Whether the arguments in [b, e) leave a '"' open: the kernel (and cmdline_get()) reads everything
+ * after it as part of that argument, an argument added after it too. */
+static bool quote_open(const char *b, const char *e) {
+        bool open = false;
+        for (const char *p = b; p < e; p++)
+                open ^= *p == '"';
+        return open;
+}
+
+/* The reason for -EBADMSG when a file's arguments leave a quote open: they cannot be edited. */
+static int refuse_open_quote(KnobResult *ret, const char *file, const char *what) {
+        knob_result_reason(
+                ret,
+                "%s: %s leaves a '\"' open, so an argument added after it would be part of the quoted one; close the quote",
+                file, what);
+        return -EBADMSG;
 }
 
 static int grub_base(Root *root, char **ret_linux, char **ret_default) {
@@ -100,7 +132,7 @@ static int grub_configured(Root *root, char **ret) {
 
 /* In the drop-in, rtpart keeps its own record of what it set ("# rtpart-set: k=v") and removed
  * ("# rtpart-unset: k"), so that each argument stays a separate knob. */
-static int grub_write(Root *root, const char *key, const char *value) {
+static int grub_write(Root *root, const char *key, const char *value, KnobResult *ret) {
         _cleanup_free_ char *base_l = NULL, *base_d = NULL, *drop = NULL;
         _cleanup_strv_free_ char **set = NULL, **unset = NULL;
         int k;
@@ -132,6 +164,12 @@ static int grub_write(Root *root, const char *key, const char *value) {
         _cleanup_free_ char *base_all = NULL;
         if (asprintf(&base_all, "%s %s", base_l, base_d) < 0)
                 return -ENOMEM;
+        /* Each on its own: rtpart's arguments go at the end of GRUB_CMDLINE_LINUX, inside a quote it
+         * leaves open even where GRUB_CMDLINE_LINUX_DEFAULT closes it. */
+        if (quote_open(base_l, base_l + strlen(base_l)))
+                return refuse_open_quote(ret, "etc/default/grub", "GRUB_CMDLINE_LINUX");
+        if (quote_open(base_d, base_d + strlen(base_d)))
+                return refuse_open_quote(ret, "etc/default/grub", "GRUB_CMDLINE_LINUX_DEFAULT");
         k = cmdline_get(base_all, key, &base_val);
         if (k < 0)
                 return k;
@@ -178,9 +216,11 @@ static int grub_write(Root *root, const char *key, const char *value) {
                 if (cmdline_set(&bl, *i, NULL) < 0 || cmdline_set(&bd, *i, NULL) < 0)
                         return -ENOMEM;
         }
-        for (char **i = set; *i; i++)
-                if (strv_extend(&bl, *i) < 0)
+        for (char **i = set; *i; i++) {
+                _cleanup_free_ char *kk = strndup(*i, strcspn(*i, "="));
+                if (!kk || cmdline_set(&bl, kk, (*i)[strlen(kk)] ? *i + strlen(kk) + 1 : "") < 0)
                         return -ENOMEM;
+        }
 
         _cleanup_free_ char *jl = cmdline_join(bl), *jd = cmdline_join(bd);
         StrBuf b = {};
@@ -214,19 +254,52 @@ static int bls_entries(Root *root, char ***ret) {
         return k;
 }
 
+/* key=value as one argument that reads back as value: as it is, else with the value in quotes (an
+ * original value put back that had spaces inside quotes); "key" alone for "". -EINVAL if neither
+ * reads back (a value with a '"' of its own that would stay open). */
+static int format_arg(const char *key, const char *value, char **ret) {
+        for (int quoted = 0; quoted < 2; quoted++) {
+                _cleanup_free_ char *a = NULL, *name = NULL, *v = NULL;
+                if (asprintf(&a, !*value ? "%s" : quoted ? "%s=\"%s\"" : "%s=%s", key, value) < 0)
+                        return -ENOMEM;
+                const char *e = a + strlen(a), *start, *end = cmdline_next(a, e, &start);
+                if (start != a || end != e || quote_open(a, e))
+                        continue;
+                if (cmdline_parse_arg(a, strlen(a), &name, &v) < 0)
+                        return -ENOMEM;
+                if (streq(name, key) && streq(strempty(v), value)) {
+                        *ret = TAKE_PTR(a);
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
 /* Edits the arguments in text [b, e) in place: every occurrence of key goes; with a value, the
- * first occurrence is replaced where it stood, or "key=value" is appended. Everything else —
+ * first occurrence is replaced where it stood, or "key=value" is appended; all before a "--" (what
+ * follows it is init's, and stays after the kernel's arguments). Everything else —
  * spacing, order, quoting — stays byte for byte. */
 static int edit_args(StrBuf *out, const char *b, const char *e, const char *key, const char *value) {
         bool placed = false;
-        const char *p = b, *last_end = b;
+        const char *p = b, *last_end = b, *init = NULL;
+        _cleanup_free_ char *arg = NULL;
         StrBuf o = {};
+
+        if (value) {
+                int k = format_arg(key, value, &arg);
+                if (k < 0)
+                        return k;
+        }
 
         while (p < e) {
                 const char *ws = p, *t;
                 p = cmdline_next(p, e, &t);
                 if (t == p)
                         break;
+                if (cmdline_arg_ends_kernel(t, (size_t) (p - t))) {
+                        init = t; /* "--" and init's arguments stay as they are, after the kernel's */
+                        break;
+                }
                 _cleanup_free_ char *tok = strndup(t, (size_t) (p - t));
                 if (!tok) {
                         strbuf_done(&o);
@@ -242,14 +315,20 @@ static int edit_args(StrBuf *out, const char *b, const char *e, const char *key,
                 }
                 if (value && !placed) {
                         strbuf_appendf(&o, "%.*s", (int) (t - ws), ws);
-                        strbuf_appendf(&o, *value ? "%s=%s" : "%s", key, value);
+                        strbuf_append(&o, arg);
                         placed = true;
                 }
                 last_end = p;
         }
         if (value && !placed)
-                strbuf_appendf(&o, *value ? "%s%s=%s" : "%s%s", o.len ? " " : "", key, value);
-        strbuf_appendf(&o, "%.*s", (int) (e - last_end), last_end); /* trailing spaces */
+                strbuf_appendf(&o, "%s%s", o.len ? " " : "", arg);
+        if (init) {
+                const char *from = o.len ? last_end : init;
+                if (o.len && from == init)
+                        strbuf_append(&o, " ");
+                strbuf_appendf(&o, "%.*s", (int) (e - from), from);
+        } else
+                strbuf_appendf(&o, "%.*s", (int) (e - last_end), last_end); /* trailing spaces */
         if (o.oom) {
                 strbuf_done(&o);
                 return -ENOMEM;
@@ -310,7 +389,8 @@ static int backup_path(Root *root, const char *path, Root **ret_root, char **ret
         return asprintf(ret, "%s/boot-backup/%s", dir, flat) < 0 ? -ENOMEM : 0;
 }
 
-static int edit_options_file(Root *root, const char *path, bool whole_file, const char *key, const char *value) {
+static int edit_options_file(Root *root, const char *path, bool whole_file, const char *key, const char *value,
+                             KnobResult *ret) {
         _cleanup_free_ char *text = NULL, *bpath = NULL, *backup = NULL;
         Root *sr;
         int k = root_read_file(root, path, &text, NULL);
@@ -344,6 +424,11 @@ static int edit_options_file(Root *root, const char *path, bool whole_file, cons
                                 if (a == args)
                                         strbuf_append(&b, " ");
                                 args = a;
+                        }
+                        if (quote_open(args, args + strlen(args))) {
+                                strbuf_done(&b);
+                                return refuse_open_quote(ret, path,
+                                                         whole_file ? "the command line" : "the options line");
                         }
                         k = edit_args(&b, args, args + strlen(args), key, value);
                         if (k < 0) {
@@ -556,7 +641,7 @@ static int boot_read(Root *root, const Knob *k, char **ret) {
         return cmdline_get(cmdline, k->id + strlen("boot/"), ret);
 }
 
-static int boot_write_args(Root *root, const Knob *k, const char *value) {
+static int boot_write_args(Root *root, const Knob *k, const char *value, KnobResult *ret) {
         const char *key = k->id + strlen("boot/");
         _cleanup_strv_free_ char **entries = NULL;
         int r;
@@ -572,13 +657,13 @@ static int boot_write_args(Root *root, const Knob *k, const char *value) {
                 r = boot_file_known(root, k->path);
                 if (r <= 0)
                         return r;
-                return edit_options_file(root, k->path, streq(k->path, KERNEL_CMDLINE), key, value);
+                return edit_options_file(root, k->path, streq(k->path, KERNEL_CMDLINE), key, value, ret);
         }
         switch (host_detect_bootloader(root)) {
         case BOOTLOADER_GRUB:
-                return grub_write(root, key, value);
+                return grub_write(root, key, value, ret);
         case BOOTLOADER_KERNEL_CMDLINE:
-                r = edit_options_file(root, KERNEL_CMDLINE, true, key, value);
+                r = edit_options_file(root, KERNEL_CMDLINE, true, key, value, ret);
                 if (r < 0)
                         return r;
                 _fallthrough_;
@@ -587,7 +672,7 @@ static int boot_write_args(Root *root, const Knob *k, const char *value) {
                 if (r < 0)
                         return r;
                 for (char **e = entries; *e; e++) {
-                        r = edit_options_file(root, *e, false, key, value);
+                        r = edit_options_file(root, *e, false, key, value, ret);
                         if (r < 0)
                                 return r;
                 }
@@ -599,7 +684,7 @@ static int boot_write_args(Root *root, const Knob *k, const char *value) {
 
 static int boot_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
         *ret = (KnobResult) {};
-        return knob_result_finish(ret, boot_write_args(root, k, value));
+        return knob_result_finish(ret, boot_write_args(root, k, value, ret));
 }
 
 static int boot_flush(Root *root, const Host *host, char **ret_note) {

@@ -75,9 +75,15 @@ static bool schemata_value_valid(const char *v) {
                 const char *eq = memchr(p, '=', (size_t) (end - p));
                 if (!eq || eq == p || eq + 1 == end)
                         return false;
-                for (const char *c = p; c < eq; c++)
+                /* A domain id: what resctrl_schemata_domains() takes, at most UINT32_MAX. */
+                uint64_t id = 0;
+                for (const char *c = p; c < eq; c++) {
                         if (!isdigit((unsigned char) *c))
                                 return false;
+                        id = id * 10 + (uint64_t) (*c - '0');
+                        if (id > UINT32_MAX)
+                                return false;
+                }
                 for (const char *c = eq + 1; c < end; c++)
                         if (!isxdigit((unsigned char) *c))
                                 return false;

@@ -91,16 +91,24 @@ bool cmdline_arg_is(const char *arg, const char *key) {
         return nl == strlen(key) && strncmp(arg_name(arg), key, nl) == 0;
 }
 
+bool cmdline_arg_ends_kernel(const char *arg, size_t n) {
+        const char *v;
+        size_t nl, vl;
+
+        parse_arg(arg, n, &nl, &v, &vl);
+        return !v && nl == 2 && strncmp(arg_name(arg), "--", 2) == 0;
+}
+
 int cmdline_get(const char *cmdline, const char *key, char **ret) {
         const char *p = cmdline ? cmdline : "", *e = p + strlen(p), *start, *v;
         size_t klen = strlen(key), nl, vl;
         _cleanup_free_ char *found = NULL;
 
         while ((p = cmdline_next(p, e, &start)) > start) {
+                if (cmdline_arg_ends_kernel(start, (size_t) (p - start)))
+                        break;
                 parse_arg(start, (size_t) (p - start), &nl, &v, &vl);
                 const char *name = arg_name(start);
-                if (!v && nl == 2 && strncmp(name, "--", 2) == 0)
-                        break;
                 if (nl != klen || strncmp(name, key, klen) != 0)
                         continue;
                 free(found);

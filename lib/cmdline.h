@@ -24,6 +24,9 @@ int cmdline_parse_arg(const char *arg, size_t n, char **ret_name, char **ret_val
 /* Whether an argument as written sets the parameter key. */
 bool cmdline_arg_is(const char *arg, const char *key);
 
+/* Whether an argument of n bytes as written is "--": the arguments after it are init's. */
+bool cmdline_arg_ends_kernel(const char *arg, size_t n);
+
 /* The value of key: the last occurrence wins, as for most of the kernel's parameters; "" for an
  * argument without a value; NULL (and 0) when absent. "--" ends the kernel's arguments: what
  * follows is init's. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host-internal.h"
 #include "host.h"
 #include "strv.h"
 
@@ -298,10 +299,11 @@ static int parse_interrupts_header(Host *h, const char *p, const char *eol) {
         return h->n_irq_columns > 0 ? 0 : -EBADMSG;
 }
 
-/* Skips the count columns. The kernel prints each as "%10u ": when every column boundary is where
- * that format puts it, jump over all of them at once; otherwise (a count of 10+ digits, a short
- * row) walk them one by one. */
-static const char *skip_counts(const char *q, const char *eol, size_t ncols) {
+/* The kernel prints each count column as "%10u ". When every column boundary of the row is where
+ * that format puts it, the first column; else (a count of 10+ digits, a short row) NULL. Both
+ * parses (with counts and without) take the columns from there, so that they agree on where the
+ * chip starts even in a row with something else than digits inside a column. */
+static const char *fixed_counts(const char *q, const char *eol, size_t ncols) {
         /* The row starts "%*d: " (6.1) or "%*d:" (6.13+): the columns begin one byte after the
          * colon, or right at it. */
         for (size_t off = 1; off <= 1 && ncols > 0; off--) {
@@ -313,10 +315,18 @@ static const char *skip_counts(const char *q, const char *eol, size_t ncols) {
                         fixed = c0[11 * c + 10] == ' ' && isdigit((unsigned char) c0[11 * c + 9]) &&
                                 (c0[11 * c] == ' ' || isdigit((unsigned char) c0[11 * c]));
                 if (fixed)
-                        return end;
+                        return c0;
                 if (off == 0)
                         break;
         }
+        return NULL;
+}
+
+/* Skips the count columns: all at once where they are fixed-width, else one by one. */
+static const char *skip_counts(const char *q, const char *eol, size_t ncols) {
+        const char *c0 = fixed_counts(q, eol, ncols);
+        if (c0)
+                return c0 + 11 * ncols;
         for (size_t col = 0; col < ncols; col++) {
                 while (q < eol && *q == ' ')
                         q++;
@@ -356,7 +366,10 @@ static int parse_interrupts_line(Host *h, const char *p, const char *eol, bool w
                 irq->counts = calloc(MAX(h->n_cpu_ids, 1U), sizeof(uint64_t));
                 if (!irq->counts)
                         return -ENOMEM;
+                const char *c0 = fixed_counts(q, eol, h->n_irq_columns);
                 for (size_t col = 0; col < h->n_irq_columns; col++) {
+                        if (c0)
+                                q = c0 + 11 * col;
                         while (q < eol && *q == ' ')
                                 q++;
                         if (q >= eol || !isdigit((unsigned char) *q))
@@ -369,6 +382,8 @@ static int parse_interrupts_line(Host *h, const char *p, const char *eol, bool w
                         if (cpu >= 0 && (unsigned) cpu < h->n_cpu_ids)
                                 irq->counts[cpu] = v;
                 }
+                if (c0)
+                        q = c0 + 11 * h->n_irq_columns;
         } else
                 q = skip_counts(q, eol, h->n_irq_columns);
 
@@ -409,15 +424,16 @@ int host_parse_interrupts(Host *h, const char *text, bool want_counts) {
                 if (k < 0)
                         return k;
         }
-        qsort(h->irqs, h->n_irqs, sizeof(Irq), irq_cmp);
+        if (h->n_irqs > 0) /* irqs is NULL without IRQs: qsort() must not get NULL */
+                qsort(h->irqs, h->n_irqs, sizeof(Irq), irq_cmp);
         return 0;
 }
 
 /* Streams /proc/interrupts through a fixed buffer: on a 1024-CPU host the file is ~90 MB, and
  * holding it whole would cost that much memory and as many page faults. */
-static int read_interrupts(Host *h, bool want_counts) {
+int host_read_interrupts(Host *h, bool want_counts, size_t bufsize) {
         _cleanup_close_ int fd = root_open(h->root, "proc/interrupts", O_RDONLY, 0);
-        size_t bufsize = 1U << 20, len = 0, cap = 0;
+        size_t len = 0, cap = 0;
         bool header = true;
 
         if (fd < 0)
@@ -464,7 +480,8 @@ static int read_interrupts(Host *h, bool want_counts) {
         }
         if (header)
                 return -EBADMSG;
-        qsort(h->irqs, h->n_irqs, sizeof(Irq), irq_cmp);
+        if (h->n_irqs > 0) /* irqs is NULL without IRQs: qsort() must not get NULL */
+                qsort(h->irqs, h->n_irqs, sizeof(Irq), irq_cmp);
         return 0;
 }
 
@@ -483,7 +500,7 @@ const Irq *host_find_irq(const Host *h, unsigned number) {
 }
 
 static int discover_irqs(Host *h, bool want_counts) {
-        int k = read_interrupts(h, want_counts);
+        int k = host_read_interrupts(h, want_counts, HOST_INTERRUPTS_BUFSIZE);
         if (k == -ENOENT)
                 return 0;
         if (k < 0)

@@ -265,6 +265,61 @@ START_TEST(test_write_refuses_unsafe) {
 }
 END_TEST
 
+static char *read_arg(const char *key) {
+        _cleanup_free_ char *id = NULL;
+        char *v = NULL;
+        ck_assert(asprintf(&id, "boot/%s", key) >= 0);
+        Knob k = { .id = id, .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
+        ck_assert_int_ge(backend_boot.read(root, &k, &v), 0);
+        return v;
+}
+
+/* What follows "--" is init's: arguments go before it, and init's own stay as they are. A line
+ * that leaves a quote open is not edited (the argument would become part of the quoted one). An
+ * original value with blanks inside quotes goes back quoted. */
+START_TEST(test_edit_init_args_and_quotes) {
+        Knob k = { .id = (char *) "boot/x", .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
+        static const char entry[] = "title Debian\noptions root=/dev/vda ro -- single x=2\n";
+        test_write(host_dir, "boot/loader/entries/debian.conf", entry);
+        ck_assert_int_eq(backend_write(&backend_boot, root, &k, "1"), 0);
+        _cleanup_free_ char *set = read_rel("boot/loader/entries/debian.conf");
+        ck_assert_str_eq(set, "title Debian\noptions root=/dev/vda ro x=1 -- single x=2\n");
+        _cleanup_free_ char *v = read_arg("x");
+        ck_assert_str_eq(v, "1");
+        ck_assert_int_eq(backend_write(&backend_boot, root, &k, NULL), 0);
+        _cleanup_free_ char *back = read_rel("boot/loader/entries/debian.conf");
+        ck_assert_str_eq(back, entry);
+
+        static const char open_quote[] = "title Debian\noptions root=/dev/vda \"foo=a b\n";
+        test_write(host_dir, "boot/loader/entries/debian.conf", open_quote);
+        ck_assert_int_eq(backend_write(&backend_boot, root, &k, "1"), -EBADMSG);
+        _cleanup_free_ char *same = read_rel("boot/loader/entries/debian.conf");
+        ck_assert_str_eq(same, open_quote);
+
+        test_write(host_dir, "boot/loader/entries/debian.conf", "title Debian\noptions root=/dev/vda \"foo=a b\"\n");
+        Knob foo = { .id = (char *) "boot/foo", .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
+        _cleanup_free_ char *orig = read_arg("foo");
+        ck_assert_str_eq(orig, "a b");
+        ck_assert_int_eq(backend_write(&backend_boot, root, &foo, "1"), 0);
+        ck_assert_int_eq(backend_write(&backend_boot, root, &foo, orig), 0);
+        _cleanup_free_ char *reverted = read_arg("foo");
+        ck_assert_str_eq(reverted, "a b");
+        _cleanup_free_ char *root_arg = read_arg("root");
+        ck_assert_str_eq(root_arg, "/dev/vda");
+
+        /* GRUB: the restated GRUB_CMDLINE_LINUX keeps "--" and init's arguments last. */
+        _cleanup_free_ char *entry_path = NULL;
+        ck_assert(asprintf(&entry_path, "%s/boot/loader/entries/debian.conf", host_dir) >= 0);
+        ck_assert_int_eq(unlink(entry_path), 0);
+        test_write(host_dir, "etc/default/grub", "GRUB_CMDLINE_LINUX=\"ro -- single x=2\"\n");
+        ck_assert_int_eq(backend_write(&backend_boot, root, &k, "1"), 0);
+        _cleanup_free_ char *drop = read_rel("etc/default/grub.d/rtpart.cfg");
+        ck_assert_ptr_nonnull(strstr(drop, "GRUB_CMDLINE_LINUX=\"ro x=1 -- single x=2\"\n"));
+        _cleanup_free_ char *g = read_arg("x");
+        ck_assert_str_eq(g, "1");
+}
+END_TEST
+
 static Suite *suite(void) {
         Suite *s = suite_create("backend-boot");
         TCase *tc = tcase_create("plan");
@@ -274,6 +329,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_legitimate_accepted);
         tcase_add_test(tc, test_grub_dropin_unchanged);
         tcase_add_test(tc, test_write_refuses_unsafe);
+        tcase_add_test(tc, test_edit_init_args_and_quotes);
         suite_add_tcase(s, tc);
         return s;
 }
