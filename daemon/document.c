@@ -69,7 +69,7 @@ json_t *document_apply(const Plan *plan, const EngineResult *er) {
 static json_t *error_entry(const EngineResult *er, int r) {
         int err = er->failed_errno ? er->failed_errno : -r;
         /* A refused journal: the message names the entry and what is wrong with it. */
-        const char *msg = er->journal_error.message ?: strerror(err);
+        const char *msg = er->journal_error.message ?: er->failed_message ?: strerror(err);
         return json_pack("{s:s?, s:s?, s:i, s:s, s:s?}", "knob", er->failed_knob, "path", er->failed_path, "errno", err,
                          "message", msg, "detail", er->failed_detail);
 }
