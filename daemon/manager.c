@@ -1063,7 +1063,7 @@ static int recover_open(Manager *m, bool wait) {
         EngineResult er = {};
         int r;
 
-        if (!engine_transaction_open(m->root))
+        if (!engine_needs_recovery(m->root))
                 return 0;
         lock = engine_lock(m->root, wait);
         if (lock == -EWOULDBLOCK)

@@ -279,11 +279,14 @@ static int roll_back_open(Root *root, const Host *host, int err, EngineResult *r
         return err;
 }
 
-/* The journal's last write of a transaction, into the room reserved for it. */
-static int journal_close(Root *root, const Journal *j, EngineResult *res) {
+/* The journal's last write of a transaction, into the room reserved for it: once it is in place,
+ * the transaction is no longer *opened. */
+static int journal_close(Root *root, const Journal *j, EngineResult *res, bool *opened) {
         (void) release_room(root);
         int k = journal_save(root, j);
-        if (k < 0 && !res->failed_path)
+        if (k >= 0 && opened)
+                *opened = false;
+        if (k < 0 && opened && !res->failed_path)
                 res->failed_path = journal_display(root);
         return k;
 }
@@ -409,7 +412,7 @@ static int fail(Root *root, Journal *j, const Knob *k, KnobResult *w, size_t don
         int r = msg && now ? journal_set_last_error(j, k->id, k->path, -err, detail, msg, now) : -ENOMEM;
         if (r >= 0) {
                 journal_end(j);
-                r = journal_close(root, j, res);
+                r = journal_close(root, j, res, NULL);
         }
         /* Not saved: the transaction stays open in the journal, and the next run rolls it back
          * again (the same writes). */
@@ -667,7 +670,7 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
         journal_end(j);
         journal_clear_last_error(j);
         if (subset)
-                return journal_close(root, j, res);
+                return journal_close(root, j, res, opened);
 
         _cleanup_free_ char *hash = journal_hash(resolved->doc);
         if (!hash)
@@ -693,7 +696,7 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                 if (k < 0)
                         return k;
         }
-        return journal_close(root, j, res);
+        return journal_close(root, j, res, opened);
 }
 
 /* A run that journalled its transaction (*opened) and failed without rolling it back has it rolled
@@ -757,7 +760,11 @@ static int revert_core(Root *root, const Host *host, EngineResult *res, bool *op
                 Knob kn = journal_step_knob(&t->steps[i]);
                 _cleanup_(knob_result_done) KnobResult w = {};
                 (void) write_knob(root, &kn, t->steps[i].after, &w);
-                if (w.status == KNOB_FAILED) {
+                /* A refusal (a managed IRQ now, EIO or EPERM from the kernel) is not a restore
+                 * either: the original stays, for a later revert. */
+                if (w.status == KNOB_FAILED || w.status == KNOB_REFUSED) {
+                        if (w.error >= 0)
+                                w.error = -EIO;
                         res->failed++;
                         if (!first_err) {
                                 first_err = w.error;
@@ -784,7 +791,7 @@ static int revert_core(Root *root, const Host *host, EngineResult *res, bool *op
                 return k;
         journal_clear_unmovable(j);
         journal_end(j);
-        k = journal_close(root, j, res);
+        k = journal_close(root, j, res, opened);
         if (k < 0)
                 return k;
         return first_err;
@@ -820,6 +827,22 @@ bool engine_transaction_open(Root *root) {
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_(journal_error_done) JournalError e = {};
         return journal_load(root, &j, &e) >= 0 && j->transaction_open;
+}
+
+bool engine_needs_recovery(Root *root) {
+        if (engine_transaction_open(root))
+                return true;
+        const char *dir;
+        Root *sr = journal_root(root, &dir);
+        DIR *d;
+        if (root_opendir(sr, dir, &d) < 0)
+                return false;
+        bool found = false;
+        struct dirent *de;
+        while (!found && (de = readdir(d)))
+                found = startswith(de->d_name, ".#state.json.");
+        closedir(d);
+        return found;
 }
 
 static int index_cmp(const void *a, const void *b) {

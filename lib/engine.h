@@ -82,6 +82,9 @@ int engine_mark_refused(Plan *plan, const Journal *j);
 
 /* Whether the journal holds an open transaction (cheap: one read). */
 bool engine_transaction_open(Root *root);
+/* Whether engine_recover() has something to do: an open transaction, or what a run killed before
+ * its transaction was journalled left beside the journal (its reserve, a temporary file). */
+bool engine_needs_recovery(Root *root);
 
 /* engine_apply() for the knobs of plan named in ids only (drift to correct, IRQs and kernel threads
  * new to the journal): they are written as engine_apply() writes (originals and transaction

@@ -28,7 +28,8 @@ with its kth write failing rolls back before it answers, answers with the failur
 
 Regressions, each a specific point of the sweep: the journal's last write of apply failing with
 ENOSPC (direct and through rtpartd) once left the knobs changed and the transaction open; as root,
-the same with the state directory on a real, nearly full tmpfs (77 without root or mount).
+the same with the state directory on a real, nearly full tmpfs (skipped without root or mount);
+revert with the write of an IRQ's original refused (EIO) once forgot that original.
 
 Bounded (meson, suite sysroot): every profile on the vm host at every k, and a deterministic sample
 of k (every 7th, the first 8 and the last 8) on intel-2s and epyc for the first profile; the daemon
@@ -67,6 +68,7 @@ VARIANTS = ERRNOS + ("kill",)
 FAULT_ENV = ("RTPART_TEST_CRASH_AFTER", "RTPART_TEST_FAIL_AT", "RTPART_TEST_FAIL_ERRNO", "RTPART_TEST_WRITE_LOG")
 TEMPORARY = re.compile(r"^\.#.*(\.\d+\.tmp|\.reserve)$")
 TMPBASE = "/dev/shm" if os.path.isdir("/dev/shm") else None
+VERBOSE = "--full" in sys.argv or "-v" in sys.argv
 
 
 def skip(reason):
@@ -122,11 +124,11 @@ class Tree:
         self.reset(full=True)
 
     def reset(self, full=False):
-        """The tree back to the pristine copy (a full copy only when it differs), an empty state
-        directory."""
+        """An empty state directory, and with full the tree copied again from the pristine copy
+        (after a point that held, the tree is the original already)."""
         shutil.rmtree(self.state, ignore_errors=True)
         os.makedirs(self.state)
-        if full or self.differences():
+        if full:
             shutil.rmtree(self.root, ignore_errors=True)
             shutil.copytree(self.pristine, self.root, symlinks=True)
 
@@ -178,6 +180,12 @@ class Tree:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def rotate(k, profile):
+    """The variant of point k in a bounded sweep: each k one of them, in turn, starting elsewhere
+    for every profile (so that each early point meets every variant)."""
+    return VARIANTS[(k + PROFILES.index(profile)) % len(VARIANTS)]
+
+
 def fault_env(variant, k):
     if variant == "kill":
         return {"RTPART_TEST_CRASH_AFTER": str(k)}
@@ -214,7 +222,8 @@ def check_point(t, phase, profile, variant, k):
     else:
         p = t.ctl("apply", profile, env=env)
     what = f"{phase} with {'a kill after' if variant == 'kill' else variant + ' at'} write {k}"
-    no_temporaries(what)
+    if variant != "kill":  # a kill leaves them to the recovery of the next command
+        no_temporaries(what)
     j = t.journal()
 
     if variant == "kill":
@@ -293,20 +302,31 @@ def sweep_task(task):
     """One (host, profile, phase, variant, ks) on a tree of its own: (points tried, failures)."""
     host, profile, phase, variant, every = task
     t = Tree(host)
+    started = time.monotonic()
     try:
         n_apply, n_revert = probe(t, profile)
         ks = sample(n_apply if phase == "apply" else n_revert, every)
         failures = []
         for k in ks:
+            v = rotate(k, profile) if variant == "rotate" else variant
             t.reset()
-            for prob in check_point(t, phase, profile, variant, k):
-                failures.append(f"{host} {profile} {phase} {variant} k={k}: {prob}")
+            problems = check_point(t, phase, profile, v, k)
+            for prob in problems:
+                failures.append(f"{host} {profile} {phase} {v} k={k}: {prob}")
+                if VERBOSE:
+                    print("FAIL:", failures[-1], flush=True)
+            if problems:
+                t.reset(full=True)
+        if VERBOSE:
+            print(f"  {host} {profile} {phase} {variant}: {len(ks)} points, {len(failures)} failures, "
+                  f"{time.monotonic() - started:.0f} s", flush=True)
         return len(ks), failures
     finally:
         t.close()
 
 
 def run_sweep(hosts, profiles, every_for, jobs, phases=("apply", "revert"), variants=VARIANTS):
+    """variants ("rotate",): each k with one variant, in turn."""
     tasks = [(h, prof, ph, v, every_for(h)) for h in hosts for prof in profiles(h) for ph in phases for v in variants]
     points, failures = 0, []
     if jobs <= 1:
@@ -415,6 +435,7 @@ def daemon_writes(t, profile):
         total = sum(1 for _ in open(log))
     finally:
         d.stop()
+        t.reset(full=True)
     return start, total - start
 
 
@@ -452,6 +473,8 @@ def check_daemon_point(t, profile, errno, k, start):
                 problems.append(f"{what}: succeeded, but Revert did not give the original back: {rv} {t.differences()}")
     finally:
         d.stop()
+        if problems:
+            t.reset(full=True)
     return problems
 
 
@@ -489,11 +512,10 @@ def regression_full_journal_direct():
     journal closed, the file named."""
     t = Tree("vm")
     try:
-        t.reset()
         k = last_journal_write(t, "apply", "realtime-virtual-host")
-        t.reset()
+        t.reset(full=True)
         problems = check_point(t, "apply", "realtime-virtual-host", "ENOSPC", k)
-        t.reset()
+        t.reset(full=True)
         p = t.ctl("apply", "realtime-virtual-host", env=fault_env("ENOSPC", k))
         if p.returncode != 1 or "state.json" not in p.stderr or "No space left on device" not in p.stderr:
             problems.append(f"apply with a full journal: exit {p.returncode}, message {p.stderr.strip()[:300]}")
@@ -512,6 +534,31 @@ def regression_full_journal_daemon():
         t.close()
 
 
+def regression_refused_restore():
+    """Revert whose write of an IRQ's original affinity the kernel refuses (EIO, as for a managed
+    IRQ): the original stays in the journal and the revert says so (exit 1); a later revert puts
+    it back. It once counted the refusal as restored and forgot the original for good."""
+    t = Tree("vm")
+    try:
+        t.reset()
+        assert t.ctl("apply", "cpu-partitioning").returncode == 0
+        log = os.path.join(t.tmp, "writes.log")
+        p = t.ctl("revert", env={"RTPART_TEST_WRITE_LOG": log})
+        assert p.returncode == 0, p.stderr
+        k = next(int(line.split()[0]) for line in open(log)
+                 if line.split()[1] == "write" and line.split()[2].endswith("/smp_affinity_list"))
+        t.reset()
+        problems = check_point(t, "revert", "cpu-partitioning", "EIO", k)
+        t.reset(full=True)
+        assert t.ctl("apply", "cpu-partitioning").returncode == 0
+        p = t.ctl("revert", env=fault_env("EIO", k))
+        if p.returncode != 1 or "smp_affinity_list" not in p.stderr and "/affinity" not in p.stderr:
+            problems.append(f"revert with a refused restore: exit {p.returncode}: {p.stderr.strip()[:300]}")
+        return problems
+    finally:
+        t.close()
+
+
 def regression_nearly_full_tmpfs():
     """The state directory on a real tmpfs with room for the journal with its transaction open but
     not for its last write: the apply fails before it writes a knob (the reserve), the tree as it
@@ -523,15 +570,14 @@ def regression_nearly_full_tmpfs():
     os.makedirs(mnt)
     try:
         # Sizes of the journal: with the transaction open (its first write) and at the commit.
-        t.reset()
         p = t.ctl("apply", "realtime-virtual-host", env={"RTPART_TEST_CRASH_AFTER": "3"})
         open_size = os.path.getsize(os.path.join(t.state, "state.json")) if t.journal() else 0
-        t.reset()
+        t.reset(full=True)
         t.ctl("apply", "realtime-virtual-host")
         final = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(t.state) for f in fs)
         if not open_size or not final:
             return [f"cannot size the journal: open {open_size}, final {final}"]
-        t.reset()
+        t.reset(full=True)
         page = 4096
         # Room for the journal with its transaction open and the bootloader backups, not for the
         # journal's last write beside it.
@@ -589,7 +635,8 @@ def main():
     if a.only in (None, "regressions"):
         for name, fn in (("full journal, direct", regression_full_journal_direct),
                          ("full journal, rtpartd", regression_full_journal_daemon),
-                         ("nearly full tmpfs", regression_nearly_full_tmpfs)):
+                         ("nearly full tmpfs", regression_nearly_full_tmpfs),
+                         ("refused restore", regression_refused_restore)):
             r = fn()
             if r is None:
                 print(f"regression {name}: skipped (needs root and a tmpfs mount)")
@@ -602,9 +649,12 @@ def main():
         if a.full:
             n, f = run_sweep(hosts, lambda h: PROFILES, lambda h: 1, a.jobs)
         else:
-            # vm: every profile at every k; the large hosts: the first profile at a sample of k.
-            n, f = run_sweep([h for h in hosts if h == "vm"], lambda h: PROFILES, lambda h: 1, a.jobs)
-            n2, f2 = run_sweep([h for h in hosts if h != "vm"], lambda h: PROFILES[:1], lambda h: 7, a.jobs)
+            # vm: every profile at every k, with one of the variants in turn; the large hosts: the
+            # first profile at a sample of k.
+            n, f = run_sweep([h for h in hosts if h == "vm"], lambda h: PROFILES, lambda h: 1, a.jobs,
+                             variants=("rotate",))
+            n2, f2 = run_sweep([h for h in hosts if h != "vm"], lambda h: PROFILES[:1], lambda h: 29, a.jobs,
+                               variants=("rotate",))
             n, f = n + n2, f + f2
         points += n
         failures += f
