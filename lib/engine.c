@@ -760,9 +760,10 @@ static int revert_core(Root *root, const Host *host, EngineResult *res, bool *op
                 Knob kn = journal_step_knob(&t->steps[i]);
                 _cleanup_(knob_result_done) KnobResult w = {};
                 (void) write_knob(root, &kn, t->steps[i].after, &w);
-                /* A refusal (a managed IRQ now, EIO or EPERM from the kernel) is not a restore
-                 * either: the original stays, for a later revert. */
-                if (w.status == KNOB_FAILED || w.status == KNOB_REFUSED) {
+                /* A refusal of a knob the kernel did not refuse at apply (EIO or EPERM now) is not
+                 * a restore either: the original stays, for a later revert. One it refused then
+                 * (a managed IRQ) it owns: its original goes, as before. */
+                if (w.status == KNOB_FAILED || (w.status == KNOB_REFUSED && !journal_find_unmovable(j, kn.id))) {
                         if (w.error >= 0)
                                 w.error = -EIO;
                         res->failed++;
