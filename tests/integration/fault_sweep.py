@@ -29,7 +29,9 @@ with its kth write failing rolls back before it answers, answers with the failur
 Regressions, each a specific point of the sweep: the journal's last write of apply failing with
 ENOSPC (direct and through rtpartd) once left the knobs changed and the transaction open; as root,
 the same with the state directory on a real, nearly full tmpfs (skipped without root or mount);
-revert with the write of an IRQ's original refused (EIO) once forgot that original.
+revert with the write of an IRQ's original refused (EIO) once forgot that original; an apply killed
+while rtpartd runs was once left open until some later command, rtpartd's safety check now rolls
+it back.
 
 Bounded (meson, suite sysroot): every profile on the vm host at every k, and a deterministic sample
 of k (every 7th, the first 8 and the last 8) on intel-2s and epyc for the first profile; the daemon
@@ -50,6 +52,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -79,21 +82,25 @@ def skip(reason):
 # ---- trees ----
 
 def snapshot(root, skip_rel=()):
-    """rel → (kind, mode, size, mtime_ns, link target): what a byte-for-byte comparison starts from."""
+    """rel → (kind, mode, size, mtime_ns, link target): what a byte-for-byte comparison starts from.
+    One lstat per entry (os.scandir), for trees of tens of thousands of files."""
     out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = os.path.join(dirpath, name)
-            rel = os.path.relpath(p, root)
-            if rel in skip_rel:
-                continue
-            st = os.lstat(p)
-            if os.path.islink(p):
-                out[rel] = ("link", st.st_mode, 0, 0, os.readlink(p))
-            elif os.path.isdir(p):
-                out[rel] = ("dir", st.st_mode, 0, 0, None)
-            else:
-                out[rel] = ("file", st.st_mode, st.st_size, st.st_mtime_ns, None)
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        with os.scandir(os.path.join(root, rel_dir)) as it:
+            for e in it:
+                rel = os.path.join(rel_dir, e.name) if rel_dir else e.name
+                if rel in skip_rel:
+                    continue
+                st = e.stat(follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    out[rel] = ("link", st.st_mode, 0, 0, os.readlink(e.path))
+                elif stat.S_ISDIR(st.st_mode):
+                    out[rel] = ("dir", st.st_mode, 0, 0, None)
+                    stack.append(rel)
+                else:
+                    out[rel] = ("file", st.st_mode, st.st_size, st.st_mtime_ns, None)
     return out
 
 
@@ -148,9 +155,9 @@ class Tree:
                 break
         return out
 
-    def temporaries(self):
+    def temporaries(self, in_root=True):
         out = []
-        for base in (self.root, self.state):
+        for base in (self.root, self.state) if in_root else (self.state,):
             for dirpath, dirnames, filenames in os.walk(base):
                 out += [os.path.relpath(os.path.join(dirpath, f), self.tmp) for f in filenames if TEMPORARY.match(f)]
         return out
@@ -206,8 +213,12 @@ def check_point(t, phase, profile, variant, k):
         return cond
 
     def original(after):
+        """The tree is the original (so it holds no temporary either), the state directory has no
+        temporary: one walk of the tree."""
         d = t.differences()
         expect(not d, f"after {after}, the tree differs from the original at {d}")
+        tmp = t.temporaries(in_root=False)
+        expect(not tmp, f"after {after}, temporary files are left: {tmp}")
 
     def no_temporaries(after):
         tmp = t.temporaries()
@@ -222,8 +233,6 @@ def check_point(t, phase, profile, variant, k):
     else:
         p = t.ctl("apply", profile, env=env)
     what = f"{phase} with {'a kill after' if variant == 'kill' else variant + ' at'} write {k}"
-    if variant != "kill":  # a kill leaves them to the recovery of the next command
-        no_temporaries(what)
     j = t.journal()
 
     if variant == "kill":
@@ -236,15 +245,15 @@ def check_point(t, phase, profile, variant, k):
             expect("rolled back" in s.stderr, f"status after {what} does not say it rolled back", s)
             j = t.journal()
             expect(j is not None and j["transaction"] is None, f"status after {what} left the transaction open")
-        no_temporaries(f"status after {what}")
         if phase == "apply" and (not j or not j["profile"]):
             original(f"status after {what}")
+        else:
+            no_temporaries(f"status after {what}")
         # Whatever was left applied (the kill came after the commit, or an interrupted revert was
         # rolled back to the profile), revert gives the original back.
         r = t.ctl("revert")
         expect(r.returncode == 0, f"revert after {what}", r)
         original(f"revert after {what}")
-        no_temporaries(f"revert after {what}")
         return problems
 
     if phase == "apply":
@@ -258,10 +267,10 @@ def check_point(t, phase, profile, variant, k):
                 s = t.ctl("status")
                 expect(s.returncode == 0 and "Last error:" in s.stdout, f"status after {what} shows no last error", s)
             return problems
+        no_temporaries(what)
         r = t.ctl("revert")
         expect(r.returncode == 0, f"revert after {what} (which succeeded)", r)
         original(f"revert after {what}")
-        no_temporaries(f"revert after {what}")
         return problems
 
     # revert with a failing write: whatever it did, status answers and a revert finishes the job
@@ -270,12 +279,12 @@ def check_point(t, phase, profile, variant, k):
     if p.returncode == 1:
         expect(p.stderr.strip() != "", f"{what}: no message", p)
         expect(j is None or j["transaction"] is None, f"{what}: the journal's transaction is left open")
+    no_temporaries(what)
     s = t.ctl("status")
     expect(s.returncode == 0, f"status after {what}", s)
     r = t.ctl("revert")
     expect(r.returncode == 0, f"revert after {what}", r)
     original(f"revert after {what}")
-    no_temporaries(f"revert after {what}")
     return problems
 
 
@@ -372,14 +381,15 @@ class Varlink:
 class Daemon:
     """rtpartd (the sim build) on tree t, its journal in t's state directory, its socket beside."""
 
-    def __init__(self, t, env=None):
+    def __init__(self, t, env=None, args=()):
         self.t = t
         self.sock = os.path.join(t.tmp, "rtpartd.sock")
         self.log = open(os.path.join(t.tmp, "rtpartd.log"), "w+")
         e = {k: v for k, v in os.environ.items() if k not in FAULT_ENV}
         e.update(env or {})
         self.proc = subprocess.Popen([DAEMON, "--root", t.root, "--state-dir", t.state, "--no-dbus",
-                                      "--varlink-socket", self.sock], stdout=self.log, stderr=subprocess.STDOUT,
+                                      "--varlink-socket", self.sock] + list(args), stdout=self.log,
+                                     stderr=subprocess.STDOUT,
                                      env=e)
         end = time.monotonic() + 20
         while time.monotonic() < end:
@@ -559,6 +569,34 @@ def regression_refused_restore():
         t.close()
 
 
+def regression_daemon_safety_check():
+    """An apply killed while rtpartd runs (rtpartctl --no-daemon, killed after its 40th write): rtpartd
+    rolls the transaction back at its next safety check, not only at its next start."""
+    t = Tree("vm")
+    d = Daemon(t, args=("--interval", "1"))
+    problems = []
+    try:
+        p = t.ctl("--no-daemon", "apply", "realtime-virtual-host", env={"RTPART_TEST_CRASH_AFTER": "40"})
+        j = t.journal()
+        if p.returncode != -9 or not j or not j["transaction"]:
+            return [f"the apply was not left open: exit {p.returncode}"]
+        end = time.monotonic() + 60  # a bound for a loaded machine, not a measurement
+        while time.monotonic() < end and t.journal()["transaction"] is not None:
+            time.sleep(0.1)
+        if t.journal()["transaction"] is not None:
+            problems.append("rtpartd's safety checks left the interrupted transaction open")
+        elif t.differences():
+            problems.append(f"rtpartd rolled back, but the tree differs at {t.differences()}")
+        if d.proc.poll() is not None:
+            problems.append("rtpartd did not stay up")
+    finally:
+        d.stop()
+        if problems:
+            problems.append("rtpartd's log: " + open(os.path.join(t.tmp, "rtpartd.log")).read()[-600:])
+        t.close()
+    return problems
+
+
 def regression_nearly_full_tmpfs():
     """The state directory on a real tmpfs with room for the journal with its transaction open but
     not for its last write: the apply fails before it writes a knob (the reserve), the tree as it
@@ -636,7 +674,8 @@ def main():
         for name, fn in (("full journal, direct", regression_full_journal_direct),
                          ("full journal, rtpartd", regression_full_journal_daemon),
                          ("nearly full tmpfs", regression_nearly_full_tmpfs),
-                         ("refused restore", regression_refused_restore)):
+                         ("refused restore", regression_refused_restore),
+                         ("rtpartd's safety check", regression_daemon_safety_check)):
             r = fn()
             if r is None:
                 print(f"regression {name}: skipped (needs root and a tmpfs mount)")
