@@ -250,7 +250,7 @@ static int roll_back_open(Root *root, const Host *host, int err, EngineResult *r
         const char *op = journal_op_to_string(j->transaction.op) ?: "transaction";
         size_t fails = undo_steps(root, &j->transaction, j->transaction.n_steps, touched, res);
         drop_new_originals(j);
-        if (res->failed_path)
+        if (res->journal_failed)
                 k = asprintf(&msg, "saving the journal %s failed: %s; every change of this %s was undone%s",
                              strempty(display), strerror(-err), op, fails ? " except the ones noted" : "");
         else
@@ -286,8 +286,8 @@ static int journal_close(Root *root, const Journal *j, EngineResult *res, bool *
         int k = journal_save(root, j);
         if (k >= 0 && opened)
                 *opened = false;
-        if (k < 0 && opened && !res->failed_path)
-                res->failed_path = journal_display(root);
+        if (k < 0 && opened)
+                res->journal_failed = true;
         return k;
 }
 

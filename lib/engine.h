@@ -24,6 +24,7 @@ typedef struct EngineResult {
         /* A failure that is not a knob's write (the journal's own file): what, where, and what
          * became of the run's changes. */
         char *failed_message;
+        bool journal_failed; /* the journal's last write of the run failed */
         char **notes;
         JournalError journal_error; /* the journal was refused (-EBADMSG): what is wrong, where */
 } EngineResult;
