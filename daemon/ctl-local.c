@@ -95,7 +95,7 @@ int ctl_take_lock(Root *root, int *ret_fd) {
 }
 
 void ctl_recover(Root *root) {
-        if (!engine_transaction_open(root))
+        if (!engine_needs_recovery(root))
                 return;
         _cleanup_(host_freep) Host *host = NULL;
         _cleanup_close_ int lock = -EBADF;

@@ -87,7 +87,7 @@ char *document_reboot_phrase(json_t *ids) {
 static json_t *error_entry(const EngineResult *er, int r) {
         int err = er->failed_errno ? er->failed_errno : -r;
         /* A refused journal: the message names the entry and what is wrong with it. */
-        const char *msg = er->journal_error.message ?: strerror(err);
+        const char *msg = er->journal_error.message ?: er->failed_message ?: strerror(err);
         return json_pack("{s:s?, s:s?, s:i, s:s, s:s?}", "knob", er->failed_knob, "path", er->failed_path, "errno", err,
                          "message", msg, "detail", er->failed_detail);
 }

@@ -662,7 +662,7 @@ static int engine_failure(ManagerError *e, const EngineResult *res, int r) {
                           res->rollback_incomplete ? "the changes of this run were undone except those noted"
                                                    : "every change of this run was undone");
         else
-                error_set(e, MANAGER_ERROR_FAILED, "%s", res->journal_error.message ?: strerror(-r));
+                error_set(e, MANAGER_ERROR_FAILED, "%s", res->journal_error.message ?: res->failed_message ?: strerror(-r));
         e->details = document_apply_failure(res, r);
         return r;
 }
@@ -953,7 +953,7 @@ int manager_revert(Manager *m, json_t **ret, ManagerError *e) {
                                   er.failed, er.failed == 1 ? "" : "s", er.failed_knob, strerror(er.failed_errno));
                 else
                         error_set(e, MANAGER_ERROR_FAILED, "revert failed: %s",
-                                  er.journal_error.message ?: strerror(-r));
+                                  er.journal_error.message ?: er.failed_message ?: strerror(-r));
                 e->details = doc;
                 doc = NULL;
         } else
@@ -1212,8 +1212,38 @@ static void on_tasks_changed(Watcher *w, const int *pids, size_t n_pids, const i
         manager_task_events(userdata, pids, n_pids, gone, n_gone, overflow);
 }
 
+/* Rolls back a transaction the journal holds open: one a crash interrupted, or one whose run could
+ * not close it (its journal's last write failed even after putting the host back). With !wait, only
+ * when no run holds the lock (an open transaction is then someone's apply in progress). */
+static int recover_open(Manager *m, bool wait) {
+        _cleanup_(host_freep) Host *host = NULL;
+        _cleanup_close_ int lock = -EBADF;
+        EngineResult er = {};
+        int r;
+
+        if (!engine_needs_recovery(m->root))
+                return 0;
+        lock = engine_lock(m->root, wait);
+        if (lock == -EWOULDBLOCK)
+                return 0;
+        if (lock < 0)
+                return log_error_errno(lock, "Cannot take the journal lock: %m");
+        r = host_discover(m->root, 0, &host);
+        if (r < 0)
+                return log_error_errno(r, "Cannot read the host's topology under %s: %m", m->root->path);
+        r = engine_recover(m->root, host, &er);
+        if (r < 0)
+                (void) log_error_errno(r, "Cannot roll back the interrupted transaction: %m");
+        for (char **n = er.notes; n && *n; n++)
+                log_warning("%s", *n);
+        engine_result_done(&er);
+        return 0;
+}
+
 static void safety_check(Manager *m) {
         (void) journal_reload(m, NULL);
+        if (m->journal && m->journal->transaction_open && recover_open(m, /* wait= */ false) >= 0)
+                (void) journal_reload(m, NULL);
         if (!m->profile)
                 return;
         (void) check_all(m, NULL);
@@ -1328,22 +1358,9 @@ int manager_startup(Manager *m) {
         int r;
 
         /* 1. An apply or revert a crash interrupted is rolled back first. */
-        if (engine_transaction_open(m->root)) {
-                _cleanup_close_ int lock = -EBADF;
-                EngineResult er = {};
-                r = host_discover(m->root, 0, &host);
-                if (r < 0)
-                        return log_error_errno(r, "Cannot read the host's topology under %s: %m", m->root->path);
-                lock = engine_lock(m->root, /* wait= */ true);
-                if (lock < 0)
-                        return log_error_errno(lock, "Cannot take the journal lock: %m");
-                r = engine_recover(m->root, host, &er);
-                if (r < 0)
-                        (void) log_error_errno(r, "Cannot roll back the interrupted transaction: %m");
-                for (char **n = er.notes; n && *n; n++)
-                        log_warning("%s", *n);
-                engine_result_done(&er);
-        }
+        r = recover_open(m, /* wait= */ true);
+        if (r < 0)
+                return r;
 
         /* 2. The journal. */
         r = journal_reload(m, NULL);

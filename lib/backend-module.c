@@ -468,10 +468,9 @@ static int dropin_set(Root *root, const char *mod, const char *param, const char
                         if (k < 0 && k != -ENOENT)
                                 return k;
                         if (made_dir) {
-                                _cleanup_close_ int dfd = root_open(root, "etc", O_RDONLY | O_DIRECTORY, 0);
-                                if (dfd >= 0 && unlinkat(dfd, "modprobe.d", AT_REMOVEDIR) < 0 && errno != ENOTEMPTY &&
-                                    errno != EEXIST && errno != ENOENT)
-                                        return -errno;
+                                k = root_rmdir(root, DROPIN_DIR);
+                                if (k < 0 && k != -ENOTEMPTY && k != -EEXIST && k != -ENOENT)
+                                        return k;
                         }
                         return 0;
                 }

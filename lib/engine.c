@@ -9,10 +9,21 @@
 #include "engine.h"
 #include "strv.h"
 
+/* What became of a knob of the plan (flags per knob) and of a step (per step). */
+enum {
+        PLAN_PICKED = 1 << 0,   /* in the subset to apply */
+        PLAN_SKIPPED = 1 << 1,  /* its backend cannot write it here */
+        PLAN_CONSUMED = 1 << 2, /* its new applied entry has found its place */
+        PLAN_WRITTEN = 1 << 3,  /* counted as written */
+        STEP_SKIPPED = 1 << 0,
+        STEP_FORGET = 1 << 1, /* a restored knob: its original goes on commit */
+};
+
 void engine_result_done(EngineResult *r) {
         free(r->failed_knob);
         free(r->failed_path);
         free(r->failed_detail);
+        free(r->failed_message);
         strv_free(r->notes);
         journal_error_done(&r->journal_error);
         *r = (EngineResult) {};
@@ -111,6 +122,176 @@ static void drop_new_originals(Journal *j) {
                 journal_remove_original(j, j->transaction.new_originals[i]);
 }
 
+/* The journal's reserve: a file beside the journal as large as the journal's last write of a
+ * transaction may need, made before the transaction's first write and unlinked just before that
+ * last write, so that a full filesystem fails a transaction before it changes anything rather
+ * than after. A crash leaves it to the recovery that follows. */
+#define RESERVE_NAME ".#state.json.reserve"
+/* Beyond the estimate: the last error's message and the kernel's reason in it, the times. */
+#define RESERVE_SLACK ((size_t) 16384)
+
+static int reserve_path(Root *root, Root **ret_sr, char **ret) {
+        const char *dir;
+        *ret_sr = journal_root(root, &dir);
+        return asprintf(ret, "%s/" RESERVE_NAME, dir) < 0 ? -ENOMEM : 0;
+}
+
+/* Unlinks the reserve, if there is one; true if there was. */
+static bool release_room(Root *root) {
+        _cleanup_free_ char *p = NULL;
+        Root *sr;
+        if (reserve_path(root, &sr, &p) < 0 || !root_exists(sr, p))
+                return false;
+        return root_unlink(sr, p) >= 0;
+}
+
+/* The journal file as the user sees it, for messages. */
+static char *journal_display(Root *root) {
+        const char *dir;
+        Root *sr = journal_root(root, &dir);
+        _cleanup_free_ char *file = NULL;
+        if (asprintf(&file, "%s/state.json", dir) < 0)
+                return NULL;
+        return root_display_path(sr, file);
+}
+
+_printf_(2, 3) static void failed_message(EngineResult *res, const char *fmt, ...) {
+        char *s;
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return;
+        free(res->failed_message);
+        res->failed_message = s;
+}
+
+/* Journals j's open transaction before its first write, with room reserved for the journal's last
+ * write of it: the journal as it is now and extra bytes. When it fails nothing is changed (but a
+ * missing state directory) and res says why. */
+static int journal_open(Root *root, const Journal *j, size_t extra, EngineResult *res) {
+        _cleanup_free_ char *text = NULL, *display = NULL, *rpath = NULL;
+        size_t size;
+        Root *sr;
+        const char *dir;
+        int k = journal_format(j, &text, &size);
+        if (k < 0)
+                return k;
+        size_t room = size + extra + RESERVE_SLACK;
+        sr = journal_root(root, &dir);
+        if ((k = reserve_path(root, &sr, &rpath)) < 0)
+                return k;
+        k = root_mkdir_p(sr, dir, 0755);
+        if (k >= 0)
+                k = root_reserve_file(sr, rpath, room);
+        if (k < 0) {
+                display = root_display_path(sr, dir);
+                failed_message(res,
+                               "no room for the journal in %s (%zu KiB needed to record this %s): %s; nothing was "
+                               "changed: free some space there",
+                               strempty(display), (room + 1023) / 1024,
+                               journal_op_to_string(j->transaction.op) ?: "transaction", strerror(-k));
+                res->failed_errno = -k;
+                return k;
+        }
+        k = journal_write(root, text, size);
+        if (k < 0) {
+                (void) release_room(root);
+                display = journal_display(root);
+                failed_message(res, "saving the journal %s failed: %s; nothing was changed", strempty(display),
+                               strerror(-k));
+                res->failed_errno = -k;
+        }
+        return k;
+}
+
+/* What the journal's last write of an apply may need beyond the journal with the transaction open:
+ * the applied list of every knob of the plan (picked: those of ids), the profile's source. */
+static size_t apply_room(const Plan *plan, const Resolved *resolved, const uint8_t *pflags, bool subset) {
+        size_t room = PATH_MAX + 256; /* profile, profile_path, hash, applied_at */
+        for (size_t i = 0; i < plan->n_knobs; i++) {
+                const Knob *k = &plan->knobs[i];
+                if (subset && !(pflags[i] & PLAN_PICKED))
+                        continue;
+                /* Keys, domain, kind, indentation: < 160 bytes (journal_format). */
+                room += strlen(k->id) + strlen(strempty(k->path)) + strlen(strempty(k->desired)) + 160;
+        }
+        const Profile *prof = resolved ? resolved->profile : NULL;
+        if (prof && prof->doc) {
+                /* Indented deeper in the journal than alone: twice its size is enough. */
+                _cleanup_free_ char *text = json_dumps(prof->doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+                room += 2 * strlen(strempty(text));
+        }
+        return room;
+}
+
+/* A transaction this run journalled and could not close (the journal's last write failed, memory
+ * ran out after the first write): what it changed is put back before it returns, the journal
+ * loaded again from its file (which still holds the transaction). err: why. */
+static int roll_back_open(Root *root, const Host *host, int err, EngineResult *res) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(journal_error_done) JournalError e = {};
+        _cleanup_free_ char *display = journal_display(root), *now = journal_now_iso8601(), *msg = NULL;
+        bool touched[_DOMAIN_MAX] = {};
+
+        (void) release_room(root);
+        int k = journal_load(root, &j, &e);
+        if (k < 0) {
+                note(res, "the journal %s could not be read to undo this run: %s; the next run rolls it back",
+                     strempty(display), strerror(-k));
+                return err;
+        }
+        if (!j->transaction_open) {
+                /* Its last write is in place; what failed after it was syncing its directory. */
+                note(res, "the journal %s was saved, but syncing its directory failed: %s", strempty(display),
+                     strerror(-err));
+                return 0;
+        }
+        const char *op = journal_op_to_string(j->transaction.op) ?: "transaction";
+        size_t fails = undo_steps(root, &j->transaction, j->transaction.n_steps, touched, res);
+        drop_new_originals(j);
+        if (res->journal_failed)
+                k = asprintf(&msg, "saving the journal %s failed: %s; every change of this %s was undone%s",
+                             strempty(display), strerror(-err), op, fails ? " except the ones noted" : "");
+        else
+                k = asprintf(&msg, "the %s failed: %s; every change of it was undone%s", op, strerror(-err),
+                             fails ? " except the ones noted" : "");
+        if (k < 0 || !now)
+                return err;
+        k = journal_set_last_error(j, /* knob= */ NULL, NULL, 0, NULL, msg, now);
+        if (k >= 0) {
+                journal_end(j);
+                k = journal_save(root, j);
+        }
+        if (k < 0)
+                note(res, "the journal %s still shows the %s as interrupted (%s): the next run rolls it back again",
+                     strempty(display), op, strerror(-k));
+        flush_domains(root, host, touched, res);
+        res->rolled_back = true;
+        res->rollback_incomplete = fails > 0;
+        res->failed_errno = -err;
+        free(res->failed_message);
+        res->failed_message = TAKE_PTR(msg);
+        /* The run as a whole was undone: a knob it could not write is not the news. */
+        free(res->failed_knob);
+        free(res->failed_detail);
+        res->failed_knob = res->failed_detail = NULL;
+        return err;
+}
+
+/* The journal's last write of a transaction, into the room reserved for it: once it is in place,
+ * the transaction is no longer *opened. */
+static int journal_close(Root *root, const Journal *j, EngineResult *res, bool *opened) {
+        (void) release_room(root);
+        int k = journal_save(root, j);
+        if (k >= 0 && opened)
+                *opened = false;
+        if (k < 0 && opened)
+                res->journal_failed = true;
+        return k;
+}
+
 /* Rolls back the transaction j holds, if any, and saves j. */
 /* A crash between a temp file and its rename leaves ".#NAME.PID.tmp" beside the file rtpart
  * replaces: the journal, and the configuration files its knobs live in (kernel files under proc/,
@@ -123,6 +304,8 @@ static void remove_temporaries(Root *root, const Journal *j, EngineResult *res) 
         int k;
         if (asprintf(&state, "%s/state.json", dir) >= 0 && (k = root_remove_temporaries(sr, state)) > 0)
                 n += (size_t) k;
+        if (release_room(root))
+                n++;
         _cleanup_strv_free_ char **seen = NULL;
         for (size_t i = 0; i < j->n_originals + j->transaction.n_steps; i++) {
                 const char *path =
@@ -308,7 +491,7 @@ static int fail(Root *root, Journal *j, const Knob *k, KnobResult *w, size_t don
         int r = msg && now ? journal_set_last_error(j, k->id, k->path, -err, detail, msg, now) : -ENOMEM;
         if (r >= 0) {
                 journal_end(j);
-                r = journal_save(root, j);
+                r = journal_close(root, j, res, NULL);
         }
         /* Not saved: the transaction stays open in the journal, and the next run rolls it back
          * again (the same writes). */
@@ -334,16 +517,6 @@ static int recover_and_load(Root *root, const Host *host, EngineResult *res, Jou
         *ret = TAKE_PTR(j);
         return 0;
 }
-
-/* What became of a knob of the plan (flags per knob) and of a step (per step). */
-enum {
-        PLAN_PICKED = 1 << 0,   /* in the subset to apply */
-        PLAN_SKIPPED = 1 << 1,  /* its backend cannot write it here */
-        PLAN_CONSUMED = 1 << 2, /* its new applied entry has found its place */
-        PLAN_WRITTEN = 1 << 3,  /* counted as written */
-        STEP_SKIPPED = 1 << 0,
-        STEP_FORGET = 1 << 1, /* a restored knob: its original goes on commit */
-};
 
 /* The applied list after a subset apply: the journal's knobs in their order, those of the subset
  * renewed (or gone, when the kernel refused them or they cannot be written here; kept as they
@@ -423,7 +596,7 @@ static int reserve_sizes(size_t **l, size_t *cap, size_t n) {
 /* engine_apply(), or with subset engine_apply_knobs(): the knobs of the plan named in ids are
  * written and recorded; the rest of the journal stays as it is. */
 static int apply_core(Root *root, const Host *host, const Resolved *resolved, const Plan *plan, bool subset,
-                      char * const *ids, size_t n_ids, EngineResult *res) {
+                      char * const *ids, size_t n_ids, EngineResult *res, bool *opened) {
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_(journal_index_done) JournalIndex plan_index = {};
         _cleanup_free_ uint8_t *pflags = NULL, *sflags = NULL;
@@ -547,13 +720,14 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                 }
         }
 
-        /* 2. Journal the transaction before the first write. */
+        /* 2. Journal the transaction before the first write, with room for its last write. */
         bool touched[_DOMAIN_MAX] = {};
         const JournalTransaction *t = &j->transaction;
         if (t->n_steps > 0) {
-                k = journal_save(root, j);
+                k = journal_open(root, j, apply_room(plan, resolved, pflags, subset), res);
                 if (k < 0)
                         return k;
+                *opened = true;
         }
 
         /* 3. Write. */
@@ -653,7 +827,7 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
         journal_end(j);
         journal_clear_last_error(j);
         if (subset)
-                return journal_save(root, j);
+                return journal_close(root, j, res, opened);
 
         _cleanup_free_ char *hash = journal_hash(resolved->doc);
         if (!hash)
@@ -679,14 +853,25 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                 if (k < 0)
                         return k;
         }
-        return journal_save(root, j);
+        return journal_close(root, j, res, opened);
+}
+
+/* A run that journalled its transaction (*opened) and failed without rolling it back has it rolled
+ * back here, before it returns. */
+static int finish(Root *root, const Host *host, int k, bool opened, EngineResult *res) {
+        if (k < 0 && opened && !res->rolled_back)
+                return roll_back_open(root, host, k, res);
+        (void) release_room(root);
+        return k;
 }
 
 int engine_apply(Root *root, const Host *host, const Resolved *resolved, const Plan *plan, EngineResult *res) {
-        return apply_core(root, host, resolved, plan, /* subset= */ false, NULL, 0, res);
+        bool opened = false;
+        int k = apply_core(root, host, resolved, plan, /* subset= */ false, NULL, 0, res, &opened);
+        return finish(root, host, k, opened, res);
 }
 
-int engine_revert(Root *root, const Host *host, EngineResult *res) {
+static int revert_core(Root *root, const Host *host, EngineResult *res, bool *opened) {
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_free_ char *now = NULL;
         _cleanup_free_ bool *keep = NULL;
@@ -716,9 +901,11 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
         bool touched[_DOMAIN_MAX] = {};
         const JournalTransaction *t = &j->transaction;
         if (t->n_steps > 0) {
-                k = journal_save(root, j);
+                /* Its last write has fewer originals and no applied list, transaction or error. */
+                k = journal_open(root, j, 0, res);
                 if (k < 0)
                         return k;
+                *opened = true;
         }
 
         /* Revert does not stop at the first failure: it restores all it can, keeps what it could
@@ -731,7 +918,12 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
                 _cleanup_(knob_result_done) KnobResult w = {};
                 (void) write_knob(root, &kn, t->steps[i].after, &w);
                 const JournalKnob *orig = journal_find_original(j, kn.id);
-                if (w.status == KNOB_FAILED) {
+                /* A refusal of a knob the kernel did not refuse at apply (EIO or EPERM now) is not
+                 * a restore either: the original stays, for a later revert. One it refused then
+                 * (a managed IRQ) it owns: its original goes, as before. */
+                if (w.status == KNOB_FAILED || (w.status == KNOB_REFUSED && !journal_find_unmovable(j, kn.id))) {
+                        if (w.error >= 0)
+                                w.error = -EIO;
                         if (orig && !keep[orig - j->originals]) {
                                 keep[orig - j->originals] = true;
                                 res->failed++;
@@ -768,10 +960,16 @@ int engine_revert(Root *root, const Host *host, EngineResult *res) {
                 return k;
         journal_clear_unmovable(j);
         journal_end(j);
-        k = journal_save(root, j);
+        k = journal_close(root, j, res, opened);
         if (k < 0)
                 return k;
         return first_err;
+}
+
+int engine_revert(Root *root, const Host *host, EngineResult *res) {
+        bool opened = false;
+        int k = revert_core(root, host, res, &opened);
+        return finish(root, host, k, opened, res);
 }
 
 int engine_lock(Root *root, bool wait) {
@@ -798,6 +996,22 @@ bool engine_transaction_open(Root *root) {
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_(journal_error_done) JournalError e = {};
         return journal_load(root, &j, &e) >= 0 && j->transaction_open;
+}
+
+bool engine_needs_recovery(Root *root) {
+        if (engine_transaction_open(root))
+                return true;
+        const char *dir;
+        Root *sr = journal_root(root, &dir);
+        DIR *d;
+        if (root_opendir(sr, dir, &d) < 0)
+                return false;
+        bool found = false;
+        struct dirent *de;
+        while (!found && (de = readdir(d)))
+                found = startswith(de->d_name, ".#state.json.");
+        closedir(d);
+        return found;
 }
 
 static int index_cmp(const void *a, const void *b) {
@@ -918,5 +1132,7 @@ int engine_apply_knobs(Root *root, const Host *host, const Plan *plan, char * co
                 return k;
         if (!streq_ptr(j->profile, plan->profile))
                 return -ESTALE; /* a subset of another profile than the applied one */
-        return apply_core(root, host, NULL, plan, /* subset= */ true, ids, ids ? n : 0, res);
+        bool opened = false;
+        k = apply_core(root, host, NULL, plan, /* subset= */ true, ids, ids ? n : 0, res, &opened);
+        return finish(root, host, k, opened, res);
 }

@@ -21,6 +21,10 @@ typedef struct EngineResult {
         char *failed_path;
         int failed_errno;
         char *failed_detail; /* the kernel's reason, where it gives one (resctrl, cpuset) */
+        /* A failure that is not a knob's write (the journal's own file): what, where, and what
+         * became of the run's changes. */
+        char *failed_message;
+        bool journal_failed; /* the journal's last write of the run failed */
         char **notes;
         JournalError journal_error; /* the journal was refused (-EBADMSG): what is wrong, where */
 } EngineResult;
@@ -31,9 +35,14 @@ void engine_result_done(EngineResult *r);
  * journal itself. */
 int engine_recover(Root *root, const Host *host, EngineResult *res);
 /* Applies a plan: all or nothing. Returns 0, or the negative errno of the write that failed
- * (res says which knob; every write of this run has been undone). */
+ * (res says which knob or file; every write of this run has been undone before it returns). The
+ * journal's last write of the transaction has room reserved before the first write (a file beside
+ * the journal, unlinked just before it): a full filesystem fails the apply before it changes
+ * anything; a journal that cannot be saved even so rolls the apply back. */
 int engine_apply(Root *root, const Host *host, const Resolved *resolved, const Plan *plan, EngineResult *res);
-/* Restores every original value and forgets the profile. */
+/* Restores every original value and forgets the profile. A journal that cannot record that (its
+ * last write fails) puts back what this run changed: the profile stays applied, as the journal
+ * says. */
 int engine_revert(Root *root, const Host *host, EngineResult *res);
 
 typedef struct Drift {
@@ -74,6 +83,9 @@ int engine_mark_refused(Plan *plan, const Journal *j);
 
 /* Whether the journal holds an open transaction (cheap: one read). */
 bool engine_transaction_open(Root *root);
+/* Whether engine_recover() has something to do: an open transaction, or what a run killed before
+ * its transaction was journalled left beside the journal (its reserve, a temporary file). */
+bool engine_needs_recovery(Root *root);
 
 /* engine_apply() for the knobs of plan named in ids only (drift to correct, IRQs and kernel threads
  * new to the journal): they are written as engine_apply() writes (originals and transaction

@@ -927,20 +927,25 @@ int journal_format(const Journal *j, char **ret_text, size_t *ret_size) {
         return 0;
 }
 
-int journal_save(Root *root, const Journal *j) {
-        _cleanup_free_ char *text = NULL, *file = NULL;
-        size_t size;
-        int k = journal_format(j, &text, &size);
-        if (k < 0)
-                return k;
+int journal_write(Root *root, const char *text, size_t size) {
+        _cleanup_free_ char *file = NULL;
         const char *dir;
         Root *sr = journal_root(root, &dir);
         if (asprintf(&file, "%s/state.json", dir) < 0)
                 return -ENOMEM;
-        k = root_mkdir_p(sr, dir, 0755);
+        int k = root_mkdir_p(sr, dir, 0755);
         if (k < 0)
                 return k;
         return root_write_file_atomic(sr, file, text, size, 0644);
+}
+
+int journal_save(Root *root, const Journal *j) {
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+        int k = journal_format(j, &text, &size);
+        if (k < 0)
+                return k;
+        return journal_write(root, text, size);
 }
 
 /* ---- small things ---- */

@@ -180,6 +180,8 @@ int journal_load_if_changed(Root *root, uint64_t unless_digest, Journal **ret, J
 /* The document of j, as journal_save() writes it. */
 int journal_format(const Journal *j, char **ret_text, size_t *ret_size);
 int journal_save(Root *root, const Journal *j);
+/* Replaces the journal's file by text (a document journal_format() made). */
+int journal_write(Root *root, const char *text, size_t size);
 
 /* A copy of s in j's strings, for the fields of j and of its entries (NULL for NULL). */
 int journal_strdup(Journal *j, const char *s, const char **ret);

@@ -237,4 +237,5 @@ const RootOps root_kernel_ops = {
         .update_bootloader = root_run_shell,
         .mount = kernel_mount,
         .umount = kernel_umount,
+        ROOT_FILE_OPS,
 };

@@ -48,6 +48,7 @@ const RootOps root_plain_tree_ops = {
         .mkdir_object = tree_mkdir_object,
         .rmdir_object = tree_rmdir_object,
         .write_object = tree_write_object,
+        ROOT_FILE_OPS,
 };
 
 /* Weak: the simulator's strong definition wins in the programs linked with it (root.h). */

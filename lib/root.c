@@ -77,7 +77,9 @@ int root_set_state_dir(Root *r, const char *dir) {
         if (k < 0)
                 return k;
         s->is_host = false;
-        s->ops = &root_plain_tree_ops; /* the journal only: files, nothing a kernel acts on */
+        /* The journal only: files, nothing a kernel acts on; the tree's table all the same, so that
+         * a simulator wrapping the file ops sees the journal's writes too. */
+        s->ops = root_tree_ops();
         root_free(r->state);
         r->state = s;
         return 0;
@@ -634,15 +636,9 @@ int root_mkdir_p(Root *r, const char *rel, mode_t mode) {
                         char c = *s;
                         *s = 0;
                         if (*p && !root_is_dir(r, p)) {
-                                _cleanup_free_ char *dir = NULL;
-                                const char *base;
-                                if (split_parent(p, &dir, &base) < 0)
-                                        return -ENOMEM;
-                                _cleanup_close_ int dfd = root_open(r, dir, O_RDONLY | O_DIRECTORY, 0);
-                                if (dfd < 0)
-                                        return dfd;
-                                if (mkdirat(dfd, base, mode) < 0 && errno != EEXIST)
-                                        return -errno;
+                                int k = r->ops->make_dir(r, p, mode);
+                                if (k < 0 && k != -EEXIST)
+                                        return k;
                         }
                         if (c == 0)
                                 break;
@@ -698,15 +694,23 @@ int root_remove_temporaries(Root *r, const char *rel) {
         return removed;
 }
 
-int root_write_file_atomic(Root *r, const char *rel, const char *data, size_t size, mode_t mode) {
+int root_file_mkdir(Root *r, const char *rel, mode_t mode) {
+        _cleanup_free_ char *dir = NULL;
+        const char *base;
+        if (split_parent(rel, &dir, &base) < 0)
+                return -ENOMEM;
+        _cleanup_close_ int dfd = root_open(r, dir, O_RDONLY | O_DIRECTORY, 0);
+        if (dfd < 0)
+                return dfd;
+        return mkdirat(dfd, base, mode) < 0 ? -errno : 0;
+}
+
+int root_file_replace(Root *r, const char *rel, const char *data, size_t size, mode_t mode) {
         _cleanup_free_ char *dir = NULL, *tmp = NULL;
         const char *base;
         int k;
 
         k = split_parent(rel, &dir, &base);
-        if (k < 0)
-                return k;
-        k = root_mkdir_p(r, dir, 0755);
         if (k < 0)
                 return k;
         _cleanup_close_ int dfd = root_open(r, dir, O_RDONLY | O_DIRECTORY, 0);
@@ -743,7 +747,7 @@ int root_write_file_atomic(Root *r, const char *rel, const char *data, size_t si
         return 0;
 }
 
-int root_unlink(Root *r, const char *rel) {
+int root_file_reserve(Root *r, const char *rel, size_t size) {
         _cleanup_free_ char *dir = NULL;
         const char *base;
         int k = split_parent(rel, &dir, &base);
@@ -752,5 +756,59 @@ int root_unlink(Root *r, const char *rel) {
         _cleanup_close_ int dfd = root_open(r, dir, O_RDONLY | O_DIRECTORY, 0);
         if (dfd < 0)
                 return dfd;
-        return unlinkat(dfd, base, 0) < 0 ? -errno : 0;
+        _cleanup_close_ int fd = openat(dfd, base, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return -errno;
+        /* posix_fallocate() returns the errno; where the filesystem cannot preallocate, glibc
+         * writes the blocks itself. */
+        k = size > 0 ? posix_fallocate(fd, 0, (off_t) size) : 0;
+        if (k != 0) {
+                (void) unlinkat(dfd, base, 0);
+                return -k;
+        }
+        return 0;
+}
+
+static int unlink_in_parent(Root *r, const char *rel, int flags) {
+        _cleanup_free_ char *dir = NULL;
+        const char *base;
+        int k = split_parent(rel, &dir, &base);
+        if (k < 0)
+                return k;
+        _cleanup_close_ int dfd = root_open(r, dir, O_RDONLY | O_DIRECTORY, 0);
+        if (dfd < 0)
+                return dfd;
+        return unlinkat(dfd, base, flags) < 0 ? -errno : 0;
+}
+
+int root_file_unlink(Root *r, const char *rel) {
+        return unlink_in_parent(r, rel, 0);
+}
+
+int root_file_rmdir(Root *r, const char *rel) {
+        return unlink_in_parent(r, rel, AT_REMOVEDIR);
+}
+
+int root_write_file_atomic(Root *r, const char *rel, const char *data, size_t size, mode_t mode) {
+        _cleanup_free_ char *dir = NULL;
+        const char *base;
+        int k = split_parent(rel, &dir, &base);
+        if (k < 0)
+                return k;
+        k = root_mkdir_p(r, dir, 0755);
+        if (k < 0)
+                return k;
+        return r->ops->replace_file(r, rel, data, size, mode);
+}
+
+int root_reserve_file(Root *r, const char *rel, size_t size) {
+        return r->ops->reserve_file(r, rel, size);
+}
+
+int root_unlink(Root *r, const char *rel) {
+        return r->ops->unlink_file(r, rel);
+}
+
+int root_rmdir(Root *r, const char *rel) {
+        return r->ops->remove_dir(r, rel);
 }

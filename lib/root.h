@@ -98,6 +98,14 @@ struct RootOps {
         /* ROOT_CAN_MOUNT */
         int (*mount)(Root *r, const char *rel, const char *fstype, const char *options);
         int (*umount)(Root *r, const char *rel);
+        /* The files rtpart owns whole (configuration files, drop-ins, the journal) and their
+         * directories. Every table has them (the root_file_* functions below do them with system
+         * calls); a simulator may wrap them. */
+        int (*replace_file)(Root *r, const char *rel, const char *data, size_t size, mode_t mode);
+        int (*reserve_file)(Root *r, const char *rel, size_t size);
+        int (*unlink_file)(Root *r, const char *rel);
+        int (*make_dir)(Root *r, const char *rel, mode_t mode);
+        int (*remove_dir)(Root *r, const char *rel);
 };
 
 /* The two tables of lib/. */
@@ -172,12 +180,29 @@ int root_write_once(Root *r, const char *rel, int flags, const char *data);
 /* Runs command with /bin/sh, RTPART_ROOT set to the root's path and output discarded; -EPROTO
  * unless it exits 0. */
 int root_run_shell(Root *r, const char *command);
-/* Replaces a regular file atomically: temp file, fsync, rename, fsync of the directory. */
+/* Through the root's ops: replaces a regular file atomically (temp file ".#BASE.PID.tmp", fsync,
+ * rename, fsync of the directory); its parent directories are made first. */
 int root_write_file_atomic(Root *r, const char *rel, const char *data, size_t size, mode_t mode);
+/* Through the root's ops: makes rel a file of size bytes with its blocks allocated
+ * (posix_fallocate), so that unlinking it frees room for a write that must not fail for lack of
+ * it. -ENOSPC (or the filesystem's quota errno) when there is no such room. */
+int root_reserve_file(Root *r, const char *rel, size_t size);
+/* Through the root's ops: unlink(2), rmdir(2). */
 int root_unlink(Root *r, const char *rel);
+int root_rmdir(Root *r, const char *rel);
+/* For ops tables: what the ops of the same names do on any filesystem, with system calls. */
+int root_file_replace(Root *r, const char *rel, const char *data, size_t size, mode_t mode);
+int root_file_reserve(Root *r, const char *rel, size_t size);
+int root_file_unlink(Root *r, const char *rel);
+int root_file_mkdir(Root *r, const char *rel, mode_t mode);
+int root_file_rmdir(Root *r, const char *rel);
+#define ROOT_FILE_OPS \
+        .replace_file = root_file_replace, .reserve_file = root_file_reserve, .unlink_file = root_file_unlink, \
+        .make_dir = root_file_mkdir, .remove_dir = root_file_rmdir
 /* Removes what root_write_file_atomic() of rel left behind when its process died between the temp
  * file and the rename: the ".#BASE.PID.tmp" files beside rel, but this process's own. Callers hold
  * the journal lock, so no other rtpart process is writing one. Returns how many it removed; a
  * missing directory is 0. */
 int root_remove_temporaries(Root *r, const char *rel);
+/* rel and its missing parents, each made through the root's ops. */
 int root_mkdir_p(Root *r, const char *rel, mode_t mode);

@@ -15,10 +15,19 @@
  * file is always in: nothing else in it is referenced by name). The environment is read here,
  * in test code, never in lib/:
  *
+ * Every write to the tree counts as one fault point, numbered from 1 in the order the process
+ * makes them: a value written, a kernel object made, written or removed, a whole file replaced
+ * (configuration files and the journal, also under --state-dir), a file reserved or unlinked, a
+ * directory made or removed, the bootloader updated. Both hooks count the same points:
+ *
  *   RTPART_TEST_CRASH_AFTER=N   the process kills itself (SIGKILL, as a crash would) right after
- *                               the Nth change of the kernel's state (a value written, an object
- *                               made, written or removed), so tests can prove recovery at every
- *                               step of a transaction.
+ *                               the Nth write (done or failed), so tests can prove recovery at
+ *                               every step of a transaction.
+ *   RTPART_TEST_FAIL_AT=K       the Kth write is not made and fails with RTPART_TEST_FAIL_ERRNO
+ *                               (EIO, EPERM, ENOSPC or a number; EIO when unset); the others are
+ *                               made as usual.
+ *   RTPART_TEST_WRITE_LOG=FILE  a line "N OP PATH RESULT" is appended to FILE for every write, so
+ *                               that a test knows how many points a run has and what each is.
  *   RTPART_BOOTLOADER_UPDATE=C  the root can update its bootloader, and the command C (run with
  *                               RTPART_ROOT set to the tree) stands in for update-grub. */
 
@@ -32,17 +41,72 @@ int sim_unshare_file(Root *r, const char *rel) {
         int k = root_read_file(r, rel, &text, &n);
         if (k < 0)
                 return k;
-        return root_write_file_atomic(r, rel, text, n, st.st_mode & 07777);
+        return root_file_replace(r, rel, text, n, st.st_mode & 07777); /* part of a write: not counted */
 }
 
-/* A change of the kernel's state is done: the crash hook counts it. */
-static void changed(void) {
-        static unsigned changes = 0;
-        const char *e = getenv("RTPART_TEST_CRASH_AFTER");
-        changes++;
-        if (e && (unsigned) atoi(e) == changes)
-                (void) kill(getpid(), SIGKILL);
+static unsigned writes = 0;
+
+static unsigned env_unsigned(const char *name) {
+        const char *e = getenv(name);
+        return e && *e ? (unsigned) strtoul(e, NULL, 10) : 0;
 }
+
+static int fail_errno(void) {
+        static const struct {
+                const char *name;
+                int error;
+        } names[] = {
+                { "EIO", EIO },     { "EPERM", EPERM },   { "ENOSPC", ENOSPC }, { "EACCES", EACCES },
+                { "EROFS", EROFS }, { "EDQUOT", EDQUOT }, { "ENOMEM", ENOMEM }, { "EBUSY", EBUSY },
+        };
+        const char *e = getenv("RTPART_TEST_FAIL_ERRNO");
+        if (!e || !*e)
+                return EIO;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (streq(e, names[i].name))
+                        return names[i].error;
+        int n = atoi(e);
+        return n > 0 ? n : EIO;
+}
+
+/* A write is about to be made: counted, and failed here (a negative errno) at the point
+ * RTPART_TEST_FAIL_AT names; 0 to make it. */
+static int write_begin(void) {
+        writes++;
+        return writes == env_unsigned("RTPART_TEST_FAIL_AT") ? -fail_errno() : 0;
+}
+
+/* The write write_begin() counted returned k: logged, and the crash hook's point. */
+static int write_end(const char *op, const char *rel, int k) {
+        const char *log = getenv("RTPART_TEST_WRITE_LOG");
+        if (log && *log) {
+                _cleanup_close_ int fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+                if (fd >= 0)
+                        (void) dprintf(fd, "%u %s %s %s\n", writes, op, rel && *rel ? rel : ".",
+                                       k < 0 ? strerror(-k) : "ok");
+        }
+        if (writes == env_unsigned("RTPART_TEST_CRASH_AFTER"))
+                (void) kill(getpid(), SIGKILL);
+        return k;
+}
+
+/* Runs the write expr (an int) as one counted write named op, of rel. What the simulated kernel
+ * writes while doing it (a resctrl group's files, mon_groups/) is part of it, not counted. */
+static unsigned nested = 0;
+#define COUNTED_WRITE(op, rel, expr) \
+        ({ \
+                int _k = nested > 0 ? 0 : write_begin(); \
+                if (nested > 0) \
+                        _k = (expr); \
+                else { \
+                        nested++; \
+                        if (_k == 0) \
+                                _k = (expr); \
+                        nested--; \
+                        _k = write_end(op, rel, _k); \
+                } \
+                _k; \
+        })
 
 /* Where the kernel shows the effect of a write differently from the bytes written, mirror it: a
  * selection file ("always [madvise] never") moves its brackets. NULL: the value as written. */
@@ -76,7 +140,7 @@ static char *emulate_selection(int fd, const char *value) {
         return out;
 }
 
-static int write_value(Root *r, const char *rel, const char *value) {
+static int do_write_value(Root *r, const char *rel, const char *value) {
         int k = sim_unshare_file(r, rel);
         if (k < 0)
                 return k;
@@ -95,30 +159,49 @@ static int write_value(Root *r, const char *rel, const char *value) {
                 return -errno;
         if ((size_t) w != n)
                 return -EIO;
-        changed();
         return 0;
 }
 
+static int write_value(Root *r, const char *rel, const char *value) {
+        return COUNTED_WRITE("write", rel, do_write_value(r, rel, value));
+}
+
 static int mkdir_object(Root *r, RootFs fs, const char *mount, const char *name) {
-        int k = fs == ROOT_FS_RESCTRL ? sim_resctrl_mkdir(r, mount, name) : sim_cgroup_mkdir(r, mount, name);
-        if (k >= 0)
-                changed();
-        return k;
+        return COUNTED_WRITE("mkdir-object", name,
+                             fs == ROOT_FS_RESCTRL ? sim_resctrl_mkdir(r, mount, name)
+                                                   : sim_cgroup_mkdir(r, mount, name));
 }
 
 static int rmdir_object(Root *r, RootFs fs, const char *mount, const char *name) {
-        int k = fs == ROOT_FS_RESCTRL ? sim_resctrl_rmdir(r, mount, name) : sim_cgroup_rmdir(r, mount, name);
-        if (k >= 0)
-                changed();
-        return k;
+        return COUNTED_WRITE("rmdir-object", name,
+                             fs == ROOT_FS_RESCTRL ? sim_resctrl_rmdir(r, mount, name)
+                                                   : sim_cgroup_rmdir(r, mount, name));
 }
 
 static int write_object(Root *r, RootFs fs, const char *mount, const char *name, const char *file, const char *value) {
-        int k = fs == ROOT_FS_RESCTRL ? sim_resctrl_write(r, mount, name, file, value)
-                                      : sim_cgroup_write(r, mount, name, file, value);
-        if (k >= 0)
-                changed();
-        return k;
+        return COUNTED_WRITE("write-object", file,
+                             fs == ROOT_FS_RESCTRL ? sim_resctrl_write(r, mount, name, file, value)
+                                                   : sim_cgroup_write(r, mount, name, file, value));
+}
+
+static int replace_file(Root *r, const char *rel, const char *data, size_t size, mode_t mode) {
+        return COUNTED_WRITE("replace", rel, root_file_replace(r, rel, data, size, mode));
+}
+
+static int reserve_file(Root *r, const char *rel, size_t size) {
+        return COUNTED_WRITE("reserve", rel, root_file_reserve(r, rel, size));
+}
+
+static int unlink_file(Root *r, const char *rel) {
+        return COUNTED_WRITE("unlink", rel, root_file_unlink(r, rel));
+}
+
+static int make_dir(Root *r, const char *rel, mode_t mode) {
+        return COUNTED_WRITE("mkdir", rel, root_file_mkdir(r, rel, mode));
+}
+
+static int remove_dir(Root *r, const char *rel) {
+        return COUNTED_WRITE("rmdir", rel, root_file_rmdir(r, rel));
 }
 
 /* The request itself is held by the cpu backend, which folds it into its read of the tree's
@@ -132,12 +215,14 @@ static int pm_qos_open(Root *r) {
 
 static int update_bootloader(Root *r, const char *command) {
         const char *stand_in = getenv("RTPART_BOOTLOADER_UPDATE");
-        return root_run_shell(r, stand_in && *stand_in ? stand_in : command);
+        return COUNTED_WRITE("update-bootloader", "", root_run_shell(r, stand_in && *stand_in ? stand_in : command));
 }
 
 #define SIM_OPS \
         .write_value = write_value, .mkdir_object = mkdir_object, .rmdir_object = rmdir_object, \
-        .write_object = write_object, .pm_qos_open = pm_qos_open, .update_bootloader = update_bootloader
+        .write_object = write_object, .pm_qos_open = pm_qos_open, .update_bootloader = update_bootloader, \
+        .replace_file = replace_file, .reserve_file = reserve_file, .unlink_file = unlink_file, .make_dir = make_dir, \
+        .remove_dir = remove_dir
 
 /* No ROOT_CAN_SCHEDULE, _WATCH_PROCESSES, _ASK_SYSTEMD or _MOUNT: a tree's PIDs are nobody's
  * threads, and no systemd or mount table stands behind it. */
