@@ -522,6 +522,11 @@ static void connection_set_input(VarlinkConnection *c, char *buf, size_t cap) {
 
 static bool connection_may_grow_input(VarlinkConnection *c, size_t grow) {
         VarlinkServer *s = c->server;
+        /* The first VARLINK_INPUT_FLOOR bytes are every connection's, whatever the others hold: a
+         * few users' large messages or pipelined floods at the bounds do not keep everybody's
+         * small calls unread until the idle timeout. */
+        if (c->in_cap + grow <= VARLINK_INPUT_FLOOR)
+                return true;
         if (c->user->buffered + grow > VARLINK_UID_INPUT_MAX ||
             (!connection_is_root(c) && s->buffered_others + grow > VARLINK_INPUT_MAX)) {
                 if (!c->starved)
@@ -745,7 +750,8 @@ static int connection_read(VarlinkConnection *c) {
                 if (c->in_len >= VARLINK_MESSAGE_MAX)
                         return 0; /* enough to decide; the rest waits for the current call */
                 if (c->in_cap - c->in_len < 4096 && c->in_cap < VARLINK_MESSAGE_MAX) {
-                        size_t cap = MIN(MAX(c->in_cap * 2, (size_t) 16384), (size_t) VARLINK_MESSAGE_MAX);
+                        size_t cap =
+                                MIN(MAX(c->in_cap * 2, (size_t) VARLINK_INPUT_FLOOR), (size_t) VARLINK_MESSAGE_MAX);
                         if (connection_may_grow_input(c, cap - c->in_cap)) {
                                 char *n = realloc(c->in, cap);
                                 if (!n)
