@@ -18,7 +18,8 @@ again after a short random back-off, as rtpartctl's users would):
 Hostile kinds (held until "stop"; refusals are what they deserve; they try up to 20 times):
   slow        Monitor (D-Bus: AddMatch on the manager's signals) and never read again.
   partial     half a message (D-Bus: half an AUTH line), never the rest.
-  flood       Status calls written without reading a reply, as long as the socket takes them.
+  flood       calls written without reading a reply, as long as the socket takes them (D-Bus:
+              2000 Verify calls).
   abort       `cycles` times: Verify, then close without reading.
   eofpartial  half a message, shutdown(SHUT_WR), never read.
 """
@@ -465,13 +466,16 @@ class Actor:
             chunk = lambda: b"".join(dbus_call(c.next_serial(), NAME, PATH, NAME, "Verify")  # noqa: E731
                                      for _ in range(200))
         if c is not None:
-            pump = asyncio.ensure_future(self.pump(c, chunk))
+            # D-Bus: 2000 calls, not an endless stream: the bus answers all but its
+            # max_replies_per_connection with LimitsExceeded itself, as fast as it can.
+            pump = asyncio.ensure_future(self.pump(c, chunk, None if self.w.transport == "varlink" else 10))
             await self.w.stopped.wait()
             pump.cancel()
 
-    async def pump(self, c, chunk):
+    async def pump(self, c, chunk, n_chunks=None):
         try:
-            while not self.w.stopped.is_set():
+            while not self.w.stopped.is_set() and n_chunks != 0:
+                n_chunks = None if n_chunks is None else n_chunks - 1
                 data = chunk()
                 await c.loop.sock_sendall(c.sock, data)
                 self.sent += len(data)
