@@ -616,11 +616,36 @@ static void connection_fail(VarlinkConnection *c, const char *error, const char 
         connection_update(c);
 }
 
+/* Whether the message holds more than VARLINK_MESSAGE_VALUES_MAX values: the '{', '[' and ','
+ * outside strings, counted before the message is parsed. */
+static bool message_has_too_many_values(const char *text, size_t len) {
+        size_t n = 0;
+        bool string = false;
+        for (size_t i = 0; i < len; i++) {
+                char ch = text[i];
+                if (string) {
+                        if (ch == '\\')
+                                i++;
+                        else if (ch == '"')
+                                string = false;
+                } else if (ch == '"')
+                        string = true;
+                else if ((ch == '{' || ch == '[' || ch == ',') && ++n > VARLINK_MESSAGE_VALUES_MAX)
+                        return true;
+        }
+        return false;
+}
+
 static int connection_dispatch(VarlinkConnection *c, const char *text, size_t len) {
         VarlinkServer *s = c->server;
         json_error_t jerr;
 
         c->idle_since = 0; /* the client is active: its idle time starts again after this call */
+        if (message_has_too_many_values(text, len)) {
+                /* Parsed, "[{},{},…]" takes ~80 times its size (a JSON object per 3 bytes). */
+                connection_fail(c, VARLINK_ERROR_INVALID_PARAMETER, "message has too many values");
+                return 0;
+        }
         _cleanup_(json_decrefp) json_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
         const char *method;
         json_t *params, *more, *oneway;

@@ -38,7 +38,10 @@
  *   VARLINK_INPUT_MAX: a buffer that would pass a bound stops growing, and its connection is not
  *   read until others shrink (or the idle timeout ends it). Total buffered input <=
  *   VARLINK_INPUT_MAX (16 MiB, every uid but 0) + VARLINK_UID_INPUT_MAX (4 MiB, uid 0) +
- *   VARLINK_CONNECTIONS_MAX * VARLINK_INPUT_FLOOR (4 MiB). */
+ *   VARLINK_CONNECTIONS_MAX * VARLINK_INPUT_FLOOR (4 MiB). A message is parsed only when it has
+ *   at most VARLINK_MESSAGE_VALUES_MAX values (the '{', '[' and ',' outside its strings; else it
+ *   is a protocol error, as a message too long is): parsed, it takes at most about a MiB beside
+ *   its text, not the ~80 MiB of a 1 MiB "[{},{},…]". */
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -48,7 +51,8 @@
 
 #include "macro.h"
 
-#define VARLINK_MESSAGE_MAX (1U << 20) /* one incoming message, NUL included */
+#define VARLINK_MESSAGE_MAX (1U << 20)   /* one incoming message, NUL included */
+#define VARLINK_MESSAGE_VALUES_MAX 4096U /* objects, arrays and commas of one incoming message */
 #define VARLINK_CONNECTIONS_MAX 256U
 #define VARLINK_CONNECTIONS_PER_UID_MAX 16U  /* for every uid but 0 */
 #define VARLINK_CONNECTIONS_ROOT_RESERVE 16U /* of VARLINK_CONNECTIONS_MAX, for uid 0 only */

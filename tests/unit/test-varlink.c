@@ -529,6 +529,44 @@ static void echo_on(int fd, int n) {
         free(c.buf);
 }
 
+/* A message of many small values (each "{}" is a JSON object of some hundred bytes once parsed: a
+ * message within VARLINK_MESSAGE_MAX would take ~80 MiB) is refused before it is parsed. */
+START_TEST(test_many_values_refused) {
+        const char *head = "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":1,\"x\":[";
+        size_t n = VARLINK_MESSAGE_VALUES_MAX + 1, len = strlen(head) + 3 * n + 3;
+        char *msg = malloc(len + 1);
+        ck_assert_ptr_nonnull(msg);
+        char *p = stpcpy(msg, head);
+        for (size_t i = 0; i < n; i++)
+                p = stpcpy(p, i ? ",{}" : "{} ");
+        p = stpcpy(p, "]}}");
+        client_send_raw(&client, msg, (size_t) (p - msg) + 1);
+        free(msg);
+        _cleanup_(json_decrefp) json_t *m = client_recv(&client, 5000);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_str_eq(error_of(m), VARLINK_ERROR_INVALID_PARAMETER);
+        ck_assert_str_eq(json_string_value(json_object_get(params_of(m), "parameter")), "message has too many values");
+        ck_assert_ptr_null(client_recv(&client, 5000));
+        ck_assert(client.eof);
+        /* Commas and brackets inside a string (escaped quotes too) are not values: served. */
+        Client c = { .fd = connect_as(0) };
+        head = "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":3,\"s\":\"\\\"";
+        msg = malloc(strlen(head) + 3 * n + 8);
+        ck_assert_ptr_nonnull(msg);
+        p = stpcpy(msg, head);
+        for (size_t i = 0; i < n; i++)
+                p = stpcpy(p, ",{[");
+        p = stpcpy(p, "\"}}");
+        client_send_raw(&c, msg, (size_t) (p - msg) + 1);
+        free(msg);
+        _cleanup_(json_decrefp) json_t *r = client_recv(&c, 5000);
+        ck_assert_ptr_nonnull(r);
+        ck_assert_int_eq(json_integer_value(json_object_get(params_of(r), "n")), 3);
+        free(c.buf);
+        close(c.fd);
+}
+END_TEST
+
 START_TEST(test_connections_per_uid) {
         int fds[VARLINK_CONNECTIONS_PER_UID_MAX + 1];
         varlink_server_set_refused(server, on_refused, NULL);
@@ -1092,6 +1130,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_more_required);
         tcase_add_test(tc, test_oneway_gets_no_answer);
         tcase_add_test(tc, test_malformed_input_closes);
+        tcase_add_test(tc, test_many_values_refused);
         tcase_add_test(tc, test_failed_connection_drains_bounded);
         tcase_add_test(tc, test_oversized_message_closes);
         tcase_add_test(tc, test_peer_uid);
