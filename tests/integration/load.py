@@ -114,7 +114,8 @@ def plan(n_clients, n_users, test_uid, spare_uids=True):
         if i == 0:  # slow readers, floods and half-open connections only: 16 get in, the rest are refused
             kinds = {"slow": n // 3, "flood": n // 3, "partial": n - 2 * (n // 3)}
         elif i == 1:
-            kinds = {"flood": n // 2, "eofpartial": n // 4, "abort": n - n // 2 - n // 4}
+            kinds = {"bloat": 4, "flood": n // 2, "eofpartial": n // 4}
+            kinds["abort"] = max(0, n - sum(kinds.values()))
         else:  # below 16 hostile connections held: this user's well-behaved clients get in too
             kinds = {"slow": 2, "flood": 2, "partial": 1, "abort": 1, "eofpartial": 1, "halfclose": 2, "pipeliner": 2}
             kinds["good"] = max(0, n - sum(kinds.values()))

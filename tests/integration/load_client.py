@@ -22,6 +22,8 @@ Hostile kinds (held until "stop"; refusals are what they deserve; they try up to
               2000 Verify calls).
   abort       `cycles` times: Verify, then close without reading.
   eofpartial  half a message, shutdown(SHUT_WR), never read.
+  bloat       `cycles` times: 1 MiB of tiny JSON values in one call (D-Bus: Plan with a 900 KB
+              profile name), its error read.
 """
 import asyncio
 import errno
@@ -491,6 +493,28 @@ class Actor:
                     await c.send(msg(IFACE + ".Verify"))
                 else:
                     await c.send_call(NAME, PATH, NAME, "Verify")
+                self.drop(c)
+
+            await self.retrying(once, tries=20)
+
+    async def bloat(self):
+        """`cycles` times: a call of 1 MiB of tiny JSON values ("[{},{},…]"), its error read."""
+        if self.w.transport == "varlink":
+            data = msg(IFACE + ".Status", {"x": [{}] * 330000}).replace(b" ", b"")
+        else:
+            data = dbus_call(1, NAME, PATH, NAME, "Plan", "s", dbus_body_strings("{}," * 300000))
+        for _ in range(self.w.cycles):
+
+            async def once():
+                c = await self.connect()
+                await c.send(data)
+                try:
+                    if self.w.transport == "varlink":
+                        await asyncio.wait_for(c.reply(), CALL_TIMEOUT)
+                    else:
+                        await asyncio.wait_for(c.message(), CALL_TIMEOUT)
+                except (Closed, asyncio.TimeoutError):
+                    pass
                 self.drop(c)
 
             await self.retrying(once, tries=20)
