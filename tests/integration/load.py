@@ -24,8 +24,9 @@ is reached too. Asserted:
       + input buffers   16 MiB (every uid but 0) + 4 MiB (uid 0) + 256 x 16 KiB (each
                         connection's floor, beside those bounds)
       + queued output   16 MiB + 4 MiB + 2 replies (a Status or Verify here: < 64 KiB each)
-      + one message being parsed: a 1 MiB message's JSON tree (16 MiB allowed; these clients
-        send small ones)
+      + one message being parsed: at most 4096 values (VARLINK_MESSAGE_VALUES_MAX), about
+        1 MiB of JSON tree; 16 MiB allowed (the bloat clients send 1 MiB of "[{},{},…]", which
+        took 80 MiB before that cap)
       + 256 connections x 16 KiB (connection, call, event sources, epoll entries)
       + 8 MiB for the allocator's slack
     = baseline + 72.1 MiB;
