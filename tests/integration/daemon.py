@@ -918,7 +918,8 @@ class LimitsTest(DaemonProcsTest):
         flood = json.loads(p.stdout.readline())
         hwm = self.d.status_field("VmHWM")
         print(f"rtpartd peak RSS with 16 connections flooding: {hwm} KiB; calls sent: {flood['sent']}")
-        self.assertLess(hwm, 64 * 1024, f"rtpartd grew to {hwm} KiB")
+        if not VALGRIND:  # under memcheck, VmHWM is valgrind's own
+            self.assertLess(hwm, 64 * 1024, f"rtpartd grew to {hwm} KiB")
         st = ctl(self.d.root, "status")
         self.assertEqual(st.returncode, 0, st.stderr)
         self.assertIsNone(self.d.proc.poll())
