@@ -189,6 +189,15 @@ def terminate(p, timeout=10 * SLOW):
     return p.returncode
 
 
+def proc_status(pid, name):
+    """A field of /proc/PID/status, in its unit (VmRSS: KiB)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return int(line.split()[1])
+    return None
+
+
 def memcheck_verdict(rc):
     """Under valgrind, exit status 99 is memcheck's: an error or a definite leak (its log named)."""
     if VALGRIND and rc == 99:
@@ -271,11 +280,7 @@ class Daemon:
             f.write(text)
 
     def status_field(self, name):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith(name + ":"):
-                    return int(line.split()[1])
-        return None
+        return proc_status(self.proc.pid, name)
 
     def stop(self):
         rc = terminate(self.proc, timeout=10 * SLOW) if self.proc else None

@@ -67,7 +67,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from daemon import BUS_CONF, DAEMON, HOSTS, IFACE, SRC, Daemon, TestUser, Varlink, skip, terminate  # noqa: E402
+from daemon import (BUS_CONF, DAEMON, HOSTS, IFACE, SRC, Daemon, TestUser, Varlink, proc_status, skip,  # noqa: E402
+                    terminate)
 
 CLIENTS = int(os.environ.get("RTPART_LOAD_CLIENTS", "1000"))
 CYCLES = int(os.environ.get("RTPART_LOAD_CYCLES", "2"))
@@ -79,14 +80,6 @@ DBUS_BOUND_KIB = 32 * MIB
 CLIENT_SOURCE = open(os.path.join(HERE, "load_client.py")).read()
 # Uids with no account: the peers the daemon and the bus know by SO_PEERCRED alone.
 SPARE_UID = 4190000
-
-
-def proc_status(pid, name):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(name + ":"):
-                return int(line.split()[1])
-    return None
 
 
 def n_fds(pid):
