@@ -522,6 +522,11 @@ static void connection_set_input(VarlinkConnection *c, char *buf, size_t cap) {
 
 static bool connection_may_grow_input(VarlinkConnection *c, size_t grow) {
         VarlinkServer *s = c->server;
+        /* The first VARLINK_INPUT_FLOOR bytes are every connection's, whatever the others hold: a
+         * few users' large messages or pipelined floods at the bounds do not keep everybody's
+         * small calls unread until the idle timeout. */
+        if (c->in_cap + grow <= VARLINK_INPUT_FLOOR)
+                return true;
         if (c->user->buffered + grow > VARLINK_UID_INPUT_MAX ||
             (!connection_is_root(c) && s->buffered_others + grow > VARLINK_INPUT_MAX)) {
                 if (!c->starved)
@@ -611,11 +616,36 @@ static void connection_fail(VarlinkConnection *c, const char *error, const char 
         connection_update(c);
 }
 
+/* Whether the message holds more than VARLINK_MESSAGE_VALUES_MAX values: the '{', '[' and ','
+ * outside strings, counted before the message is parsed. */
+static bool message_has_too_many_values(const char *text, size_t len) {
+        size_t n = 0;
+        bool string = false;
+        for (size_t i = 0; i < len; i++) {
+                char ch = text[i];
+                if (string) {
+                        if (ch == '\\')
+                                i++;
+                        else if (ch == '"')
+                                string = false;
+                } else if (ch == '"')
+                        string = true;
+                else if ((ch == '{' || ch == '[' || ch == ',') && ++n > VARLINK_MESSAGE_VALUES_MAX)
+                        return true;
+        }
+        return false;
+}
+
 static int connection_dispatch(VarlinkConnection *c, const char *text, size_t len) {
         VarlinkServer *s = c->server;
         json_error_t jerr;
 
         c->idle_since = 0; /* the client is active: its idle time starts again after this call */
+        if (message_has_too_many_values(text, len)) {
+                /* Parsed, "[{},{},…]" takes ~80 times its size (a JSON object per 3 bytes). */
+                connection_fail(c, VARLINK_ERROR_INVALID_PARAMETER, "message has too many values");
+                return 0;
+        }
         _cleanup_(json_decrefp) json_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
         const char *method;
         json_t *params, *more, *oneway;
@@ -745,7 +775,8 @@ static int connection_read(VarlinkConnection *c) {
                 if (c->in_len >= VARLINK_MESSAGE_MAX)
                         return 0; /* enough to decide; the rest waits for the current call */
                 if (c->in_cap - c->in_len < 4096 && c->in_cap < VARLINK_MESSAGE_MAX) {
-                        size_t cap = MIN(MAX(c->in_cap * 2, (size_t) 16384), (size_t) VARLINK_MESSAGE_MAX);
+                        size_t cap =
+                                MIN(MAX(c->in_cap * 2, (size_t) VARLINK_INPUT_FLOOR), (size_t) VARLINK_MESSAGE_MAX);
                         if (connection_may_grow_input(c, cap - c->in_cap)) {
                                 char *n = realloc(c->in, cap);
                                 if (!n)

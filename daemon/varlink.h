@@ -32,11 +32,16 @@
  *   95 KiB compact for the 64-CPU EPYC fixture; it grows with the host's CPUs and IRQs). A call
  *   kept open and answered later adds its one reply (rtpartd keeps none but streams).
  * - Input: one message, its NUL included, is at most VARLINK_MESSAGE_MAX, and so is one
- *   connection's input buffer. The buffers of one uid's connections together are at most
- *   VARLINK_UID_INPUT_MAX, and those of every uid but 0 together VARLINK_INPUT_MAX: a buffer that
- *   would pass a bound stops growing, and its connection is not read until others shrink (or the
- *   idle timeout ends it). Total buffered input <= VARLINK_INPUT_MAX (16 MiB, every uid but 0) +
- *   VARLINK_UID_INPUT_MAX (4 MiB, uid 0). */
+ *   connection's input buffer. Every connection may buffer VARLINK_INPUT_FLOOR whatever the
+ *   others hold (a small call is always read); beyond it, the buffers of one uid's connections
+ *   together are at most VARLINK_UID_INPUT_MAX, and those of every uid but 0 together
+ *   VARLINK_INPUT_MAX: a buffer that would pass a bound stops growing, and its connection is not
+ *   read until others shrink (or the idle timeout ends it). Total buffered input <=
+ *   VARLINK_INPUT_MAX (16 MiB, every uid but 0) + VARLINK_UID_INPUT_MAX (4 MiB, uid 0) +
+ *   VARLINK_CONNECTIONS_MAX * VARLINK_INPUT_FLOOR (4 MiB). A message is parsed only when it has
+ *   at most VARLINK_MESSAGE_VALUES_MAX values (the '{', '[' and ',' outside its strings; else it
+ *   is a protocol error, as a message too long is): parsed, it takes at most about a MiB beside
+ *   its text, not the ~80 MiB of a 1 MiB "[{},{},…]". */
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -46,7 +51,8 @@
 
 #include "macro.h"
 
-#define VARLINK_MESSAGE_MAX (1U << 20) /* one incoming message, NUL included */
+#define VARLINK_MESSAGE_MAX (1U << 20)   /* one incoming message, NUL included */
+#define VARLINK_MESSAGE_VALUES_MAX 4096U /* objects, arrays and commas of one incoming message */
 #define VARLINK_CONNECTIONS_MAX 256U
 #define VARLINK_CONNECTIONS_PER_UID_MAX 16U  /* for every uid but 0 */
 #define VARLINK_CONNECTIONS_ROOT_RESERVE 16U /* of VARLINK_CONNECTIONS_MAX, for uid 0 only */
@@ -57,6 +63,7 @@
 #define VARLINK_DRAIN_MAX (4U << 20)         /* input dropped after a protocol error */
 #define VARLINK_UID_INPUT_MAX (4U << 20)     /* input buffers of one uid's connections */
 #define VARLINK_INPUT_MAX (16U << 20)        /* input buffers of every uid but 0, together */
+#define VARLINK_INPUT_FLOOR (16U << 10)      /* of each connection's input buffer, beside the bounds */
 #define VARLINK_REFUSED_LOG_INTERVAL_USEC (60U * 1000000ULL)
 #define VARLINK_UID_INVALID ((uid_t) -1)
 /* What a client the server does not take reads before the connection closes. */

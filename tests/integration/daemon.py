@@ -53,6 +53,17 @@ BUILD = os.environ.get("RTPART_BUILD_DIR", os.path.join(SRC, "build"))
 DAEMON = os.environ.get("RTPARTD") or os.path.join(BUILD, "tests", "sim", "rtpartd")
 CTL = os.environ.get("RTPARTCTL") or os.path.join(BUILD, "tests", "sim", "rtpartctl")
 HOSTS = os.path.join(SRC, "tests", "fixtures", "hosts")
+# RTPART_VALGRIND=1 (meson test --setup valgrind): rtpartd and rtpartctl run under memcheck, which
+# logs to build/meson-logs/valgrind/PID.log and exits 99 on an error or a definite leak; every
+# wait is SLOW times longer.
+VALGRIND = os.environ.get("RTPART_VALGRIND") == "1"
+VALGRIND_LOGS = os.path.join(BUILD, "meson-logs", "valgrind")
+VG = ["valgrind", "--error-exitcode=99", "--leak-check=full", "--errors-for-leak-kinds=definite",
+      "--show-leak-kinds=definite", "--log-file=" + os.path.join(VALGRIND_LOGS, "%p.log")] if VALGRIND else []
+SLOW = 20 if VALGRIND else 1
+if VALGRIND:
+    os.makedirs(VALGRIND_LOGS, exist_ok=True)
+    os.chmod(VALGRIND_LOGS, 0o1777)  # rtpartctl runs as the test user too
 PROFILES = os.path.join(SRC, "profiles")
 IFACE = "org.rtpart.Manager"
 
@@ -129,7 +140,7 @@ def user_python(test):
 class Varlink:
     """A minimal varlink client: NUL-terminated JSON over a unix socket."""
 
-    def __init__(self, path, timeout=10):
+    def __init__(self, path, timeout=10 * SLOW):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
         self.sock.connect(path)
@@ -166,7 +177,7 @@ class Varlink:
         self.sock.close()
 
 
-def terminate(p, timeout=10):
+def terminate(p, timeout=10 * SLOW):
     """Ends a process this test started, by its PID: SIGTERM, then SIGKILL after timeout s."""
     if p.poll() is None:
         p.send_signal(signal.SIGTERM)
@@ -178,7 +189,22 @@ def terminate(p, timeout=10):
     return p.returncode
 
 
-def call_ok(sock, method, parameters=None, timeout=60):
+def proc_status(pid, name):
+    """A field of /proc/PID/status, in its unit (VmRSS: KiB)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(name + ":"):
+                return int(line.split()[1])
+    return None
+
+
+def memcheck_verdict(rc):
+    """Under valgrind, exit status 99 is memcheck's: an error or a definite leak (its log named)."""
+    if VALGRIND and rc == 99:
+        raise AssertionError(f"memcheck found errors; see {VALGRIND_LOGS}")
+
+
+def call_ok(sock, method, parameters=None, timeout=60 * SLOW):
     """One call of org.rtpart.Manager on a connection of its own: the reply's parameters; an
     error reply fails the test."""
     c = Varlink(sock, timeout=timeout)
@@ -216,9 +242,9 @@ class Daemon:
 
     def start(self, *args):
         sock = [] if self.default_socket else ["--varlink-socket", self.sock]
-        self.proc = subprocess.Popen([DAEMON, "--root", self.root, "--no-dbus"] + sock + list(args),
+        self.proc = subprocess.Popen(VG + [DAEMON, "--root", self.root, "--no-dbus"] + sock + list(args),
                                      stdout=self.log, stderr=subprocess.STDOUT)
-        end = time.monotonic() + 10
+        end = time.monotonic() + 10 * SLOW
         while time.monotonic() < end:
             if self.proc.poll() is not None:
                 raise AssertionError(f"rtpartd exited with {self.proc.returncode}:\n{self.logtext()}")
@@ -254,14 +280,12 @@ class Daemon:
             f.write(text)
 
     def status_field(self, name):
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            for line in f:
-                if line.startswith(name + ":"):
-                    return int(line.split()[1])
-        return None
+        return proc_status(self.proc.pid, name)
 
     def stop(self):
-        return terminate(self.proc) if self.proc else None
+        rc = terminate(self.proc, timeout=10 * SLOW) if self.proc else None
+        memcheck_verdict(rc)
+        return rc
 
     def close(self):
         self.stop()
@@ -273,7 +297,7 @@ def watch(d):
     """A Watch stream, past its first (status) reply."""
     w = d.client()
     w.send(IFACE + ".Watch", more=True)
-    first = w.recv(timeout=5)
+    first = w.recv(timeout=5 * SLOW)
     assert first and first["parameters"]["event"] == "status", first
     return w
 
@@ -309,7 +333,7 @@ class DaemonTest(unittest.TestCase):
         # One write behind rtpartd's back: the drift event names the knob and both values.
         t0 = time.monotonic()
         d.write("proc/sys/vm/swappiness", "60\n")
-        ev = w.recv(timeout=2)
+        ev = w.recv(timeout=2 * SLOW)
         first_ms = (time.monotonic() - t0) * 1000
         self.assertIsNotNone(ev, "no drift event within 2 s")
         p = ev["parameters"]
@@ -325,7 +349,7 @@ class DaemonTest(unittest.TestCase):
         for i in range(40):
             t0 = time.monotonic()
             d.write("proc/sys/vm/swappiness", f"{61 + i}\n")
-            ev = w.recv(timeout=2)
+            ev = w.recv(timeout=2 * SLOW)
             self.assertIsNotNone(ev)
             self.assertEqual(ev["parameters"]["drift"][0]["actual"], str(61 + i))
             lat.append((time.monotonic() - t0) * 1000)
@@ -355,11 +379,11 @@ class DaemonTest(unittest.TestCase):
         w = watch(d)
         t0 = time.monotonic()
         d.write("proc/sys/kernel/timer_migration", "1\n")
-        ev = w.recv(timeout=2)
+        ev = w.recv(timeout=2 * SLOW)
         self.assertIsNotNone(ev, "no drift event within 2 s")
         self.assertEqual(ev["parameters"]["event"], "drift")
         self.assertEqual(ev["parameters"]["drift"][0]["knob"], "sysctl/kernel.timer_migration")
-        ev = w.recv(timeout=2)
+        ev = w.recv(timeout=2 * SLOW)
         ms = (time.monotonic() - t0) * 1000
         self.assertIsNotNone(ev, "no corrected event within 2 s")
         self.assertEqual(ev["parameters"]["event"], "corrected")
@@ -371,7 +395,7 @@ class DaemonTest(unittest.TestCase):
         d.write("proc/irq/default_smp_affinity", "f\n")
         kinds = []
         while "corrected" not in kinds:
-            ev = w.recv(timeout=2)
+            ev = w.recv(timeout=2 * SLOW)
             self.assertIsNotNone(ev)
             kinds.append(ev["parameters"]["event"])
         self.assertEqual(int(d.read("proc/irq/default_smp_affinity"), 16), 1)
@@ -390,7 +414,7 @@ class DaemonTest(unittest.TestCase):
             json.dump({"summary": "lab", "include": "realtime", "sysctl": {"vm.stat_interval": 20, "vm.swappiness": 5}}, f)
         w = watch(d)
         d.write("proc/sys/vm/swappiness", "60\n")
-        ev = w.recv(timeout=2)
+        ev = w.recv(timeout=2 * SLOW)
         self.assertEqual(ev["parameters"]["event"], "drift")
         c = d.client()
         r = c.call(IFACE + ".Correct")
@@ -414,9 +438,9 @@ class DaemonTest(unittest.TestCase):
         for raw in (b"{not json\0", b"[1,2]\0", b'{"parameters":{}}\0', b"\xff\xfe\0"):
             c = d.client()
             c.send(None, raw=raw)
-            r = c.recv(timeout=5)
+            r = c.recv(timeout=5 * SLOW)
             self.assertEqual(r["error"], "org.varlink.service.InvalidParameter", raw)
-            self.assertIsNone(c.recv(timeout=5), "connection not closed")
+            self.assertIsNone(c.recv(timeout=5 * SLOW), "connection not closed")
             c.close()
         c = d.client()
         self.assertEqual(c.call(IFACE + ".Nope")["error"], "org.varlink.service.MethodNotFound")
@@ -448,7 +472,7 @@ class DaemonTest(unittest.TestCase):
             os.setgid(gid)
             os.setuid(uid)
 
-        p = subprocess.run([user_python(self), "-c", code, d.sock], preexec_fn=drop, capture_output=True, text=True, timeout=30)
+        p = subprocess.run([user_python(self), "-c", code, d.sock], preexec_fn=drop, capture_output=True, text=True, timeout=30 * SLOW)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(json.loads(p.stdout),
                          [TestUser.NAME, [IFACE + ".PermissionDenied", IFACE + ".PermissionDenied", None]])
@@ -482,7 +506,7 @@ class DaemonTest(unittest.TestCase):
         with open(d.path("proc/interrupts"), "a") as f:
             f.write(f"\n {n}:          0          0          0          0   PCI-MSI 2621441-edge      eth{n}")
 
-    def wait_for(self, d, rel, want, timeout=10):
+    def wait_for(self, d, rel, want, timeout=10 * SLOW):
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if d.read(rel) == want:
@@ -639,7 +663,7 @@ class DaemonTest(unittest.TestCase):
             json.dump(st, f)
         self.new_irq(d, 51)
         d.proc.send_signal(signal.SIGHUP)
-        end = time.monotonic() + 10
+        end = time.monotonic() + 10 * SLOW
         while "resolves to" not in d.logtext() and time.monotonic() < end:
             time.sleep(0.05)
         self.assertIn("nothing is written", d.logtext())
@@ -652,7 +676,7 @@ class DaemonTest(unittest.TestCase):
         fifo = os.path.join(d.tmp, "fifo.json")
         os.mkfifo(fifo)
         for path, why in ((fifo, "not a regular file (a FIFO)"), ("/dev/zero", "not a regular file"), (d.tmp, "a directory")):
-            c = Varlink(d.sock, timeout=5)
+            c = Varlink(d.sock, timeout=5 * SLOW)
             t0 = time.monotonic()
             r = c.call(IFACE + ".Apply", {"profile": path})
             c.close()
@@ -660,16 +684,16 @@ class DaemonTest(unittest.TestCase):
             self.assertIn(why, json.dumps(r))
             self.assertLess(time.monotonic() - t0, 2)
         # And the next call is answered.
-        c = Varlink(d.sock, timeout=5)
+        c = Varlink(d.sock, timeout=5 * SLOW)
         self.assertIn("parameters", c.call(IFACE + ".Status"))
         c.close()
 
 
 def ctl(root, *args, user=None, cwd=None):
-    cmd = [CTL, "--root", root] + list(args)
+    cmd = VG + [CTL, "--root", root] + list(args)
     if user is not None:
         cmd = as_user(cmd, user)
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=cwd)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120 * SLOW, cwd=cwd)
 
 
 def without(doc, *keys):
@@ -801,12 +825,12 @@ class CtlTest(unittest.TestCase):
         os.unlink(self.d.sock)
 
     def watch(self, *args):
-        p = subprocess.Popen([CTL, "--root", self.d.root] + list(args) + ["watch"], stdout=subprocess.PIPE,
+        p = subprocess.Popen(VG + [CTL, "--root", self.d.root] + list(args) + ["watch"], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
         self.procs.append(p)
         return p
 
-    def readline(self, p, timeout=5):
+    def readline(self, p, timeout=5 * SLOW):
         r, _, _ = select.select([p.stdout], [], [], timeout)
         self.assertTrue(r, "no line from rtpartctl watch within %d s" % timeout)
         return p.stdout.readline()
@@ -816,7 +840,7 @@ class CtlTest(unittest.TestCase):
         text = self.watch()
         js = self.watch("--json")
         # Both have subscribed once the daemon counts two streams.
-        end = time.monotonic() + 5
+        end = time.monotonic() + 5 * SLOW
         while time.monotonic() < end:
             st = json.loads(ctl(self.d.root, "--json", "status").stdout)
             if st["daemon"]["streams"] == 2:
@@ -832,7 +856,7 @@ class CtlTest(unittest.TestCase):
         err = {}
         for p in (text, js):
             p.send_signal(signal.SIGINT)  # our own child, by PID
-            rc = p.wait(timeout=10)
+            rc = p.wait(timeout=10 * SLOW)
             err[p] = p.stderr.read()
             self.assertEqual(rc, 0, err[p])
         self.assertIn("Watching realtime", err[text])
@@ -954,7 +978,8 @@ class LimitsTest(DaemonProcsTest):
         flood = json.loads(p.stdout.readline())
         hwm = self.d.status_field("VmHWM")
         print(f"rtpartd peak RSS with 16 connections flooding: {hwm} KiB; calls sent: {flood['sent']}")
-        self.assertLess(hwm, 64 * 1024, f"rtpartd grew to {hwm} KiB")
+        if not VALGRIND:  # under memcheck, VmHWM is valgrind's own
+            self.assertLess(hwm, 64 * 1024, f"rtpartd grew to {hwm} KiB")
         st = ctl(self.d.root, "status")
         self.assertEqual(st.returncode, 0, st.stderr)
         self.assertIsNone(self.d.proc.poll())
@@ -997,7 +1022,7 @@ class SocatTest(DaemonProcsTest):
     def once(self, data):
         """printf DATA | socat: every reply, in order, once rtpartd has closed the connection."""
         p = subprocess.run(["socat", "-t", "5", "-", "UNIX-CONNECT:" + self.d.sock], input=data,
-                           capture_output=True, timeout=30)
+                           capture_output=True, timeout=30 * SLOW)
         self.assertEqual(p.returncode, 0, p.stderr)
         *replies, rest = p.stdout.split(b"\0")
         self.assertEqual(rest, b"", "a reply without its NUL")
@@ -1016,7 +1041,7 @@ class SocatTest(DaemonProcsTest):
         p.stdin.write(data)
         p.stdin.flush()
 
-    def reply(self, p, timeout=5):
+    def reply(self, p, timeout=5 * SLOW):
         """The next NUL-terminated reply, None when rtpartd closed the connection."""
         while b"\0" not in p.buf:
             ready, _, _ = select.select([p.stdout], [], [], timeout)
@@ -1069,7 +1094,7 @@ class SocatTest(DaemonProcsTest):
         self.assertIn("daemon", self.reply(s)["parameters"])
         self.assertIn("in_sync", self.reply(s)["parameters"])
         s.stdin.close()
-        self.assertEqual(s.wait(timeout=10), 0)
+        self.assertEqual(s.wait(timeout=10 * SLOW), 0)
 
     def test_monitor_with_more(self):
         call_ok(self.d.sock, "Apply", {"profile": "realtime"})
@@ -1087,8 +1112,8 @@ class SocatTest(DaemonProcsTest):
                                                       "expected": "10", "actual": "61"}])
         # The client hangs up: the stream is over, on both sides.
         s.stdin.close()
-        self.assertEqual(s.wait(timeout=10), 0)
-        end = time.monotonic() + 5
+        self.assertEqual(s.wait(timeout=10 * SLOW), 0)
+        end = time.monotonic() + 5 * SLOW
         while call_ok(self.d.sock, "Status")["daemon"]["streams"] != 0:
             self.assertLess(time.monotonic(), end, "the stream outlived its connection")
             time.sleep(0.02)
@@ -1099,7 +1124,7 @@ class SocatTest(DaemonProcsTest):
         self.send(s, self.call("org.varlink.service.GetInfo"))
         self.assertIn("interfaces", self.reply(s)["parameters"])
         s.stdin.close()
-        self.assertEqual(s.wait(timeout=10), 0)
+        self.assertEqual(s.wait(timeout=10 * SLOW), 0)
 
     def test_malformed_input(self):
         # A protocol violation: one error, then rtpartd closes the connection although the client
@@ -1124,7 +1149,7 @@ class SocatTest(DaemonProcsTest):
             if parameter:
                 self.assertEqual(r["parameters"]["parameter"], parameter)
             self.assertIsNone(self.reply(s), f"connection left open after {data[:40]!r}")
-            s.wait(timeout=10)
+            s.wait(timeout=10 * SLOW)
             self.assert_alive()
 
         # An unknown method or interface is an error of that call, not of the connection.
@@ -1138,7 +1163,7 @@ class SocatTest(DaemonProcsTest):
         self.send(s, self.call("org.varlink.service.GetInfo"))
         self.assertIn("interfaces", self.reply(s)["parameters"])
         s.stdin.close()
-        self.assertEqual(s.wait(timeout=10), 0)
+        self.assertEqual(s.wait(timeout=10 * SLOW), 0)
         self.assert_alive()
 
 
@@ -1184,13 +1209,13 @@ class DBusTest(unittest.TestCase):
             f.write(BUS_CONF.format(sock=busock, policydir=policydir))
         self.bus = subprocess.Popen(["dbus-daemon", "--nofork", "--config-file=" + conf],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        end = time.monotonic() + 5
+        end = time.monotonic() + 5 * SLOW
         while not os.path.exists(busock) and time.monotonic() < end:
             time.sleep(0.02)
         self.addr = "unix:path=" + busock
         self.env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.addr)
-        self.proc = subprocess.Popen([DAEMON, "--root", self.d.root], stdout=self.d.log, stderr=subprocess.STDOUT, env=self.env)
-        end = time.monotonic() + 10
+        self.proc = subprocess.Popen(VG + [DAEMON, "--root", self.d.root], stdout=self.d.log, stderr=subprocess.STDOUT, env=self.env)
+        end = time.monotonic() + 10 * SLOW
         while time.monotonic() < end:
             if self.busctl("status", "org.rtpart.Manager1").returncode == 0:
                 break
@@ -1198,15 +1223,16 @@ class DBusTest(unittest.TestCase):
             time.sleep(0.05)
 
     def tearDown(self):
-        for p in (self.proc, self.bus):  # our own children, by PID
-            terminate(p)
+        rc = terminate(self.proc)  # our own children, by PID
+        terminate(self.bus)
         self.d.close()
+        memcheck_verdict(rc)
 
     def busctl(self, *args, user=None):
         cmd = ["busctl", "--address=" + self.addr] + list(args)
         if user:
             cmd = as_user(cmd, user)
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30 * SLOW)
 
     def obj(self, *args, user=None):
         return self.busctl(args[0], "org.rtpart.Manager1", "/org/rtpart/Manager1", *args[1:], user=user)
@@ -1248,7 +1274,7 @@ class DBusTest(unittest.TestCase):
         try:
             time.sleep(0.5)
             self.d.write("proc/sys/vm/swappiness", "33\n")
-            end = time.monotonic() + 5
+            end = time.monotonic() + 5 * SLOW
             line = ""
             while time.monotonic() < end and "DriftDetected" not in line:
                 line = mon.stdout.readline()

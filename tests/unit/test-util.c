@@ -182,6 +182,12 @@ void test_add_root_tcase(Suite *s, TCase *tc, const char *why) {
         root_skipped++;
 }
 
+unsigned test_slow(void) {
+        const char *e = getenv("RTPART_TEST_SLOW");
+        unsigned v = e ? (unsigned) strtoul(e, NULL, 10) : 0;
+        return v > 0 ? v : 1;
+}
+
 int test_run(Suite *s) {
         SRunner *sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -43,6 +43,10 @@ Plan *test_plan_ok(Root *root, const Host *host, const char *dir, const char *na
 void test_plan_err(Root *root, const Host *host, const char *dir, const char *name, const char *json,
                    const char *pointer, const char *fragment);
 
+/* How many times longer a test waits for what takes time: RTPART_TEST_SLOW (meson test --setup
+ * valgrind sets it), else 1. */
+unsigned test_slow(void);
+
 /* Runs a suite, returns the exit status for main(). */
 int test_run(Suite *s);
 /* Adds tc, whose tests need root, to s when running as root. Otherwise leaves it out and records

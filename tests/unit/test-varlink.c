@@ -341,12 +341,12 @@ START_TEST(test_failed_connection_drains_bounded) {
 }
 END_TEST
 
-/* The server said the message was too long, and closed the connection. */
-static void assert_too_long_and_closed(void) {
+/* The server refused the message (InvalidParameter naming `parameter`), and closed the connection. */
+static void assert_refused_and_closed(const char *parameter) {
         _cleanup_(json_decrefp) json_t *m = client_recv(&client, 5000);
         ck_assert_ptr_nonnull(m);
         ck_assert_str_eq(error_of(m), VARLINK_ERROR_INVALID_PARAMETER);
-        ck_assert_str_eq(json_string_value(json_object_get(params_of(m), "parameter")), "message too long");
+        ck_assert_str_eq(json_string_value(json_object_get(params_of(m), "parameter")), parameter);
         ck_assert_ptr_null(client_recv(&client, 5000));
         ck_assert(client.eof);
 }
@@ -361,7 +361,7 @@ START_TEST(test_oversized_message_closes) {
         /* No NUL anywhere: the server must give up, not buffer for ever. */
         client_send_raw(&client, big, n);
         free(big);
-        assert_too_long_and_closed();
+        assert_refused_and_closed("message too long");
 }
 END_TEST
 
@@ -529,6 +529,39 @@ static void echo_on(int fd, int n) {
         free(c.buf);
 }
 
+/* A message of many small values (each "{}" is a JSON object of some hundred bytes once parsed: a
+ * message within VARLINK_MESSAGE_MAX would take ~80 MiB) is refused before it is parsed. */
+START_TEST(test_many_values_refused) {
+        const char *head = "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":1,\"x\":[";
+        size_t n = VARLINK_MESSAGE_VALUES_MAX + 1, len = strlen(head) + 3 * n + 3;
+        char *msg = malloc(len + 1);
+        ck_assert_ptr_nonnull(msg);
+        char *p = stpcpy(msg, head);
+        for (size_t i = 0; i < n; i++)
+                p = stpcpy(p, i ? ",{}" : "{} ");
+        p = stpcpy(p, "]}}");
+        client_send_raw(&client, msg, (size_t) (p - msg) + 1);
+        free(msg);
+        assert_refused_and_closed("message has too many values");
+        /* Commas and brackets inside a string (escaped quotes too) are not values: served. */
+        Client c = { .fd = connect_as(0) };
+        head = "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":3,\"s\":\"\\\"";
+        msg = malloc(strlen(head) + 3 * n + 8);
+        ck_assert_ptr_nonnull(msg);
+        p = stpcpy(msg, head);
+        for (size_t i = 0; i < n; i++)
+                p = stpcpy(p, ",{[");
+        p = stpcpy(p, "\"}}");
+        client_send_raw(&c, msg, (size_t) (p - msg) + 1);
+        free(msg);
+        _cleanup_(json_decrefp) json_t *r = client_recv(&c, 5000);
+        ck_assert_ptr_nonnull(r);
+        ck_assert_int_eq(json_integer_value(json_object_get(params_of(r), "n")), 3);
+        free(c.buf);
+        close(c.fd);
+}
+END_TEST
+
 START_TEST(test_connections_per_uid) {
         int fds[VARLINK_CONNECTIONS_PER_UID_MAX + 1];
         varlink_server_set_refused(server, on_refused, NULL);
@@ -637,17 +670,18 @@ static void run_until_quiet(void) {
 }
 
 START_TEST(test_idle_timeout) {
-        varlink_server_set_idle_timeout(server, 100 * 1000);
+        const uint64_t slow = test_slow(); /* under valgrind every step is slower */
+        varlink_server_set_idle_timeout(server, 100 * 1000 * slow);
         int held = connect_as(1000), busy = connect_as(1000);
         Client h = { .fd = held };
         /* A subscription is not idle; a client that calls now and then is not either. */
         _cleanup_(json_decrefp) json_t *m = client_call(&h, "{\"method\":\"org.example.test.Hold\",\"more\":true}");
         ck_assert(json_is_true(json_object_get(m, "continues")));
         uint64_t start = now_ms();
-        while (now_ms() < start + 400) {
+        while (now_ms() < start + 400 * slow) {
                 echo_on(busy, 1);
                 uint64_t t = now_ms();
-                while (now_ms() < t + 50)
+                while (now_ms() < t + 50 * slow)
                         ck_assert_int_ge(sd_event_run(event, 10 * 1000), 0);
         }
         /* The idle one (proto_setup's) went after 100 ms; the others stay. */
@@ -659,17 +693,17 @@ START_TEST(test_idle_timeout) {
         ck_assert_int_ge(varlink_call_reply(kept, NULL), 0);
         kept = varlink_call_unref(kept);
         start = now_ms();
-        while (varlink_server_n_connections(server) > 0 && now_ms() < start + 2000)
+        while (varlink_server_n_connections(server) > 0 && now_ms() < start + 2000 * slow)
                 ck_assert_int_ge(sd_event_run(event, 10 * 1000), 0);
         ck_assert_int_eq(varlink_server_n_connections(server), 0);
-        ck_assert_uint_ge(now_ms() - start, 90);
+        ck_assert_uint_ge(now_ms() - start, 90 * slow);
         /* With no connection left the timer is off: a connection that comes and goes before its
          * idle time leaves nothing to wake the loop. */
         int brief = connect_as(1000);
         close(brief);
         run_until_quiet();
         ck_assert_int_eq(varlink_server_n_connections(server), 0);
-        ck_assert_int_eq(sd_event_run(event, 300 * 1000), 0);
+        ck_assert_int_eq(sd_event_run(event, 300 * 1000 * slow), 0);
         free(h.buf);
         close(held);
         close(busy);
@@ -764,10 +798,14 @@ START_TEST(test_input_bounds) {
         feed_partial(fds, n, part);
         b = varlink_server_buffered_bytes(server);
         ck_assert_msg(b <= VARLINK_INPUT_MAX, "other uids hold %zu bytes of input", b);
-        /* Root is served meanwhile. */
+        /* Root is served meanwhile, and so is another user's small call: every connection has
+         * room for one message of VARLINK_INPUT_FLOOR whatever the others hold. */
         int root = connect_as(0);
         echo_on(root, 7);
         close(root);
+        int other = connect_as(3000);
+        echo_on(other, 8);
+        close(other);
         /* Gone clients give their input back. */
         for (size_t i = 0; i < n; i++)
                 close(fds[i]);
@@ -778,6 +816,8 @@ START_TEST(test_input_bounds) {
 END_TEST
 
 START_TEST(test_output_bounds) {
+        /* Held back calls wait for longer than the idle timeout under valgrind. */
+        varlink_server_set_idle_timeout(server, VARLINK_IDLE_TIMEOUT_USEC * test_slow());
         /* A stream to a peer that does not read ends at VARLINK_STREAM_OUTPUT_MAX. */
         client_send(&client, "{\"method\":\"org.example.test.Flood\",\"more\":true}");
         run_until_quiet();
@@ -834,7 +874,8 @@ START_TEST(test_output_bounds) {
         unsigned got = 0;
         for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++)
                 cs[i] = (Client) { .fd = fds[i] };
-        for (uint64_t end = now_ms() + 10000; got < 2 * VARLINK_CONNECTIONS_PER_UID_MAX && now_ms() < end;) {
+        for (uint64_t end = now_ms() + 60000 * test_slow();
+             got < 2 * VARLINK_CONNECTIONS_PER_UID_MAX && now_ms() < end;) {
                 for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++) {
                         json_t *m = client_recv(&cs[i], 0);
                         if (!m)
@@ -883,7 +924,7 @@ START_TEST(test_message_limit_exact) {
                                  strlen("{\"method\":\"org.example.test.Echo\",\"parameters\":{\"x\":\"\"}}") - 1);
         /* One byte more: refused, and the connection closes. */
         client_send_raw(&client, over, VARLINK_MESSAGE_MAX + 1);
-        assert_too_long_and_closed();
+        assert_refused_and_closed("message too long");
 }
 END_TEST
 
@@ -1088,6 +1129,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_more_required);
         tcase_add_test(tc, test_oneway_gets_no_answer);
         tcase_add_test(tc, test_malformed_input_closes);
+        tcase_add_test(tc, test_many_values_refused);
         tcase_add_test(tc, test_failed_connection_drains_bounded);
         tcase_add_test(tc, test_oversized_message_closes);
         tcase_add_test(tc, test_peer_uid);
