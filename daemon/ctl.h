@@ -7,6 +7,7 @@
  *   ctl-profile.c  list, show, plan
  *   ctl-change.c   apply, revert
  *   ctl-state.c    verify, status, watch
+ *   ctl-audit.c    audit
  *   ctl-daemon.c   the documents asked of rtpartd, and working without it when it refuses
  *   ctl-local.c    working on the host directly: the root, the prepare pipeline, the lock
  *   ctl-render.c   the documents printed, as text or JSON
@@ -46,6 +47,8 @@ extern const char *arg_varlink_socket;
 extern bool arg_json;
 extern bool arg_all;
 extern bool arg_no_daemon;
+extern unsigned arg_seconds;
+extern const char *arg_cpus;
 
 /* The verbs: argv[0] is the verb's name; the argument count is checked before. */
 int verb_list(int argc, char **argv);
@@ -56,6 +59,7 @@ int verb_revert(int argc, char **argv);
 int verb_verify(int argc, char **argv);
 int verb_status(int argc, char **argv);
 int verb_watch(int argc, char **argv);
+int verb_audit(int argc, char **argv);
 
 /* ---- ctl-local.c ---- */
 
@@ -108,6 +112,7 @@ int render_apply_failure(json_t *doc); /* always EXIT_FAILED */
 int render_revert(json_t *doc);        /* EXIT_FAILED when the revert failed */
 int render_verify(json_t *doc);        /* EXIT_DRIFT, EXIT_REBOOT or 0 */
 int render_status(json_t *doc);
+int render_audit(json_t *doc); /* EXIT_DRIFT when a CPU is noisy */
 /* One event of rtpartd's Watch stream: a line per knob of a drift or correction, one per apply
  * or revert. */
 int render_watch_event(json_t *event);

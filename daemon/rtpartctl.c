@@ -17,6 +17,9 @@ const char *arg_varlink_socket = NULL;
 bool arg_json = false;
 bool arg_all = false;
 bool arg_no_daemon = false;
+unsigned arg_seconds = 5;
+const char *arg_cpus = NULL;
+static bool arg_seconds_set = false;
 static bool arg_help = false;
 
 /* The options, in the order help lists them; a verb's help lists those it takes. */
@@ -29,6 +32,8 @@ typedef enum CtlOption {
         OPTION_STATE_DIR = 1 << 5,
         OPTION_HELP = 1 << 6,
         OPTION_VERSION = 1 << 7,
+        OPTION_SECONDS = 1 << 8,
+        OPTION_CPUS = 1 << 9,
 } CtlOption;
 
 static const struct {
@@ -46,6 +51,8 @@ static const struct {
         { OPTION_STATE_DIR,
           "      --state-dir=DIR  Keep the journal in DIR instead of /var/lib/rtpart\n"
           "                    under the root (works on the host directly)\n" },
+        { OPTION_SECONDS, "      --seconds=N   audit: observe for N seconds (default 5)\n" },
+        { OPTION_CPUS, "      --cpus=LIST   audit: observe these CPUs instead of the isolated ones\n" },
         { OPTION_HELP, "  -h, --help        Show this help\n" },
         { OPTION_VERSION, "      --version     Show the version\n" },
 };
@@ -160,6 +167,22 @@ static const Verb verbs[] = {
                 verb_watch,
         },
         {
+                "audit",
+                0,
+                0,
+                NULL,
+                "Observe the isolated CPUs and say what disturbs them;\n"
+                "exit 3 when one is noisy",
+                "Observes the isolated CPUs (the applied profile's, else the kernel's isolated\n"
+                "and nohz_full CPUs, else --cpus) for --seconds and reports, per CPU: the\n"
+                "interrupts by source, softirqs, whether the scheduler tick stopped, and the\n"
+                "threads that ran there or may run there outside the profile's partitions;\n"
+                "a verdict (quiet or noisy), and for each source what in the profile would\n"
+                "remove it. Reads only. Exits with status 3 when a CPU is noisy.\n",
+                OPTION_ROOT | OPTION_JSON | OPTION_STATE_DIR | OPTION_SECONDS | OPTION_CPUS,
+                verb_audit,
+        },
+        {
                 "help",
                 0,
                 1,
@@ -259,6 +282,10 @@ static int dispatch(int argc, char **argv) {
                 verb_print_help(v);
                 return 0;
         }
+        if ((arg_seconds_set && !(v->options & OPTION_SECONDS)) || (arg_cpus && !(v->options & OPTION_CPUS))) {
+                log_error("%s takes neither --seconds nor --cpus (they are audit's)", v->name);
+                return EXIT_USAGE;
+        }
         if (n < v->min_args || n > v->max_args) {
                 if (v->max_args == 0)
                         log_error("%s takes no argument", v->name);
@@ -273,7 +300,7 @@ static int dispatch(int argc, char **argv) {
 }
 
 static int parse_argv(int argc, char **argv) {
-        enum { ARG_NO_DAEMON = 0x100, ARG_VERSION, ARG_STATE_DIR, ARG_VARLINK };
+        enum { ARG_NO_DAEMON = 0x100, ARG_VERSION, ARG_STATE_DIR, ARG_VARLINK, ARG_SECONDS, ARG_CPUS };
         static const struct option options[] = { { "root", required_argument, NULL, 'r' },
                                                  { "json", no_argument, NULL, 'j' },
                                                  { "all", no_argument, NULL, 'a' },
@@ -282,6 +309,8 @@ static int parse_argv(int argc, char **argv) {
                                                  { "state-dir", required_argument, NULL, ARG_STATE_DIR },
                                                  { "help", no_argument, NULL, 'h' },
                                                  { "version", no_argument, NULL, ARG_VERSION },
+                                                 { "seconds", required_argument, NULL, ARG_SECONDS },
+                                                 { "cpus", required_argument, NULL, ARG_CPUS },
                                                  {} };
         int c;
 
@@ -309,6 +338,21 @@ static int parse_argv(int argc, char **argv) {
                         break;
                 case ARG_STATE_DIR:
                         arg_state_dir = optarg;
+                        break;
+                case ARG_SECONDS: {
+                        char *end;
+                        errno = 0;
+                        unsigned long v = strtoul(optarg, &end, 10);
+                        if (!*optarg || *end || errno || v < 1 || v > 86400 || optarg[0] == '-') {
+                                log_error("--seconds takes whole seconds from 1 to 86400, not '%s'", optarg);
+                                return EXIT_USAGE;
+                        }
+                        arg_seconds = (unsigned) v;
+                        arg_seconds_set = true;
+                        break;
+                }
+                case ARG_CPUS:
+                        arg_cpus = optarg;
                         break;
                 case 'h':
                         arg_help = true;

@@ -16,7 +16,7 @@ CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_D
 NOWHERE = "/nonexistent-rtpart-root"
 
 # The DESIGN's commands that exist today (a verb added to the table is found from the overview).
-KNOWN = {"list", "show", "plan", "apply", "verify", "revert", "status", "watch", "help"}
+KNOWN = {"list", "show", "plan", "apply", "verify", "revert", "status", "watch", "audit", "help"}
 
 
 def ctl(*args):
