@@ -19,15 +19,7 @@
 /* audit: what disturbed the isolated CPUs over a window (lib/audit.h). Works on the host
  * directly: it only reads, and the window is the caller's own time. */
 
-/* Which CPUs, and what the applied profile says of them: its isolated CPUs and partitions, the
- * IRQs it placed and those the kernel refused. */
-typedef struct Scope {
-        AuditScope s;
-        char *source;
-        char *profile;
-} Scope;
-
-static void scope_done(Scope *x) {
+void ctl_scope_done(CtlScope *x) {
         strv_free(x->s.partitions);
         strv_free(x->s.irqs_managed);
         strv_free(x->s.irqs_applied);
@@ -37,7 +29,7 @@ static void scope_done(Scope *x) {
 
 /* The applied profile as the journal holds it, resolved for this host: its isolated CPUs and the
  * cgroups of its partitions. 0 when there is none to use. */
-static int scope_from_journal(Root *root, Journal *j, Scope *x, CpuSet *ret_isolated) {
+static int scope_from_journal(Root *root, Journal *j, CtlScope *x, CpuSet *ret_isolated) {
         _cleanup_(json_decrefp) json_t *doc = NULL;
         Profile *profile = NULL;
         ProfileError pe = {};
@@ -58,6 +50,9 @@ static int scope_from_journal(Root *root, Journal *j, Scope *x, CpuSet *ret_isol
                 return 0;
         }
         *ret_isolated = p.resolved->isolated;
+        json_int_t limit =
+                json_integer_value(json_object_get(json_object_get(p.resolved->doc, "check"), "latency_max_us"));
+        x->limit_us = limit > 0 ? (unsigned) limit : 0;
         json_array_foreach (json_object_get(json_object_get(p.resolved->doc, "cpuset"), "partitions"), i, v) {
                 const char *name = json_string_value(json_object_get(v, "name"));
                 _cleanup_free_ char *slice = name ? systemd_partition_slice(name) : NULL;
@@ -74,7 +69,7 @@ static int scope_from_journal(Root *root, Journal *j, Scope *x, CpuSet *ret_isol
         return 1;
 }
 
-static int scope_make(Root *root, const char *cpus, Scope *x) {
+int ctl_scope(Root *root, const char *cpus, CtlScope *x) {
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_(journal_error_done) JournalError je = {};
         CpuSet isolated = {}, s;
@@ -166,7 +161,7 @@ static bool wait_window(unsigned seconds, const char *cpus) {
 
 int verb_audit(int argc, char **argv) {
         _cleanup_(root_freep) Root *root = NULL;
-        _cleanup_(scope_done) Scope x = {};
+        _cleanup_(ctl_scope_done) CtlScope x = {};
         _cleanup_(audit_snapshot_done) AuditSnapshot a = {}, b = {};
         _cleanup_(json_decrefp) json_t *doc = NULL;
         int r;
@@ -174,7 +169,7 @@ int verb_audit(int argc, char **argv) {
         r = ctl_open_root(&root);
         if (r != 0)
                 return r;
-        r = scope_make(root, arg_cpus, &x);
+        r = ctl_scope(root, arg_cpus, &x);
         if (r != 0)
                 return r;
         _cleanup_free_ char *list = cpu_set_format_list(&x.s.cpus);

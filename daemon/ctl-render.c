@@ -414,3 +414,40 @@ int render_audit(json_t *doc) {
         int r = flushed();
         return r != 0 ? r : noisy;
 }
+
+/* ---- check latency ---- */
+
+static void latency_row(const char *what, json_t *s) {
+        printf("  %-7s %9lld %8.1f %8.1f %8lld %8.1f%s\n", what,
+               (long long) json_integer_value(json_object_get(s, "samples")),
+               json_real_value(json_object_get(s, "min_us")), json_real_value(json_object_get(s, "avg_us")),
+               (long long) json_integer_value(json_object_get(s, "p99_us")),
+               json_real_value(json_object_get(s, "max_us")), jtrue(s, "over_limit") ? "  over the limit" : "");
+}
+
+int render_latency(json_t *doc) {
+        int over = streq_ptr(jstr(doc, "verdict"), "over") ? EXIT_DRIFT : EXIT_OK;
+        json_int_t limit = json_integer_value(json_object_get(doc, "limit_us"));
+        json_t *cpu;
+        size_t i;
+
+        if (arg_json) {
+                int r = render_json(doc);
+                return r != 0 ? r : over;
+        }
+        printf("Latency of CPUs %s (%s), %s over %.1f s", strempty(jstr(doc, "cpus")), strempty(jstr(doc, "source")),
+               strempty(jstr(doc, "tool")), json_real_value(json_object_get(doc, "seconds")));
+        if (limit > 0)
+                printf(": %s the profile's limit of %lld µs\n", over ? "OVER" : "within", (long long) limit);
+        else
+                printf("\n");
+        json_array_foreach (json_object_get(doc, "cpu"), i, cpu) {
+                printf("\nCPU %lld    samples   min µs   avg µs   p99 µs   max µs\n",
+                       (long long) json_integer_value(json_object_get(cpu, "cpu")));
+                if (json_is_object(json_object_get(cpu, "irq")))
+                        latency_row("irq", json_object_get(cpu, "irq"));
+                latency_row("thread", json_object_get(cpu, "thread"));
+        }
+        int r = flushed();
+        return r != 0 ? r : over;
+}

@@ -7,7 +7,8 @@
  *   ctl-profile.c  list, show, plan
  *   ctl-change.c   apply, revert
  *   ctl-state.c    verify, status, watch
- *   ctl-audit.c    audit
+ *   ctl-audit.c    audit (and the CPUs it and check observe)
+ *   ctl-check.c    check latency
  *   ctl-daemon.c   the documents asked of rtpartd, and working without it when it refuses
  *   ctl-local.c    working on the host directly: the root, the prepare pipeline, the lock
  *   ctl-render.c   the documents printed, as text or JSON
@@ -25,6 +26,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "audit.h"
 #include "log.h"
 #include "prepare.h"
 #include "root.h"
@@ -49,6 +51,7 @@ extern bool arg_all;
 extern bool arg_no_daemon;
 extern unsigned arg_seconds;
 extern const char *arg_cpus;
+extern const char *arg_svg;
 
 /* The verbs: argv[0] is the verb's name; the argument count is checked before. */
 int verb_list(int argc, char **argv);
@@ -60,6 +63,7 @@ int verb_verify(int argc, char **argv);
 int verb_status(int argc, char **argv);
 int verb_watch(int argc, char **argv);
 int verb_audit(int argc, char **argv);
+int verb_check(int argc, char **argv);
 
 /* ---- ctl-local.c ---- */
 
@@ -75,6 +79,22 @@ int ctl_take_lock(Root *root, int *ret_fd);
 /* Rolls back a transaction a crash left open, before a command works on the host directly
  * (rtpartd does so itself when it serves the command). */
 void ctl_recover(Root *root);
+
+/* ---- ctl-audit.c ---- */
+
+/* Which CPUs audit and check observe, and what the applied profile says of them: its isolated
+ * CPUs and partitions, the IRQs it placed and those the kernel refused, its latency limit. */
+typedef struct CtlScope {
+        AuditScope s;
+        char *source;
+        char *profile;
+        unsigned limit_us; /* check.latency_max_us, 0: none */
+} CtlScope;
+
+/* --cpus (cpus, may be NULL), else the applied profile's isolated CPUs, else the kernel's isolated
+ * and nohz_full ones; EXIT_USAGE after a message when there are none or cpus is no CPU list. */
+int ctl_scope(Root *root, const char *cpus, CtlScope *ret);
+void ctl_scope_done(CtlScope *x);
 
 /* ---- ctl-daemon.c ---- */
 
@@ -112,7 +132,8 @@ int render_apply_failure(json_t *doc); /* always EXIT_FAILED */
 int render_revert(json_t *doc);        /* EXIT_FAILED when the revert failed */
 int render_verify(json_t *doc);        /* EXIT_DRIFT, EXIT_REBOOT or 0 */
 int render_status(json_t *doc);
-int render_audit(json_t *doc); /* EXIT_DRIFT when a CPU is noisy */
+int render_audit(json_t *doc);   /* EXIT_DRIFT when a CPU is noisy */
+int render_latency(json_t *doc); /* EXIT_DRIFT when over the profile's limit */
 /* One event of rtpartd's Watch stream: a line per knob of a drift or correction, one per apply
  * or revert. */
 int render_watch_event(json_t *event);

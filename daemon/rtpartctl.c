@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@ bool arg_all = false;
 bool arg_no_daemon = false;
 unsigned arg_seconds = 5;
 const char *arg_cpus = NULL;
+const char *arg_svg = NULL;
 static bool arg_seconds_set = false;
 static bool arg_help = false;
 
@@ -34,6 +36,7 @@ typedef enum CtlOption {
         OPTION_VERSION = 1 << 7,
         OPTION_SECONDS = 1 << 8,
         OPTION_CPUS = 1 << 9,
+        OPTION_SVG = 1 << 10,
 } CtlOption;
 
 static const struct {
@@ -51,8 +54,9 @@ static const struct {
         { OPTION_STATE_DIR,
           "      --state-dir=DIR  Keep the journal in DIR instead of /var/lib/rtpart\n"
           "                    under the root (works on the host directly)\n" },
-        { OPTION_SECONDS, "      --seconds=N   audit: observe for N seconds (default 5)\n" },
-        { OPTION_CPUS, "      --cpus=LIST   audit: observe these CPUs instead of the isolated ones\n" },
+        { OPTION_SECONDS, "      --seconds=N   audit, check: observe for N seconds (default 5)\n" },
+        { OPTION_CPUS, "      --cpus=LIST   audit, check: these CPUs instead of the isolated ones\n" },
+        { OPTION_SVG, "      --svg=FILE    check latency: also draw the histograms into FILE\n" },
         { OPTION_HELP, "  -h, --help        Show this help\n" },
         { OPTION_VERSION, "      --version     Show the version\n" },
 };
@@ -183,6 +187,21 @@ static const Verb verbs[] = {
                 verb_audit,
         },
         {
+                "check",
+                1,
+                1,
+                "latency",
+                "Measure wake-up latency on the isolated CPUs (timerlat);\n"
+                "exit 3 over the profile's check.latency_max_us",
+                "Measures wake-up latency on the isolated CPUs (as audit chooses them) for\n"
+                "--seconds with the kernel's timerlat tracer, or cyclictest where the kernel has\n"
+                "none: per CPU the samples and min/avg/p99/max of IRQ and thread latency.\n"
+                "tracefs is put back as it was, also when interrupted. Exits with status 3\n"
+                "when a CPU's maximum exceeds the profile's check.latency_max_us.\n",
+                OPTION_ROOT | OPTION_JSON | OPTION_STATE_DIR | OPTION_SECONDS | OPTION_CPUS | OPTION_SVG,
+                verb_check,
+        },
+        {
                 "help",
                 0,
                 1,
@@ -282,13 +301,16 @@ static int dispatch(int argc, char **argv) {
                 verb_print_help(v);
                 return 0;
         }
-        if ((arg_seconds_set && !(v->options & OPTION_SECONDS)) || (arg_cpus && !(v->options & OPTION_CPUS))) {
-                log_error("%s takes neither --seconds nor --cpus (they are audit's)", v->name);
+        if ((arg_seconds_set && !(v->options & OPTION_SECONDS)) || (arg_cpus && !(v->options & OPTION_CPUS)) ||
+            (arg_svg && !(v->options & OPTION_SVG))) {
+                log_error("%s takes none of --seconds, --cpus, --svg (they are audit's and check's)", v->name);
                 return EXIT_USAGE;
         }
         if (n < v->min_args || n > v->max_args) {
                 if (v->max_args == 0)
                         log_error("%s takes no argument", v->name);
+                else if (v->min_args == v->max_args && islower((unsigned char) v->arg[0]))
+                        log_error("%s needs exactly one argument: %s", v->name, v->arg); /* a word */
                 else if (v->min_args == v->max_args)
                         log_error("%s needs exactly one %s", v->name, v->arg);
                 else
@@ -300,7 +322,7 @@ static int dispatch(int argc, char **argv) {
 }
 
 static int parse_argv(int argc, char **argv) {
-        enum { ARG_NO_DAEMON = 0x100, ARG_VERSION, ARG_STATE_DIR, ARG_VARLINK, ARG_SECONDS, ARG_CPUS };
+        enum { ARG_NO_DAEMON = 0x100, ARG_VERSION, ARG_STATE_DIR, ARG_VARLINK, ARG_SECONDS, ARG_CPUS, ARG_SVG };
         static const struct option options[] = { { "root", required_argument, NULL, 'r' },
                                                  { "json", no_argument, NULL, 'j' },
                                                  { "all", no_argument, NULL, 'a' },
@@ -311,6 +333,7 @@ static int parse_argv(int argc, char **argv) {
                                                  { "version", no_argument, NULL, ARG_VERSION },
                                                  { "seconds", required_argument, NULL, ARG_SECONDS },
                                                  { "cpus", required_argument, NULL, ARG_CPUS },
+                                                 { "svg", required_argument, NULL, ARG_SVG },
                                                  {} };
         int c;
 
@@ -353,6 +376,9 @@ static int parse_argv(int argc, char **argv) {
                 }
                 case ARG_CPUS:
                         arg_cpus = optarg;
+                        break;
+                case ARG_SVG:
+                        arg_svg = optarg;
                         break;
                 case 'h':
                         arg_help = true;

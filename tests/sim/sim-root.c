@@ -95,6 +95,7 @@ static int write_value(Root *r, const char *rel, const char *value) {
                 return -errno;
         if ((size_t) w != n)
                 return -EIO;
+        sim_tracefs_written(r, rel, value);
         changed();
         return 0;
 }

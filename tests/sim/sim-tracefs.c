@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+#include <string.h>
+
+#include "sim-kernel.h"
+#include "strv.h"
+
+/* The kernel's side of timerlat in a tree's tracefs (sys/kernel/tracing): current_tracer set to
+ * "timerlat" puts, for each CPU of osnoise/cpus, 20 wake-ups into trace_pipe (a regular file here;
+ * the reader reads to its end and waits), with latencies the tests know:
+ *
+ *   irq     (1000 + 100·i + CPU) ns,   thread  (3000 + 500·i + CPU) ns,   i = 0 … 19
+ *
+ * so a CPU's thread latency runs from 3.0 µs to 12.5 µs, between them a "user-ret" line and a
+ * header, which are no samples. */
+
+void sim_tracefs_written(Root *r, const char *rel, const char *value) {
+        size_t n = strlen(rel);
+        const char *tail = "tracing/current_tracer";
+        if (n < strlen(tail) || !streq(rel + n - strlen(tail), tail) || !streq(value, "timerlat"))
+                return;
+        char dir[256], path[300];
+        snprintf(dir, sizeof(dir), "%.*s", (int) (n - strlen("current_tracer") - 1), rel);
+        CpuSet cpus = {};
+        snprintf(path, sizeof(path), "%s/osnoise/cpus", dir);
+        if (root_read_cpu_list(r, path, &cpus) < 0)
+                return;
+        StrBuf b = {};
+        strbuf_append(&b, "# tracer: timerlat\n#\n");
+        for (unsigned i = 0; i < 20; i++)
+                CPU_SET_FOREACH (c, &cpus) {
+                        strbuf_appendf(&b,
+                                       "          <idle>-0       [%03d] d.h1.    54.%06u: #%u     context    irq "
+                                       "timer_latency %9u ns\n",
+                                       c, i, i + 1, 1000 + 100 * i + (unsigned) c);
+                        strbuf_appendf(&b,
+                                       "     timerlat/%d-867     [%03d] .....    54.%06u: #%u     context thread "
+                                       "timer_latency %9u ns\n",
+                                       c, c, i, i + 1, 3000 + 500 * i + (unsigned) c);
+                        if (i == 10)
+                                strbuf_appendf(&b,
+                                               "     timerlat/%d-867     [%03d] .....    54.%06u: #%u     context "
+                                               "user-ret timer_latency %9u ns\n",
+                                               c, c, i, i + 1, 999999u);
+                }
+        _cleanup_free_ char *text = strbuf_steal(&b);
+        snprintf(path, sizeof(path), "%s/trace_pipe", dir);
+        if (text)
+                (void) root_write_file_atomic(r, path, text, strlen(text), 0444);
+}
