@@ -367,6 +367,7 @@ static const SourceFix kthread_fixes[] = {
         { "migration/*", "the scheduler's stopper thread: CPU hotplug or a task moved here" },
         { "cpuhp/*", "CPU hotplug" },
         { "watchdog/*", "the soft-lockup watchdog: nowatchdog, or nohz_full keeps it off" },
+        { "irq/*", "a threaded IRQ handler: it runs where its IRQ is placed (see the interrupts)" },
         {},
 };
 
@@ -514,19 +515,19 @@ static int cpu_document(const AuditScope *scope, const AuditSnapshot *a, const A
                 if (ran) {
                         const char *fix = NULL;
                         _cleanup_free_ char *own = NULL;
-                        if (t->kernel && bound_to(t, cpu)) {
+                        if (t->kernel)
                                 for (const SourceFix *f = kthread_fixes; f->label && !fix; f++)
                                         if (fnmatch(f->label, t->comm, 0) == 0)
                                                 fix = f->fix;
-                                if (!fix)
-                                        fix = "a per-CPU kernel thread: the kernel keeps it on this CPU";
-                        } else if (t->kernel) {
+                        if (t->kernel && !fix && bound_to(t, cpu))
+                                fix = "a per-CPU kernel thread: the kernel keeps it on this CPU";
+                        else if (t->kernel && !fix) {
                                 (void) asprintf(&own,
                                                 "place it with kthread.rules: {\"match\": \"%s\", \"cpus\": "
                                                 "\"housekeeping\"}",
                                                 t->comm);
                                 fix = own;
-                        } else
+                        } else if (!t->kernel)
                                 fix = "put it in one of the profile's cpuset.partitions, or keep it on "
                                       "housekeeping CPUs (drift.task_allow allows it)";
                         r = add_source(threads,
