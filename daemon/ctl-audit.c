@@ -12,6 +12,7 @@
 #include "audit.h"
 #include "ctl.h"
 #include "journal.h"
+#include "latency.h"
 #include "profile.h"
 #include "strv.h"
 #include "systemd.h"
@@ -164,6 +165,7 @@ int verb_audit(int argc, char **argv) {
         _cleanup_(ctl_scope_done) CtlScope x = {};
         _cleanup_(audit_snapshot_done) AuditSnapshot a = {}, b = {};
         _cleanup_(json_decrefp) json_t *doc = NULL;
+        _cleanup_(osnoise_result_done) OsnoiseResult noise = {};
         int r;
 
         r = ctl_open_root(&root);
@@ -176,13 +178,57 @@ int verb_audit(int argc, char **argv) {
         if (!list)
                 return log_oom();
 
-        r = audit_snapshot(root, 0, &a);
+        /* A run of check latency or audit killed before it put tracefs back: put it back first. */
+        _cleanup_free_ char *recovered = NULL;
+        r = latency_recover(root, &recovered);
         if (r < 0)
+                return log_error_errno(r, "cannot put back tracefs as an interrupted run left it (%s): %m",
+                                       "run/rtpart/tracefs.json");
+        if (recovered)
+                fprintf(stderr, "%s\n", recovered);
+
+        /* The window: the osnoise tracer's, where the kernel has it; else a plain wait. */
+        bool mounted = false;
+        const char *dir = arg_no_osnoise ? NULL : ctl_tracefs(root, &mounted);
+        _cleanup_free_ char *why = NULL;
+        bool osnoise = dir && latency_has_tracer(root, dir, "osnoise");
+        if (arg_no_osnoise)
+                why = strdup("--no-osnoise");
+        else if (!osnoise)
+                why = strdup(dir ? "the kernel has no osnoise tracer (CONFIG_OSNOISE_TRACER; tracing/available_tracers "
+                                   "does not list it)"
+                                 : "no tracefs (/sys/kernel/tracing)");
+        if (!osnoise)
+                ctl_tracefs_done(root, mounted);
+
+        r = audit_snapshot(root, 0, &a);
+        if (r < 0) {
+                if (osnoise)
+                        ctl_tracefs_done(root, mounted);
                 return log_error_errno(r, "cannot read the host's counters (/proc/interrupts): %m");
-        if (!wait_window(arg_seconds, list)) {
+        }
+        if (osnoise) {
+                volatile sig_atomic_t *stopped = ctl_catch_interrupts(true);
+                if (isatty(STDERR_FILENO))
+                        fprintf(stderr, "Observing CPUs %s for %u s (the osnoise tracer runs on them)…\n", list,
+                                arg_seconds);
+                r = latency_run_osnoise(root, dir, mounted, &x.s.cpus, arg_seconds, stopped, &noise);
+                (void) ctl_catch_interrupts(false);
+                ctl_tracefs_done(root, mounted);
+                if (r < 0)
+                        return log_error_errno(r,
+                                               "the osnoise tracer failed: %m (tracefs is as it was; "
+                                               "--no-osnoise audits without it)");
+                if (*stopped) {
+                        log_error("interrupted: nothing observed; tracefs is as it was");
+                        return EXIT_FAILED;
+                }
+                x.s.osnoise = &noise;
+        } else if (!wait_window(arg_seconds, list)) {
                 log_error("interrupted: nothing observed");
                 return EXIT_FAILED;
         }
+        x.s.osnoise_reason = why;
         r = audit_snapshot(root, AUDIT_SNAPSHOT_PLACES, &b);
         if (r < 0)
                 return log_error_errno(r, "cannot read the host's counters (/proc/interrupts): %m");

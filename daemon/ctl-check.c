@@ -19,6 +19,38 @@ static void on_signal(int sig) {
         stop = 1;
 }
 
+const char *ctl_tracefs(Root *root, bool *ret_mounted) {
+        const char *dir = latency_tracefs(root);
+        *ret_mounted = false;
+        /* Not mounted: mounted for the run, unmounted after it (ctl_tracefs_done). */
+        if (!dir && root_can(root, ROOT_CAN_MOUNT) && root_is_dir(root, "sys/kernel/tracing") &&
+            root_mount(root, "sys/kernel/tracing", "tracefs", NULL) >= 0) {
+                dir = latency_tracefs(root);
+                *ret_mounted = dir != NULL;
+        }
+        return dir;
+}
+
+void ctl_tracefs_done(Root *root, bool mounted) {
+        if (mounted)
+                (void) root_umount(root, "sys/kernel/tracing");
+}
+
+volatile sig_atomic_t *ctl_catch_interrupts(bool on) {
+        static struct sigaction old_int, old_term;
+        if (on) {
+                struct sigaction sa = { .sa_handler = on_signal };
+                sigemptyset(&sa.sa_mask);
+                stop = 0;
+                (void) sigaction(SIGINT, &sa, &old_int);
+                (void) sigaction(SIGTERM, &sa, &old_term);
+        } else {
+                (void) sigaction(SIGINT, &old_int, NULL);
+                (void) sigaction(SIGTERM, &old_term, NULL);
+        }
+        return &stop;
+}
+
 static int write_svg(const LatencyResult *res, unsigned limit_us) {
         _cleanup_free_ char *svg = NULL;
         int r = latency_svg(res, limit_us, &svg);
@@ -34,38 +66,26 @@ static int write_svg(const LatencyResult *res, unsigned limit_us) {
 }
 
 static int measure(Root *root, const CtlScope *x, LatencyResult *res) {
-        const char *dir = latency_tracefs(root);
-        bool mounted = false;
+        bool mounted;
+        const char *dir = ctl_tracefs(root, &mounted);
         int r;
 
-        /* tracefs unmounted: mounted for the run, unmounted after it. */
-        if (!dir && root_can(root, ROOT_CAN_MOUNT) && root_is_dir(root, "sys/kernel/tracing") &&
-            root_mount(root, "sys/kernel/tracing", "tracefs", NULL) >= 0) {
-                dir = latency_tracefs(root);
-                mounted = dir != NULL;
-        }
         if (dir && latency_has_tracer(root, dir, "timerlat")) {
-                struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term;
-                sigemptyset(&sa.sa_mask);
-                (void) sigaction(SIGINT, &sa, &old_int);
-                (void) sigaction(SIGTERM, &sa, &old_term);
+                volatile sig_atomic_t *stopped = ctl_catch_interrupts(true);
                 if (isatty(STDERR_FILENO))
                         fprintf(stderr, "Measuring with timerlat for %u s…\n", arg_seconds);
-                r = latency_run_timerlat(root, dir, mounted, &x->s.cpus, arg_seconds, &stop, res);
-                (void) sigaction(SIGINT, &old_int, NULL);
-                (void) sigaction(SIGTERM, &old_term, NULL);
-                if (mounted)
-                        (void) root_umount(root, "sys/kernel/tracing");
+                r = latency_run_timerlat(root, dir, mounted, &x->s.cpus, arg_seconds, stopped, res);
+                (void) ctl_catch_interrupts(false);
+                ctl_tracefs_done(root, mounted);
                 if (r < 0)
                         return log_error_errno(r, "timerlat failed: %m (tracefs is as it was)");
-                if (stop) {
+                if (*stopped) {
                         log_error("interrupted after %.1f s; tracefs is as it was", res->seconds);
                         return EXIT_FAILED;
                 }
                 return 0;
         }
-        if (mounted)
-                (void) root_umount(root, "sys/kernel/tracing");
+        ctl_tracefs_done(root, mounted);
 
         if (!root_is_system(root)) {
                 log_error("%s has no timerlat tracer (%s), and cyclictest runs only on this host", root->path,

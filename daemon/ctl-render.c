@@ -365,6 +365,9 @@ int render_audit(json_t *doc) {
         printf("Audit of CPUs %s (%s) over %.1f s: %s%s%s\n", strempty(jstr(doc, "cpus")),
                strempty(jstr(doc, "source")), json_real_value(json_object_get(doc, "seconds")),
                noisy ? "noisy: CPUs " : "every CPU quiet", noisy ? strempty(jstr(doc, "noisy_cpus")) : "", "");
+        const char *why = jstr(json_object_get(doc, "osnoise"), "reason");
+        if (why)
+                printf("(no osnoise figures: %s)\n", why);
         json_array_foreach (json_object_get(doc, "cpu"), i, cpu) {
                 json_t *tick = json_object_get(cpu, "tick"), *may = json_object_get(cpu, "may_run");
                 printf("\nCPU %lld: %s%s\n", (long long) json_integer_value(json_object_get(cpu, "cpu")),
@@ -401,6 +404,18 @@ int render_audit(json_t *doc) {
                         if (jstr(e, "fix"))
                                 printf("  %-11s → %s\n", "", jstr(e, "fix"));
                 }
+                json_t *on = json_object_get(cpu, "osnoise");
+                if (json_is_object(on))
+                        printf("  %-11s %.3f%% of the CPU available; noise %lld µs, max single %lld µs; "
+                               "interfered: hw %lld, nmi %lld, irq %lld, softirq %lld, thread %lld\n",
+                               "osnoise", json_real_value(json_object_get(on, "available_percent")),
+                               (long long) json_integer_value(json_object_get(on, "noise_us")),
+                               (long long) json_integer_value(json_object_get(on, "max_single_us")),
+                               (long long) json_integer_value(json_object_get(on, "hw")),
+                               (long long) json_integer_value(json_object_get(on, "nmi")),
+                               (long long) json_integer_value(json_object_get(on, "irq")),
+                               (long long) json_integer_value(json_object_get(on, "softirq")),
+                               (long long) json_integer_value(json_object_get(on, "thread")));
                 json_int_t n = json_integer_value(json_object_get(may, "count"));
                 if (n > 0) {
                         printf("  %-11s %lld thread%s outside the profile's partitions may run here:", "may run",

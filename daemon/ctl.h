@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdbool.h>
 
 #include "audit.h"
@@ -52,6 +53,7 @@ extern bool arg_no_daemon;
 extern unsigned arg_seconds;
 extern const char *arg_cpus;
 extern const char *arg_svg;
+extern bool arg_no_osnoise;
 
 /* The verbs: argv[0] is the verb's name; the argument count is checked before. */
 int verb_list(int argc, char **argv);
@@ -95,6 +97,16 @@ typedef struct CtlScope {
  * and nohz_full ones; EXIT_USAGE after a message when there are none or cpus is no CPU list. */
 int ctl_scope(Root *root, const char *cpus, CtlScope *ret);
 void ctl_scope_done(CtlScope *x);
+
+/* ---- ctl-check.c ---- */
+
+/* Where the root's tracefs is (mounted at sys/kernel/tracing for the run when it is not and the
+ * root can mount: *ret_mounted, and ctl_tracefs_done() unmounts it), NULL when there is none. */
+const char *ctl_tracefs(Root *root, bool *ret_mounted);
+void ctl_tracefs_done(Root *root, bool mounted);
+/* SIGINT and SIGTERM set the flag returned (cleared first) instead of ending the process, until
+ * called with false. */
+volatile sig_atomic_t *ctl_catch_interrupts(bool on);
 
 /* ---- ctl-daemon.c ---- */
 

@@ -21,6 +21,7 @@ bool arg_no_daemon = false;
 unsigned arg_seconds = 5;
 const char *arg_cpus = NULL;
 const char *arg_svg = NULL;
+bool arg_no_osnoise = false;
 static bool arg_seconds_set = false;
 static bool arg_help = false;
 
@@ -37,6 +38,7 @@ typedef enum CtlOption {
         OPTION_SECONDS = 1 << 8,
         OPTION_CPUS = 1 << 9,
         OPTION_SVG = 1 << 10,
+        OPTION_NO_OSNOISE = 1 << 11,
 } CtlOption;
 
 static const struct {
@@ -57,6 +59,7 @@ static const struct {
         { OPTION_SECONDS, "      --seconds=N   audit, check: observe for N seconds (default 5)\n" },
         { OPTION_CPUS, "      --cpus=LIST   audit, check: these CPUs instead of the isolated ones\n" },
         { OPTION_SVG, "      --svg=FILE    check latency: also draw the histograms into FILE\n" },
+        { OPTION_NO_OSNOISE, "      --no-osnoise  audit: do not run the osnoise tracer in the window\n" },
         { OPTION_HELP, "  -h, --help        Show this help\n" },
         { OPTION_VERSION, "      --version     Show the version\n" },
 };
@@ -182,8 +185,9 @@ static const Verb verbs[] = {
                 "interrupts by source, softirqs, whether the scheduler tick stopped, and the\n"
                 "threads that ran there or may run there outside the profile's partitions;\n"
                 "a verdict (quiet or noisy), and for each source what in the profile would\n"
-                "remove it. Reads only. Exits with status 3 when a CPU is noisy.\n",
-                OPTION_ROOT | OPTION_JSON | OPTION_STATE_DIR | OPTION_SECONDS | OPTION_CPUS,
+                "remove it; where the kernel has the osnoise tracer, its noise figures too\n"
+                "(tracefs is put back after). Exits with status 3 when a CPU is noisy.\n",
+                OPTION_ROOT | OPTION_JSON | OPTION_STATE_DIR | OPTION_SECONDS | OPTION_CPUS | OPTION_NO_OSNOISE,
                 verb_audit,
         },
         {
@@ -302,8 +306,9 @@ static int dispatch(int argc, char **argv) {
                 return 0;
         }
         if ((arg_seconds_set && !(v->options & OPTION_SECONDS)) || (arg_cpus && !(v->options & OPTION_CPUS)) ||
-            (arg_svg && !(v->options & OPTION_SVG))) {
-                log_error("%s takes none of --seconds, --cpus, --svg (they are audit's and check's)", v->name);
+            (arg_svg && !(v->options & OPTION_SVG)) || (arg_no_osnoise && !(v->options & OPTION_NO_OSNOISE))) {
+                log_error("%s takes none of --seconds, --cpus, --svg, --no-osnoise (they are audit's and check's)",
+                          v->name);
                 return EXIT_USAGE;
         }
         if (n < v->min_args || n > v->max_args) {
@@ -322,7 +327,16 @@ static int dispatch(int argc, char **argv) {
 }
 
 static int parse_argv(int argc, char **argv) {
-        enum { ARG_NO_DAEMON = 0x100, ARG_VERSION, ARG_STATE_DIR, ARG_VARLINK, ARG_SECONDS, ARG_CPUS, ARG_SVG };
+        enum {
+                ARG_NO_DAEMON = 0x100,
+                ARG_VERSION,
+                ARG_STATE_DIR,
+                ARG_VARLINK,
+                ARG_SECONDS,
+                ARG_CPUS,
+                ARG_SVG,
+                ARG_NO_OSNOISE
+        };
         static const struct option options[] = { { "root", required_argument, NULL, 'r' },
                                                  { "json", no_argument, NULL, 'j' },
                                                  { "all", no_argument, NULL, 'a' },
@@ -334,6 +348,7 @@ static int parse_argv(int argc, char **argv) {
                                                  { "seconds", required_argument, NULL, ARG_SECONDS },
                                                  { "cpus", required_argument, NULL, ARG_CPUS },
                                                  { "svg", required_argument, NULL, ARG_SVG },
+                                                 { "no-osnoise", no_argument, NULL, ARG_NO_OSNOISE },
                                                  {} };
         int c;
 
@@ -379,6 +394,9 @@ static int parse_argv(int argc, char **argv) {
                         break;
                 case ARG_SVG:
                         arg_svg = optarg;
+                        break;
+                case ARG_NO_OSNOISE:
+                        arg_no_osnoise = true;
                         break;
                 case 'h':
                         arg_help = true;

@@ -509,6 +509,9 @@ static int cpu_document(const AuditScope *scope, const AuditSnapshot *a, const A
                 const AuditThread *t = &b->threads[i];
                 if (t->pid == scope->self || in_partition(scope, t))
                         continue;
+                /* The measuring threads of the tracers audit and check run. */
+                if (t->kernel && (fnmatch("osnoise/*", t->comm, 0) == 0 || fnmatch("timerlat/*", t->comm, 0) == 0))
+                        continue;
                 const AuditThread *was = find_thread(a, t);
                 uint64_t used = t->cpu_ticks - (was ? MIN(was->cpu_ticks, t->cpu_ticks) : 0);
                 bool ran = used > 0 && (t->processor == (int) cpu || (was && was->processor == (int) cpu));
@@ -550,10 +553,25 @@ static int cpu_document(const AuditScope *scope, const AuditSnapshot *a, const A
                 }
         }
 
-        o = json_pack("{s:i, s:s, s:b, s:O, s:O, s:{s:I, s:f, s:b, s:s?}, s:O, s:{s:i, s:O}}", "cpu", (int) cpu,
+        const OsnoiseCpu *on = osnoise_cpu(scope->osnoise, cpu);
+        json_t *noise = json_null();
+        if (on && on->periods > 0) {
+                const OsnoiseSample *t = &on->total;
+                double avail = t->runtime_us
+                        ? 100.0 * (double) (t->runtime_us - MIN(t->noise_us, t->runtime_us)) / (double) t->runtime_us
+                        : 0.0;
+                noise = json_pack("{s:i, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I}", "periods", (int) on->periods,
+                                  "runtime_us", (json_int_t) t->runtime_us, "noise_us", (json_int_t) t->noise_us,
+                                  "available_percent", avail, "max_single_us", (json_int_t) t->max_single_us, "hw",
+                                  (json_int_t) t->hw, "nmi", (json_int_t) t->nmi, "irq", (json_int_t) t->irq, "softirq",
+                                  (json_int_t) t->softirq, "thread", (json_int_t) t->thread);
+                if (!noise)
+                        return -ENOMEM;
+        }
+        o = json_pack("{s:i, s:s, s:b, s:O, s:O, s:{s:I, s:f, s:b, s:s?}, s:O, s:{s:i, s:O}, s:o}", "cpu", (int) cpu,
                       "verdict", noisy ? "noisy" : "quiet", "nohz_full", nohz, "interrupts", irqs, "softirqs", softirqs,
                       "tick", "count", (json_int_t) loc, "rate", rate(loc, secs), "stopped", stopped, "fix", tick_note,
-                      "threads", threads, "may_run", "count", (int) may_n, "first", may);
+                      "threads", threads, "may_run", "count", (int) may_n, "first", may, "osnoise", noise);
         if (!o)
                 return -ENOMEM;
         *ret = TAKE_PTR(o);
@@ -582,9 +600,10 @@ int audit_document(const AuditScope *scope, const AuditSnapshot *a, const AuditS
         noisy_list = cpu_set_format_list(&noisy);
         if (!noisy_list)
                 return -ENOMEM;
-        doc = json_pack("{s:f, s:s, s:s, s:s?, s:s, s:s, s:O}", "seconds", secs, "cpus", list, "source", scope->source,
-                        "profile", scope->profile, "verdict", cpu_set_is_empty(&noisy) ? "quiet" : "noisy",
-                        "noisy_cpus", noisy_list, "cpu", cpus);
+        doc = json_pack("{s:f, s:s, s:s, s:s?, s:s, s:s, s:{s:b, s:s*}, s:O}", "seconds", secs, "cpus", list, "source",
+                        scope->source, "profile", scope->profile, "verdict",
+                        cpu_set_is_empty(&noisy) ? "quiet" : "noisy", "noisy_cpus", noisy_list, "osnoise", "ran",
+                        scope->osnoise != NULL, "reason", scope->osnoise ? NULL : scope->osnoise_reason, "cpu", cpus);
         if (!doc)
                 return -ENOMEM;
         *ret = TAKE_PTR(doc);

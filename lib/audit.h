@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "cpu-set.h"
+#include "latency.h"
 #include "root.h"
 
 /* A table of per-CPU counters as /proc/interrupts and /proc/softirqs print them: a header of
@@ -76,9 +77,12 @@ typedef struct AuditScope {
         const char *profile;  /* the applied profile, NULL */
         int self;             /* a process to leave out (the caller), 0 for none */
         unsigned clock_ticks; /* sysconf(_SC_CLK_TCK) */
+        const OsnoiseResult *osnoise; /* what osnoise measured in the window, NULL: not run */
+        const char *osnoise_reason;   /* why not */
 } AuditScope;
 
 /* The document (rtpartctl(1), AUDIT): {"seconds", "cpus", "source", "profile", "verdict",
  * "noisy_cpus", "cpu": [{"cpu", "verdict", "nohz_full", "interrupts": […], "softirqs": […],
- * "tick": {…}, "threads": […], "may_run": {…}}]}. */
+ * "tick": {…}, "threads": […], "may_run": {…}, "osnoise": {…} or null}], "osnoise": {"ran",
+ * "reason"}}. The osnoise and timerlat tracers' own threads are not listed. */
 int audit_document(const AuditScope *scope, const AuditSnapshot *a, const AuditSnapshot *b, json_t **ret);

@@ -267,30 +267,26 @@ static uint64_t now_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
-/* Feeds every complete line of buf[0..*len) to r, keeps the rest at the start of buf. */
-static void take_lines(LatencyResult *r, char *buf, size_t *len) {
+typedef void (*LineFunc)(const char *line, void *userdata);
+
+/* Feeds every complete line of buf[0..*len) to f, keeps the rest at the start of buf. */
+static void take_lines(char *buf, size_t *len, LineFunc f, void *userdata) {
         char *p = buf, *end = buf + *len, *nl;
         while ((nl = memchr(p, '\n', (size_t) (end - p)))) {
                 *nl = 0;
-                unsigned cpu;
-                bool thread;
-                uint64_t ns;
-                if (latency_parse_timerlat_line(p, &cpu, &thread, &ns) > 0) {
-                        LatencyCpu *c = latency_cpu(r, cpu);
-                        if (c)
-                                latency_stats_add(thread ? &c->thread : &c->irq, ns);
-                }
+                f(p, userdata);
                 p = nl + 1;
         }
         *len = (size_t) (end - p);
         memmove(buf, p, *len);
 }
 
-int latency_run_timerlat(Root *root, const char *dir, bool mounted, const CpuSet *cpus, unsigned seconds,
-                         volatile sig_atomic_t *stop, LatencyResult *ret) {
+/* Runs `tracer` (timerlat, osnoise) on cpus for `seconds`, every line of trace_pipe to f; tracefs
+ * saved first and put back after, whatever happens. *ret_seconds: how long it ran. */
+static int run_tracer(Root *root, const char *dir, bool mounted, const char *tracer, const CpuSet *cpus,
+                      unsigned seconds, volatile sig_atomic_t *stop, LineFunc f, void *userdata, double *ret_seconds) {
         _cleanup_(json_decrefp) json_t *files = NULL;
         _cleanup_free_ char *list = cpu_set_format_list(cpus);
-        LatencyResult res = {};
         int r;
 
         if (!list)
@@ -298,12 +294,8 @@ int latency_run_timerlat(Root *root, const char *dir, bool mounted, const CpuSet
         r = save(root, dir, mounted, &files);
         if (r < 0)
                 return r;
-        r = result_init(&res, cpus, "timerlat");
-        if (r < 0)
-                goto finish;
-        res.has_irq = true;
 
-        /* Set up: stopped, only these CPUs, a 1 ms period, never stop on a threshold. */
+        /* Set up: stopped, only these CPUs, a 1 ms timerlat period, never stop on a threshold. */
         const struct {
                 const char *file, *value;
         } setup[] = {
@@ -313,7 +305,7 @@ int latency_run_timerlat(Root *root, const char *dir, bool mounted, const CpuSet
                 { "osnoise/stop_tracing_us", "0" },
                 { "osnoise/stop_tracing_total_us", "0" },
                 { "tracing_on", "1" },
-                { "current_tracer", "timerlat" },
+                { "current_tracer", tracer },
         };
         for (size_t i = 0; i < ELEMENTSOF(setup); i++) {
                 if (!json_object_get(files, setup[i].file))
@@ -354,12 +346,13 @@ int latency_run_timerlat(Root *root, const char *dir, bool mounted, const CpuSet
                         }
                         if (n > 0) {
                                 len += (size_t) n;
-                                take_lines(&res, buf, &len);
+                                take_lines(buf, &len, f, userdata);
                                 if (len == sizeof(buf) - 1)
                                         len = 0; /* a line longer than the buffer is no sample */
                         }
                 }
-                res.seconds = (double) (now_usec() - start) / 1e6;
+                if (ret_seconds)
+                        *ret_seconds = (double) (now_usec() - start) / 1e6;
         }
         r = 0;
 
@@ -367,10 +360,129 @@ finish:;
         int k = restore(root, dir, files);
         if (k >= 0)
                 (void) root_unlink(root, SAVED);
-        if (r >= 0 && k < 0)
-                r = k;
+        return r < 0 ? r : k;
+}
+
+static void timerlat_line(const char *line, void *userdata) {
+        LatencyResult *r = userdata;
+        unsigned cpu;
+        bool thread;
+        uint64_t ns;
+        if (latency_parse_timerlat_line(line, &cpu, &thread, &ns) > 0) {
+                LatencyCpu *c = latency_cpu(r, cpu);
+                if (c)
+                        latency_stats_add(thread ? &c->thread : &c->irq, ns);
+        }
+}
+
+int latency_run_timerlat(Root *root, const char *dir, bool mounted, const CpuSet *cpus, unsigned seconds,
+                         volatile sig_atomic_t *stop, LatencyResult *ret) {
+        LatencyResult res = {};
+        int r = result_init(&res, cpus, "timerlat");
+        if (r < 0)
+                return r;
+        res.has_irq = true;
+        r = run_tracer(root, dir, mounted, "timerlat", cpus, seconds, stop, timerlat_line, &res, &res.seconds);
         if (r < 0) {
                 latency_result_done(&res);
+                return r;
+        }
+        *ret = res;
+        return 0;
+}
+
+/* ---- osnoise ---- */
+
+int latency_parse_osnoise_line(const char *line, unsigned *ret_cpu, OsnoiseSample *ret) {
+        const char *p = line;
+        while (*p == ' ' || *p == '\t')
+                p++;
+        if (*p == '#' || !*p)
+                return 0;
+        const char *b = strchr(p, '[');
+        if (!b || !isdigit((unsigned char) b[1]))
+                return 0;
+        char *end;
+        errno = 0;
+        unsigned long cpu = strtoul(b + 1, &end, 10);
+        if (errno || *end != ']' || cpu >= CPU_SET_MAX)
+                return 0;
+        /* After "TIMESTAMP:": runtime noise %available max-single hw nmi irq softirq thread. */
+        const char *colon = strchr(end, ':');
+        if (!colon)
+                return 0;
+        double v[9];
+        const char *q = colon + 1;
+        for (unsigned i = 0; i < 9; i++) {
+                errno = 0;
+                v[i] = strtod(q, &end);
+                if (end == q || errno || v[i] < 0)
+                        return 0;
+                q = end;
+        }
+        while (*q == ' ' || *q == '\t')
+                q++;
+        if (*q)
+                return 0;
+        *ret_cpu = (unsigned) cpu;
+        *ret = (OsnoiseSample) {
+                .runtime_us = (uint64_t) v[0],
+                .noise_us = (uint64_t) v[1],
+                .max_single_us = (uint64_t) v[3],
+                .hw = (uint64_t) v[4],
+                .nmi = (uint64_t) v[5],
+                .irq = (uint64_t) v[6],
+                .softirq = (uint64_t) v[7],
+                .thread = (uint64_t) v[8],
+        };
+        return 1;
+}
+
+void osnoise_result_done(OsnoiseResult *r) {
+        if (!r)
+                return;
+        free(r->cpus);
+        *r = (OsnoiseResult) {};
+}
+
+const OsnoiseCpu *osnoise_cpu(const OsnoiseResult *r, unsigned cpu) {
+        for (size_t i = 0; r && i < r->n_cpus; i++)
+                if (r->cpus[i].cpu == cpu)
+                        return &r->cpus[i];
+        return NULL;
+}
+
+static void osnoise_line(const char *line, void *userdata) {
+        OsnoiseResult *r = userdata;
+        unsigned cpu;
+        OsnoiseSample s;
+        if (latency_parse_osnoise_line(line, &cpu, &s) <= 0)
+                return;
+        OsnoiseCpu *c = (OsnoiseCpu *) osnoise_cpu(r, cpu);
+        if (!c)
+                return;
+        c->periods++;
+        c->total.runtime_us += s.runtime_us;
+        c->total.noise_us += s.noise_us;
+        c->total.max_single_us = MAX(c->total.max_single_us, s.max_single_us);
+        c->total.hw += s.hw;
+        c->total.nmi += s.nmi;
+        c->total.irq += s.irq;
+        c->total.softirq += s.softirq;
+        c->total.thread += s.thread;
+}
+
+int latency_run_osnoise(Root *root, const char *dir, bool mounted, const CpuSet *cpus, unsigned seconds,
+                        volatile sig_atomic_t *stop, OsnoiseResult *ret) {
+        OsnoiseResult res = {};
+        res.cpus = calloc(MAX(cpu_set_count(cpus), 1U), sizeof(OsnoiseCpu));
+        if (!res.cpus)
+                return -ENOMEM;
+        CPU_SET_FOREACH (c, cpus)
+                res.cpus[res.n_cpus++].cpu = (unsigned) c;
+        int r = run_tracer(root, dir, mounted, "osnoise", cpus, seconds, stop, osnoise_line, &res, &res.seconds);
+        if (r < 0) {
+                osnoise_result_done(&res);
                 return r;
         }
         *ret = res;

@@ -68,6 +68,37 @@ int latency_recover(Root *root, char **ret_message);
 int latency_run_timerlat(Root *root, const char *tracefs, bool mounted, const CpuSet *cpus, unsigned seconds,
                          volatile sig_atomic_t *stop, LatencyResult *ret);
 
+/* osnoise (Documentation/trace/osnoise-tracer.rst): a thread on each CPU measures, period after
+ * period, the time taken from it, by source. One line per period and CPU:
+ *
+ *   <...>-859  [002] ....  81.637220:  1000000   190  99.98100   9   18   0   1007   18   1
+ *
+ * runtime µs, noise µs, % of the CPU available, the largest single noise µs, then how many times
+ * hardware (SMIs, a hypervisor), NMIs, IRQs, softirqs and threads interfered. */
+typedef struct OsnoiseSample {
+        uint64_t runtime_us, noise_us, max_single_us;
+        uint64_t hw, nmi, irq, softirq, thread;
+} OsnoiseSample;
+
+typedef struct OsnoiseCpu {
+        unsigned cpu;
+        unsigned periods;
+        OsnoiseSample total; /* sums; max_single_us the largest */
+} OsnoiseCpu;
+
+typedef struct OsnoiseResult {
+        double seconds;
+        OsnoiseCpu *cpus;
+        size_t n_cpus;
+} OsnoiseResult;
+
+/* 1 and the line's CPU and figures, 0 for a line that is none. */
+int latency_parse_osnoise_line(const char *line, unsigned *ret_cpu, OsnoiseSample *ret);
+int latency_run_osnoise(Root *root, const char *tracefs, bool mounted, const CpuSet *cpus, unsigned seconds,
+                        volatile sig_atomic_t *stop, OsnoiseResult *ret);
+const OsnoiseCpu *osnoise_cpu(const OsnoiseResult *r, unsigned cpu);
+void osnoise_result_done(OsnoiseResult *r);
+
 /* Runs `cyclictest` (from PATH) on cpus: one thread per CPU, 1 ms interval, priority 95. -ENOENT
  * when it is not installed. */
 int latency_run_cyclictest(const CpuSet *cpus, unsigned seconds, LatencyResult *ret);

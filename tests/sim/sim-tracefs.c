@@ -12,12 +12,13 @@
  *   irq     (1000 + 100·i + CPU) ns,   thread  (3000 + 500·i + CPU) ns,   i = 0 … 19
  *
  * so a CPU's thread latency runs from 3.0 µs to 12.5 µs, between them a "user-ret" line and a
- * header, which are no samples. */
+ * header, which are no samples. "osnoise" puts three periods per CPU (see below). */
 
 void sim_tracefs_written(Root *r, const char *rel, const char *value) {
         size_t n = strlen(rel);
         const char *tail = "tracing/current_tracer";
-        if (n < strlen(tail) || !streq(rel + n - strlen(tail), tail) || !streq(value, "timerlat"))
+        if (n < strlen(tail) || !streq(rel + n - strlen(tail), tail) ||
+            (!streq(value, "timerlat") && !streq(value, "osnoise")))
                 return;
         char dir[256], path[300];
         snprintf(dir, sizeof(dir), "%.*s", (int) (n - strlen("current_tracer") - 1), rel);
@@ -26,6 +27,18 @@ void sim_tracefs_written(Root *r, const char *rel, const char *value) {
         if (root_read_cpu_list(r, path, &cpus) < 0)
                 return;
         StrBuf b = {};
+        if (streq(value, "osnoise")) {
+                /* Three periods per CPU: 1 s of runtime, (100 + CPU) µs of noise each, the largest
+                 * single one 9 µs in the last; hw 1, nmi 0, irq 1000, softirq 18, thread 2 each. */
+                strbuf_append(&b, "# tracer: osnoise\n#\n");
+                for (unsigned i = 0; i < 3; i++)
+                        CPU_SET_FOREACH (c, &cpus)
+                                strbuf_appendf(&b,
+                                               "           <...>-859     [%03d] ....    8%u.637220: 1000000 %9u  "
+                                               "99.98100 %7u      1      0   1000     18      2\n",
+                                               c, i, 100 + (unsigned) c, i == 2 ? 9u : 4u);
+                goto write;
+        }
         strbuf_append(&b, "# tracer: timerlat\n#\n");
         for (unsigned i = 0; i < 20; i++)
                 CPU_SET_FOREACH (c, &cpus) {
@@ -43,6 +56,7 @@ void sim_tracefs_written(Root *r, const char *rel, const char *value) {
                                                "user-ret timer_latency %9u ns\n",
                                                c, c, i, i + 1, 999999u);
                 }
+write:;
         _cleanup_free_ char *text = strbuf_steal(&b);
         snprintf(path, sizeof(path), "%s/trace_pipe", dir);
         if (text)

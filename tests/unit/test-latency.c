@@ -130,12 +130,43 @@ START_TEST(test_cyclictest) {
 }
 END_TEST
 
+START_TEST(test_osnoise_lines) {
+        unsigned cpu;
+        OsnoiseSample s;
+        ck_assert_int_eq(
+                latency_parse_osnoise_line("           <...>-859     [002] ....    81.637220: 1000000        190  "
+                                           "99.98100       9     18      0   1007     18      1",
+                                           &cpu, &s),
+                1);
+        ck_assert_uint_eq(cpu, 2);
+        ck_assert_uint_eq(s.runtime_us, 1000000);
+        ck_assert_uint_eq(s.noise_us, 190);
+        ck_assert_uint_eq(s.max_single_us, 9);
+        ck_assert_uint_eq(s.hw, 18);
+        ck_assert_uint_eq(s.nmi, 0);
+        ck_assert_uint_eq(s.irq, 1007);
+        ck_assert_uint_eq(s.softirq, 18);
+        ck_assert_uint_eq(s.thread, 1);
+        const char *no[] = {
+                "# tracer: osnoise",
+                "           <...>-859     [002] ....    81.637220: 1000000        190  99.98100       9     18",
+                "           <...>-859     [002] ....    81.637220: 1000000        190  99.98100  9 18 0 1007 18 1 7",
+                "           <...>-859     [002] ....    81.637220: 1000000       -190  99.98100  9 18 0 1007 18 1",
+                "           <...>-859     [x02] ....    81.637220: 1000000        190  99.98100  9 18 0 1007 18 1",
+                "osnoise: a note without numbers",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(no); i++)
+                ck_assert_msg(latency_parse_osnoise_line(no[i], &cpu, &s) == 0, "%s", no[i]);
+}
+END_TEST
+
 static Suite *latency_suite(void) {
         Suite *s = suite_create("latency");
         TCase *tc = tcase_create("latency");
         tcase_add_test(tc, test_timerlat_lines);
         tcase_add_test(tc, test_stats);
         tcase_add_test(tc, test_cyclictest);
+        tcase_add_test(tc, test_osnoise_lines);
         suite_add_tcase(s, tc);
         return s;
 }

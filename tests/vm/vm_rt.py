@@ -10,7 +10,8 @@ rcu_nocbs=2-3 irqaffinity=0-1`. In the guest:
   2. with tracefs mounted and its osnoise settings changed by hand: check latency leaves every
      file it touched as it was;
   3. audit while the serial port's IRQ is moved onto CPU 2 and written to, and a busy loop is
-     pinned to CPU 3: CPU 2 names that IRQ, CPU 3 names the loop, both are noisy.
+     pinned to CPU 3: CPU 2 names that IRQ, CPU 3 names the loop, both are noisy, and the osnoise
+     tracer's figures are there for both (its own threads not listed).
 
 Latency figures under TCG mean nothing: printed, never checked. The kernel package is downloaded
 (apt-get download, Debian's registry) into /var/cache/rtpart-test/rt once and only its vmlinuz
@@ -193,7 +194,9 @@ def main():
     for n, c in sorted(cpus.items()):
         print(f"audit CPU {n}: {c['verdict']}; interrupts " +
               ", ".join(f"{e.get('irq', e.get('row'))}×{e['count']}" for e in c["interrupts"]) +
-              f"; tick {c['tick']['rate']:.1f}/s; threads " + ", ".join(t["comm"] for t in c["threads"]))
+              f"; tick {c['tick']['rate']:.1f}/s; threads " + ", ".join(t["comm"] for t in c["threads"]) +
+              (f"; osnoise {c['osnoise']['available_percent']:.2f}% available, max single "
+               f"{c['osnoise']['max_single_us']} µs" if c.get("osnoise") else ""))
 
     checks = [
         ("the guest runs the PREEMPT_RT kernel", "rt" in res.get("kernel", "") and res.get("realtime") == "1"),
@@ -214,6 +217,11 @@ def main():
         ("audit exits 3 (noisy) on CPUs 2-3", res.get("audit_rc") == "3" and audit.get("cpus") == "2-3"),
         ("audit names IRQ 4 on CPU 2", len(irq4) == 1 and irq4[0]["count"] > 0),
         ("audit names the busy loop on CPU 3", len(busy) == 1 and not busy[0]["kernel"]),
+        ("audit ran the osnoise tracer: figures for CPUs 2 and 3",
+         audit.get("osnoise", {}).get("ran") is True and
+         all((c.get("osnoise") or {}).get("periods", 0) > 0 for c in (c2, c3))),
+        ("and left none of its threads in the lists",
+         not any(t["comm"].startswith("osnoise/") for c in (c2, c3) for t in c.get("threads", []))),
     ]
     failed = [name for name, ok in checks if not ok]
     for name, ok in checks:
