@@ -68,15 +68,15 @@ int audit_snapshot(Root *root, AuditSnapshotFlags flags, AuditSnapshot *ret);
 void audit_snapshot_done(AuditSnapshot *s);
 
 typedef struct AuditScope {
-        CpuSet cpus;          /* observed */
-        const char *source;   /* "the profile realtime-virtual-host", "--cpus", … */
-        CpuSet nohz_full;     /* the running kernel's */
-        char **partitions;    /* cgroups of the profile's partitions ("/rtpart-rt"), may be NULL */
-        char **irqs_managed;  /* knob ids the kernel refused at apply ("irq/41/affinity") */
-        char **irqs_applied;  /* the IRQ knob ids the journal holds */
-        const char *profile;  /* the applied profile, NULL */
-        int self;             /* a process to leave out (the caller), 0 for none */
-        unsigned clock_ticks; /* sysconf(_SC_CLK_TCK) */
+        CpuSet cpus;                  /* observed */
+        const char *source;           /* "the profile realtime-virtual-host", "--cpus", … */
+        CpuSet nohz_full;             /* the running kernel's */
+        char **partitions;            /* cgroups of the profile's partitions ("/rtpart-rt"), may be NULL */
+        char **irqs_managed;          /* knob ids the kernel refused at apply ("irq/41/affinity") */
+        char **irqs_applied;          /* the IRQ knob ids the journal holds */
+        const char *profile;          /* the applied profile, NULL */
+        int self;                     /* a process to leave out (the caller), 0 for none */
+        unsigned clock_ticks;         /* sysconf(_SC_CLK_TCK) */
         const OsnoiseResult *osnoise; /* what osnoise measured in the window, NULL: not run */
         const char *osnoise_reason;   /* why not */
 } AuditScope;
