@@ -20,115 +20,27 @@
 /* audit: what disturbed the isolated CPUs over a window (lib/audit.h). Works on the host
  * directly: it only reads, and the window is the caller's own time. */
 
-void ctl_scope_done(CtlScope *x) {
-        strv_free(x->s.partitions);
-        strv_free(x->s.irqs_managed);
-        strv_free(x->s.irqs_applied);
-        free(x->source);
-        free(x->profile);
-}
-
-/* The applied profile as the journal holds it, resolved for this host: its isolated CPUs and the
- * cgroups of its partitions. 0 when there is none to use. */
-static int scope_from_journal(Root *root, Journal *j, CtlScope *x, CpuSet *ret_isolated) {
-        _cleanup_(json_decrefp) json_t *doc = NULL;
-        Profile *profile = NULL;
-        ProfileError pe = {};
-        PrepareError e = {};
-        Prepared p = {};
-        size_t i;
-        json_t *v;
-
-        if (!j->profile || !j->source)
-                return 0;
-        doc = json_loads(j->source, 0, NULL);
-        if (!doc || profile_from_document(j->profile, doc, &profile, &pe) < 0) {
-                profile_error_done(&pe);
-                return 0;
-        }
-        if (prepare_profile_built(root, profile, 0, &p, &e) < 0) {
-                prepare_error_done(&e);
-                return 0;
-        }
-        *ret_isolated = p.resolved->isolated;
-        json_int_t limit =
-                json_integer_value(json_object_get(json_object_get(p.resolved->doc, "check"), "latency_max_us"));
-        x->limit_us = limit > 0 ? (unsigned) limit : 0;
-        json_array_foreach (json_object_get(json_object_get(p.resolved->doc, "cpuset"), "partitions"), i, v) {
-                const char *name = json_string_value(json_object_get(v, "name"));
-                _cleanup_free_ char *slice = name ? systemd_partition_slice(name) : NULL;
-                char *c = NULL, *d = NULL;
-                if (!name)
-                        continue;
-                if (!slice || asprintf(&c, "/%s", name) < 0 || strv_push(&x->s.partitions, c) < 0 ||
-                    asprintf(&d, "/%s", slice) < 0 || strv_push(&x->s.partitions, d) < 0) {
-                        prepared_done(&p);
-                        return -ENOMEM;
-                }
-        }
-        prepared_done(&p);
-        return 1;
-}
-
-int ctl_scope(Root *root, const char *cpus, CtlScope *x) {
+int ctl_scope(Root *root, const char *cpus, AuditTarget *x) {
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_(journal_error_done) JournalError je = {};
-        CpuSet isolated = {}, s;
-        int r;
+        _cleanup_free_ char *error = NULL;
 
-        /* The running kernel's nohz_full CPUs: where the tick should stop. */
-        if (root_read_cpu_list(root, "sys/devices/system/cpu/nohz_full", &s) >= 0)
-                x->s.nohz_full = s;
-
-        r = journal_load(root, &j, &je);
+        int r = journal_load(root, &j, &je);
         if (r < 0 && r != -ENOENT)
-                log_warning("the journal cannot be read (%s); auditing without the applied profile",
+                log_warning("the journal cannot be read (%s); going without the applied profile",
                             je.message ?: strerror(-r));
-        if (r >= 0 && j->profile) {
-                x->profile = strdup(j->profile);
-                if (!x->profile)
-                        return -ENOMEM;
-                for (size_t i = 0; i < j->n_applied; i++)
-                        if (strncmp(j->applied[i].id, "irq/", 4) == 0 &&
-                            strv_extend(&x->s.irqs_applied, j->applied[i].id) < 0)
-                                return -ENOMEM;
-                for (size_t i = 0; i < j->n_unmovable; i++)
-                        if (strncmp(j->unmovable[i].id, "irq/", 4) == 0 &&
-                            strv_extend(&x->s.irqs_managed, j->unmovable[i].id) < 0)
-                                return -ENOMEM;
-                r = scope_from_journal(root, j, x, &isolated);
-                if (r < 0)
-                        return log_oom();
+        r = audit_target(root, r >= 0 ? j : NULL, cpus, x, &error);
+        if (r == -EINVAL && cpus) {
+                log_error("--cpus=%s: %s; give the CPUs to observe", cpus, error);
+                return EXIT_USAGE;
         }
-
-        if (cpus) {
-                CpuSetError ce = {};
-                if (cpu_set_parse_list(cpus, &x->s.cpus, &ce) < 0 || cpu_set_is_empty(&x->s.cpus)) {
-                        log_error("--cpus=%s: not a CPU list (\"2-7\", \"3,5\"); give the CPUs to observe", cpus);
-                        return EXIT_USAGE;
-                }
-                x->source = strdup("--cpus");
-        } else if (!cpu_set_is_empty(&isolated)) {
-                x->s.cpus = isolated;
-                (void) asprintf(&x->source, "the isolated CPUs of %s", x->profile);
-        } else {
-                if (root_read_cpu_list(root, "sys/devices/system/cpu/isolated", &s) >= 0)
-                        cpu_set_or(&x->s.cpus, &s);
-                cpu_set_or(&x->s.cpus, &x->s.nohz_full);
-                if (cpu_set_is_empty(&x->s.cpus)) {
-                        log_error("no isolated CPUs to observe: no profile with isolated CPUs is applied, and "
-                                  "the kernel isolates none (isolcpus=, nohz_full=); give them with --cpus=LIST");
-                        return EXIT_USAGE;
-                }
-                x->source = strdup("the kernel's isolated and nohz_full CPUs");
+        if (r == -ENOENT) {
+                log_error("%s; give them with --cpus=LIST", error);
+                return EXIT_USAGE;
         }
-        if (!x->source)
+        if (r < 0)
                 return log_oom();
-        x->s.source = x->source;
-        x->s.profile = x->profile;
         x->s.self = (int) getpid();
-        long t = sysconf(_SC_CLK_TCK);
-        x->s.clock_ticks = t > 0 ? (unsigned) t : 100;
         return 0;
 }
 
@@ -162,7 +74,7 @@ static bool wait_window(unsigned seconds, const char *cpus) {
 
 int verb_audit(int argc, char **argv) {
         _cleanup_(root_freep) Root *root = NULL;
-        _cleanup_(ctl_scope_done) CtlScope x = {};
+        _cleanup_(audit_target_done) AuditTarget x = {};
         _cleanup_(audit_snapshot_done) AuditSnapshot a = {}, b = {};
         _cleanup_(json_decrefp) json_t *doc = NULL;
         _cleanup_(osnoise_result_done) OsnoiseResult noise = {};

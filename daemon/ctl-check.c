@@ -65,7 +65,7 @@ static int write_svg(const LatencyResult *res, unsigned limit_us) {
         return 0;
 }
 
-static int measure(Root *root, const CtlScope *x, LatencyResult *res) {
+static int measure(Root *root, const AuditTarget *x, LatencyResult *res) {
         bool mounted;
         const char *dir = ctl_tracefs(root, &mounted);
         int r;
@@ -108,7 +108,7 @@ static int measure(Root *root, const CtlScope *x, LatencyResult *res) {
 
 int verb_check(int argc, char **argv) {
         _cleanup_(root_freep) Root *root = NULL;
-        _cleanup_(ctl_scope_done) CtlScope x = {};
+        _cleanup_(audit_target_done) AuditTarget x = {};
         _cleanup_(json_decrefp) json_t *doc = NULL;
         _cleanup_free_ char *recovered = NULL;
         LatencyResult res = {};

@@ -84,19 +84,9 @@ void ctl_recover(Root *root);
 
 /* ---- ctl-audit.c ---- */
 
-/* Which CPUs audit and check observe, and what the applied profile says of them: its isolated
- * CPUs and partitions, the IRQs it placed and those the kernel refused, its latency limit. */
-typedef struct CtlScope {
-        AuditScope s;
-        char *source;
-        char *profile;
-        unsigned limit_us; /* check.latency_max_us, 0: none */
-} CtlScope;
-
-/* --cpus (cpus, may be NULL), else the applied profile's isolated CPUs, else the kernel's isolated
- * and nohz_full ones; EXIT_USAGE after a message when there are none or cpus is no CPU list. */
-int ctl_scope(Root *root, const char *cpus, CtlScope *ret);
-void ctl_scope_done(CtlScope *x);
+/* The CPUs audit and check observe (audit_target()), the journal read for it; EXIT_USAGE after a
+ * message when there are none or cpus is no CPU list. */
+int ctl_scope(Root *root, const char *cpus, AuditTarget *ret);
 
 /* ---- ctl-check.c ---- */
 

@@ -12,8 +12,12 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "journal.h"
+#include "prepare.h"
 #include "proc.h"
+#include "profile.h"
 #include "strv.h"
+#include "systemd.h"
 #include "task.h"
 
 /* ---- counter tables ---- */
@@ -607,5 +611,115 @@ int audit_document(const AuditScope *scope, const AuditSnapshot *a, const AuditS
         if (!doc)
                 return -ENOMEM;
         *ret = TAKE_PTR(doc);
+        return 0;
+}
+
+/* ---- what to observe ---- */
+
+void audit_target_done(AuditTarget *x) {
+        strv_free(x->s.partitions);
+        strv_free(x->s.irqs_managed);
+        strv_free(x->s.irqs_applied);
+        free(x->source);
+        free(x->profile);
+        *x = (AuditTarget) {};
+}
+
+/* The applied profile as the journal holds it, resolved for this host: its isolated CPUs, the
+ * cgroups of its partitions, its latency limit. 0 when there is none to use. */
+static int target_from_journal(Root *root, const Journal *j, AuditTarget *x, CpuSet *ret_isolated) {
+        _cleanup_(json_decrefp) json_t *doc = NULL;
+        Profile *profile = NULL;
+        ProfileError pe = {};
+        PrepareError e = {};
+        Prepared p = {};
+        size_t i;
+        json_t *v;
+
+        if (!j->profile || !j->source)
+                return 0;
+        doc = json_loads(j->source, 0, NULL);
+        if (!doc || profile_from_document(j->profile, doc, &profile, &pe) < 0) {
+                profile_error_done(&pe);
+                return 0;
+        }
+        if (prepare_profile_built(root, profile, 0, &p, &e) < 0) {
+                prepare_error_done(&e);
+                return 0;
+        }
+        *ret_isolated = p.resolved->isolated;
+        json_int_t limit =
+                json_integer_value(json_object_get(json_object_get(p.resolved->doc, "check"), "latency_max_us"));
+        x->limit_us = limit > 0 ? (unsigned) limit : 0;
+        json_array_foreach (json_object_get(json_object_get(p.resolved->doc, "cpuset"), "partitions"), i, v) {
+                const char *name = json_string_value(json_object_get(v, "name"));
+                _cleanup_free_ char *slice = name ? systemd_partition_slice(name) : NULL;
+                char *c = NULL, *d = NULL;
+                if (!name)
+                        continue;
+                if (!slice || asprintf(&c, "/%s", name) < 0 || strv_push(&x->s.partitions, c) < 0 ||
+                    asprintf(&d, "/%s", slice) < 0 || strv_push(&x->s.partitions, d) < 0) {
+                        prepared_done(&p);
+                        return -ENOMEM;
+                }
+        }
+        prepared_done(&p);
+        return 1;
+}
+
+int audit_target(Root *root, const Journal *j, const char *cpus, AuditTarget *x, char **ret_error) {
+        CpuSet isolated = {}, s;
+        int r;
+
+        *x = (AuditTarget) {};
+        *ret_error = NULL;
+        /* The running kernel's nohz_full CPUs: where the tick should stop. */
+        if (root_read_cpu_list(root, "sys/devices/system/cpu/nohz_full", &s) >= 0)
+                x->s.nohz_full = s;
+
+        if (j && j->profile) {
+                x->profile = strdup(j->profile);
+                if (!x->profile)
+                        return -ENOMEM;
+                for (size_t i = 0; i < j->n_applied; i++)
+                        if (strncmp(j->applied[i].id, "irq/", 4) == 0 &&
+                            strv_extend(&x->s.irqs_applied, j->applied[i].id) < 0)
+                                return -ENOMEM;
+                for (size_t i = 0; i < j->n_unmovable; i++)
+                        if (strncmp(j->unmovable[i].id, "irq/", 4) == 0 &&
+                            strv_extend(&x->s.irqs_managed, j->unmovable[i].id) < 0)
+                                return -ENOMEM;
+                r = target_from_journal(root, j, x, &isolated);
+                if (r < 0)
+                        return r;
+        }
+
+        if (cpus) {
+                if (cpu_set_parse_list(cpus, &x->s.cpus, NULL) < 0 || cpu_set_is_empty(&x->s.cpus)) {
+                        *ret_error = strdup("not a CPU list (\"2-7\", \"3,5\")");
+                        return *ret_error ? -EINVAL : -ENOMEM;
+                }
+                x->source = strdup("--cpus");
+        } else if (!cpu_set_is_empty(&isolated)) {
+                x->s.cpus = isolated;
+                if (asprintf(&x->source, "the isolated CPUs of %s", x->profile) < 0)
+                        x->source = NULL;
+        } else {
+                if (root_read_cpu_list(root, "sys/devices/system/cpu/isolated", &s) >= 0)
+                        cpu_set_or(&x->s.cpus, &s);
+                cpu_set_or(&x->s.cpus, &x->s.nohz_full);
+                if (cpu_set_is_empty(&x->s.cpus)) {
+                        *ret_error = strdup("no isolated CPUs to observe: no profile with isolated CPUs is applied, "
+                                            "and the kernel isolates none (isolcpus=, nohz_full=)");
+                        return *ret_error ? -ENOENT : -ENOMEM;
+                }
+                x->source = strdup("the kernel's isolated and nohz_full CPUs");
+        }
+        if (!x->source)
+                return -ENOMEM;
+        x->s.source = x->source;
+        x->s.profile = x->profile;
+        long t = sysconf(_SC_CLK_TCK);
+        x->s.clock_ticks = t > 0 ? (unsigned) t : 100;
         return 0;
 }
