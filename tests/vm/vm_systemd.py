@@ -111,16 +111,17 @@ def library_packages(binaries):
     return pkgs
 
 
-def cached_root(packages, mirror_url):
-    """The tarball of the debootstrapped root for this package list: built once, then reused."""
+def cached_root(packages, mirror_url, flavour=""):
+    """The tarball of the debootstrapped root for this package list: built once, then reused.
+    flavour ("-rt") keeps another test's root beside this one's."""
     key = hashlib.sha256(" ".join([SUITE, "minbase"] + sorted(packages)).encode()).hexdigest()[:16]
-    tarball = os.path.join(CACHE, f"{SUITE}-{key}.tar")
+    tarball = os.path.join(CACHE, f"{SUITE}{flavour}-{key}.tar")
     os.makedirs(CACHE, exist_ok=True)
     with open(os.path.join(CACHE, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two runs at once debootstrap once
         if os.path.exists(tarball):
             return tarball, False
-        for old in glob.glob(os.path.join(CACHE, f"{SUITE}-*.tar")):
+        for old in glob.glob(os.path.join(CACHE, f"{SUITE}{flavour}-[0-9a-f]*.tar")):
             os.unlink(old)  # another package list's: outdated
         tmp = tempfile.mkdtemp(prefix="debootstrap-", dir=CACHE)
         try:
