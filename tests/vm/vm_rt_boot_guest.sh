@@ -55,6 +55,7 @@ case "$stage" in
         run enable systemctl enable --now rtpartd
         run apply rtpartctl apply realtime-virtual-host
         r entry_options_applied "$(grep '^options' "$ENTRY")"
+        r journal_applied "$(jq -c '{profile, transaction_open}' /var/lib/rtpart/state.json 2>&1)"
         echo 2 > "$S/stage"
         sync
         echo "@@END stage=1"
@@ -62,6 +63,8 @@ case "$stage" in
         ;;
 2)
         r svc_state "$(systemctl is-active rtpartd) $(systemctl is-enabled rtpartd)"
+        r journal_at_boot "$(jq -c '{profile, transaction_open}' /var/lib/rtpart/state.json 2>&1)"
+        journalctl -b -u rtpartd.service --no-pager -o cat | tail -n 40 | sed 's/^/@@O rtpartd| /' 
         run verify rtpartctl verify
         # The housekeeping CPU busy with disk I/O (virtio-blk's IRQs) through the first audit.
         (while :; do dd if=/dev/zero of="$S/io" bs=64k count=64 conv=fsync 2> /dev/null; done) &
