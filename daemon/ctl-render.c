@@ -353,3 +353,126 @@ int render_watch_event(json_t *p) {
                 }
         return flushed();
 }
+
+/* ---- audit ---- */
+
+/* One source of a CPU's noise: "  LABEL  what  count (rate/s)", then what would remove it. */
+static void audit_line(const char *head, const char *what, json_int_t count, double rate, const char *fix) {
+        printf("  %-11s %-36s %12lld  (%.1f/s)\n", head, what, (long long) count, rate);
+        if (fix)
+                printf("  %-11s → %s\n", "", fix);
+}
+
+int render_audit(json_t *doc) {
+        json_t *cpu, *e;
+        size_t i, j;
+        int noisy = streq_ptr(jstr(doc, "verdict"), "noisy") ? EXIT_DRIFT : EXIT_OK;
+
+        if (arg_json) {
+                int r = render_json(doc);
+                return r != 0 ? r : noisy;
+        }
+        printf("Audit of CPUs %s (%s) over %.1f s: %s%s%s\n", strempty(jstr(doc, "cpus")),
+               strempty(jstr(doc, "source")), json_real_value(json_object_get(doc, "seconds")),
+               noisy ? "noisy: CPUs " : "every CPU quiet", noisy ? strempty(jstr(doc, "noisy_cpus")) : "", "");
+        const char *why = jstr(json_object_get(doc, "osnoise"), "reason");
+        if (why)
+                printf("(no osnoise figures: %s)\n", why);
+        json_array_foreach (json_object_get(doc, "cpu"), i, cpu) {
+                json_t *tick = json_object_get(cpu, "tick"), *may = json_object_get(cpu, "may_run");
+                printf("\nCPU %lld: %s%s\n", (long long) json_integer_value(json_object_get(cpu, "cpu")),
+                       strempty(jstr(cpu, "verdict")), jtrue(cpu, "nohz_full") ? " (nohz_full)" : "");
+                json_array_foreach (json_object_get(cpu, "interrupts"), j, e) {
+                        char what[64];
+                        if (streq_ptr(jstr(e, "source"), "irq"))
+                                snprintf(what, sizeof(what), "IRQ %lld %s",
+                                         (long long) json_integer_value(json_object_get(e, "irq")),
+                                         strempty(jstr(e, "name")));
+                        else
+                                snprintf(what, sizeof(what), "%s %s", strempty(jstr(e, "row")),
+                                         strempty(jstr(e, "name")));
+                        audit_line(j == 0 ? "interrupts" : "", what, json_integer_value(json_object_get(e, "count")),
+                                   json_real_value(json_object_get(e, "rate")), jstr(e, "fix"));
+                }
+                json_array_foreach (json_object_get(cpu, "softirqs"), j, e)
+                        audit_line(j == 0 ? "softirqs" : "", strempty(jstr(e, "kind")),
+                                   json_integer_value(json_object_get(e, "count")),
+                                   json_real_value(json_object_get(e, "rate")), jstr(e, "fix"));
+                if (jtrue(tick, "stopped"))
+                        printf("  %-11s stopped (%.1f/s)\n", "tick", json_real_value(json_object_get(tick, "rate")));
+                else
+                        audit_line("tick", "LOC local timer", json_integer_value(json_object_get(tick, "count")),
+                                   json_real_value(json_object_get(tick, "rate")), jstr(tick, "fix"));
+                json_array_foreach (json_object_get(cpu, "threads"), j, e) {
+                        char what[96];
+                        snprintf(what, sizeof(what), "%s %s (pid %lld, tid %lld)",
+                                 jtrue(e, "kernel") ? "kthread" : "task", strempty(jstr(e, "comm")),
+                                 (long long) json_integer_value(json_object_get(e, "pid")),
+                                 (long long) json_integer_value(json_object_get(e, "tid")));
+                        printf("  %-11s %-36s ran %.1f ms\n", j == 0 ? "threads" : "", what,
+                               json_real_value(json_object_get(e, "cpu_ms")));
+                        if (jstr(e, "fix"))
+                                printf("  %-11s → %s\n", "", jstr(e, "fix"));
+                }
+                json_t *on = json_object_get(cpu, "osnoise");
+                if (json_is_object(on))
+                        printf("  %-11s %.3f%% of the CPU available; noise %lld µs, max single %lld µs; "
+                               "interfered: hw %lld, nmi %lld, irq %lld, softirq %lld, thread %lld\n",
+                               "osnoise", json_real_value(json_object_get(on, "available_percent")),
+                               (long long) json_integer_value(json_object_get(on, "noise_us")),
+                               (long long) json_integer_value(json_object_get(on, "max_single_us")),
+                               (long long) json_integer_value(json_object_get(on, "hw")),
+                               (long long) json_integer_value(json_object_get(on, "nmi")),
+                               (long long) json_integer_value(json_object_get(on, "irq")),
+                               (long long) json_integer_value(json_object_get(on, "softirq")),
+                               (long long) json_integer_value(json_object_get(on, "thread")));
+                json_int_t n = json_integer_value(json_object_get(may, "count"));
+                if (n > 0) {
+                        printf("  %-11s %lld thread%s outside the profile's partitions may run here:", "may run",
+                               (long long) n, n == 1 ? "" : "s");
+                        json_array_foreach (json_object_get(may, "first"), j, e)
+                                printf("%s %s (%lld)", j ? "," : "", strempty(jstr(e, "comm")),
+                                       (long long) json_integer_value(json_object_get(e, "tid")));
+                        printf("%s\n", (size_t) n > json_array_size(json_object_get(may, "first")) ? ", …" : "");
+                }
+        }
+        int r = flushed();
+        return r != 0 ? r : noisy;
+}
+
+/* ---- check latency ---- */
+
+static void latency_row(const char *what, json_t *s) {
+        printf("  %-7s %9lld %8.1f %8.1f %8lld %8.1f%s\n", what,
+               (long long) json_integer_value(json_object_get(s, "samples")),
+               json_real_value(json_object_get(s, "min_us")), json_real_value(json_object_get(s, "avg_us")),
+               (long long) json_integer_value(json_object_get(s, "p99_us")),
+               json_real_value(json_object_get(s, "max_us")), jtrue(s, "over_limit") ? "  over the limit" : "");
+}
+
+int render_latency(json_t *doc) {
+        int over = streq_ptr(jstr(doc, "verdict"), "over") ? EXIT_DRIFT : EXIT_OK;
+        json_int_t limit = json_integer_value(json_object_get(doc, "limit_us"));
+        json_t *cpu;
+        size_t i;
+
+        if (arg_json) {
+                int r = render_json(doc);
+                return r != 0 ? r : over;
+        }
+        printf("Latency of CPUs %s (%s), %s over %.1f s", strempty(jstr(doc, "cpus")), strempty(jstr(doc, "source")),
+               strempty(jstr(doc, "tool")), json_real_value(json_object_get(doc, "seconds")));
+        if (limit > 0)
+                printf(": %s the profile's limit of %lld µs\n", over ? "OVER" : "within", (long long) limit);
+        else
+                printf("\n");
+        json_array_foreach (json_object_get(doc, "cpu"), i, cpu) {
+                printf("\nCPU %lld    samples   min µs   avg µs   p99 µs   max µs\n",
+                       (long long) json_integer_value(json_object_get(cpu, "cpu")));
+                if (json_is_object(json_object_get(cpu, "irq")))
+                        latency_row("irq", json_object_get(cpu, "irq"));
+                latency_row("thread", json_object_get(cpu, "thread"));
+        }
+        int r = flushed();
+        return r != 0 ? r : over;
+}

@@ -7,6 +7,8 @@
  *   ctl-profile.c  list, show, plan
  *   ctl-change.c   apply, revert
  *   ctl-state.c    verify, status, watch
+ *   ctl-audit.c    audit (and the CPUs it and check observe)
+ *   ctl-check.c    check latency
  *   ctl-daemon.c   the documents asked of rtpartd, and working without it when it refuses
  *   ctl-local.c    working on the host directly: the root, the prepare pipeline, the lock
  *   ctl-render.c   the documents printed, as text or JSON
@@ -22,8 +24,10 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdbool.h>
 
+#include "audit.h"
 #include "log.h"
 #include "prepare.h"
 #include "root.h"
@@ -46,6 +50,10 @@ extern const char *arg_varlink_socket;
 extern bool arg_json;
 extern bool arg_all;
 extern bool arg_no_daemon;
+extern unsigned arg_seconds;
+extern const char *arg_cpus;
+extern const char *arg_svg;
+extern bool arg_no_osnoise;
 
 /* The verbs: argv[0] is the verb's name; the argument count is checked before. */
 int verb_list(int argc, char **argv);
@@ -56,6 +64,8 @@ int verb_revert(int argc, char **argv);
 int verb_verify(int argc, char **argv);
 int verb_status(int argc, char **argv);
 int verb_watch(int argc, char **argv);
+int verb_audit(int argc, char **argv);
+int verb_check(int argc, char **argv);
 
 /* ---- ctl-local.c ---- */
 
@@ -71,6 +81,22 @@ int ctl_take_lock(Root *root, int *ret_fd);
 /* Rolls back a transaction a crash left open, before a command works on the host directly
  * (rtpartd does so itself when it serves the command). */
 void ctl_recover(Root *root);
+
+/* ---- ctl-audit.c ---- */
+
+/* The CPUs audit and check observe (audit_target()), the journal read for it; EXIT_USAGE after a
+ * message when there are none or cpus is no CPU list. */
+int ctl_scope(Root *root, const char *cpus, AuditTarget *ret);
+
+/* ---- ctl-check.c ---- */
+
+/* Where the root's tracefs is (mounted at sys/kernel/tracing for the run when it is not and the
+ * root can mount: *ret_mounted, and ctl_tracefs_done() unmounts it), NULL when there is none. */
+const char *ctl_tracefs(Root *root, bool *ret_mounted);
+void ctl_tracefs_done(Root *root, bool mounted);
+/* SIGINT and SIGTERM set the flag returned (cleared first) instead of ending the process, until
+ * called with false. */
+volatile sig_atomic_t *ctl_catch_interrupts(bool on);
 
 /* ---- ctl-daemon.c ---- */
 
@@ -108,6 +134,8 @@ int render_apply_failure(json_t *doc); /* always EXIT_FAILED */
 int render_revert(json_t *doc);        /* EXIT_FAILED when the revert failed */
 int render_verify(json_t *doc);        /* EXIT_DRIFT, EXIT_REBOOT or 0 */
 int render_status(json_t *doc);
+int render_audit(json_t *doc);   /* EXIT_DRIFT when a CPU is noisy */
+int render_latency(json_t *doc); /* EXIT_DRIFT when over the profile's limit */
 /* One event of rtpartd's Watch stream: a line per knob of a drift or correction, one per apply
  * or revert. */
 int render_watch_event(json_t *event);

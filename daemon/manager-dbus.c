@@ -50,13 +50,17 @@ static int sender_is_root(sd_bus_message *msg) {
         return r < 0 ? r : uid == 0;
 }
 
-static int check_root(sd_bus_message *msg, sd_bus_error *error) {
+static int check_root_because(sd_bus_message *msg, const char *because, sd_bus_error *error) {
         int r = sender_is_root(msg);
         if (r <= 0)
                 return sd_bus_error_setf(error, MANAGER_DBUS_ERROR_PREFIX MANAGER_ERROR_PERMISSION_DENIED,
-                                         "%s changes the host and needs root (uid 0); the caller is %s",
-                                         sd_bus_message_get_member(msg), r < 0 ? "unknown" : "not root");
+                                         "%s %s and needs root (uid 0); the caller is %s",
+                                         sd_bus_message_get_member(msg), because, r < 0 ? "unknown" : "not root");
         return 0;
+}
+
+static int check_root(sd_bus_message *msg, sd_bus_error *error) {
+        return check_root_because(msg, "changes the host", error);
 }
 
 static int method_list_profiles(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -141,6 +145,39 @@ static int method_simple(sd_bus_message *msg, Manager *m, ManagerCall call, bool
         if (r < 0)
                 return reply_error(&e, r, error);
         return reply_json(msg, doc);
+}
+
+/* Audit: answered when its window ends (manager-audit.c). */
+static void on_audit_done(Manager *m, json_t *doc, const ManagerError *e, void *userdata) {
+        sd_bus_message *msg = userdata;
+        if (doc)
+                (void) reply_json(msg, doc);
+        else {
+                char name[128];
+                snprintf(name, sizeof(name), MANAGER_DBUS_ERROR_PREFIX "%s", e->name);
+                (void) sd_bus_reply_method_errorf(msg, name, "%s", strempty(e->message));
+        }
+        sd_bus_message_unref(msg);
+}
+
+static int method_audit(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        ManagerError e = {};
+        uint32_t seconds;
+
+        int r = sd_bus_message_read(msg, "u", &seconds);
+        if (r < 0)
+                return r;
+        /* Root only: it reads every task's place, and takes a snapshot of them twice. */
+        r = check_root_because(msg, "reads every task of the host", error);
+        if (r < 0)
+                return r;
+        r = manager_audit(m, seconds, NULL, on_audit_done, sd_bus_message_ref(msg), NULL, &e);
+        if (r < 0) {
+                sd_bus_message_unref(msg);
+                return reply_error(&e, r, error);
+        }
+        return 1; /* answered when the window ends */
 }
 
 static int method_verify(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -278,6 +315,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_RESULT("b", in_sync, "b", reboot_required, "a(ssss)", drift, "as",
                                               reboot_pending, "as", unmovable, "u", checked),
                                 method_verify_typed, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Audit", SD_BUS_ARGS("u", seconds), SD_BUS_RESULT("s", audit), method_audit,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Describe", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", json), method_describe,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("DriftDetected", SD_BUS_ARGS("a(ssss)", drift), 0),

@@ -156,6 +156,20 @@ const char manager_varlink_description[] =
         "  drift: []Drift\n"
         ")\n"
         "\n"
+        "# What disturbed the isolated CPUs (the applied profile's, else the kernel's; or cpus) over\n"
+        "# seconds (default 5, at most 3600): rtpartctl audit's document, without osnoise figures.\n"
+        "# Answered when the window ends; at most 4 run at once. Needs uid 0.\n"
+        "method Audit(seconds: ?int, cpus: ?string) -> (\n"
+        "  seconds: float,\n"
+        "  cpus: string,\n"
+        "  source: string,\n"
+        "  profile: ?string,\n"
+        "  verdict: string,\n"
+        "  noisy_cpus: string,\n"
+        "  osnoise: object,\n"
+        "  cpu: []object\n"
+        ")\n"
+        "\n"
         "# The same as Watch.\n"
         "method Monitor() -> (\n"
         "  event: (status, drift, corrected, applied, reverted),\n"
@@ -171,6 +185,12 @@ const char manager_varlink_description[] =
         "\n"
         "# The call changes the host, or Plan names a file (read as root), and the caller is not root.\n"
         "error PermissionDenied (message: string)\n"
+        "\n"
+        "# Audit: seconds out of range, cpus no CPU list, or no isolated CPUs to observe.\n"
+        "error InvalidArgument (message: string)\n"
+        "\n"
+        "# Audit: as many audits as may run at once are running.\n"
+        "error Busy (message: string)\n"
         "\n"
         "# Correct was called with no profile applied.\n"
         "error NotApplied (message: string)\n"
@@ -201,15 +221,19 @@ static bool peer_is_root(VarlinkCall *call) {
         return varlink_call_get_peer_uid(call, &uid) >= 0 && uid == 0;
 }
 
-static int check_root(VarlinkCall *call) {
+static int check_root_because(VarlinkCall *call, const char *because) {
         if (peer_is_root(call))
                 return 0;
         char msg[256];
         const char *method = strrchr(varlink_call_method(call), '.');
-        snprintf(msg, sizeof(msg), "%s changes the host and needs root (uid 0)", method ? method + 1 : "the call");
+        snprintf(msg, sizeof(msg), "%s %s and needs root (uid 0)", method ? method + 1 : "the call", because);
         (void) varlink_call_error(call, MANAGER_VARLINK_INTERFACE ".PermissionDenied",
                                   json_pack("{s:s}", "message", msg));
         return -EACCES;
+}
+
+static int check_root(VarlinkCall *call) {
+        return check_root_because(call, "changes the host");
 }
 
 static int method_list_profiles(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
@@ -283,6 +307,62 @@ static int method_describe(VarlinkCall *call, json_t *params, VarlinkCallFlags f
         return simple(call, userdata, manager_describe, false);
 }
 
+/* Audit: answered when its window ends (manager-audit.c); a caller that goes away first cancels
+ * it. */
+typedef struct AuditCall {
+        Manager *manager;
+        VarlinkCall *call;
+        ManagerAudit *audit;
+} AuditCall;
+
+static void on_audit_done(Manager *m, json_t *doc, const ManagerError *e, void *userdata) {
+        AuditCall *c = userdata;
+        varlink_call_set_disconnect(c->call, NULL, NULL);
+        if (doc)
+                (void) varlink_call_reply(c->call, doc);
+        else {
+                char name[128];
+                snprintf(name, sizeof(name), MANAGER_VARLINK_INTERFACE ".%s", e->name);
+                (void) varlink_call_error(c->call, name, json_pack("{s:s}", "message", strempty(e->message)));
+        }
+        varlink_call_unref(c->call);
+        free(c);
+}
+
+static void on_audit_disconnect(VarlinkCall *call, void *userdata) {
+        AuditCall *c = userdata;
+        manager_audit_cancel(c->manager, c->audit);
+        varlink_call_unref(c->call);
+        free(c);
+}
+
+static int method_audit(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        Manager *m = userdata;
+        ManagerError e = {};
+        json_t *s = json_object_get(params, "seconds"), *cpus = json_object_get(params, "cpus");
+        if (s &&
+            (!json_is_integer(s) || json_integer_value(s) < 1 || json_integer_value(s) > MANAGER_AUDIT_SECONDS_MAX))
+                return varlink_call_error_invalid_parameter(call, "seconds");
+        if (cpus && !json_is_string(cpus))
+                return varlink_call_error_invalid_parameter(call, "cpus");
+        /* Root only: it reads every task's place, and takes a snapshot of them twice. */
+        if (check_root_because(call, "reads every task of the host") < 0)
+                return 0;
+        AuditCall *c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        *c = (AuditCall) { .manager = m, .call = varlink_call_ref(call) };
+        int r = manager_audit(m, s ? (unsigned) json_integer_value(s) : 5, json_string_value(cpus), on_audit_done, c,
+                              &c->audit, &e);
+        if (r < 0) {
+                varlink_call_unref(c->call);
+                free(c);
+                return reply_error(call, &e, r);
+        }
+        varlink_call_set_disconnect(call, on_audit_disconnect, c);
+        return 0;
+}
+
 /* When an event happened, to the millisecond: "2026-12-03T05:05:28.123Z". */
 static char *now_iso8601_ms(char buf[static 48]) {
         struct timespec ts;
@@ -353,6 +433,7 @@ static const VarlinkMethod manager_methods[] = { { MANAGER_VARLINK_INTERFACE ".L
                                                  { MANAGER_VARLINK_INTERFACE ".Status", method_status },
                                                  { MANAGER_VARLINK_INTERFACE ".Describe", method_describe },
                                                  { MANAGER_VARLINK_INTERFACE ".Watch", method_watch },
+                                                 { MANAGER_VARLINK_INTERFACE ".Audit", method_audit },
                                                  { MANAGER_VARLINK_INTERFACE ".Monitor", method_watch },
                                                  {} };
 

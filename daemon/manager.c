@@ -1326,6 +1326,8 @@ int manager_new(sd_event *event, Root *root, const ManagerOptions *options, Mana
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        /* Audits in their window are answered (an error) while their front ends are there. */
+        manager_audits_free(m);
         /* The front ends let go, last attached first. */
         while (m->n_listeners > 0) {
                 ManagerListener l = m->listeners[--m->n_listeners];

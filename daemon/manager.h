@@ -43,10 +43,13 @@ typedef struct ManagerError {
 #define MANAGER_ERROR_PERMISSION_DENIED "PermissionDenied"
 #define MANAGER_ERROR_NOT_APPLIED "NotApplied" /* Correct with no active profile */
 #define MANAGER_ERROR_FAILED "Failed"          /* the host refused; message says where */
+#define MANAGER_ERROR_INVALID_ARGUMENT "InvalidArgument"
+#define MANAGER_ERROR_BUSY "Busy" /* too many of these calls at once */
 
 void manager_error_done(ManagerError *e);
 
 typedef struct Manager Manager;
+typedef struct ManagerAudit ManagerAudit;
 
 /* ---- what the manager announces ----
  *
@@ -146,6 +149,9 @@ struct Manager {
         sd_bus_slot *bus_slot;
         VarlinkServer *varlink;
         VarlinkCall **streams; /* open Watch/Monitor calls */
+        /* Audit calls in their window (manager-audit.c). */
+        ManagerAudit **audits;
+        size_t n_audits;
         size_t n_streams;
 };
 
@@ -162,6 +168,22 @@ int manager_list_profiles(Manager *m, json_t **ret, ManagerError *e);
 int manager_plan(Manager *m, const char *profile, json_t **ret, ManagerError *e);
 int manager_apply(Manager *m, const char *profile, json_t **ret, ManagerError *e);
 int manager_verify(Manager *m, json_t **ret, ManagerError *e);
+
+/* ---- Audit (manager-audit.c) ---- */
+
+#define MANAGER_AUDITS_MAX 4U
+#define MANAGER_AUDIT_SECONDS_MAX 3600U
+
+/* The end of an Audit: the document (the callee's), or e with why it failed. */
+typedef void (*ManagerAuditDone)(Manager *m, json_t *doc, const ManagerError *e, void *userdata);
+/* Starts observing cpus (NULL: the isolated ones, as rtpartctl audit chooses them) for `seconds`;
+ * done is called from the event loop when the window ends, unless cancelled first. Errors:
+ * InvalidArgument (seconds out of 1…3600, cpus no list, no CPUs to observe), Busy. */
+int manager_audit(Manager *m, unsigned seconds, const char *cpus, ManagerAuditDone done, void *userdata,
+                  ManagerAudit **ret, ManagerError *e);
+void manager_audit_cancel(Manager *m, ManagerAudit *a);
+/* Ends every audit: each done is called with the error "rtpartd is stopping". */
+void manager_audits_free(Manager *m);
 int manager_revert(Manager *m, json_t **ret, ManagerError *e);
 int manager_status(Manager *m, json_t **ret, ManagerError *e);
 /* Verify as C types: the engine's VerifyResult (verify_result_done() it). */

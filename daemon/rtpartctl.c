@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -17,6 +18,11 @@ const char *arg_varlink_socket = NULL;
 bool arg_json = false;
 bool arg_all = false;
 bool arg_no_daemon = false;
+unsigned arg_seconds = 5;
+const char *arg_cpus = NULL;
+const char *arg_svg = NULL;
+bool arg_no_osnoise = false;
+static bool arg_seconds_set = false;
 static bool arg_help = false;
 
 /* The options, in the order help lists them; a verb's help lists those it takes. */
@@ -29,6 +35,10 @@ typedef enum CtlOption {
         OPTION_STATE_DIR = 1 << 5,
         OPTION_HELP = 1 << 6,
         OPTION_VERSION = 1 << 7,
+        OPTION_SECONDS = 1 << 8,
+        OPTION_CPUS = 1 << 9,
+        OPTION_SVG = 1 << 10,
+        OPTION_NO_OSNOISE = 1 << 11,
 } CtlOption;
 
 static const struct {
@@ -46,6 +56,10 @@ static const struct {
         { OPTION_STATE_DIR,
           "      --state-dir=DIR  Keep the journal in DIR instead of /var/lib/rtpart\n"
           "                    under the root (works on the host directly)\n" },
+        { OPTION_SECONDS, "      --seconds=N   audit, check: observe for N seconds (default 5)\n" },
+        { OPTION_CPUS, "      --cpus=LIST   audit, check: these CPUs instead of the isolated ones\n" },
+        { OPTION_SVG, "      --svg=FILE    check latency: also draw the histograms into FILE\n" },
+        { OPTION_NO_OSNOISE, "      --no-osnoise  audit: do not run the osnoise tracer in the window\n" },
         { OPTION_HELP, "  -h, --help        Show this help\n" },
         { OPTION_VERSION, "      --version     Show the version\n" },
 };
@@ -160,6 +174,38 @@ static const Verb verbs[] = {
                 verb_watch,
         },
         {
+                "audit",
+                0,
+                0,
+                NULL,
+                "Observe the isolated CPUs and say what disturbs them;\n"
+                "exit 3 when one is noisy",
+                "Observes the isolated CPUs (the applied profile's, else the kernel's isolated\n"
+                "and nohz_full CPUs, else --cpus) for --seconds and reports, per CPU: the\n"
+                "interrupts by source, softirqs, whether the scheduler tick stopped, and the\n"
+                "threads that ran there or may run there outside the profile's partitions;\n"
+                "a verdict (quiet or noisy), and for each source what in the profile would\n"
+                "remove it; where the kernel has the osnoise tracer, its noise figures too\n"
+                "(tracefs is put back after). Exits with status 3 when a CPU is noisy.\n",
+                OPTION_ROOT | OPTION_JSON | OPTION_STATE_DIR | OPTION_SECONDS | OPTION_CPUS | OPTION_NO_OSNOISE,
+                verb_audit,
+        },
+        {
+                "check",
+                1,
+                1,
+                "latency",
+                "Measure wake-up latency on the isolated CPUs (timerlat);\n"
+                "exit 3 over the profile's check.latency_max_us",
+                "Measures wake-up latency on the isolated CPUs (as audit chooses them) for\n"
+                "--seconds with the kernel's timerlat tracer, or cyclictest where the kernel has\n"
+                "none: per CPU the samples and min/avg/p99/max of IRQ and thread latency.\n"
+                "tracefs is put back as it was, also when interrupted. Exits with status 3\n"
+                "when a CPU's maximum exceeds the profile's check.latency_max_us.\n",
+                OPTION_ROOT | OPTION_JSON | OPTION_STATE_DIR | OPTION_SECONDS | OPTION_CPUS | OPTION_SVG,
+                verb_check,
+        },
+        {
                 "help",
                 0,
                 1,
@@ -259,9 +305,17 @@ static int dispatch(int argc, char **argv) {
                 verb_print_help(v);
                 return 0;
         }
+        if ((arg_seconds_set && !(v->options & OPTION_SECONDS)) || (arg_cpus && !(v->options & OPTION_CPUS)) ||
+            (arg_svg && !(v->options & OPTION_SVG)) || (arg_no_osnoise && !(v->options & OPTION_NO_OSNOISE))) {
+                log_error("%s takes none of --seconds, --cpus, --svg, --no-osnoise (they are audit's and check's)",
+                          v->name);
+                return EXIT_USAGE;
+        }
         if (n < v->min_args || n > v->max_args) {
                 if (v->max_args == 0)
                         log_error("%s takes no argument", v->name);
+                else if (v->min_args == v->max_args && islower((unsigned char) v->arg[0]))
+                        log_error("%s needs exactly one argument: %s", v->name, v->arg); /* a word */
                 else if (v->min_args == v->max_args)
                         log_error("%s needs exactly one %s", v->name, v->arg);
                 else
@@ -273,7 +327,16 @@ static int dispatch(int argc, char **argv) {
 }
 
 static int parse_argv(int argc, char **argv) {
-        enum { ARG_NO_DAEMON = 0x100, ARG_VERSION, ARG_STATE_DIR, ARG_VARLINK };
+        enum {
+                ARG_NO_DAEMON = 0x100,
+                ARG_VERSION,
+                ARG_STATE_DIR,
+                ARG_VARLINK,
+                ARG_SECONDS,
+                ARG_CPUS,
+                ARG_SVG,
+                ARG_NO_OSNOISE
+        };
         static const struct option options[] = { { "root", required_argument, NULL, 'r' },
                                                  { "json", no_argument, NULL, 'j' },
                                                  { "all", no_argument, NULL, 'a' },
@@ -282,6 +345,10 @@ static int parse_argv(int argc, char **argv) {
                                                  { "state-dir", required_argument, NULL, ARG_STATE_DIR },
                                                  { "help", no_argument, NULL, 'h' },
                                                  { "version", no_argument, NULL, ARG_VERSION },
+                                                 { "seconds", required_argument, NULL, ARG_SECONDS },
+                                                 { "cpus", required_argument, NULL, ARG_CPUS },
+                                                 { "svg", required_argument, NULL, ARG_SVG },
+                                                 { "no-osnoise", no_argument, NULL, ARG_NO_OSNOISE },
                                                  {} };
         int c;
 
@@ -309,6 +376,27 @@ static int parse_argv(int argc, char **argv) {
                         break;
                 case ARG_STATE_DIR:
                         arg_state_dir = optarg;
+                        break;
+                case ARG_SECONDS: {
+                        char *end;
+                        errno = 0;
+                        unsigned long v = strtoul(optarg, &end, 10);
+                        if (!*optarg || *end || errno || v < 1 || v > 86400 || optarg[0] == '-') {
+                                log_error("--seconds takes whole seconds from 1 to 86400, not '%s'", optarg);
+                                return EXIT_USAGE;
+                        }
+                        arg_seconds = (unsigned) v;
+                        arg_seconds_set = true;
+                        break;
+                }
+                case ARG_CPUS:
+                        arg_cpus = optarg;
+                        break;
+                case ARG_SVG:
+                        arg_svg = optarg;
+                        break;
+                case ARG_NO_OSNOISE:
+                        arg_no_osnoise = true;
                         break;
                 case 'h':
                         arg_help = true;

@@ -897,8 +897,11 @@ static int connection_on_io(sd_event_source *src, int fd, uint32_t revents, void
                 connection_process(c);
         /* Hung up (epoll reports that whatever we ask for): what waits for its replies to be read,
          * for others' to drain or for room to read the rest of its message never will, and would
-         * wake us on every turn meanwhile. */
-        if (revents & EPOLLHUP && !c->dead && !c->closing && (c->stalled || c->starved || c->out_off < c->out_len))
+         * wake us on every turn meanwhile. Nor will a call still to be answered (an Audit in its
+         * window, a Watch stream) be read: its disconnect hook lets its method let go now. A
+         * client that only shut its writing side (SHUT_WR) raises no EPOLLHUP and is answered. */
+        if (revents & EPOLLHUP && !c->dead && !c->closing &&
+            (c->stalled || c->starved || c->out_off < c->out_len || (c->current && !c->current->done)))
                 c->dead = true;
         if (revents & EPOLLHUP && c->failed)
                 c->eof = true; /* nothing more to drain */

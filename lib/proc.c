@@ -129,7 +129,7 @@ int proc_stat_parse(const char *text, ProcStat *ret) {
                         return -EINVAL;
                 while (isdigit((unsigned char) *p))
                         p++;
-                if (f == 4 || f == 9 || f == 40 || f == 41) {
+                if (f == 4 || f == 9 || f == 14 || f == 15 || f == 22 || f == 39 || f == 40 || f == 41) {
                         const char *end;
                         if (parse_long(start, &end, &fields[f]) < 0 || end != p)
                                 return -EINVAL;
@@ -138,7 +138,8 @@ int proc_stat_parse(const char *text, ProcStat *ret) {
         if (*p && *p != ' ' && *p != '\n')
                 return -EINVAL;
         if (fields[4] < 0 || fields[4] > INT_MAX || fields[9] < 0 || fields[9] > UINT_MAX || fields[40] < 0 ||
-            fields[40] > 99 || fields[41] < 0 || fields[41] > UINT_MAX)
+            fields[40] > 99 || fields[41] < 0 || fields[41] > UINT_MAX || fields[14] < 0 || fields[15] < 0 ||
+            fields[22] < 0 || fields[39] < 0 || fields[39] > INT_MAX)
                 return -EINVAL;
 
         char *comm = strndup(open + 1, (size_t) (close - open - 1));
@@ -152,6 +153,9 @@ int proc_stat_parse(const char *text, ProcStat *ret) {
                 .flags = (unsigned) fields[9],
                 .rt_priority = (unsigned) fields[40],
                 .policy = (unsigned) fields[41],
+                .cpu_ticks = (uint64_t) fields[14] + (uint64_t) fields[15],
+                .start_ticks = (uint64_t) fields[22],
+                .processor = (int) fields[39],
         };
         return 0;
 }

@@ -5,6 +5,7 @@
  * callers open the files under the root. */
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "cpu-set.h"
 #include "macro.h"
@@ -29,6 +30,9 @@ typedef struct ProcStat {
         unsigned flags;       /* field 9, PF_* */
         unsigned rt_priority; /* field 40, 0 for non-realtime policies */
         unsigned policy;      /* field 41, PROC_SCHED_* */
+        uint64_t cpu_ticks;   /* fields 14 + 15, utime + stime, in clock ticks */
+        uint64_t start_ticks; /* field 22, when it started (with the id, who it is) */
+        int processor;        /* field 39, the CPU it last ran on */
 } ProcStat;
 
 /* Parses the one line of /proc/PID/stat. The comm is everything between the first '(' and the

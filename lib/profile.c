@@ -152,6 +152,10 @@ static const SchemaField drift_fields[] = { { "policy", &drift_policy_schema },
                                             {} };
 static const Schema drift_schema = { SCHEMA_OBJECT, .fields = drift_fields };
 
+static const Schema latency_limit_schema = { SCHEMA_INT, .min = 1, .max = 1000000 };
+static const SchemaField check_fields[] = { { "latency_max_us", &latency_limit_schema }, {} };
+static const Schema check_schema = { SCHEMA_OBJECT, .fields = check_fields };
+
 static const Schema variables_schema = { SCHEMA_MAP, .items = &schema_scalar };
 
 /* A fragment is what a vendor overlay may carry: everything but include, variables and vendor.
@@ -159,7 +163,7 @@ static const Schema variables_schema = { SCHEMA_MAP, .items = &schema_scalar };
 static const SchemaField fragment_head[] = {
         { "summary", &schema_string }, { "description", &schema_string }, { "cpus", &cpus_schema }, {}
 };
-static const SchemaField fragment_tail[] = { { "drift", &drift_schema }, {} };
+static const SchemaField fragment_tail[] = { { "drift", &drift_schema }, { "check", &check_schema }, {} };
 static SchemaField fragment_fields[ELEMENTSOF(fragment_head) + _DOMAIN_MAX + ELEMENTSOF(fragment_tail)];
 static const Schema fragment_schema = { SCHEMA_OBJECT, .fields = fragment_fields };
 

@@ -16,7 +16,7 @@ CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_D
 NOWHERE = "/nonexistent-rtpart-root"
 
 # The DESIGN's commands that exist today (a verb added to the table is found from the overview).
-KNOWN = {"list", "show", "plan", "apply", "verify", "revert", "status", "watch", "help"}
+KNOWN = {"list", "show", "plan", "apply", "verify", "revert", "status", "watch", "audit", "check", "help"}
 
 
 def ctl(*args):
@@ -91,7 +91,7 @@ class VerbTable(unittest.TestCase):
                     p = ctl(verb, *args)
                     self.assertEqual(p.returncode, 2, p.stderr)
                     self.assertEqual(p.stdout, "")
-                    self.assertRegex(p.stderr, rf"^rtpartctl: {verb} (takes no argument|needs exactly one \S+|"
+                    self.assertRegex(p.stderr, rf"^rtpartctl: {verb} (takes no argument|needs exactly one \S+|needs exactly one argument: \S+|"
                                                rf"takes at most one \S+)\n")
                     self.assertTrue(p.stderr.endswith(usage), p.stderr)
 

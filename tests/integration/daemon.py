@@ -620,6 +620,74 @@ class DaemonTest(unittest.TestCase):
         d.proc.send_signal(signal.SIGHUP)
         self.wait_for(d, "proc/irq/52/smp_affinity_list", housekeeping)
 
+    def test_audit_call(self):
+        # Audit answers when its window ends, without holding the event loop: a Status asked in
+        # the window is answered first. Root only; at most 4 at once; a caller that leaves
+        # cancels its own (its slot is free again).
+        d = self.daemon()
+        self.user = TestUser.get(self)
+        probe = [sys.executable, "-c",
+                 "import json, socket, sys\n"
+                 "s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])\n"
+                 "s.sendall(json.dumps({'method': 'org.rtpart.Manager.Audit', 'parameters': {'seconds': 1, "
+                 "'cpus': '2'}}).encode() + b'\\0')\n"
+                 "print(s.recv(65536).rstrip(b'\\0').decode())", d.sock]
+        p = subprocess.run(as_user(probe, self.user), capture_output=True, text=True, timeout=30)
+        err = json.loads(p.stdout)
+        self.assertEqual(err["error"], IFACE + ".PermissionDenied")
+        self.assertIn("Audit reads every task of the host and needs root", err["parameters"]["message"])
+
+        c = Varlink(d.sock, timeout=30)
+        c.send(IFACE + ".Audit", {"seconds": 3, "cpus": "2-3"})
+        t0 = time.monotonic()
+        st = call_ok(d.sock, "Status")
+        self.assertIn("daemon", st)
+        status_s = time.monotonic() - t0
+        r = c.recv()
+        c.close()
+        self.assertNotIn("error", r, r)
+        doc = r["parameters"]
+        self.assertEqual((doc["cpus"], doc["source"], doc["verdict"]), ("2-3", "--cpus", "quiet"))
+        self.assertEqual(doc["osnoise"]["ran"], False)
+        self.assertIn("rtpartd runs no tracer", doc["osnoise"]["reason"])
+        self.assertGreaterEqual(doc["seconds"], 2.9)
+        print(f"Status answered {status_s * 1000:.1f} ms into a 3 s Audit window")
+
+        # Bad arguments.
+        for params, name in (({"seconds": 0}, "org.varlink.service.InvalidParameter"),
+                             ({"seconds": "x"}, "org.varlink.service.InvalidParameter"),
+                             ({"cpus": 3}, "org.varlink.service.InvalidParameter"),
+                             ({"cpus": "x-y"}, IFACE + ".InvalidArgument"),
+                             ({}, IFACE + ".InvalidArgument")):  # nothing applied, nothing isolated
+            c = Varlink(d.sock)
+            r = c.call(IFACE + ".Audit", params)
+            c.close()
+            self.assertEqual(r.get("error"), name, (params, r))
+
+        # Four at once; a fifth is Busy; one caller leaves and its slot is free again.
+        conns = []
+        for _ in range(4):
+            c = Varlink(d.sock, timeout=30)
+            c.send(IFACE + ".Audit", {"seconds": 30, "cpus": "1"})
+            conns.append(c)
+        call_ok(d.sock, "Status")  # the four are started
+        c = Varlink(d.sock)
+        r = c.call(IFACE + ".Audit", {"seconds": 1, "cpus": "1"})
+        c.close()
+        self.assertEqual(r.get("error"), IFACE + ".Busy", r)
+        conns.pop().close()
+        call_ok(d.sock, "Status")
+        c = Varlink(d.sock, timeout=30)
+        r = c.call(IFACE + ".Audit", {"seconds": 1, "cpus": "1"})
+        c.close()
+        self.assertNotIn("error", r, r)
+        # A stop ends the audits still in their window (their callers see the connection close);
+        # the sanitizer builds see that nothing of them is left.
+        self.assertEqual(d.stop(), 0, d.logtext())
+        for c in conns:
+            self.assertIsNone(c.recv())
+            c.close()
+
     def test_old_journal_falls_back_to_the_name(self):
         # A journal of the previous version has no "source": the daemon loads the profile by its
         # name from the profile directories, never from "profile_path".
@@ -1285,6 +1353,20 @@ class DBusTest(unittest.TestCase):
             mon.stdout.close()
         p = self.obj("get-property", "org.rtpart.Manager1", "DriftCount")
         self.assertEqual(p.stdout.strip(), "u 1")
+
+        # Audit: root only, answered when the window ends; the read-only calls for everyone.
+        p = self.obj("call", "org.rtpart.Manager1", "Audit", "u", "1", user=self.user)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("reads every task of the host and needs root", p.stderr)
+        p = self.obj("call", "org.rtpart.Manager1", "Audit", "u", "1", "--json=short")
+        self.assertEqual(p.returncode, 0, p.stderr + self.d.logtext())
+        doc = json.loads(json.loads(p.stdout)["data"][0])
+        self.assertIn("the isolated CPUs of realtime", doc["source"])
+        p = self.obj("call", "org.rtpart.Manager1", "Audit", "u", "0")
+        self.assertIn("seconds is 1 to 3600", p.stderr)
+        for member in ("Describe", "GetDrift", "VerifyTyped"):
+            p = self.obj("call", "org.rtpart.Manager1", member, user=self.user)
+            self.assertEqual(p.returncode, 0, (member, p.stderr))
 
 
 if __name__ == "__main__":

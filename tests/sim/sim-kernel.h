@@ -43,6 +43,8 @@
 /* Gives rel an inode of its own if it shares one (a hard link: fixture trees link identical
  * files to save space), so that a write changes this path only, as on the kernel's filesystems. */
 int sim_unshare_file(Root *r, const char *rel);
+/* After a value was written to rel: what tracefs does (sim-tracefs.c). */
+void sim_tracefs_written(Root *r, const char *rel, const char *value);
 
 /* The simulator's ops table (sim-root.c), which root_new() gives every root other than "/" in the
  * programs linked with the simulator. */

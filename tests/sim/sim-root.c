@@ -159,6 +159,7 @@ static int do_write_value(Root *r, const char *rel, const char *value) {
                 return -errno;
         if ((size_t) w != n)
                 return -EIO;
+        sim_tracefs_written(r, rel, value);
         return 0;
 }
 

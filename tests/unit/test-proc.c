@@ -33,6 +33,9 @@ START_TEST(test_stat_kthreads) {
         ck_assert_int_eq(s.pid, 14);
         ck_assert_str_eq(s.comm, "ksoftirqd/0");
         ck_assert_int_eq(s.ppid, 2);
+        ck_assert_uint_eq(s.cpu_ticks, 41); /* utime 0 + stime 41 */
+        ck_assert_uint_eq(s.start_ticks, 27);
+        ck_assert_int_eq(s.processor, 0);
         ck_assert(s.flags & PROC_PF_KTHREAD);
         ck_assert(s.flags & PROC_PF_NO_SETAFFINITY);
         ck_assert_uint_eq(s.rt_priority, 2);
@@ -61,6 +64,8 @@ START_TEST(test_stat_odd_comm) {
         ck_assert_uint_eq(s.flags, 64);
         ck_assert_uint_eq(s.rt_priority, 50);
         ck_assert_uint_eq(s.policy, PROC_SCHED_RR);
+        ck_assert_int_eq(s.processor, 3);
+        ck_assert_uint_eq(s.start_ticks, 9);
         proc_stat_done(&s);
 
         ck_assert_int_eq(proc_stat_parse("8 (with space) S 2 0 0 0 -1 2097216 0 0 0 0 0 0 0 0 20 0 1 0 9 0 0 0 0 0 0 "

@@ -55,7 +55,9 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 # jq to read plan --json, socat to speak varlink directly.
 BASE_PACKAGES = ["systemd", "systemd-sysv", "dbus", "udev", "kmod", "iproute2", "linux-image-amd64", "jq", "socat"]
 # The guest's own boot arguments; the bootloader stand-in /etc/kernel/cmdline starts with these.
-BASE_CMDLINE = "root=/dev/vda rw console=ttyS0 panic=-1 quiet loglevel=3 systemd.show_status=false"
+# no_timer_check: under TCG on a loaded host the kernel's IO-APIC timer check can fail and panic
+# at boot ("IO-APIC + timer doesn't work!", seen here).
+BASE_CMDLINE = "root=/dev/vda rw console=ttyS0 panic=-1 quiet loglevel=3 systemd.show_status=false no_timer_check"
 STAGE_TIMEOUT = 360  # seconds for one boot, its checks and its reboot or poweroff under TCG
 DEBOOTSTRAP_TIMEOUT = 900
 
@@ -111,16 +113,17 @@ def library_packages(binaries):
     return pkgs
 
 
-def cached_root(packages, mirror_url):
-    """The tarball of the debootstrapped root for this package list: built once, then reused."""
+def cached_root(packages, mirror_url, flavour=""):
+    """The tarball of the debootstrapped root for this package list: built once, then reused.
+    flavour ("-rt") keeps another test's root beside this one's."""
     key = hashlib.sha256(" ".join([SUITE, "minbase"] + sorted(packages)).encode()).hexdigest()[:16]
-    tarball = os.path.join(CACHE, f"{SUITE}-{key}.tar")
+    tarball = os.path.join(CACHE, f"{SUITE}{flavour}-{key}.tar")
     os.makedirs(CACHE, exist_ok=True)
     with open(os.path.join(CACHE, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two runs at once debootstrap once
         if os.path.exists(tarball):
             return tarball, False
-        for old in glob.glob(os.path.join(CACHE, f"{SUITE}-*.tar")):
+        for old in glob.glob(os.path.join(CACHE, f"{SUITE}{flavour}-[0-9a-f]*.tar")):
             os.unlink(old)  # another package list's: outdated
         tmp = tempfile.mkdtemp(prefix="debootstrap-", dir=CACHE)
         try:
