@@ -72,6 +72,20 @@ static bool wait_window(unsigned seconds, const char *cpus) {
         return done;
 }
 
+typedef struct Snapshots {
+        Root *root;
+        AuditSnapshot *a, *b;
+        bool failed;
+} Snapshots;
+
+/* The window's two snapshots, taken while the osnoise tracer runs. */
+static int take_snapshot(bool begin, void *userdata) {
+        Snapshots *s = userdata;
+        int r = begin ? audit_snapshot(s->root, 0, s->a) : audit_snapshot(s->root, AUDIT_SNAPSHOT_PLACES, s->b);
+        s->failed = r < 0;
+        return r;
+}
+
 int verb_audit(int argc, char **argv) {
         _cleanup_(root_freep) Root *root = NULL;
         _cleanup_(audit_target_done) AuditTarget x = {};
@@ -113,20 +127,20 @@ int verb_audit(int argc, char **argv) {
         if (!osnoise)
                 ctl_tracefs_done(root, mounted);
 
-        r = audit_snapshot(root, 0, &a);
-        if (r < 0) {
-                if (osnoise)
-                        ctl_tracefs_done(root, mounted);
-                return log_error_errno(r, "cannot read the host's counters (/proc/interrupts): %m");
-        }
         if (osnoise) {
+                /* The snapshots inside the tracer's window: its own setting up and taking down
+                 * (ftrace's code patching IPIs every CPU) is not the host's noise. */
+                Snapshots snaps = { .root = root, .a = &a, .b = &b };
                 volatile sig_atomic_t *stopped = ctl_catch_interrupts(true);
                 if (isatty(STDERR_FILENO))
                         fprintf(stderr, "Observing CPUs %s for %u s (the osnoise tracer runs on them)…\n", list,
                                 arg_seconds);
-                r = latency_run_osnoise(root, dir, mounted, &x.s.cpus, arg_seconds, stopped, &noise);
+                r = latency_run_osnoise(root, dir, mounted, &x.s.cpus, arg_seconds, stopped, take_snapshot, &snaps,
+                                        &noise);
                 (void) ctl_catch_interrupts(false);
                 ctl_tracefs_done(root, mounted);
+                if (r < 0 && snaps.failed)
+                        return log_error_errno(r, "cannot read the host's counters (/proc/interrupts): %m");
                 if (r < 0)
                         return log_error_errno(r,
                                                "the osnoise tracer failed: %m (tracefs is as it was; "
@@ -136,14 +150,19 @@ int verb_audit(int argc, char **argv) {
                         return EXIT_FAILED;
                 }
                 x.s.osnoise = &noise;
-        } else if (!wait_window(arg_seconds, list)) {
-                log_error("interrupted: nothing observed");
-                return EXIT_FAILED;
+        } else {
+                r = audit_snapshot(root, 0, &a);
+                if (r < 0)
+                        return log_error_errno(r, "cannot read the host's counters (/proc/interrupts): %m");
+                if (!wait_window(arg_seconds, list)) {
+                        log_error("interrupted: nothing observed");
+                        return EXIT_FAILED;
+                }
+                r = audit_snapshot(root, AUDIT_SNAPSHOT_PLACES, &b);
+                if (r < 0)
+                        return log_error_errno(r, "cannot read the host's counters (/proc/interrupts): %m");
         }
         x.s.osnoise_reason = why;
-        r = audit_snapshot(root, AUDIT_SNAPSHOT_PLACES, &b);
-        if (r < 0)
-                return log_error_errno(r, "cannot read the host's counters (/proc/interrupts): %m");
         r = audit_document(&x.s, &a, &b, &doc);
         if (r < 0)
                 return log_oom();

@@ -284,7 +284,8 @@ static void take_lines(char *buf, size_t *len, LineFunc f, void *userdata) {
 /* Runs `tracer` (timerlat, osnoise) on cpus for `seconds`, every line of trace_pipe to f; tracefs
  * saved first and put back after, whatever happens. *ret_seconds: how long it ran. */
 static int run_tracer(Root *root, const char *dir, bool mounted, const char *tracer, const CpuSet *cpus,
-                      unsigned seconds, volatile sig_atomic_t *stop, LineFunc f, void *userdata, double *ret_seconds) {
+                      unsigned seconds, volatile sig_atomic_t *stop, LineFunc f, void *userdata,
+                      LatencyWindowFunc window, void *window_data, double *ret_seconds) {
         _cleanup_(json_decrefp) json_t *files = NULL;
         _cleanup_free_ char *list = cpu_set_format_list(cpus);
         int r;
@@ -321,6 +322,13 @@ static int run_tracer(Root *root, const char *dir, bool mounted, const char *tra
                         r = fd;
                         goto finish;
                 }
+                /* The window is the tracer's running time: what setting it up and taking it down
+                 * cost the CPUs (ftrace's code patching sends IPIs to every CPU) is outside. */
+                if (window) {
+                        r = window(true, window_data);
+                        if (r < 0)
+                                goto finish;
+                }
                 uint64_t start = now_usec(), end = start + (uint64_t) seconds * 1000000ULL;
                 static char buf[1 << 16];
                 size_t len = 0;
@@ -353,6 +361,11 @@ static int run_tracer(Root *root, const char *dir, bool mounted, const char *tra
                 }
                 if (ret_seconds)
                         *ret_seconds = (double) (now_usec() - start) / 1e6;
+                if (window) {
+                        r = window(false, window_data);
+                        if (r < 0)
+                                goto finish;
+                }
         }
         r = 0;
 
@@ -382,7 +395,8 @@ int latency_run_timerlat(Root *root, const char *dir, bool mounted, const CpuSet
         if (r < 0)
                 return r;
         res.has_irq = true;
-        r = run_tracer(root, dir, mounted, "timerlat", cpus, seconds, stop, timerlat_line, &res, &res.seconds);
+        r = run_tracer(root, dir, mounted, "timerlat", cpus, seconds, stop, timerlat_line, &res, NULL, NULL,
+                       &res.seconds);
         if (r < 0) {
                 latency_result_done(&res);
                 return r;
@@ -473,14 +487,15 @@ static void osnoise_line(const char *line, void *userdata) {
 }
 
 int latency_run_osnoise(Root *root, const char *dir, bool mounted, const CpuSet *cpus, unsigned seconds,
-                        volatile sig_atomic_t *stop, OsnoiseResult *ret) {
+                        volatile sig_atomic_t *stop, LatencyWindowFunc window, void *window_data, OsnoiseResult *ret) {
         OsnoiseResult res = {};
         res.cpus = calloc(MAX(cpu_set_count(cpus), 1U), sizeof(OsnoiseCpu));
         if (!res.cpus)
                 return -ENOMEM;
         CPU_SET_FOREACH (c, cpus)
                 res.cpus[res.n_cpus++].cpu = (unsigned) c;
-        int r = run_tracer(root, dir, mounted, "osnoise", cpus, seconds, stop, osnoise_line, &res, &res.seconds);
+        int r = run_tracer(root, dir, mounted, "osnoise", cpus, seconds, stop, osnoise_line, &res, window, window_data,
+                           &res.seconds);
         if (r < 0) {
                 osnoise_result_done(&res);
                 return r;

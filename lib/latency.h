@@ -94,8 +94,11 @@ typedef struct OsnoiseResult {
 
 /* 1 and the line's CPU and figures, 0 for a line that is none. */
 int latency_parse_osnoise_line(const char *line, unsigned *ret_cpu, OsnoiseSample *ret);
+/* Called once the tracer runs (begin) and once more before it is taken down: a caller's own
+ * measurement of the same window (audit's snapshots). A negative errno ends the run. */
+typedef int (*LatencyWindowFunc)(bool begin, void *userdata);
 int latency_run_osnoise(Root *root, const char *tracefs, bool mounted, const CpuSet *cpus, unsigned seconds,
-                        volatile sig_atomic_t *stop, OsnoiseResult *ret);
+                        volatile sig_atomic_t *stop, LatencyWindowFunc window, void *window_data, OsnoiseResult *ret);
 const OsnoiseCpu *osnoise_cpu(const OsnoiseResult *r, unsigned cpu);
 void osnoise_result_done(OsnoiseResult *r);
 
