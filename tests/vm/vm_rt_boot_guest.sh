@@ -66,11 +66,24 @@ case "$stage" in
         r journal_at_boot "$(jq -c '{profile, transaction_open}' /var/lib/rtpart/state.json 2>&1)"
         journalctl -b -u rtpartd.service --no-pager -o cat | tail -n 40 | sed 's/^/@@O rtpartd| /' 
         run verify rtpartctl verify
-        # The housekeeping CPU busy with disk I/O (virtio-blk's IRQs) through the first audit.
+        # The housekeeping CPU busy with disk I/O (virtio-blk's IRQs) and network traffic
+        # (virtio-net's: TCP connections to qemu's user-mode gateway, answered by a reset) through
+        # the first audit.
+        NIC=$(ip -o link show | awk -F': ' '$2 != "lo" { print $2; exit }')
+        r nic "$NIC"
+        ip link set "$NIC" up && ip addr add 10.0.2.15/24 dev "$NIC"
+        r nic_rc $?
         (while :; do dd if=/dev/zero of="$S/io" bs=64k count=64 conv=fsync 2> /dev/null; done) &
         IO=$!
+        (while :; do (exec 3<> /dev/tcp/10.0.2.2/9) 2> /dev/null; done) &
+        NET=$!
+        NET_IRQS_BEFORE=$(grep virtio /proc/interrupts | grep -E 'input|output' | awk '{ n = 0; for (i = 2; i <= 5; i++) n += $i; s += n } END { print s + 0 }')
         rtpartctl --json audit --seconds 5 > "$S/audit1.json" 2> "$S/audit1.err"
         r audit1_rc $?
+        kill $NET 2> /dev/null
+        wait $NET 2> /dev/null
+        NET_IRQS_AFTER=$(grep virtio /proc/interrupts | grep -E 'input|output' | awk '{ n = 0; for (i = 2; i <= 5; i++) n += $i; s += n } END { print s + 0 }')
+        r net_irqs "$((NET_IRQS_AFTER - NET_IRQS_BEFORE))"
         j audit1 "$S/audit1.json"
         sed 's/^/@@O audit1| /' "$S/audit1.err"
         # The serial port's IRQ moved onto the first isolated CPU behind rtpart's back, and written to.
