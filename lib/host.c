@@ -579,18 +579,9 @@ static bool has_option(const char *opts, const char *opt) {
         return false;
 }
 
-static int discover_mounts(Host *h) {
-        _cleanup_free_ char *text = NULL;
-        bool mountinfo = true, any_v1 = false;
+int host_parse_mounts(Host *h, char *text, bool mountinfo) {
+        bool any_v1 = false;
         int k;
-
-        k = root_read_file(h->root, "proc/self/mountinfo", &text, NULL);
-        if (k < 0) {
-                mountinfo = false;
-                k = root_read_file(h->root, "proc/mounts", &text, NULL);
-                if (k < 0)
-                        return k == -ENOENT ? 0 : k;
-        }
 
         for (char *line = text, *next; line && *line; line = next) {
                 next = strchr(line, '\n');
@@ -653,6 +644,25 @@ static int discover_mounts(Host *h) {
                 h->cgroup_mode = CGROUP_V2;
         else
                 h->cgroup_mode = CGROUP_NONE;
+
+        return 0;
+}
+
+static int discover_mounts(Host *h) {
+        _cleanup_free_ char *text = NULL;
+        bool mountinfo = true;
+        int k;
+
+        k = root_read_file(h->root, "proc/self/mountinfo", &text, NULL);
+        if (k < 0) {
+                mountinfo = false;
+                k = root_read_file(h->root, "proc/mounts", &text, NULL);
+                if (k < 0)
+                        return k == -ENOENT ? 0 : k;
+        }
+        k = host_parse_mounts(h, text, mountinfo);
+        if (k < 0)
+                return k;
 
         if (h->cgroup2_mount) {
                 _cleanup_free_ char *ctl = NULL, *path = NULL;
