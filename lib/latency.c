@@ -425,12 +425,28 @@ int latency_parse_osnoise_line(const char *line, unsigned *ret_cpu, OsnoiseSampl
         const char *colon = strchr(end, ':');
         if (!colon)
                 return 0;
-        double v[9];
+        /* Whole numbers but the percentage (which is not kept): a float cast of "1e30" would be
+         * undefined, and the kernel prints none. */
+        uint64_t v[9];
         const char *q = colon + 1;
         for (unsigned i = 0; i < 9; i++) {
+                while (*q == ' ' || *q == '\t')
+                        q++;
+                if (!isdigit((unsigned char) *q))
+                        return 0;
                 errno = 0;
-                v[i] = strtod(q, &end);
-                if (end == q || errno || v[i] < 0)
+                if (i == 2) {
+                        double pct = strtod(q, &end);
+                        if (errno || !(pct >= 0 && pct <= 100))
+                                return 0;
+                        v[i] = 0;
+                } else {
+                        unsigned long long n = strtoull(q, &end, 10);
+                        if (errno)
+                                return 0;
+                        v[i] = n;
+                }
+                if (*end && *end != ' ' && *end != '\t')
                         return 0;
                 q = end;
         }
@@ -440,14 +456,14 @@ int latency_parse_osnoise_line(const char *line, unsigned *ret_cpu, OsnoiseSampl
                 return 0;
         *ret_cpu = (unsigned) cpu;
         *ret = (OsnoiseSample) {
-                .runtime_us = (uint64_t) v[0],
-                .noise_us = (uint64_t) v[1],
-                .max_single_us = (uint64_t) v[3],
-                .hw = (uint64_t) v[4],
-                .nmi = (uint64_t) v[5],
-                .irq = (uint64_t) v[6],
-                .softirq = (uint64_t) v[7],
-                .thread = (uint64_t) v[8],
+                .runtime_us = v[0],
+                .noise_us = v[1],
+                .max_single_us = v[3],
+                .hw = v[4],
+                .nmi = v[5],
+                .irq = v[6],
+                .softirq = v[7],
+                .thread = v[8],
         };
         return 1;
 }

@@ -154,6 +154,9 @@ START_TEST(test_osnoise_lines) {
                 "           <...>-859     [002] ....    81.637220: 1000000       -190  99.98100  9 18 0 1007 18 1",
                 "           <...>-859     [x02] ....    81.637220: 1000000        190  99.98100  9 18 0 1007 18 1",
                 "osnoise: a note without numbers",
+                /* Found by fuzz-tracing: a float cast of 1e30 was undefined. */
+                "           <...>-859     [002] ....    81.637220: 1e30        190  99.98100  9 18 0 1007 18 1",
+                "           <...>-859     [002] ....    81.637220: 1000000        190  1e300  9 18 0 1007 18 1",
         };
         for (size_t i = 0; i < ELEMENTSOF(no); i++)
                 ck_assert_msg(latency_parse_osnoise_line(no[i], &cpu, &s) == 0, "%s", no[i]);
