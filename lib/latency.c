@@ -89,22 +89,31 @@ uint64_t latency_stats_percentile_us(const LatencyStats *s, double p) {
         return (s->max_ns + 999) / 1000;
 }
 
-/* ---- timerlat's lines ---- */
+/* ---- trace lines ---- */
 
-int latency_parse_timerlat_line(const char *line, unsigned *ret_cpu, bool *ret_thread, uint64_t *ret_ns) {
+/* A trace line's CPU: the first "[NNN]" after the task; *ret_end at its ']'. False for a comment,
+ * an empty line or a line without one. */
+static bool trace_line_cpu(const char *line, unsigned *ret_cpu, char **ret_end) {
         const char *p = line;
         while (*p == ' ' || *p == '\t')
                 p++;
         if (*p == '#' || !*p)
-                return 0;
-        /* The CPU: the first "[NNN]" after the task. */
+                return false;
         const char *b = strchr(p, '[');
         if (!b || !isdigit((unsigned char) b[1]))
-                return 0;
-        char *end;
+                return false;
         errno = 0;
-        unsigned long cpu = strtoul(b + 1, &end, 10);
-        if (errno || *end != ']' || cpu >= CPU_SET_MAX)
+        unsigned long cpu = strtoul(b + 1, ret_end, 10);
+        if (errno || **ret_end != ']' || cpu >= CPU_SET_MAX)
+                return false;
+        *ret_cpu = (unsigned) cpu;
+        return true;
+}
+
+int latency_parse_timerlat_line(const char *line, unsigned *ret_cpu, bool *ret_thread, uint64_t *ret_ns) {
+        char *end;
+        unsigned cpu;
+        if (!trace_line_cpu(line, &cpu, &end))
                 return 0;
         const char *c = strstr(end, " context ");
         if (!c)
@@ -141,7 +150,7 @@ int latency_parse_timerlat_line(const char *line, unsigned *ret_cpu, bool *ret_t
                 v *= 1000;
         } else
                 return 0;
-        *ret_cpu = (unsigned) cpu;
+        *ret_cpu = cpu;
         *ret_thread = thread;
         *ret_ns = v;
         return 1;
@@ -408,18 +417,9 @@ int latency_run_timerlat(Root *root, const char *dir, bool mounted, const CpuSet
 /* ---- osnoise ---- */
 
 int latency_parse_osnoise_line(const char *line, unsigned *ret_cpu, OsnoiseSample *ret) {
-        const char *p = line;
-        while (*p == ' ' || *p == '\t')
-                p++;
-        if (*p == '#' || !*p)
-                return 0;
-        const char *b = strchr(p, '[');
-        if (!b || !isdigit((unsigned char) b[1]))
-                return 0;
         char *end;
-        errno = 0;
-        unsigned long cpu = strtoul(b + 1, &end, 10);
-        if (errno || *end != ']' || cpu >= CPU_SET_MAX)
+        unsigned cpu;
+        if (!trace_line_cpu(line, &cpu, &end))
                 return 0;
         /* After "TIMESTAMP:": runtime noise %available max-single hw nmi irq softirq thread. */
         const char *colon = strchr(end, ':');
@@ -454,7 +454,7 @@ int latency_parse_osnoise_line(const char *line, unsigned *ret_cpu, OsnoiseSampl
                 q++;
         if (*q)
                 return 0;
-        *ret_cpu = (unsigned) cpu;
+        *ret_cpu = cpu;
         *ret = (OsnoiseSample) {
                 .runtime_us = v[0],
                 .noise_us = v[1],
