@@ -274,7 +274,7 @@ static void verb_usage(const Verb *v, FILE *f) {
 static void verb_print_help(const Verb *v) {
         verb_usage(v, stdout);
         printf("\n%s\nOptions:\n", v->help);
-        print_options(v->options | OPTION_HELP);
+        print_options(v->options | OPTION_HELP | OPTION_VERSION);
         printf("\nSee rtpartctl(1).\n");
 }
 

@@ -13,6 +13,7 @@ import unittest
 
 SRC = os.environ.get("RTPART_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "daemon", "rtpartctl")
+RTPARTD = os.environ.get("RTPARTD") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "daemon", "rtpartd")
 NOWHERE = "/nonexistent-rtpart-root"
 
 # The DESIGN's commands that exist today (a verb added to the table is found from the overview).
@@ -55,6 +56,13 @@ class VerbTable(unittest.TestCase):
             version = re.search(r"version : '([^']+)'", f.read()).group(1)
         p = ctl("--version")
         self.assertEqual((p.returncode, p.stdout, p.stderr), (0, f"rtpartctl {version}\n", ""))
+        # After any command too, which then does not run.
+        for verb in self.verbs:
+            p = ctl(verb, "--version")
+            self.assertEqual((p.returncode, p.stdout, p.stderr), (0, f"rtpartctl {version}\n", ""), verb)
+        p = subprocess.run([RTPARTD, "--root", NOWHERE, "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, stdin=subprocess.DEVNULL, timeout=30)
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (0, f"rtpartd {version}\n", ""))
 
     def test_verb_help(self):
         for verb, spec in self.verbs.items():
@@ -66,6 +74,7 @@ class VerbTable(unittest.TestCase):
                 self.assertTrue(p.stdout.startswith(usage), p.stdout)
                 self.assertIn("\nOptions:\n", p.stdout)
                 self.assertIn("  -h, --help        Show this help\n", p.stdout)
+                self.assertIn("      --version     Show the version\n", p.stdout)
                 # The same, however asked.
                 for other in (["help", verb], ["--help", verb], [verb, "-h"]):
                     q = ctl(*other)
