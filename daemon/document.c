@@ -65,12 +65,14 @@ json_t *document_apply(const Plan *plan, const EngineResult *er) {
                                 ids = NULL;
                         }
                 }
-        return json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:o, s:b, s:o}", "ok", 1, "profile",
-                         plan->profile, "changed", (json_int_t) er->written, "unchanged", (json_int_t) er->unchanged,
-                         "unmovable", (json_int_t) er->refused, "skipped", (json_int_t) er->skipped, "restored",
-                         (json_int_t) er->restored, "reboot_required", reboot > 0, "reboot_changes",
-                         (json_int_t) reboot, "reboot_knobs", ids, "recovered", er->recovered, "notes",
-                         document_strv(er->notes));
+        /* Whether this run changed the host at all: what configuration management reports. */
+        bool host_changed = er->written > 0 || er->restored > 0 || er->recovered;
+        return json_pack("{s:b, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:o, s:b, s:o}", "ok", 1, "profile",
+                         plan->profile, "host_changed", host_changed, "changed", (json_int_t) er->written, "unchanged",
+                         (json_int_t) er->unchanged, "unmovable", (json_int_t) er->refused, "skipped",
+                         (json_int_t) er->skipped, "restored", (json_int_t) er->restored, "reboot_required", reboot > 0,
+                         "reboot_changes", (json_int_t) reboot, "reboot_knobs", ids, "recovered", er->recovered,
+                         "notes", document_strv(er->notes));
 }
 
 char *document_reboot_phrase(json_t *ids) {

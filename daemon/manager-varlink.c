@@ -77,6 +77,7 @@ const char manager_varlink_description[] =
         "method Apply(profile: string) -> (\n"
         "  ok: bool,\n"
         "  profile: string,\n"
+        "  host_changed: bool,\n"
         "  changed: int,\n"
         "  unchanged: int,\n"
         "  unmovable: int,\n"

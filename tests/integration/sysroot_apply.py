@@ -268,6 +268,26 @@ class ApplyVerifyRevert(unittest.TestCase):
         self.assertEqual(h.run("revert").returncode, 0)
         self.assertEqual(diff(before, snapshot(h.root)), [])
 
+    def test_json_says_whether_the_host_changed(self):
+        h = self.host("vm")
+        before = snapshot(h.root)
+        p = h.run("apply", "realtime", json_out=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertIs(doc["host_changed"], True)
+        self.assertGreater(doc["changed"], 0)
+        after = snapshot(h.root)
+        p = h.run("apply", "realtime", json_out=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        doc = json.loads(p.stdout)
+        self.assertEqual((doc["host_changed"], doc["changed"], doc["restored"]), (False, 0, 0))
+        self.assertEqual(diff(after, snapshot(h.root)), [])
+        # Another profile: knobs written, others given back.
+        doc = json.loads(h.run("apply", "cpu-partitioning", json_out=True).stdout)
+        self.assertIs(doc["host_changed"], True)
+        self.assertEqual(h.run("revert").returncode, 0)
+        self.assertEqual(diff(before, snapshot(h.root)), [])
+
     def test_switch_profiles_keeps_first_originals(self):
         h = self.host("intel-2s")
         before = snapshot(h.root)
