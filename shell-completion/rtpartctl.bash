@@ -46,6 +46,7 @@ __rtpartctl_commands() {
 }
 
 _rtpartctl() {
+        # shellcheck disable=SC2034 # split: set by _init_completion -s
         local cur prev words cword split
         _init_completion -s || return
 
@@ -98,6 +99,7 @@ _rtpartctl() {
                         ;;
                 esac
         done
+        # shellcheck disable=SC2088 # a literal "~/" typed on the line, which bash has not expanded
         [[ $root == "~/"* ]] && root=$HOME/${root#"~/"}
 
         local commands
@@ -112,30 +114,29 @@ _rtpartctl() {
         if [[ $cur == -* ]]; then
                 local words_opts
                 words_opts=$(__rtpartctl_options <<<"$help" | tr ' ' '\n' | sed 's/=.*/=/')
-                COMPREPLY=($(compgen -W "$words_opts" -- "$cur"))
+                mapfile -t COMPREPLY < <(compgen -W "$words_opts" -- "$cur")
                 [[ ${COMPREPLY-} == *= ]] && compopt -o nospace 2>/dev/null
                 return
         fi
 
         if [[ -z $verb ]]; then
-                COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+                mapfile -t COMPREPLY < <(compgen -W "$commands" -- "$cur")
                 return
         fi
 
         # The usage line names the arguments: "Usage: rtpartctl check [OPTIONS] latency".
         local usage spec
+        local -a specs
         usage=$(sed -n 's/^Usage: [^ ]* [^ ]* \[OPTIONS\] *//p' <<<"$help" | head -n 1)
-        read -r -a spec <<<"$usage"
-        spec=${spec[nargs]-}
+        read -r -a specs <<<"$usage"
+        spec=${specs[nargs]-}
         spec=${spec//[\[\]]/}
         [[ $spec == *... ]] && spec=${spec%...}
         [[ -z $spec ]] && return
 
         local alt wordlist=""
-        local IFS_save=$IFS
-        IFS='|'
-        local alts=($spec)
-        IFS=$IFS_save
+        local -a alts
+        IFS='|' read -r -a alts <<<"$spec"
         for alt in "${alts[@]}"; do
                 case $alt in
                 PROFILE)
@@ -152,6 +153,6 @@ _rtpartctl() {
                 *) wordlist+=" $alt" ;;
                 esac
         done
-        COMPREPLY+=($(compgen -W "$wordlist" -- "$cur"))
+        mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(compgen -W "$wordlist" -- "$cur")
 } &&
         complete -F _rtpartctl rtpartctl
