@@ -69,6 +69,13 @@ class Completion(unittest.TestCase):
                             LIBRARY, SCRIPT], stdout=subprocess.PIPE, text=True, timeout=60)
         self.assertEqual(p.stdout.strip(), "complete -F _rtpartctl rtpartctl")
 
+    def test_shellcheck(self):
+        if not shutil.which("shellcheck"):
+            self.skipTest("no shellcheck (Debian package shellcheck; scripts/deps --test)")
+        p = subprocess.run(["shellcheck", "-s", "bash", SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=60)
+        self.assertEqual((p.returncode, p.stdout), (0, ""))
+
     def test_commands(self):
         self.assertEqual(complete(""), COMMANDS)
         self.assertEqual(complete("a"), {"apply", "audit"})
