@@ -744,13 +744,13 @@ class DaemonTest(unittest.TestCase):
         fifo = os.path.join(d.tmp, "fifo.json")
         os.mkfifo(fifo)
         for path, why in ((fifo, "not a regular file (a FIFO)"), ("/dev/zero", "not a regular file"), (d.tmp, "a directory")):
+            # A daemon that waited on the FIFO or read /dev/zero without end would not answer
+            # within the call's timeout, and c.call would raise: no clock is compared.
             c = Varlink(d.sock, timeout=5 * SLOW)
-            t0 = time.monotonic()
             r = c.call(IFACE + ".Apply", {"profile": path})
             c.close()
             self.assertEqual(r.get("error"), IFACE + ".InvalidProfile", r)
             self.assertIn(why, json.dumps(r))
-            self.assertLess(time.monotonic() - t0, 2)
         # And the next call is answered.
         c = Varlink(d.sock, timeout=5 * SLOW)
         self.assertIn("parameters", c.call(IFACE + ".Status"))

@@ -434,14 +434,8 @@ START_TEST(test_many_cpus) {
                 "{\"cpu\": {\"governor\": \"performance\", \"energy_perf_bias\": \"performance\", \"idle_max_latency_us\": 5}}");
         _cleanup_free_ char *err = NULL;
         Plan *p = NULL;
-        struct timespec a, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
         int k = test_plan(r, h, path, &p, &err);
-        clock_gettime(CLOCK_MONOTONIC, &b);
         ck_assert_msg(k == 0, "%s", strempty(err));
-        double ms = (double) (b.tv_sec - a.tv_sec) * 1e3 + (double) (b.tv_nsec - a.tv_nsec) / 1e6;
-        fprintf(stderr, "cpu plan at 1024 CPUs: %zu knobs in %.0f ms\n", p->n_knobs, ms);
-        ck_assert_msg(ms < 2000, "plan took %.0f ms", ms);
         ck_assert_uint_eq(count_prefix(p, "cpu/"), 1024 * 4);
         expect(p, "cpu/1023/idle/C6/disable", CPU "/cpu1023/cpuidle/state3/disable", "0", "1", true, false);
         plan_free(p);

@@ -394,14 +394,8 @@ START_TEST(test_many) {
         _cleanup_free_ char *path = test_profile(prof_dir, "p", rvh);
         _cleanup_free_ char *err = NULL;
         Plan *p = NULL;
-        struct timespec a, b;
-        clock_gettime(CLOCK_MONOTONIC, &a);
         int k = test_plan(r, h, path, &p, &err);
-        clock_gettime(CLOCK_MONOTONIC, &b);
         ck_assert_msg(k == 0, "plan failed: %d %s", k, strempty(err));
-        double ms = (double) (b.tv_sec - a.tv_sec) * 1e3 + (double) (b.tv_nsec - a.tv_nsec) / 1e6;
-        fprintf(stderr, "kthread plan over 4 000 tasks: %zu knobs in %.0f ms\n", p->n_knobs, ms);
-        ck_assert_msg(ms < 2000, "plan took %.0f ms", ms);
         expect(p, "kthread/ksoftirqd/1023/sched", "proc/4069/stat", "other:0", "fifo:2", true);
         expect(p, "kthread/worker499/affinity", "proc/10499/stat", "0-7", "0-1", true);
         expect(p, "kthread/worker499/affinity#10999", "proc/10999/stat", "0-7", "0-1", true);

@@ -387,22 +387,15 @@ START_TEST(test_lookup_and_list) {
 }
 END_TEST
 
-static double now_s(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
-/* Loading path is refused at once (nothing waited on, nothing read without end) with -EINVAL, an
- * error naming `file` (default: path) and containing fragment. */
+/* Loading path is refused with -EINVAL, an error naming `file` (default: path) and containing
+ * fragment. A load that waited on a FIFO or read without end would hang here, and the case's
+ * timeout would fail it: no clock is read. */
 static void expect_refused(const char *path, const char *file, const char *fragment) {
         _cleanup_free_ char *err = NULL;
         Profile *p = NULL;
         Resolved *r = NULL;
-        double t0 = now_s();
         int k = test_resolve(root, host, path, &p, &r, &err);
         ck_assert_msg(k == -EINVAL, "%s: expected -EINVAL, got %d (%s)", path, k, strempty(err));
-        ck_assert_msg(now_s() - t0 < 2.0, "%s: took %.1f s", path, now_s() - t0);
         ck_assert_msg(err && strstr(err, fragment), "%s: error '%s' lacks '%s'", path, strempty(err), fragment);
         _cleanup_free_ char *named = NULL;
         ck_assert(asprintf(&named, "%s: ", file ? file : path) >= 0);
@@ -531,9 +524,7 @@ START_TEST(test_expansion_bounds) {
                 _cleanup_free_ char *err = NULL;
                 Profile *p = NULL;
                 Resolved *r = NULL;
-                double t0 = now_s();
                 ck_assert_int_eq(test_resolve(root, host, path, &p, &r, &err), -EINVAL);
-                ck_assert_msg(now_s() - t0 < 2.0, "took %.1f s", now_s() - t0);
                 ck_assert_msg(strstr(err, ": /sysctl/kernel.x: ") && strstr(err, "variable \"${v"), "%s", err);
                 ck_assert_msg(strstr(err, empty ? "16 MiB" : "more than 64 KiB"), "%s", err);
                 profile_free(p);
