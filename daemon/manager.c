@@ -821,6 +821,9 @@ static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *
                 prepared_done(&p);
                 return r;
         }
+        /* The engine loads the journal itself and rewrites it: the copy held here is read again
+         * after, and not kept through the apply, the daemon's largest moment. */
+        m->journal = journal_free(m->journal);
         r = engine_apply(m->root, p.host, p.resolved, p.plan, &er);
         close_fd(&lock);
         string_set_done(&m->not_owned);
@@ -847,7 +850,7 @@ static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *
         apply_interval(m);
         pin_self(m, &p.resolved->housekeeping);
         (void) journal_reload(m, NULL);
-        for (size_t i = 0; i < p.plan->n_knobs; i++)
+        for (size_t i = 0; m->journal && i < p.plan->n_knobs; i++)
                 if (knob_is_new(m, &p.plan->knobs[i]))
                         (void) string_set_add(&m->not_owned, p.plan->knobs[i].id);
         watcher_flush(m->watcher);
@@ -1058,7 +1061,7 @@ int manager_verify_result(Manager *m, VerifyResult *ret, json_t **ret_daemon, Ma
         bool watched[_DOMAIN_MAX], live;
         int r = journal_reload(m, NULL);
         if (r >= 0) {
-                live = m->profile && live_refresh(m, watched);
+                live = m->profile && m->journal && live_refresh(m, watched);
                 if (live) {
                         r = live_result(m, ret);
                         manager_properties_update(m);

@@ -1272,12 +1272,18 @@ int journal_format(const Journal *j, char **ret_text, size_t *ret_size) {
                           source ?: json_null());
         if (!doc)
                 return -ENOMEM;
-        _cleanup_free_ char *text = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-        char *out;
-        if (!text || asprintf(&out, "%s\n", text) < 0)
+        /* Measured first, then written into a buffer of its size: no copies that grow by
+         * doubling (the document of a large host's apply is megabytes). */
+        size_t flags = JSON_INDENT(1) | JSON_PRESERVE_ORDER, n = json_dumpb(doc, NULL, 0, flags);
+        char *out = n > 0 ? malloc(n + 2) : NULL;
+        if (!out || json_dumpb(doc, out, n, flags) != n) {
+                free(out);
                 return -ENOMEM;
+        }
+        out[n] = '\n';
+        out[n + 1] = '\0';
         if (ret_size)
-                *ret_size = strlen(out);
+                *ret_size = n + 1;
         *ret_text = out;
         return 0;
 }
