@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "document.h"
+#include "strv.h"
 
 /* The documents printed: as JSON (--json), or as text for people. Each renderer takes the
  * document as daemon/document.c builds it, whether rtpartd or rtpartctl made it. */
@@ -216,6 +218,32 @@ int render_revert(json_t *doc) {
         return ok ? EXIT_OK : EXIT_FAILED;
 }
 
+/* How fresh rtpartd's answer is ("daemon": {"live", "freshness"}): one line, or none for an
+ * answer of rtpartctl's own. */
+static void print_freshness(const char *label, json_t *daemon) {
+        json_t *fresh = json_object_get(daemon, "freshness"), *d;
+        const char *name;
+        if (!json_is_object(fresh))
+                return;
+        if (!jtrue(daemon, "live")) {
+                printf("%srtpartd read every knob for this answer\n", label);
+                return;
+        }
+        /* The oldest full read, and the domains whose changes no file event announces (read again
+         * for this answer). */
+        uint64_t oldest = 0;
+        StrBuf b = {};
+        json_object_foreach (fresh, name, d) {
+                oldest = MAX(oldest, (uint64_t) json_integer_value(json_object_get(d, "age_ms")));
+                if (!jtrue(d, "watched"))
+                        strbuf_appendf(&b, "%s%s", b.len ? ", " : "", name);
+        }
+        _cleanup_free_ char *reread = strbuf_steal(&b);
+        printf("%srtpartd's live state: file events up to now%s%s; every knob read %" PRIu64 ".%" PRIu64
+               " s ago at most\n",
+               label, reread && *reread ? ", read now: " : "", strempty(reread), oldest / 1000, oldest % 1000 / 100);
+}
+
 int render_verify(json_t *doc) {
         json_t *drift = json_object_get(doc, "drift"), *pending = json_object_get(doc, "reboot_pending");
         json_t *unmovable = json_object_get(doc, "unmovable"), *e;
@@ -250,6 +278,7 @@ int render_verify(json_t *doc) {
                 if (nu > 0)
                         printf("%zu item%s the kernel does not let anyone move (informational; see status).\n", nu,
                                nu == 1 ? "" : "s");
+                print_freshness("Checked: ", json_object_get(doc, "daemon"));
         }
         if (jtrue(doc, "transaction_open"))
                 log_notice(
@@ -294,6 +323,7 @@ int render_status(json_t *doc) {
                        "since it started\n",
                        jsize(daemon, "watched_files"), jsize(daemon, "interval_s"), jsize(daemon, "drift_events"),
                        jsize(daemon, "drift_events") == 1 ? "" : "s");
+        print_freshness("Checked:     ", daemon);
         if (jtrue(daemon, "task_check"))
                 printf("Tasks:       %zu user task%s may run on isolated CPUs (rtpartctl watch names them)\n",
                        jsize(daemon, "tasks_on_isolated"), jsize(daemon, "tasks_on_isolated") == 1 ? "" : "s");

@@ -244,7 +244,7 @@ static int method_verify_typed(sd_bus_message *msg, void *userdata, sd_bus_error
         ManagerError e = {};
         VerifyResult v = {};
 
-        int r = manager_verify_result(userdata, &v, &e);
+        int r = manager_verify_result(userdata, &v, NULL, &e);
         if (r < 0)
                 return reply_error(&e, r, error);
         r = sd_bus_message_new_method_return(msg, &reply);

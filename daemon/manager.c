@@ -299,7 +299,7 @@ static void watch_list_done(WatchList *l) {
 
 /* The files each applied knob's backend names (an IRQ's smp_affinity_list and smp_affinity; no
  * file for a thread or a boot argument). */
-static int watch_list_build(const Journal *j, WatchList *l) {
+static int watch_list_build(const Journal *j, WatchList *l, StringSet *unfiled) {
         for (size_t i = 0; i < j->n_applied; i++) {
                 Knob kn = journal_knob(&j->applied[i]);
                 const Backend *b = backend_for(kn.domain);
@@ -307,6 +307,8 @@ static int watch_list_build(const Journal *j, WatchList *l) {
                 int r = b && b->watch ? b->watch(&kn, &paths) : 0;
                 if (r < 0)
                         return r;
+                if ((r == 0 || !paths || !paths[0]) && string_set_add(unfiled, kn.id) < 0)
+                        return -ENOMEM;
                 for (char **p = paths; r > 0 && *p; p++) {
                         if (GROW_ARRAY(l->files, l->cap, l->n, 64) < 0)
                                 return -ENOMEM;
@@ -322,8 +324,11 @@ static void watch_refresh(Manager *m) {
 
         if (!m->watcher || !m->journal)
                 return;
-        if (watch_list_build(m->journal, &l) < 0)
+        string_set_done(&m->live.unfiled);
+        if (watch_list_build(m->journal, &l, &m->live.unfiled) < 0) {
+                m->watching = false; /* Verify then reads every knob */
                 return;
+        }
         const WatchFile *files = l.files;
         size_t n = l.n;
         /* What the watcher has is known by its digest: the same files again are only a flush of the
@@ -369,6 +374,7 @@ static int journal_reload(Manager *m, bool *ret_changed) {
                 return 0;
         journal_free(m->journal);
         m->journal = j;
+        m->live.valid = false; /* its knobs are read in full before Verify answers from events */
         if (!streq_ptr(j->profile, m->profile)) {
                 free(m->profile);
                 m->profile = j->profile ? strdup(j->profile) : NULL;
@@ -563,6 +569,32 @@ static int drift_from_verify(const VerifyResult *v, uint64_t now, DriftSet *ret)
         return 0;
 }
 
+/* What a read of the knobs ids found of one kind (now: reboot pending, vanished) replaces what the
+ * live state had of them in *l. */
+static void live_note(char ***l, char **ids, char **now) {
+        size_t n = 0;
+        for (size_t i = 0; *l && (*l)[i]; i++)
+                if (strv_contains(ids, (*l)[i]))
+                        free((*l)[i]);
+                else
+                        (*l)[n++] = (*l)[i];
+        if (*l)
+                (*l)[n] = NULL;
+        for (char **x = now; x && *x; x++)
+                if (!strv_contains(*l, *x))
+                        (void) strv_extend(l, *x);
+}
+
+static char **strv_copy_or_null(char * const *l) {
+        char **c = NULL;
+        for (size_t i = 0; l && l[i]; i++)
+                if (strv_extend(&c, l[i]) < 0) {
+                        strv_free(c);
+                        return NULL;
+                }
+        return c;
+}
+
 /* Reads the given knobs of the journal and compares (the engine's verify of a subset): the drift
  * found. */
 static int check_knobs(Manager *m, char **ids, DriftSet *ret_found) {
@@ -580,6 +612,8 @@ static int check_knobs(Manager *m, char **ids, DriftSet *ret_found) {
                 r = engine_verify_knobs(m->root, m->journal, strempty(cmdline), ids, strv_length(ids), &v);
         if (r < 0)
                 return log_warning_errno(r, "Cannot check %s: %m", strempty(ids ? ids[0] : NULL));
+        live_note(&m->live.reboot_pending, ids, v.reboot_pending);
+        live_note(&m->live.vanished, ids, v.vanished);
         DriftSet found = {};
         r = drift_from_verify(&v, drift_now(), &found);
         verify_result_done(&v);
@@ -627,6 +661,15 @@ static int check_all(Manager *m, VerifyResult *ret) {
         }
         m->reboot_required = strv_length(v.reboot_pending) > 0;
         drift_update(m, &found, NULL);
+        strv_free(m->live.reboot_pending);
+        strv_free(m->live.vanished);
+        m->live.reboot_pending = strv_copy_or_null(v.reboot_pending);
+        m->live.vanished = strv_copy_or_null(v.vanished);
+        uint64_t now = drift_now();
+        for (size_t d = 0; d < _DOMAIN_MAX; d++)
+                m->live.read_usec[d] = now;
+        m->live.valid = true;
+        m->live.hotplug = false;
         manager_task_scan(m);
         trim_later(m); /* the whole journal was read */
         if (ret)
@@ -778,6 +821,9 @@ static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *
                 prepared_done(&p);
                 return r;
         }
+        /* The engine loads the journal itself and rewrites it: the copy held here is read again
+         * after, and not kept through the apply, the daemon's largest moment. */
+        m->journal = journal_free(m->journal);
         r = engine_apply(m->root, p.host, p.resolved, p.plan, &er);
         close_fd(&lock);
         string_set_done(&m->not_owned);
@@ -804,7 +850,7 @@ static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *
         apply_interval(m);
         pin_self(m, &p.resolved->housekeeping);
         (void) journal_reload(m, NULL);
-        for (size_t i = 0; i < p.plan->n_knobs; i++)
+        for (size_t i = 0; m->journal && i < p.plan->n_knobs; i++)
                 if (knob_is_new(m, &p.plan->knobs[i]))
                         (void) string_set_add(&m->not_owned, p.plan->knobs[i].id);
         watcher_flush(m->watcher);
@@ -890,8 +936,138 @@ int manager_correct(Manager *m, json_t **ret, ManagerError *e) {
         return *ret ? 0 : -ENOMEM;
 }
 
-int manager_verify_result(Manager *m, VerifyResult *ret, ManagerError *e) {
-        int r = check_all(m, ret);
+static int applied_pos_cmp(const void *a, const void *b, void *userdata) {
+        const Journal *j = userdata;
+        const JournalKnob *x = journal_find_applied(j, ((const Drift *) a)->knob),
+                          *y = journal_find_applied(j, ((const Drift *) b)->knob);
+        return x < y ? -1 : x > y;
+}
+
+static int applied_id_cmp(const void *a, const void *b, void *userdata) {
+        const Journal *j = userdata;
+        const JournalKnob *x = journal_find_applied(j, *(char * const *) a),
+                          *y = journal_find_applied(j, *(char * const *) b);
+        return x < y ? -1 : x > y;
+}
+
+/* The VerifyResult the live state makes: the known drift in journal order, the pending reboots and
+ * vanished objects as last read; nothing read but the journal's unmovable list. */
+static int live_result(Manager *m, VerifyResult *ret) {
+        VerifyResult v = {};
+        int r = engine_verify_knobs(m->root, m->journal, "", NULL, 0, &v);
+        if (r < 0)
+                return r;
+        v.checked = m->journal->n_applied;
+        v.drift = calloc(MAX(m->drift.n, (size_t) 1), sizeof(Drift));
+        v.reboot_pending = strv_copy_or_null(m->live.reboot_pending);
+        v.vanished = strv_copy_or_null(m->live.vanished);
+        if (!v.drift || (m->live.reboot_pending && !v.reboot_pending) || (m->live.vanished && !v.vanished)) {
+                verify_result_done(&v);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < m->drift.n; i++) {
+                const DriftEntry *e = &m->drift.entries[i];
+                Drift *d = &v.drift[v.n_drift++];
+                *d = (Drift) {
+                        .knob = strdup(e->knob),
+                        .domain = domain_from_string(e->domain),
+                        .expected = e->expected ? strdup(e->expected) : NULL,
+                        .actual = e->actual ? strdup(e->actual) : NULL,
+                };
+                if (!d->knob || (e->expected && !d->expected) || (e->actual && !d->actual)) {
+                        verify_result_done(&v);
+                        return -ENOMEM;
+                }
+        }
+        /* In journal order, as a read of every knob finds them. */
+        qsort_r(v.drift, v.n_drift, sizeof(Drift), applied_pos_cmp, m->journal);
+        qsort_r(v.reboot_pending, strv_length(v.reboot_pending), sizeof(char *), applied_id_cmp, m->journal);
+        qsort_r(v.vanished, strv_length(v.vanished), sizeof(char *), applied_id_cmp, m->journal);
+        *ret = v;
+        return 0;
+}
+
+/* Brings the live state up to now without a full read: the file events queued are taken in, and
+ * the knobs no event announces are read again. Returns whether it could (else a full read is
+ * due). */
+static bool live_refresh(Manager *m, bool watched[_DOMAIN_MAX]) {
+        _cleanup_strv_free_ char **ids = NULL;
+        bool oom = false, all[_DOMAIN_MAX], any[_DOMAIN_MAX] = {};
+
+        for (size_t d = 0; d < _DOMAIN_MAX; d++)
+                all[d] = watched[d] = true;
+        if (!m->live.valid || !m->watching || !m->watcher)
+                return false;
+        watcher_drain(m->watcher);
+        if (!m->live.valid) /* a correction wrote the journal */
+                return false;
+        _cleanup_strv_free_ char **unwatched = watcher_unwatched_knobs(m->watcher, &oom);
+        _cleanup_(string_set_done) StringSet gone = {};
+        for (char **u = unwatched; u && *u && !oom; u++)
+                oom = string_set_add(&gone, *u) < 0;
+        if (oom)
+                return false;
+        for (size_t i = 0; i < m->journal->n_applied; i++) {
+                const JournalKnob *k = &m->journal->applied[i];
+                const Backend *b = backend_for(k->domain);
+                bool evented = !string_set_contains(&m->live.unfiled, k->id) && !string_set_contains(&gone, k->id);
+                bool moved = m->live.hotplug && b && (b->flags & BACKEND_HOTPLUG_MOVES);
+                if (!evented)
+                        watched[k->domain] = false;
+                any[k->domain] = true;
+                if (evented && !moved) {
+                        all[k->domain] = false;
+                        continue;
+                }
+                if (strv_extend(&ids, k->id) < 0)
+                        return false;
+        }
+        if (ids) {
+                _cleanup_(drift_set_done) DriftSet found = {};
+                if (check_knobs(m, ids, &found) < 0)
+                        return false;
+                drift_update(m, &found, ids);
+        }
+        uint64_t now = drift_now();
+        for (size_t d = 0; d < _DOMAIN_MAX; d++)
+                if (any[d] && all[d])
+                        m->live.read_usec[d] = now;
+        m->live.hotplug = false;
+        return true;
+}
+
+static json_t *live_freshness(Manager *m, bool live, const bool watched[_DOMAIN_MAX]) {
+        bool has[_DOMAIN_MAX] = {};
+        uint64_t now = drift_now();
+        for (size_t i = 0; m->journal && i < m->journal->n_applied; i++)
+                has[m->journal->applied[i].domain] = true;
+        json_t *f = json_object();
+        for (size_t d = 0; f && d < _DOMAIN_MAX; d++) {
+                if (!has[d])
+                        continue;
+                uint64_t at = m->live.read_usec[d];
+                if (json_object_set_new(f, domain_to_string((Domain) d),
+                                        json_pack("{s:I, s:I, s:b}", "checked_usec", (json_int_t) at, "age_ms",
+                                                  (json_int_t) (now > at ? (now - at) / 1000 : 0), "watched",
+                                                  watched[d])) < 0) {
+                        json_decref(f);
+                        return NULL;
+                }
+        }
+        return f ? json_pack("{s:b, s:o}", "live", live, "freshness", f) : NULL;
+}
+
+int manager_verify_result(Manager *m, VerifyResult *ret, json_t **ret_daemon, ManagerError *e) {
+        bool watched[_DOMAIN_MAX], live;
+        int r = journal_reload(m, NULL);
+        if (r >= 0) {
+                live = m->profile && m->journal && live_refresh(m, watched);
+                if (live) {
+                        r = live_result(m, ret);
+                        manager_properties_update(m);
+                } else
+                        r = check_all(m, ret);
+        }
         if (r < 0) {
                 if (r == -EBADMSG)
                         error_set(e, MANAGER_ERROR_FAILED, "%s", strempty(m->journal_error));
@@ -899,16 +1075,33 @@ int manager_verify_result(Manager *m, VerifyResult *ret, ManagerError *e) {
                         error_set(e, MANAGER_ERROR_FAILED, "cannot verify: %s", strerror(-r));
                 return r;
         }
+        if (ret_daemon) {
+                if (!live)
+                        for (size_t d = 0; d < _DOMAIN_MAX; d++)
+                                watched[d] = false;
+                *ret_daemon = live_freshness(m, live, watched);
+                if (!*ret_daemon) {
+                        verify_result_done(ret);
+                        return -ENOMEM;
+                }
+        }
         return 0;
 }
 
 int manager_verify(Manager *m, json_t **ret, ManagerError *e) {
         VerifyResult v = {};
-        int r = manager_verify_result(m, &v, e);
+        json_t *daemon = NULL;
+        int r = manager_verify_result(m, &v, &daemon, e);
         if (r < 0)
                 return r;
         *ret = document_verify(&v);
         verify_result_done(&v);
+        if (*ret && json_object_set_new(*ret, "daemon", daemon) < 0) {
+                json_decref(*ret);
+                *ret = NULL;
+        } else if (!*ret)
+                json_decref(daemon);
+        trim_later(m);
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -975,31 +1168,23 @@ int manager_revert(Manager *m, json_t **ret, ManagerError *e) {
 
 int manager_status(Manager *m, json_t **ret, ManagerError *e) {
         VerifyResult v = {};
-        _cleanup_free_ char *cmdline = NULL;
-        int r = read_cmdline(m->root, &cmdline);
-        if (r >= 0)
-                r = journal_reload(m, NULL);
-        if (r >= 0)
-                r = engine_verify(m->root, m->journal, cmdline, &v);
-        if (r < 0) {
-                if (r == -EBADMSG)
-                        error_set(e, MANAGER_ERROR_FAILED, "%s", strempty(m->journal_error));
-                else
-                        error_set(e, MANAGER_ERROR_FAILED, "cannot read the journal: %s", strerror(-r));
+        _cleanup_(json_decrefp) json_t *live = NULL;
+        int r = manager_verify_result(m, &v, &live, e);
+        if (r < 0)
                 return r;
-        }
         json_t *doc = document_status(&v, m->journal);
         /* What only the daemon knows. */
         if (doc)
                 json_object_set_new(
                         doc, "daemon",
-                        json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:b, s:I}", "watched_files",
+                        json_pack("{s:I, s:I, s:I, s:I, s:s, s:I, s:b, s:I, s:O, s:O}", "watched_files",
                                   (json_int_t) (m->watcher ? watcher_n_files(m->watcher) : 0), "interval_s",
                                   (json_int_t) (m->watcher ? watcher_get_interval(m->watcher) / 1000000ULL : 0),
                                   "drift_events", (json_int_t) m->drift_events, "safety_checks",
                                   (json_int_t) m->safety_checks, "policy", drift_policy_to_string(m->policy_default),
                                   "streams", (json_int_t) m->n_streams, "task_check", m->task_check,
-                                  "tasks_on_isolated", (json_int_t) (m->tasks.n + m->tasks_unlisted)));
+                                  "tasks_on_isolated", (json_int_t) (m->tasks.n + m->tasks_unlisted), "live",
+                                  json_object_get(live, "live"), "freshness", json_object_get(live, "freshness")));
         verify_result_done(&v);
         trim_later(m);
         *ret = doc;
@@ -1250,6 +1435,12 @@ static void safety_check(Manager *m) {
         irqs_check(m, "new IRQs", /* again= */ true, /* force= */ false);
 }
 
+static void on_cpus_changed(Watcher *w, void *userdata) {
+        Manager *m = userdata;
+        log_debug("A CPU went offline or came online: what the kernel moves is read again at the next look");
+        m->live.hotplug = true;
+}
+
 static void on_tick(Watcher *w, void *userdata) {
         Manager *m = userdata;
         m->safety_checks++;
@@ -1307,6 +1498,7 @@ int manager_new(sd_event *event, Root *root, const ManagerOptions *options, Mana
                 .tasks_changed = on_tasks_changed,
                 .tick = on_tick,
                 .journal_changed = on_journal_changed,
+                .cpus_changed = on_cpus_changed,
         };
         int r = watcher_new(event, root, &cb, m, &m->watcher);
         if (r < 0)
@@ -1343,6 +1535,9 @@ Manager *manager_free(Manager *m) {
         journal_free(m->journal);
         free(m->journal_error);
         drift_set_done(&m->drift);
+        strv_free(m->live.reboot_pending);
+        strv_free(m->live.vanished);
+        string_set_done(&m->live.unfiled);
         json_decref(m->corrections);
         string_set_done(&m->not_owned);
         drift_set_done(&m->tasks);

@@ -120,6 +120,18 @@ struct Manager {
         bool irq_stepping;
         sd_event_source *irq_source;
 
+        /* What Verify and Status answer from (manager.c): the last full read of every knob
+         * (start-up, safety check, reload, a changed journal) and what file events and the reads
+         * since have established. */
+        struct {
+                bool valid;                      /* a full read since the journal was loaded */
+                bool hotplug;                    /* a CPU went or came since: BACKEND_HOTPLUG_MOVES
+                                                  * domains are read again */
+                uint64_t read_usec[_DOMAIN_MAX]; /* CLOCK_REALTIME µs when all its knobs were read */
+                char **reboot_pending, **vanished;
+                StringSet unfiled; /* applied knobs with no file to watch (threads, boot arguments) */
+        } live;
+
         DriftSet drift;      /* the journal's knobs found drifted, in the order found */
         json_t *corrections; /* knob id → [count, window start] */
         StringSet not_owned; /* knobs a backend cannot write here (left out of the
@@ -186,8 +198,13 @@ void manager_audit_cancel(Manager *m, ManagerAudit *a);
 void manager_audits_free(Manager *m);
 int manager_revert(Manager *m, json_t **ret, ManagerError *e);
 int manager_status(Manager *m, json_t **ret, ManagerError *e);
-/* Verify as C types: the engine's VerifyResult (verify_result_done() it). */
-int manager_verify_result(Manager *m, VerifyResult *ret, ManagerError *e);
+/* Verify as C types: the engine's VerifyResult (verify_result_done() it), from the live state:
+ * file events are taken in first (a write just made shows), and what no event announces is read
+ * again (knobs without a watched file; after a CPU hotplug, what the kernel moves itself). With
+ * ret_daemon, what only the daemon knows of it: {"live": bool (false: every knob was read for this
+ * answer), "freshness": {DOMAIN: {"checked_usec": CLOCK_REALTIME µs when all its knobs were last
+ * read, "age_ms": how long ago, "watched": whether file events announce every change of it}}}. */
+int manager_verify_result(Manager *m, VerifyResult *ret, json_t **ret_daemon, ManagerError *e);
 /* Every property and the known drift in one document, for D-Bus Describe and varlink Describe:
  * {profile, in_sync, reboot_required, drift_count, drift: [{knob, domain, expected, actual}],
  *  tasks_unlisted, watched_files, interval_s}. */

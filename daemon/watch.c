@@ -391,6 +391,30 @@ static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+void watcher_drain(Watcher *w) {
+        if (w->inotify_fd >= 0)
+                (void) on_inotify(NULL, w->inotify_fd, EPOLLIN, w);
+        if (w->n_pending == 0)
+                return;
+        (void) sd_event_source_set_enabled(w->debounce_source, SD_EVENT_OFF);
+        (void) on_debounce(NULL, 0, w);
+}
+
+char **watcher_unwatched_knobs(Watcher *w, bool *ret_oom) {
+        char **l = NULL;
+        *ret_oom = false;
+        for (size_t i = 0; i < w->n_entries; i++) {
+                if (w->entries[i].wd >= 0)
+                        continue;
+                for (char **k = w->entries[i].knobs; k && *k; k++)
+                        if (!strv_contains(l, *k) && strv_extend(&l, *k) < 0) {
+                                *ret_oom = true;
+                                return l;
+                        }
+        }
+        return l;
+}
+
 void watcher_flush(Watcher *w) {
         char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
         if (w->inotify_fd < 0)
@@ -511,8 +535,12 @@ static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 }
                 /* Only the kernel speaks on group 1 for us; anything else is ignored. */
                 const char *action = nla.nl_pid == 0 ? uevent_get((char *) buf, (size_t) n, "ACTION") : NULL;
+                const char *devpath = action ? uevent_get((char *) buf, (size_t) n, "DEVPATH") : NULL;
+                if (action && (streq(action, "online") || streq(action, "offline")) && devpath &&
+                    startswith(devpath, "/devices/system/cpu/cpu") && w->cb.cpus_changed)
+                        w->cb.cpus_changed(w, w->userdata);
                 if (action && (streq(action, "add") || streq(action, "bind")))
-                        device_event(w, action, uevent_get((char *) buf, (size_t) n, "DEVPATH"));
+                        device_event(w, action, devpath);
                 free(buf);
         }
         return 0;

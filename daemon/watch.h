@@ -47,6 +47,9 @@ typedef struct WatchCallbacks {
         void (*tick)(Watcher *w, void *userdata);
         /* The journal's directory changed (state.json replaced by someone). */
         void (*journal_changed)(Watcher *w, void *userdata);
+        /* A CPU went offline or came online (uevent): the kernel may have moved IRQs, threads and
+         * cpusets' CPUs itself, which no file event says. */
+        void (*cpus_changed)(Watcher *w, void *userdata);
 } WatchCallbacks;
 
 typedef struct WatchFile {
@@ -65,6 +68,12 @@ int watcher_set_files(Watcher *w, const WatchFile *files, size_t n, size_t *ret_
 size_t watcher_n_files(Watcher *w);
 /* Throws away queued inotify events (after our own writes). */
 void watcher_flush(Watcher *w);
+/* Reads the queued inotify events now, and calls knobs_changed for every pending one without
+ * waiting for the debounce: what a file write has changed is then known, however recent. */
+void watcher_drain(Watcher *w);
+/* The knobs of files that are not watched now (missing when the set was given, or gone since):
+ * only reading them says what they are. A strv (NULL: none, or out of memory: *ret_oom). */
+char **watcher_unwatched_knobs(Watcher *w, bool *ret_oom);
 
 void watcher_set_debounce(Watcher *w, uint64_t usec);
 int watcher_set_interval(Watcher *w, uint64_t usec);

@@ -994,4 +994,5 @@ const Backend backend_cpuset = {
         .write = cpuset_write,
         .watch = knob_watch_file,
         .heading = cpuset_heading,
+        .flags = BACKEND_HOTPLUG_MOVES,
 };

@@ -193,7 +193,7 @@ const Backend backend_irq = {
         .read = irq_read,
         .write = irq_write,
         .refusal_reason = IRQ_REFUSAL,
-        .flags = BACKEND_OBJECTS_VANISH,
+        .flags = BACKEND_OBJECTS_VANISH | BACKEND_HOTPLUG_MOVES,
         .watch = irq_watch,
 };
 

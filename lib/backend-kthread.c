@@ -752,6 +752,6 @@ const Backend backend_kthread = {
         .read = kthread_read,
         .write = kthread_write,
         .refusal_reason = KTHREAD_REFUSAL,
-        .flags = BACKEND_OBJECTS_VANISH | BACKEND_FOLLOWS_FORKS,
+        .flags = BACKEND_OBJECTS_VANISH | BACKEND_FOLLOWS_FORKS | BACKEND_HOTPLUG_MOVES,
         .watch = knob_watch_none, /* proc/PID/stat: the proc connector and the timer */
 };

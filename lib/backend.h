@@ -100,6 +100,9 @@ typedef enum BackendFlags {
         BACKEND_NEEDS_DAEMON = 1 << 2,   /* some knobs hold only while rtpartd runs (pm_qos requests) */
         BACKEND_FOLLOWS_FORKS = 1 << 3,  /* its objects are threads: checked again when the kernel
                                          * forks some (the proc connector), as no file says so */
+        BACKEND_HOTPLUG_MOVES = 1 << 4,  /* the kernel itself changes its values when a CPU goes or
+                                         * comes (IRQ and thread affinities, cpusets), with no file
+                                         * event: read again after a CPU hotplug */
 } BackendFlags;
 
 typedef struct Backend {

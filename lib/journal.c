@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "journal.h"
+#include "strv.h"
 
 static const char * const journal_op_table[_JOURNAL_OP_MAX] = {
         [JOURNAL_OP_APPLY] = "apply",
@@ -484,6 +485,97 @@ static int get_bool(Parser *p, const char *where, json_t *o, const char *key, bo
         return 0;
 }
 
+static bool entry_number(const char *id, const char **ret_x, size_t *ret_len, unsigned long *ret);
+static char *expand_number(const char *s, const char *x, size_t len, unsigned long m, bool *oom);
+
+/* More knobs than a journal of any host has in one run: a bound on what "also" may expand to. */
+#define ALSO_MAX ((size_t) 1 << 20)
+
+/* The numbers of e's "also" (none without one): ascending ranges, each above id's own number. */
+static int parse_also(Parser *p, const char *where, json_t *e, const char *id, unsigned long **ret, size_t *ret_n) {
+        json_t *v = json_object_get(e, "also");
+        const char *x;
+        size_t len, n = 0, cap = 0;
+        unsigned long last;
+        *ret = NULL;
+        *ret_n = 0;
+        if (!v)
+                return 0;
+        if (!json_is_string(v))
+                return refuse(p, where, "\"also\" is %s, not a string", json_kind(v));
+        if (!entry_number(id, &x, &len, &last))
+                return refuse(p, where, "\"also\" is given, but the knob id has no number to replace");
+        _cleanup_free_ unsigned long *l = NULL;
+        for (const char *c = json_string_value(v);;) {
+                char *end;
+                if (*c < '0' || *c > '9')
+                        return refuse(p, where,
+                                      "\"also\" is not a list of ascending numbers and ranges (\"42-97,120\")");
+                unsigned long a = strtoul(c, &end, 10), b = a;
+                if (*end == '-') {
+                        c = end + 1;
+                        if (*c < '0' || *c > '9')
+                                return refuse(p, where, "\"also\" has a range without its end");
+                        b = strtoul(c, &end, 10);
+                }
+                if (a <= last || b < a || b > 999999999UL || b - a >= ALSO_MAX - n)
+                        return refuse(p, where, "\"also\" has %lu-%lu: not ascending, or too many knobs", a, b);
+                if (n + (b - a + 1) > cap) {
+                        size_t c2 = MAX(2 * cap, n + (b - a + 1));
+                        unsigned long *m = realloc(l, c2 * sizeof(unsigned long));
+                        if (!m)
+                                return -ENOMEM;
+                        l = m;
+                        cap = c2;
+                }
+                for (unsigned long m = a; m <= b; m++)
+                        l[n++] = m;
+                last = b;
+                if (*end == '\0')
+                        break;
+                if (*end != ',')
+                        return refuse(p, where,
+                                      "\"also\" is not a list of ascending numbers and ranges (\"42-97,120\")");
+                c = end + 1;
+        }
+        *ret = TAKE_PTR(l);
+        *ret_n = n;
+        return 0;
+}
+
+/* e's key ("values", "befores"): n strings or nulls, one per number of "also"; NULL when left out. */
+static int parse_also_values(Parser *p, const char *where, json_t *e, const char *key, size_t n, json_t **ret) {
+        json_t *v = json_object_get(e, key);
+        *ret = NULL;
+        if (!v)
+                return 0;
+        if (!json_is_array(v) || json_array_size(v) != n)
+                return refuse(p, where, "\"%s\" is not an array of one value for each knob of \"also\" (%zu)", key, n);
+        for (size_t i = 0; i < n; i++) {
+                json_t *x = json_array_get(v, i);
+                if (!json_is_string(x) && !json_is_null(x))
+                        return refuse(p, where, "\"%s\"[%zu] is %s, not a string or null", key, i, json_kind(x));
+        }
+        *ret = v;
+        return 0;
+}
+
+/* id and path of an entry with "also", for its number m, in j's strings. */
+static int also_expand(Journal *j, const char *id, const char *path, unsigned long m, const char **ret_id,
+                       const char **ret_path) {
+        const char *x;
+        size_t len;
+        unsigned long h;
+        bool oom = false;
+        if (!entry_number(id, &x, &len, &h))
+                return -EINVAL;
+        _cleanup_free_ char *eid = expand_number(id, x, len, m, &oom), *epath = expand_number(path, x, len, m, &oom);
+        if (oom || !eid)
+                return -ENOMEM;
+        int r = journal_strdup(j, eid, ret_id);
+        return r < 0 ? r : journal_strdup(j, epath, ret_path);
+}
+
 /* The knob description every entry has: domain, kind, path, reboot. */
 static int get_knob(Parser *p, const char *where, json_t *o, Domain *ret_domain, ValueKind *ret_kind,
                     const char **ret_path, bool *ret_reboot) {
@@ -551,12 +643,35 @@ static int parse_originals(Parser *p, json_t *originals) {
                 int r = get_knob(p, where, e, &k.domain, &k.kind, &k.path, &k.reboot);
                 if (r < 0)
                         return r;
+                _cleanup_free_ unsigned long *also = NULL;
+                size_t n_also;
                 if ((r = get_string(p, where, e, "value", /* required= */ true, &k.value)) < 0 ||
                     (r = journal_strdup(p->j, id, &k.id)) < 0 ||
-                    (r = parse_original_files(p, where, json_object_get(e, "files"), &k)) < 0 ||
+                    (r = parse_also(p, where, e, id, &also, &n_also)) < 0 ||
+                    (r = parse_original_files(p, where, json_object_get(e, "files"), &k)) < 0) {
+                        free(k.files);
+                        return r;
+                }
+                if (n_also > 0 && k.n_files > 0) {
+                        free(k.files);
+                        return refuse(p, where,
+                                      "\"also\" and \"files\" together: a knob of several files is "
+                                      "written alone");
+                }
+                json_t *values;
+                JournalKnob head = k;
+                if ((r = parse_also_values(p, where, e, "values", n_also, &values)) < 0 ||
                     (r = originals_append(p->j, &k)) < 0) {
                         free(k.files);
                         return r;
+                }
+                for (size_t a = 0; a < n_also; a++) {
+                        k = head;
+                        if ((r = also_expand(p->j, head.id, head.path, also[a], &k.id, &k.path)) < 0 ||
+                            (values &&
+                             (r = journal_strdup(p->j, json_string_value(json_array_get(values, a)), &k.value)) < 0) ||
+                            (r = originals_append(p->j, &k)) < 0)
+                                return r;
                 }
         }
         return 0;
@@ -578,8 +693,16 @@ static int parse_applied(Parser *p, json_t *applied) {
                         return r;
                 if (!k.id)
                         return refuse(p, where, "\"knob\" is null, not a string");
-                if ((r = applied_append(p->j, &k)) < 0)
+                _cleanup_free_ unsigned long *also = NULL;
+                size_t n_also;
+                if ((r = parse_also(p, where, e, k.id, &also, &n_also)) < 0 || (r = applied_append(p->j, &k)) < 0)
                         return r;
+                for (size_t a = 0; a < n_also; a++) {
+                        JournalKnob m = k;
+                        if ((r = also_expand(p->j, k.id, k.path, also[a], &m.id, &m.path)) < 0 ||
+                            (r = applied_append(p->j, &m)) < 0)
+                                return r;
+                }
         }
         return 0;
 }
@@ -642,8 +765,22 @@ static int parse_transaction(Parser *p, json_t *tx) {
                         return r;
                 if (!s.id)
                         return refuse(p, sw, "\"knob\" is null, not a string");
-                if ((r = steps_append(p->j, &s)) < 0)
+                _cleanup_free_ unsigned long *also = NULL;
+                size_t n_also;
+                json_t *befores;
+                if ((r = parse_also(p, sw, e, s.id, &also, &n_also)) < 0 ||
+                    (r = parse_also_values(p, sw, e, "befores", n_also, &befores)) < 0 ||
+                    (r = steps_append(p->j, &s)) < 0)
                         return r;
+                for (size_t a = 0; a < n_also; a++) {
+                        JournalStep m = s;
+                        if ((r = also_expand(p->j, s.id, s.path, also[a], &m.id, &m.path)) < 0 ||
+                            (befores &&
+                             (r = journal_strdup(p->j, json_string_value(json_array_get(befores, a)), &m.before)) <
+                                     0) ||
+                            (r = steps_append(p->j, &m)) < 0)
+                                return r;
+                }
         }
         json_array_foreach (fresh, i, e) {
                 const char *id;
@@ -688,8 +825,10 @@ static int parse_document(Parser *p, json_t *doc) {
 
         if (!json_is_object(doc))
                 return refuse(p, NULL, "not an rtpart journal: the document is %s, not an object", json_kind(doc));
-        if (!json_is_integer(version) || json_integer_value(version) != 1)
-                return refuse(p, NULL, "not an rtpart journal of version 1: \"version\" is %s",
+        /* Version 1 has no "also"; a writer of version 1 would drop the knobs it stands for. */
+        if (!json_is_integer(version) || json_integer_value(version) < 1 ||
+            json_integer_value(version) > JOURNAL_VERSION)
+                return refuse(p, NULL, "not an rtpart journal of version 1 or %d: \"version\" is %s", JOURNAL_VERSION,
                               version ? json_is_integer(version) ? "another number" : json_kind(version) : "missing");
         if (!json_is_object(originals))
                 return refuse(p, NULL, "\"originals\" is %s, not an object",
@@ -798,6 +937,112 @@ int journal_load(Root *root, Journal **ret, JournalError *e) {
 
 /* ---- save: the C types into the document, every step checked ---- */
 
+/* ---- "also": consecutive entries alike but for a number, written as one ----
+ *
+ * An entry's number is the first run of digits in its knob id ("41" in irq/41/affinity), written
+ * without leading zeros. A run of entries that agree in everything but their id and path, where
+ * each one's id and path are the first one's with every run of digits equal to its number replaced
+ * by another number, ascending, is written as the first entry with "also": the other numbers as a
+ * list of ranges ("42-97,120"). 8192 IRQs placed alike take one entry, not 8192. */
+
+#define NUMBER_MAX_DIGITS 9
+
+/* The id's number: its first run of digits, if it has no leading zero and at most 9 digits. */
+static bool entry_number(const char *id, const char **ret_x, size_t *ret_len, unsigned long *ret) {
+        const char *x = id ? strpbrk(id, "0123456789") : NULL;
+        if (!x)
+                return false;
+        size_t n = strspn(x, "0123456789");
+        if (n > NUMBER_MAX_DIGITS || (n > 1 && x[0] == '0'))
+                return false;
+        *ret_x = x;
+        *ret_len = n;
+        *ret = strtoul(x, NULL, 10);
+        return true;
+}
+
+/* s with every run of digits that is x (len bytes) replaced by m; NULL for NULL (and on OOM, with
+ * *oom set). */
+static char *expand_number(const char *s, const char *x, size_t len, unsigned long m, bool *oom) {
+        if (!s)
+                return NULL;
+        StrBuf b = {};
+        char num[24];
+        (void) snprintf(num, sizeof(num), "%lu", m);
+        for (const char *c = s; *c;) {
+                size_t d = strspn(c, "0123456789");
+                if (d == 0) {
+                        size_t o = strcspn(c, "0123456789");
+                        strbuf_appendf(&b, "%.*s", (int) o, c);
+                        c += o;
+                        continue;
+                }
+                if (d == len && memcmp(c, x, len) == 0)
+                        strbuf_append(&b, num);
+                else
+                        strbuf_appendf(&b, "%.*s", (int) d, c);
+                c += d;
+        }
+        char *r = strbuf_steal(&b);
+        if (!r)
+                *oom = true;
+        return r;
+}
+
+/* Whether (id, path) is the head's with the number m in place of the head's, m > *last. */
+static bool same_but_number(const char *hid, const char *hpath, const char *id, const char *path, unsigned long last,
+                            unsigned long *ret_m) {
+        const char *hx, *x;
+        size_t hlen, len;
+        unsigned long h, m;
+        bool oom = false;
+        if (!entry_number(hid, &hx, &hlen, &h) || !entry_number(id, &x, &len, &m) || m <= last ||
+            (hx - hid) != (x - id) || (!hpath) != (!path))
+                return false;
+        _cleanup_free_ char *eid = expand_number(hid, hx, hlen, m, &oom);
+        if (!eid || !streq(eid, id))
+                return false;
+        _cleanup_free_ char *epath = expand_number(hpath, hx, hlen, m, &oom);
+        if (!streq_ptr(epath, path) || oom)
+                return false;
+        *ret_m = m;
+        return true;
+}
+
+/* Collects the "also" ranges of a run of entries: add() each number in ascending order. */
+typedef struct Also {
+        StrBuf b;
+        unsigned long first, last;
+        size_t n;
+} Also;
+
+static void also_flush(Also *a) {
+        if (a->n == 0)
+                return;
+        strbuf_appendf(&a->b, "%s%lu", a->b.len ? "," : "", a->first);
+        if (a->last != a->first)
+                strbuf_appendf(&a->b, "-%lu", a->last);
+}
+
+static void also_add(Also *a, unsigned long m) {
+        if (a->n > 0 && m == a->last + 1) {
+                a->last = m;
+                return;
+        }
+        also_flush(a);
+        a->first = a->last = m;
+        a->n++;
+}
+
+/* Sets "also" on e if the run has more than its head; false on failure. */
+static bool also_set(Also *a, json_t *e) {
+        if (a->n == 0)
+                return true;
+        also_flush(a);
+        _cleanup_free_ char *s = strbuf_steal(&a->b);
+        return s && json_object_set_new(e, "also", json_string(s)) == 0;
+}
+
 static json_t *string_or_null(const char *s) {
         return s ? json_string(s) : json_null();
 }
@@ -812,12 +1057,96 @@ static json_t *knob_head(Domain d, ValueKind k, const char *path, bool reboot) {
                          string_or_null(path), "reboot", reboot);
 }
 
+/* The live original after position i (i: SIZE_MAX for the first), or n. */
+static size_t next_original(const Journal *j, size_t i) {
+        for (i = i == SIZE_MAX ? 0 : i + 1; i < j->n_originals && j->originals[i].removed; i++)
+                ;
+        return i;
+}
+
+static bool knobs_alike(const JournalKnob *a, const JournalKnob *b, bool any_value) {
+        return a->domain == b->domain && a->kind == b->kind && a->reboot == b->reboot &&
+                (any_value || streq_ptr(a->value, b->value)) && a->n_files == 0 && b->n_files == 0;
+}
+
+/* Values of a run's entries after its head, where they differ: "values" of originals, "befores"
+ * of steps, one per number of "also". Left out when every one is the head's. */
+typedef struct AlsoValues {
+        json_t *l;
+        bool differ;
+} AlsoValues;
+
+static bool also_value(AlsoValues *v, const char *head, const char *value) {
+        v->differ = v->differ || !streq_ptr(head, value);
+        return json_array_append_new(v->l, string_or_null(value)) == 0;
+}
+
+static bool also_values_set(AlsoValues *v, json_t *e, const char *key) {
+        json_t *l = TAKE_PTR(v->l);
+        if (!v->differ) {
+                json_decref(l);
+                return true;
+        }
+        return set(e, key, l);
+}
+
+/* The position of the last entry after l[0] (of n) that "also" takes in, into a (0: none); with
+ * v, values may differ and go into v. */
+static size_t knob_run(const JournalKnob *l, size_t n, Also *a, AlsoValues *v, bool *ok) {
+        const char *x;
+        size_t len, taken = 0;
+        unsigned long last, m;
+        if (!entry_number(l[0].id, &x, &len, &last))
+                return 0;
+        /* A run that begins alike stays alike: the values of those that differ go with their own. */
+        for (size_t i = 1; v && i < n; i++)
+                if (!l[i].removed) {
+                        if (streq_ptr(l[0].value, l[i].value))
+                                v = NULL;
+                        break;
+                }
+        for (size_t i = 1; i < n; i++) {
+                if (l[i].removed)
+                        continue; /* forgotten: not written, and no end of the run */
+                if (!knobs_alike(&l[0], &l[i], v) || !same_but_number(l[0].id, l[0].path, l[i].id, l[i].path, last, &m))
+                        break;
+                also_add(a, m);
+                if (v && !also_value(v, l[0].value, l[i].value))
+                        *ok = false;
+                last = m;
+                taken = i;
+        }
+        return taken;
+}
+
+static bool steps_alike(const JournalStep *a, const JournalStep *b, bool any_before) {
+        return a->domain == b->domain && a->kind == b->kind && a->reboot == b->reboot && a->restore == b->restore &&
+                streq_ptr(a->after, b->after) && (any_before || streq_ptr(a->before, b->before));
+}
+
+static size_t step_run(const JournalStep *l, size_t n, Also *a, AlsoValues *v, bool *ok) {
+        const char *x;
+        size_t len, taken = 0;
+        unsigned long last, m;
+        if (!entry_number(l[0].id, &x, &len, &last))
+                return 0;
+        bool any = n > 1 && !streq_ptr(l[0].before, l[1].before);
+        for (size_t i = 1; i < n && steps_alike(&l[0], &l[i], any) &&
+             same_but_number(l[0].id, l[0].path, l[i].id, l[i].path, last, &m);
+             i++) {
+                also_add(a, m);
+                if (!also_value(v, l[0].before, l[i].before))
+                        *ok = false;
+                last = m;
+                taken++;
+        }
+        return taken;
+}
+
 static json_t *format_originals(const Journal *j) {
         json_t *o = json_object();
-        for (size_t i = 0; o && i < j->n_originals; i++) {
+        for (size_t i = next_original(j, SIZE_MAX); o && i < j->n_originals;) {
                 const JournalKnob *k = &j->originals[i];
-                if (k->removed)
-                        continue;
                 json_t *e = knob_head(k->domain, k->kind, k->path, k->reboot), *files = NULL;
                 bool ok = e && set(e, "value", string_or_null(k->value));
                 if (ok && k->n_files > 0) {
@@ -826,26 +1155,42 @@ static json_t *format_originals(const Journal *j) {
                                 ok = set(files, k->files[f].path, string_or_null(k->files[f].value));
                         ok = ok && set(e, "files", TAKE_PTR(files));
                 }
+                Also a = {};
+                AlsoValues v = { .l = json_array() };
+                ok = ok && v.l;
+                size_t taken = ok ? knob_run(k, j->n_originals - i, &a, &v, &ok) : 0;
+                ok = ok && also_set(&a, e) && also_values_set(&v, e, "values");
+                strbuf_done(&a.b);
+                json_decref(v.l);
                 if (!ok || !set(o, k->id, TAKE_PTR(e))) {
                         json_decref(files);
                         json_decref(e);
                         json_decref(o);
                         return NULL;
                 }
+                i = next_original(j, i + taken);
         }
         return o;
 }
 
 static json_t *format_applied(const Journal *j) {
         json_t *a = json_array();
-        for (size_t i = 0; a && i < j->n_applied; i++) {
+        for (size_t i = 0; a && i < j->n_applied;) {
                 const JournalKnob *k = &j->applied[i];
                 json_t *e = knob_head(k->domain, k->kind, k->path, k->reboot);
-                if (!e || !set(e, "desired", string_or_null(k->value)) || !set(e, "knob", json_string(k->id)) ||
-                    json_array_append_new(a, e) < 0) {
+                Also al = {};
+                bool ok = true;
+                size_t taken = knob_run(k, j->n_applied - i, &al, NULL, &ok); /* none removed */
+                ok = ok && e && set(e, "desired", string_or_null(k->value)) && set(e, "knob", json_string(k->id)) &&
+                        also_set(&al, e);
+                strbuf_done(&al.b);
+                if (!ok || json_array_append_new(a, e) < 0) {
+                        if (!ok)
+                                json_decref(e);
                         json_decref(a);
                         return NULL;
                 }
+                i += 1 + taken;
         }
         return a;
 }
@@ -865,15 +1210,25 @@ static json_t *format_transaction(const Journal *j) {
         if (!j->transaction_open)
                 return json_null();
         json_t *steps = json_array(), *fresh = json_array();
-        for (size_t i = 0; steps && i < t->n_steps; i++) {
+        for (size_t i = 0; steps && i < t->n_steps;) {
                 const JournalStep *s = &t->steps[i];
                 json_t *e = knob_head(s->domain, s->kind, s->path, s->reboot);
-                if (!e || !set(e, "knob", json_string(s->id)) || !set(e, "before", string_or_null(s->before)) ||
-                    !set(e, "after", string_or_null(s->after)) || (s->restore && !set(e, "restore", json_true())) ||
-                    json_array_append_new(steps, e) < 0) {
+                Also a = {};
+                AlsoValues v = { .l = json_array() };
+                bool ok = v.l;
+                size_t taken = ok ? step_run(s, t->n_steps - i, &a, &v, &ok) : 0;
+                ok = ok && e && set(e, "knob", json_string(s->id)) && set(e, "before", string_or_null(s->before)) &&
+                        set(e, "after", string_or_null(s->after)) && (!s->restore || set(e, "restore", json_true())) &&
+                        also_set(&a, e) && also_values_set(&v, e, "befores");
+                strbuf_done(&a.b);
+                json_decref(v.l);
+                if (!ok)
+                        json_decref(e);
+                if (!ok || json_array_append_new(steps, e) < 0) {
                         json_decref(steps);
                         steps = NULL;
                 }
+                i += 1 + taken;
         }
         for (size_t i = 0; fresh && i < t->n_new_originals; i++)
                 if (json_array_append_new(fresh, json_string(t->new_originals[i])) < 0) {
@@ -909,20 +1264,26 @@ int journal_format(const Journal *j, char **ret_text, size_t *ret_size) {
                         return -ENOMEM; /* it was JSON when it was stored */
         }
         _cleanup_(json_decrefp) json_t *doc =
-                json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "version", 1, "profile",
-                          string_or_null(j->profile), "hash", string_or_null(j->hash), "applied_at",
+                json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "version", JOURNAL_VERSION,
+                          "profile", string_or_null(j->profile), "hash", string_or_null(j->hash), "applied_at",
                           string_or_null(j->applied_at), "originals", format_originals(j), "applied", format_applied(j),
                           "unmovable", format_unmovable(j), "transaction", format_transaction(j), "last_error",
                           journal_last_error_to_json(j), "profile_path", string_or_null(j->profile_path), "source",
                           source ?: json_null());
         if (!doc)
                 return -ENOMEM;
-        _cleanup_free_ char *text = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-        char *out;
-        if (!text || asprintf(&out, "%s\n", text) < 0)
+        /* Measured first, then written into a buffer of its size: no copies that grow by
+         * doubling (the document of a large host's apply is megabytes). */
+        size_t flags = JSON_INDENT(1) | JSON_PRESERVE_ORDER, n = json_dumpb(doc, NULL, 0, flags);
+        char *out = n > 0 ? malloc(n + 2) : NULL;
+        if (!out || json_dumpb(doc, out, n, flags) != n) {
+                free(out);
                 return -ENOMEM;
+        }
+        out[n] = '\n';
+        out[n + 1] = '\0';
         if (ret_size)
-                *ret_size = strlen(out);
+                *ret_size = n + 1;
         *ret_text = out;
         return 0;
 }
@@ -936,7 +1297,7 @@ int journal_write(Root *root, const char *text, size_t size) {
         int k = root_mkdir_p(sr, dir, 0755);
         if (k < 0)
                 return k;
-        return root_write_file_atomic(sr, file, text, size, 0644);
+        return root_write_file_atomic(sr, file, text, size, 0644 | ROOT_REPLACE_ONE_SYNC);
 }
 
 int journal_save(Root *root, const Journal *j) {

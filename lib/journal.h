@@ -2,17 +2,19 @@
 #pragma once
 
 /* The journal: var/lib/rtpart/state.json under the root (or state.json in the --state-dir). One
- * JSON document, replaced atomically (temp file, fsync, rename, fsync dir) on every change:
+ * JSON document, replaced atomically on every change (temp file, rename, then one fsync of the
+ * file under its new name, which makes its data and the rename durable together: a transaction
+ * is two durable commits, its intent and its end):
  *
- *   { "version": 1,
+ *   { "version": 2,
  *     "profile": NAME | null, "hash": "fnv1a64:…", "applied_at": "2026-12-03T05:00:00Z",
  *     "originals": { KNOB: { "domain", "kind", "path", "reboot", "value",     first value rtpart saw
- *                            "files"? } },
- *     "applied":   [ { "domain", "kind", "path", "reboot", "desired", "knob" } ],
+ *                            "files"?, "also"?, "values"? } },
+ *     "applied":   [ { "domain", "kind", "path", "reboot", "desired", "knob", "also"? } ],
  *     "unmovable": { KNOB: REASON },
  *     "transaction": null | { "op": "apply"|"revert", "profile", "started",
  *                             "steps": [ { "domain", "kind", "path", "reboot", "knob", "before",
- *                                          "after", "restore"? } ],
+ *                                          "after", "restore"?, "also"?, "befores"? } ],
  *                             "new_originals": [ KNOB ] },
  *     "last_error": null | { "knob", "path", "errno", "detail", "message", "at" }
  *                        | { "message", "at" },          a rolled back interrupted transaction
@@ -35,6 +37,15 @@
  * then carry the file as their "path". An original without "files" (a journal written before
  * they were kept) has its one value written to every file, as then.
  *
+ * "also" (version 2) makes one entry of a run of consecutive ones alike but for a number: the
+ * entry's number is the first run of digits in its knob id (no leading zero); "also" lists other
+ * numbers as ascending ranges ("42-97,120"), each standing for the entry with every run of digits
+ * equal to its number replaced by that one, in the id and the path. An original's "values" (a
+ * step's "befores") has, when they differ from the entry's, the value of each one, in the order
+ * of "also". An original with "files" has no "also". Version 1 (no "also") loads as before; it
+ * is written as version 2, which rtpart before it refuses rather than drop the knobs "also"
+ * stands for.
+ *
  * In memory the journal is typed: it is parsed once at load, where an entry that is wrong (an
  * unknown domain or kind, a value that is not a string or null) refuses the whole journal with a
  * message naming the entry, and serialised once at save, in the order above. Strings live in
@@ -48,6 +59,8 @@
 #include "root.h"
 
 #define JOURNAL_DIR "var/lib/rtpart"
+/* What journal_format() writes; journal_parse() reads it and version 1 (which has no "also"). */
+#define JOURNAL_VERSION 2
 
 typedef enum JournalOp {
         JOURNAL_OP_APPLY,

@@ -11,6 +11,7 @@ Run by meson (suite sysroot) with RTPARTCTL and RTPART_SOURCE_DIR set.
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -96,6 +97,29 @@ class Host:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def expand_also(entries, key="knob"):
+    """The entries of a journal's "applied" list (or "steps") one per knob: an entry with "also"
+    stands for itself and one more per number in it, with that number in place of the first
+    number of its knob id, there and in its path (lib/journal.c)."""
+    out = []
+    for e in entries:
+        out.append(e)
+        if "also" not in e:
+            continue
+        num = re.search(r"[0-9]+", e[key]).group(0)
+
+        def sub(s, m):
+            return None if s is None else re.sub(r"[0-9]+", lambda d: m if d.group(0) == num else d.group(0), s)
+        for part in e["also"].split(","):
+            a, _, b = part.partition("-")
+            for m in range(int(a), int(b or a) + 1):
+                out.append(dict(e, **{key: sub(e[key], str(m)), "path": sub(e["path"], str(m))}))
+    return out
+
+
+JOURNALS = os.path.join(SRC, "tests", "fixtures", "journals")
+
+
 def have_fixtures():
     return all(os.path.isdir(os.path.join(HOSTS, h)) for h in ("intel-2s", "epyc", "vm"))
 
@@ -158,7 +182,8 @@ class ApplyVerifyRevert(unittest.TestCase):
         self.assertEqual(h.read("proc/sys/kernel/sched_rt_runtime_us").strip(), "-1")
         # every movable IRQ on the housekeeping CPUs of the default split
         st = h.state()
-        irqs = [a for a in st["applied"] if a["knob"].startswith("irq/") and a["knob"] != "irq/default_affinity"]
+        irqs = [a for a in expand_also(st["applied"]) if a["knob"].startswith("irq/") and
+                a["knob"] != "irq/default_affinity"]
         self.assertGreater(len(irqs), 50)
         for a in irqs:
             self.assertEqual(a["desired"], "0,8,16,24", a)
@@ -193,6 +218,65 @@ class ApplyVerifyRevert(unittest.TestCase):
         h.write("proc/sys/vm/swappiness", " 10 \n")
         h.write("proc/irq/default_smp_affinity", "01010101\n")
         self.assertIn(h.run("verify").returncode, (0, 4))
+
+    def test_journal_grows_with_kinds_of_change(self):
+        # Knobs alike but for their number (every IRQ placed on the same CPUs, every CPU's
+        # governor) are one entry with "also": version 1 wrote each in full, as original and as
+        # applied (84796 bytes here).
+        h = self.host("intel-2s")
+        self.assertEqual(h.run("apply", "realtime-virtual-host").returncode, 0)
+        st = h.state()
+        self.assertEqual(st["version"], 2)
+        size = os.path.getsize(os.path.join(h.root, STATE, "state.json"))
+        self.assertLess(size, 40000)
+        applied = expand_also(st["applied"])
+        irqs = [a for a in applied if re.match(r"irq/[0-9]+/affinity$", a["knob"])]
+        self.assertGreater(len(irqs), 50)
+        self.assertLess(len([a for a in st["applied"] if a["knob"].startswith("irq/")]), 5)
+        for a in irqs:
+            n = a["knob"].split("/")[1]
+            self.assertEqual(a["path"], f"proc/irq/{n}/smp_affinity_list")
+            self.assertEqual(h.read(a["path"]).strip(), a["desired"])
+        self.assertEqual(h.run("verify").returncode, 4)
+        self.assertEqual(h.run("revert").returncode, 0)
+
+    def test_journal_of_version_1(self):
+        # A journal written by rtpart before version 2 (tests/fixtures/journals: realtime-virtual-
+        # host applied to intel-2s) still verifies and reverts: every original put back.
+        h = self.host("intel-2s")
+        before = snapshot(h.root)
+        self.assertEqual(h.run("apply", "realtime-virtual-host").returncode, 0)
+        with open(os.path.join(JOURNALS, "intel-2s-realtime-virtual-host.v1.json")) as f:
+            old = f.read()
+        self.assertEqual(json.loads(old)["version"], 1)
+        h.write(os.path.join(STATE, "state.json"), old)
+        p = h.run("verify")
+        self.assertEqual(p.returncode, 4, p.stdout + p.stderr)
+        p = h.run("revert")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(diff(before, snapshot(h.root)), [])
+        st = h.state()
+        self.assertEqual((st["version"], st["originals"], st["applied"]), (2, {}, []))
+
+    @unittest.skipUnless(shutil.which("strace"), "strace is not installed")
+    def test_journal_commits_sync_once_each(self):
+        # Apply and revert of knobs that live in kernel files only: the journal's two commits
+        # (intent, done) are one fsync(2) each, the file's under its new name (it was two each:
+        # the temp file's, then its directory's).
+        h = self.host("vm")
+        prof = os.path.join(h.tmp, "sysctl-only.json")
+        with open(prof, "w") as f:
+            json.dump({"summary": "two sysctls", "sysctl": {"vm.swappiness": 7, "vm.stat_interval": 9}}, f)
+        for args in (["apply", prof], ["revert"]):
+            log = os.path.join(h.tmp, "strace.log")
+            cmd = ["strace", "-f", "-qq", "-e", "trace=fsync,fdatasync,sync,syncfs", "-o", log, CTL, "--root", h.root]
+            p = subprocess.run(cmd + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+            if p.returncode != 0 and "ptrace" in p.stderr:
+                self.skipTest(f"strace cannot trace here: {p.stderr.strip()[:200]}")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(log) as f:
+                syncs = [line for line in f if "sync" in line and "resumed" not in line]
+            self.assertEqual(len(syncs), 2, f"{args[0]}: {syncs}")
 
     def test_failure_midway_restores_everything(self):
         h = self.host("intel-2s")

@@ -11,7 +11,9 @@
 #include "strv.h"
 #include "test-util.h"
 
-#define KNOWN_FLAGS (BACKEND_REBOOT_ONLY | BACKEND_OBJECTS_VANISH | BACKEND_NEEDS_DAEMON | BACKEND_FOLLOWS_FORKS)
+#define KNOWN_FLAGS \
+        (BACKEND_REBOOT_ONLY | BACKEND_OBJECTS_VANISH | BACKEND_NEEDS_DAEMON | BACKEND_FOLLOWS_FORKS | \
+         BACKEND_HOTPLUG_MOVES)
 
 START_TEST(test_table_complete) {
         size_t n;
@@ -36,6 +38,13 @@ START_TEST(test_table_complete) {
         }
         for (int d = 0; d < _DOMAIN_MAX; d++)
                 ck_assert_msg(seen[d] == 1, "domain %s: %u backends", domain_to_string((Domain) d), seen[d]);
+        /* What the kernel changes itself when a CPU goes or comes: rtpartd reads it again after a
+         * hotplug, as no file event says so. */
+        static const Domain moved[] = { DOMAIN_IRQ, DOMAIN_KTHREAD, DOMAIN_CPUSET };
+        for (size_t i = 0; i < ELEMENTSOF(moved); i++)
+                ck_assert_msg(backend_for(moved[i])->flags & BACKEND_HOTPLUG_MOVES, "%s: hotplug",
+                              domain_to_string(moved[i]));
+        ck_assert(!(backend_for(DOMAIN_SYSCTL)->flags & BACKEND_HOTPLUG_MOVES));
 }
 END_TEST
 

@@ -13,7 +13,7 @@
 
 /* A journal with every field, compact; as the writer writes it, it is this indented. */
 #define EVERY_FIELD \
-        "{\"version\": 1, \"profile\": \"lab\", \"hash\": \"fnv1a64:0123456789abcdef\"," \
+        "{\"version\": 2, \"profile\": \"lab\", \"hash\": \"fnv1a64:0123456789abcdef\"," \
         " \"applied_at\": \"2026-12-03T05:00:00Z\"," \
         " \"originals\": {\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\"," \
         " \"path\": \"proc/irq/41/smp_affinity_list\", \"reboot\": false, \"value\": \"0-7\"}," \
@@ -136,10 +136,29 @@ START_TEST(test_every_field) {
 }
 END_TEST
 
+/* A journal of version 1 (every rtpart before "also") loads into the same entries, and is written
+ * as version 2. */
+START_TEST(test_version_1) {
+        _cleanup_free_ char *text = as_written(EVERY_FIELD);
+        char *v = strstr(text, "\"version\": 2");
+        ck_assert_ptr_nonnull(v);
+        _cleanup_free_ char *old = strdup(text);
+        old[v - text + strlen("\"version\": ")] = '1';
+        _cleanup_(journal_freep) Journal *j = parse_ok(old);
+        ck_assert_uint_eq(journal_count_originals(j), 2);
+        ck_assert_str_eq(journal_find_original(j, "irq/41/affinity")->value, "0-7");
+        ck_assert_uint_eq(j->n_applied, 2);
+        ck_assert_uint_eq(j->transaction.n_steps, 2);
+        _cleanup_free_ char *out = NULL;
+        ck_assert_int_eq(journal_format(j, &out, NULL), 0);
+        ck_assert_str_eq(out, text);
+}
+END_TEST
+
 START_TEST(test_short_forms) {
         /* A rolled back transaction's last_error, nothing applied, no transaction. */
         _cleanup_free_ char *text = as_written(
-                "{\"version\": 1, \"profile\": null, \"hash\": null, \"applied_at\": null, \"originals\": {},"
+                "{\"version\": 2, \"profile\": null, \"hash\": null, \"applied_at\": null, \"originals\": {},"
                 " \"applied\": [], \"unmovable\": {}, \"transaction\": null,"
                 " \"last_error\": {\"message\": \"an interrupted apply was rolled back\", \"at\": \"2026-12-03T05:00:00Z\"},"
                 " \"profile_path\": null, \"source\": null}");
@@ -158,7 +177,7 @@ START_TEST(test_short_forms) {
         _cleanup_free_ char *out = NULL;
         ck_assert_int_eq(journal_format(old, &out, NULL), 0);
         _cleanup_free_ char *want = as_written(
-                "{\"version\": 1, \"profile\": null, \"hash\": null, \"applied_at\": null, \"originals\": {},"
+                "{\"version\": 2, \"profile\": null, \"hash\": null, \"applied_at\": null, \"originals\": {},"
                 " \"applied\": [], \"unmovable\": {}, \"transaction\": null, \"last_error\": null,"
                 " \"profile_path\": null, \"source\": null}");
         ck_assert_str_eq(out, want);
@@ -198,6 +217,98 @@ START_TEST(test_many_knobs) {
         /* Saved and loaded again: the same file. */
         _cleanup_free_ char *text = NULL;
         ck_assert_int_eq(journal_format(j, &text, NULL), 0);
+        assert_round_trip(text);
+}
+END_TEST
+
+/* Knobs alike but for a number are written as one entry with "also" (and "values" or "befores"
+ * where those differ): the journal grows with the kinds of change, not with the host's IRQs and
+ * CPUs. Loaded again, every entry is back, in its order, with its own id, path and value. */
+static void add_irq_like(Journal *j, unsigned n, bool step) {
+        JournalKnob *l = step ? NULL : calloc(n, sizeof(JournalKnob));
+        ck_assert(step || l);
+        for (unsigned i = 0; i < n; i++) {
+                char id[32], path[64], value[32];
+                snprintf(id, sizeof(id), "irq/%u/affinity", i);
+                snprintf(path, sizeof(path), "proc/irq/%u/smp_affinity_list", i);
+                /* The first half alike, the second each its own (irqbalance spread them). */
+                snprintf(value, sizeof(value), "%u-%u", i < n / 2 ? 0 : i % 64, 63);
+                Knob k = { .id = id, .domain = DOMAIN_IRQ, .kind = VALUE_CPU_LIST, .path = path };
+                if (step)
+                        ck_assert_int_eq(journal_add_step(j, &k, value, "0", false), 0);
+                else
+                        ck_assert_int_eq(journal_add_original(j, &k, value), 0);
+                if (!step)
+                        ck_assert_int_eq(journal_knob_make(j, &k, "0", &l[i]), 0);
+        }
+        if (!step)
+                ck_assert_int_eq(journal_set_applied(j, l, n), 0);
+}
+
+static void assert_same_knobs(const JournalKnob *a, size_t na, const JournalKnob *b, size_t nb) {
+        size_t i = 0, k = 0;
+        for (;; i++, k++) {
+                while (i < na && a[i].removed)
+                        i++;
+                while (k < nb && b[k].removed)
+                        k++;
+                if (i >= na || k >= nb)
+                        break;
+                ck_assert_str_eq(a[i].id, b[k].id);
+                ck_assert_pstr_eq(a[i].path, b[k].path);
+                ck_assert_pstr_eq(a[i].value, b[k].value);
+                ck_assert_int_eq(a[i].domain, b[k].domain);
+                ck_assert_int_eq(a[i].kind, b[k].kind);
+                ck_assert_int_eq(a[i].reboot, b[k].reboot);
+        }
+        ck_assert_uint_eq(i >= na, k >= nb);
+}
+
+START_TEST(test_also) {
+        _cleanup_(journal_freep) Journal *j = NULL;
+        ck_assert_int_eq(journal_new(&j), 0);
+        add_irq_like(j, 8192, false);
+        /* Per CPU, the number twice in the path; one with a leading zero stays alone. */
+        for (unsigned c = 0; c < 1024; c++) {
+                char id[32], path[96];
+                snprintf(id, sizeof(id), "cpu/%u/governor", c);
+                snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%u/cpufreq/scaling_governor", c);
+                Knob k = { .id = id, .domain = DOMAIN_CPU, .kind = VALUE_AUTO, .path = path };
+                ck_assert_int_eq(journal_add_original(j, &k, c == 5 ? NULL : "powersave"), 0);
+        }
+        Knob z = { .id = (char *) "cpu/07/governor", .domain = DOMAIN_CPU, .kind = VALUE_AUTO, .path = (char *) "p" };
+        ck_assert_int_eq(journal_add_original(j, &z, "x"), 0);
+        journal_remove_original(j, "irq/100/affinity");
+        ck_assert_int_eq(journal_begin(j, JOURNAL_OP_APPLY, "lab", "2026-12-03T05:00:00Z"), 0);
+        add_irq_like(j, 8192, true);
+
+        _cleanup_free_ char *text = NULL;
+        size_t size;
+        ck_assert_int_eq(journal_format(j, &text, &size), 0);
+        /* Version 1 wrote all 8192 IRQs in full, 3 times (4.4 MB): the values that differ remain. */
+        ck_assert_msg(size < 160 * 1024, "%zu bytes", size);
+        ck_assert_ptr_nonnull(strstr(text, "\"also\": \"1-99,101-4096\""));
+        ck_assert_ptr_nonnull(strstr(text, "\"also\": \"1-4096\""));
+        ck_assert_ptr_nonnull(strstr(text, "\"also\": \"4098-8191\""));
+
+        _cleanup_(journal_freep) Journal *back = parse_ok(text);
+        assert_same_knobs(j->originals, j->n_originals, back->originals, back->n_originals);
+        ck_assert_uint_eq(journal_count_originals(back), 8191 + 1024 + 1);
+        assert_same_knobs(j->applied, j->n_applied, back->applied, back->n_applied);
+        ck_assert_uint_eq(back->n_applied, 8192);
+        ck_assert_ptr_null(journal_find_original(back, "irq/100/affinity"));
+        ck_assert_ptr_null(journal_find_original(back, "cpu/5/governor")->value);
+        ck_assert_str_eq(journal_find_original(back, "cpu/1023/governor")->path,
+                         "sys/devices/system/cpu/cpu1023/cpufreq/scaling_governor");
+        ck_assert_str_eq(journal_find_original(back, "cpu/07/governor")->value, "x");
+        ck_assert_uint_eq(back->transaction.n_steps, 8192);
+        for (size_t i = 0; i < 8192; i++) {
+                const JournalStep *a = &j->transaction.steps[i], *b = &back->transaction.steps[i];
+                ck_assert_str_eq(a->id, b->id);
+                ck_assert_str_eq(a->path, b->path);
+                ck_assert_str_eq(a->before, b->before);
+                ck_assert_str_eq(a->after, b->after);
+        }
         assert_round_trip(text);
 }
 END_TEST
@@ -266,6 +377,29 @@ static const BadCase bad_cases[] = {
           "state.json: last_error: \"errno\" is a string, not an integer" },
         { ORIG_OK, ", \"profile\": 7", "state.json: \"profile\" is a number, not a string or null" },
         { ORIG_OK, ", \"source\": \"lab\"", "state.json: \"source\" is a string, not an object or null" },
+        { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0\", \"also\": 42}}",
+          "", "state.json: originals[\"irq/41/affinity\"]: \"also\" is a number, not a string" },
+        { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0\", \"also\": \"40\"}}",
+          "", "state.json: originals[\"irq/41/affinity\"]: \"also\" has 40-40: not ascending, or too many knobs" },
+        { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0\", \"also\": \"42-\"}}",
+          "", "state.json: originals[\"irq/41/affinity\"]: \"also\" has a range without its end" },
+        { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0\", \"also\": \"42;43\"}}",
+          "",
+          "state.json: originals[\"irq/41/affinity\"]: \"also\" is not a list of ascending numbers and ranges (\"42-97,120\")" },
+        { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0\", \"also\": \"42-999999999\"}}",
+          "",
+          "state.json: originals[\"irq/41/affinity\"]: \"also\" has 42-999999999: not ascending, or too many knobs" },
+        { "{\"irq/default\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0\", \"also\": \"1\"}}",
+          "", "state.json: originals[\"irq/default\"]: \"also\" is given, but the knob id has no number to replace" },
+        { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0\", \"also\": \"42-43\", \"values\": [\"1\"]}}",
+          "",
+          "state.json: originals[\"irq/41/affinity\"]: \"values\" is not an array of one value for each knob of \"also\" (2)" },
+        { "{\"irq/41/affinity\": {\"domain\": \"irq\", \"kind\": \"cpu-list\", \"path\": \"p\", \"value\": \"0\", \"also\": \"42\", \"values\": [1]}}",
+          "", "state.json: originals[\"irq/41/affinity\"]: \"values\"[0] is a number, not a string or null" },
+        { ORIG_OK,
+          ", \"transaction\": {\"op\": \"apply\", \"steps\": [" STEP(
+                  "\"before\": \"0\", \"after\": \"1\", \"also\": \"42\", \"befores\": {}") "]}",
+          "state.json: transaction.steps[0] (irq/41/affinity): \"befores\" is not an array of one value for each knob of \"also\" (1)" },
         { "[]", "", "state.json: \"originals\" is an array, not an object" },
 };
 
@@ -283,7 +417,11 @@ START_TEST(test_wrong_entry) {
 END_TEST
 
 START_TEST(test_not_a_journal) {
-        static const char * const texts[] = { "", "{", "[]", "{\"version\": 2, \"originals\": {}}",
+        static const char * const texts[] = { "",
+                                              "{",
+                                              "[]",
+                                              "{\"version\": 3, \"originals\": {}}",
+                                              "{\"version\": 0, \"originals\": {}}",
                                               "{\"originals\": {}}" };
         for (size_t i = 0; i < ELEMENTSOF(texts); i++) {
                 Journal *j = NULL;
@@ -472,6 +610,8 @@ static Suite *journal_suite(void) {
         tcase_add_test(tc, test_every_field);
         tcase_add_test(tc, test_short_forms);
         tcase_add_test(tc, test_many_knobs);
+        tcase_add_test(tc, test_version_1);
+        tcase_add_test(tc, test_also);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("strict");
