@@ -1297,7 +1297,7 @@ int journal_write(Root *root, const char *text, size_t size) {
         int k = root_mkdir_p(sr, dir, 0755);
         if (k < 0)
                 return k;
-        return root_write_file_atomic(sr, file, text, size, 0644 | ROOT_REPLACE_ONE_SYNC);
+        return root_write_file_atomic(sr, file, text, size, 0644);
 }
 
 int journal_save(Root *root, const Journal *j) {

@@ -2,9 +2,11 @@
 #pragma once
 
 /* The journal: var/lib/rtpart/state.json under the root (or state.json in the --state-dir). One
- * JSON document, replaced atomically on every change (temp file, rename, then one fsync of the
- * file under its new name, which makes its data and the rename durable together: a transaction
- * is two durable commits, its intent and its end):
+ * JSON document, replaced atomically on every change (temp file, fsync, rename, fsync of the
+ * directory: a transaction is two durable commits, its intent and its end). The temp file's data
+ * is on disk before the rename: a power loss between a rename and a later sync of the file alone
+ * can leave an empty state.json on filesystems that do not flush a file renamed over another
+ * (xfs), and that would lose every original:
  *
  *   { "version": 2,
  *     "profile": NAME | null, "hash": "fnv1a64:…", "applied_at": "2026-12-03T05:00:00Z",

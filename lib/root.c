@@ -718,8 +718,6 @@ int root_file_replace(Root *r, const char *rel, const char *data, size_t size, m
                 return dfd;
         if (asprintf(&tmp, ".#%s.%d.tmp", base, (int) getpid()) < 0)
                 return -ENOMEM;
-        bool one_sync = mode & ROOT_REPLACE_ONE_SYNC;
-        mode &= 07777;
         _cleanup_close_ int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
         if (fd < 0)
                 return -errno;
@@ -734,7 +732,7 @@ int root_file_replace(Root *r, const char *rel, const char *data, size_t size, m
                 }
                 done += (size_t) n;
         }
-        if (fchmod(fd, mode) < 0 || (!one_sync && fsync(fd) < 0)) {
+        if (fchmod(fd, mode) < 0 || fsync(fd) < 0) {
                 k = -errno;
                 (void) unlinkat(dfd, tmp, 0);
                 return k;
@@ -744,9 +742,7 @@ int root_file_replace(Root *r, const char *rel, const char *data, size_t size, m
                 (void) unlinkat(dfd, tmp, 0);
                 return k;
         }
-        /* One sync: fsync(2) of the file under its new name commits its data and the rename that
-         * changed its inode together (ext4, xfs and btrfs log the rename with the inode). */
-        if (fsync(one_sync ? fd : dfd) < 0)
+        if (fsync(dfd) < 0)
                 return -errno;
         return 0;
 }

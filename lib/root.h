@@ -183,10 +183,6 @@ int root_run_shell(Root *r, const char *command);
 /* Through the root's ops: replaces a regular file atomically (temp file ".#BASE.PID.tmp", fsync,
  * rename, fsync of the directory); its parent directories are made first. */
 int root_write_file_atomic(Root *r, const char *rel, const char *data, size_t size, mode_t mode);
-/* In mode: one sync instead of two: the temp file is renamed first, then fsync(2)ed under its new
- * name, which makes its data and the rename durable together. For the journal, whose every write
- * is a commit. */
-#define ROOT_REPLACE_ONE_SYNC ((mode_t) 010000000)
 /* Through the root's ops: makes rel a file of size bytes with its blocks allocated
  * (posix_fallocate), so that unlinking it frees room for a write that must not fail for lack of
  * it. -ENOSPC (or the filesystem's quota errno) when there is no such room. */

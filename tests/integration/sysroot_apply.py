@@ -259,10 +259,10 @@ class ApplyVerifyRevert(unittest.TestCase):
         self.assertEqual((st["version"], st["originals"], st["applied"]), (2, {}, []))
 
     @unittest.skipUnless(shutil.which("strace"), "strace is not installed")
-    def test_journal_commits_sync_once_each(self):
+    def test_journal_commits_twice(self):
         # Apply and revert of knobs that live in kernel files only: the journal's two commits
-        # (intent, done) are one fsync(2) each, the file's under its new name (it was two each:
-        # the temp file's, then its directory's).
+        # (intent, done), each the temp file's fsync(2) before its rename and the directory's
+        # after, and no other sync.
         h = self.host("vm")
         prof = os.path.join(h.tmp, "sysctl-only.json")
         with open(prof, "w") as f:
@@ -276,7 +276,7 @@ class ApplyVerifyRevert(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stderr)
             with open(log) as f:
                 syncs = [line for line in f if "sync" in line and "resumed" not in line]
-            self.assertEqual(len(syncs), 2, f"{args[0]}: {syncs}")
+            self.assertEqual(len(syncs), 4, f"{args[0]}: {syncs}")
 
     def test_failure_midway_restores_everything(self):
         h = self.host("intel-2s")
