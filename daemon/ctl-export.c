@@ -80,24 +80,26 @@ static unsigned count_cores(const Host *h, const CpuSet *cpus) {
 /* N vCPUs that do not fit: how many would, and what to change. */
 static int refuse_vcpus(const Prepared *p, const ExportSplit *s, unsigned n, unsigned capacity) {
         _cleanup_free_ char *iso = cpu_set_format_list(&s->isolated);
-        unsigned n_iso = cpu_set_count(&s->isolated);
+        unsigned n_iso = cpu_set_count(&s->isolated), room = capacity;
+
         if (s->siblings == EXPORT_SIBLINGS_APART) {
+                /* How many would fit with the SMT siblings shared. */
                 ExportSplit together = *s;
                 ExportPins unused = {};
-                unsigned room = 0;
                 together.siblings = EXPORT_SIBLINGS_TOGETHER;
                 (void) export_pin(p->host, &together, 0, &unused, &room);
-                log_error(
-                        "%u vCPUs do not fit: profile %s isolates %u CPUs (%s) on %u cores, and with "
-                        "cpus.vcpu_siblings \"apart\" (the default) each vCPU has a core of its own, which makes room "
-                        "for %u; give --vcpus %u or fewer, set cpus.vcpu_siblings to \"together\" in the profile "
-                        "(room for %u, SMT siblings shared), or isolate more CPUs (cpus.isolated)",
-                        n, p->resolved->name, n_iso, strempty(iso), count_cores(p->host, &s->isolated), capacity,
-                        capacity, room);
-        } else
-                log_error("%u vCPUs do not fit: profile %s isolates %u CPUs (%s), one vCPU each; give --vcpus %u "
-                          "or fewer, or isolate more CPUs (cpus.isolated)",
-                          n, p->resolved->name, n_iso, strempty(iso), capacity);
+        }
+        if (room > capacity)
+                log_error("%u vCPUs do not fit: profile %s isolates %u CPUs (%s) on %u cores, and with "
+                          "cpus.vcpu_siblings \"apart\" (the default) each vCPU has a core of its own, which makes "
+                          "room for %u; give --vcpus %u or fewer, set cpus.vcpu_siblings to \"together\" in the "
+                          "profile (room for %u, SMT siblings shared), or isolate more CPUs (cpus.isolated)",
+                          n, p->resolved->name, n_iso, strempty(iso), count_cores(p->host, &s->isolated), capacity,
+                          capacity, room);
+        else
+                log_error("%u vCPUs do not fit: profile %s isolates %u CPUs (%s), room for %u vCPUs with one CPU "
+                          "each; give --vcpus %u or fewer, or isolate more CPUs (cpus.isolated)",
+                          n, p->resolved->name, n_iso, strempty(iso), capacity, capacity);
         return EXIT_USAGE;
 }
 

@@ -262,11 +262,12 @@ static void help_overview(void) {
                "Commands:\n");
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
                 const Verb *v = &verbs[i];
-                char call[32];
+                char call[64];
                 snprintf(call, sizeof(call), "%s%s%s%s%s", v->name, v->arg ? " " : "",
                          v->arg && v->min_args == 0 ? "[" : "", strempty(v->arg),
                          v->arg && v->min_args == 0 ? "]" : "");
-                printf("  %-18s", call);
+                /* A call longer than its column gets a line of its own. */
+                printf(strlen(call) < 18 ? "  %-18s" : "  %s\n                    ", call);
                 for (const char *s = v->summary; *s; s++)
                         if (*s == '\n')
                                 fputs("\n                    ", stdout);
@@ -347,6 +348,8 @@ static int dispatch(int argc, char **argv) {
                         log_error("%s needs exactly one %s", v->name, v->arg);
                 else if (n < v->min_args)
                         log_error("%s needs %s", v->name, v->arg);
+                else if (strchr(v->arg, ' '))
+                        log_error("%s takes at most %u arguments: %s", v->name, v->max_args, v->arg);
                 else
                         log_error("%s takes at most one %s", v->name, v->arg);
                 verb_usage(v, stderr);
