@@ -191,10 +191,12 @@ static int export_libvirt(const Prepared *p, ExportSplit *s) {
         if (!xml)
                 return log_oom();
         if (!arg_domain) {
-                printf("<!-- rtpartctl export libvirt: profile %s, %u vCPUs. These elements go inside <domain>,\n"
+                /* A comment holds no "--": a profile name with one is left out. */
+                bool named = !strstr(p->resolved->name, "--");
+                printf("<!-- rtpartctl export libvirt: %s%s%s%u vCPUs. These elements go inside <domain>,\n"
                        "     replacing its own <vcpu>, <iothreads>, <cputune>, <numatune> and <memoryBacking>. -->\n"
                        "%s",
-                       p->resolved->name, n, xml);
+                       named ? "profile " : "", named ? p->resolved->name : "", named ? ", " : "", n, xml);
                 return 0;
         }
         if (d.n_iothreads == 0)

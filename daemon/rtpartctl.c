@@ -358,6 +358,17 @@ static int dispatch(int argc, char **argv) {
         return v->run(argc, argv);
 }
 
+/* A whole number from 1 to max, digits only. */
+static bool parse_count(const char *s, unsigned long max, unsigned *ret) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (!*s || *end || errno || v < 1 || v > max || s[0] == '-')
+                return false;
+        *ret = (unsigned) v;
+        return true;
+}
+
 static int parse_argv(int argc, char **argv) {
         enum {
                 ARG_NO_DAEMON = 0x100,
@@ -413,18 +424,13 @@ static int parse_argv(int argc, char **argv) {
                 case ARG_STATE_DIR:
                         arg_state_dir = optarg;
                         break;
-                case ARG_SECONDS: {
-                        char *end;
-                        errno = 0;
-                        unsigned long v = strtoul(optarg, &end, 10);
-                        if (!*optarg || *end || errno || v < 1 || v > 86400 || optarg[0] == '-') {
+                case ARG_SECONDS:
+                        if (!parse_count(optarg, 86400, &arg_seconds)) {
                                 log_error("--seconds takes whole seconds from 1 to 86400, not '%s'", optarg);
                                 return EXIT_USAGE;
                         }
-                        arg_seconds = (unsigned) v;
                         arg_seconds_set = true;
                         break;
-                }
                 case ARG_CPUS:
                         arg_cpus = optarg;
                         break;
@@ -434,17 +440,12 @@ static int parse_argv(int argc, char **argv) {
                 case ARG_NO_OSNOISE:
                         arg_no_osnoise = true;
                         break;
-                case ARG_VCPUS: {
-                        char *end;
-                        errno = 0;
-                        unsigned long v = strtoul(optarg, &end, 10);
-                        if (!*optarg || *end || errno || v < 1 || v > 4096 || optarg[0] == '-') {
+                case ARG_VCPUS:
+                        if (!parse_count(optarg, 4096, &arg_vcpus)) {
                                 log_error("--vcpus takes a number of vCPUs from 1 to 4096, not '%s'", optarg);
                                 return EXIT_USAGE;
                         }
-                        arg_vcpus = (unsigned) v;
                         break;
-                }
                 case ARG_DOMAIN:
                         arg_domain = optarg;
                         break;

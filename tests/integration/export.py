@@ -44,7 +44,11 @@ class Host:
         self.name = name
         self.tmp = tempfile.mkdtemp(prefix="rtpart-export-")
         self.root = os.path.join(self.tmp, "root")
-        shutil.copytree(os.path.join(HOSTS, name), self.root, symlinks=True)
+        try:
+            shutil.copytree(os.path.join(HOSTS, name), self.root, symlinks=True)
+        except BaseException:
+            self.close()
+            raise
         subprocess.run([sys.executable, os.path.join(SRC, "tests", "fixtures", "apply-modes.py"), "--from", name,
                         self.root], check=True)
         d = os.path.join(self.root, "usr", "share", "rtpart", "profiles")
@@ -138,11 +142,7 @@ class ExportTest(unittest.TestCase):
     def setUpClass(cls):
         for name in ("vm", "intel-2s", "epyc"):
             cls.hosts[name] = Host(name)
-
-    @classmethod
-    def tearDownClass(cls):
-        for h in cls.hosts.values():
-            h.close()
+            cls.addClassCleanup(cls.hosts[name].close)
 
     def check_pins(self, h, dom, n, together=False):
         """The guest's pinning as the split and the topology want it."""
