@@ -364,9 +364,10 @@ void export_domain_done(ExportDomain *d) {
 typedef struct XmlElement {
         const char *name;
         size_t len;
-        size_t start, content, end; /* '<' of the start tag, after its '>', after the end tag's '>' */
-        size_t depth;               /* 0: the root */
-        const char *attrs;          /* the start tag's attributes */
+        size_t start, content, close, end; /* '<' of the start tag, after its '>', '<' of the end tag
+                                            * (content for an empty element), after the end tag's '>' */
+        size_t depth;                      /* 0: the root */
+        const char *attrs;                 /* the start tag's attributes */
         size_t attrs_len;
 } XmlElement;
 
@@ -458,11 +459,14 @@ static int scan(XmlScan *x) {
                                 ne++;
                         if (ne == ns)
                                 return scan_fail(x, at, "'<' starts no tag (write &lt; for a literal '<')");
-                        /* Up to '>' outside quotes. */
+                        /* Up to '>' outside quotes; XML allows no '<' in a tag, quoted or not. */
                         size_t p = ne;
                         char q = 0;
                         for (; p < x->size; p++) {
                                 char c = x->text[p];
+                                if (c == '<')
+                                        return scan_fail(x, at, "'<' inside the tag <%.*s>", (int) (ne - ns),
+                                                         x->text + ns);
                                 if (q) {
                                         if (c == q)
                                                 q = 0;
@@ -473,6 +477,11 @@ static int scan(XmlScan *x) {
                         }
                         if (p >= x->size)
                                 return scan_fail(x, at, "tag <%.*s> not closed with >", (int) (ne - ns), x->text + ns);
+                        if (closing)
+                                for (size_t k = ne; k < p; k++)
+                                        if (!isspace((unsigned char) x->text[k]))
+                                                return scan_fail(x, at, "%.*s> holds more than the element's name",
+                                                                 (int) (p - at), x->text + at);
                         bool empty = !closing && x->text[p - 1] == '/';
                         x->pos = p + 1;
                         if (closing) {
@@ -484,6 +493,7 @@ static int scan(XmlScan *x) {
                                         return scan_fail(x, at, "<%.*s> (line %u) closed by </%.*s>", (int) open->len,
                                                          open->name, line_of(x->text, open->start), (int) (ne - ns),
                                                          x->text + ns);
+                                open->close = at;
                                 open->end = x->pos;
                                 depth--;
                                 if (depth == 0)
@@ -503,6 +513,7 @@ static int scan(XmlScan *x) {
                                 .len = ne - ns,
                                 .start = at,
                                 .content = x->pos,
+                                .close = x->pos,
                                 .end = x->pos,
                                 .depth = depth,
                                 .attrs = x->text + ne,
@@ -683,13 +694,8 @@ int export_domain_parse(const char *text, size_t size, ExportDomain *ret, char *
                 d.insert_at = d.remove[0].start;
         else if (vcpu)
                 d.insert_at = line_end(text, size, vcpu->end);
-        else {
-                size_t close = domain->end;
-                while (close > 0 && text[close - 1] != '<')
-                        close--;
-                d.insert_at = close > 0 ? line_start(text, close - 1) : 0;
-        }
-        /* An element that does not end its line leaves the new ones to start one. */
+        else
+                d.insert_at = line_start(text, domain->close);
         free(x.elems);
         *ret = d;
         d = (ExportDomain) {};

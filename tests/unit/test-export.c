@@ -270,6 +270,10 @@ START_TEST(test_domain_errors) {
                   "line 1: <iothread> without a numeric id" },
                 { "junk<domain/>", "line 1: text outside the root element" },
                 { "", "line 1: no root element" },
+                /* found by fuzz-domain: a '<' in a tag, an end tag with more than its name */
+                { "<domain typ/<e>\nor<locked/>\n</domain<app:info>\n", "line 1: '<' inside the tag <domain>" },
+                { "<domain a='<'></domain>", "line 1: '<' inside the tag <domain>" },
+                { "<domain><name>a</name></domain x>", "line 1: </domain x> holds more than the element's name" },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 ExportDomain d = {};
