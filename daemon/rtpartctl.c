@@ -22,6 +22,8 @@ unsigned arg_seconds = 5;
 const char *arg_cpus = NULL;
 const char *arg_svg = NULL;
 bool arg_no_osnoise = false;
+unsigned arg_vcpus = 0;
+const char *arg_domain = NULL;
 static bool arg_seconds_set = false;
 static bool arg_help = false;
 
@@ -39,6 +41,8 @@ typedef enum CtlOption {
         OPTION_CPUS = 1 << 9,
         OPTION_SVG = 1 << 10,
         OPTION_NO_OSNOISE = 1 << 11,
+        OPTION_VCPUS = 1 << 12,
+        OPTION_DOMAIN = 1 << 13,
 } CtlOption;
 
 static const struct {
@@ -60,6 +64,8 @@ static const struct {
         { OPTION_CPUS, "      --cpus=LIST   audit, check: these CPUs instead of the isolated ones\n" },
         { OPTION_SVG, "      --svg=FILE    check latency: also draw the histograms into FILE\n" },
         { OPTION_NO_OSNOISE, "      --no-osnoise  audit: do not run the osnoise tracer in the window\n" },
+        { OPTION_VCPUS, "      --vcpus=N     export libvirt: pin N vCPUs\n" },
+        { OPTION_DOMAIN, "      --domain=FILE export libvirt: merge into this domain XML and print it\n" },
         { OPTION_HELP, "  -h, --help        Show this help\n" },
         { OPTION_VERSION, "      --version     Show the version\n" },
 };
@@ -206,6 +212,23 @@ static const Verb verbs[] = {
                 verb_check,
         },
         {
+                "export",
+                1,
+                2,
+                "libvirt|nova [PROFILE]",
+                "Print the libvirt or nova/kubelet CPU pinning of the split",
+                "libvirt: the <cputune> (vCPUs pinned one per isolated CPU, NUMA-local,\n"
+                "SCHED_FIFO 1; emulator and I/O threads on housekeeping CPUs; <cachetune> of\n"
+                "the profile's resctrl group), <numatune> and <memoryBacking> (locked, huge\n"
+                "pages when the host has some) of a realtime guest with --vcpus vCPUs; with\n"
+                "--domain, merged into that domain XML, printed whole. Exits with status 2\n"
+                "when the vCPUs do not fit the isolated CPUs. nova: nova.conf's [compute]\n"
+                "cpu_dedicated_set and cpu_shared_set, and kubelet's reservedSystemCPUs.\n"
+                "The split is PROFILE's planned for this host, else the applied profile's.\n",
+                OPTION_ROOT | OPTION_STATE_DIR | OPTION_VCPUS | OPTION_DOMAIN,
+                verb_export,
+        },
+        {
                 "help",
                 0,
                 1,
@@ -239,11 +262,12 @@ static void help_overview(void) {
                "Commands:\n");
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
                 const Verb *v = &verbs[i];
-                char call[32];
+                char call[64];
                 snprintf(call, sizeof(call), "%s%s%s%s%s", v->name, v->arg ? " " : "",
                          v->arg && v->min_args == 0 ? "[" : "", strempty(v->arg),
                          v->arg && v->min_args == 0 ? "]" : "");
-                printf("  %-18s", call);
+                /* A call longer than its column gets a line of its own. */
+                printf(strlen(call) < 18 ? "  %-18s" : "  %s\n                    ", call);
                 for (const char *s = v->summary; *s; s++)
                         if (*s == '\n')
                                 fputs("\n                    ", stdout);
@@ -311,6 +335,10 @@ static int dispatch(int argc, char **argv) {
                           v->name);
                 return EXIT_USAGE;
         }
+        if ((arg_vcpus && !(v->options & OPTION_VCPUS)) || (arg_domain && !(v->options & OPTION_DOMAIN))) {
+                log_error("%s takes neither --vcpus nor --domain (they are export libvirt's)", v->name);
+                return EXIT_USAGE;
+        }
         if (n < v->min_args || n > v->max_args) {
                 if (v->max_args == 0)
                         log_error("%s takes no argument", v->name);
@@ -318,12 +346,27 @@ static int dispatch(int argc, char **argv) {
                         log_error("%s needs exactly one argument: %s", v->name, v->arg); /* a word */
                 else if (v->min_args == v->max_args)
                         log_error("%s needs exactly one %s", v->name, v->arg);
+                else if (n < v->min_args)
+                        log_error("%s needs %s", v->name, v->arg);
+                else if (strchr(v->arg, ' '))
+                        log_error("%s takes at most %u arguments: %s", v->name, v->max_args, v->arg);
                 else
                         log_error("%s takes at most one %s", v->name, v->arg);
                 verb_usage(v, stderr);
                 return EXIT_USAGE;
         }
         return v->run(argc, argv);
+}
+
+/* A whole number from 1 to max, digits only. */
+static bool parse_count(const char *s, unsigned long max, unsigned *ret) {
+        char *end;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (!*s || *end || errno || v < 1 || v > max || s[0] == '-')
+                return false;
+        *ret = (unsigned) v;
+        return true;
 }
 
 static int parse_argv(int argc, char **argv) {
@@ -335,7 +378,9 @@ static int parse_argv(int argc, char **argv) {
                 ARG_SECONDS,
                 ARG_CPUS,
                 ARG_SVG,
-                ARG_NO_OSNOISE
+                ARG_NO_OSNOISE,
+                ARG_VCPUS,
+                ARG_DOMAIN,
         };
         static const struct option options[] = { { "root", required_argument, NULL, 'r' },
                                                  { "json", no_argument, NULL, 'j' },
@@ -349,6 +394,8 @@ static int parse_argv(int argc, char **argv) {
                                                  { "cpus", required_argument, NULL, ARG_CPUS },
                                                  { "svg", required_argument, NULL, ARG_SVG },
                                                  { "no-osnoise", no_argument, NULL, ARG_NO_OSNOISE },
+                                                 { "vcpus", required_argument, NULL, ARG_VCPUS },
+                                                 { "domain", required_argument, NULL, ARG_DOMAIN },
                                                  {} };
         int c;
 
@@ -377,18 +424,13 @@ static int parse_argv(int argc, char **argv) {
                 case ARG_STATE_DIR:
                         arg_state_dir = optarg;
                         break;
-                case ARG_SECONDS: {
-                        char *end;
-                        errno = 0;
-                        unsigned long v = strtoul(optarg, &end, 10);
-                        if (!*optarg || *end || errno || v < 1 || v > 86400 || optarg[0] == '-') {
+                case ARG_SECONDS:
+                        if (!parse_count(optarg, 86400, &arg_seconds)) {
                                 log_error("--seconds takes whole seconds from 1 to 86400, not '%s'", optarg);
                                 return EXIT_USAGE;
                         }
-                        arg_seconds = (unsigned) v;
                         arg_seconds_set = true;
                         break;
-                }
                 case ARG_CPUS:
                         arg_cpus = optarg;
                         break;
@@ -397,6 +439,15 @@ static int parse_argv(int argc, char **argv) {
                         break;
                 case ARG_NO_OSNOISE:
                         arg_no_osnoise = true;
+                        break;
+                case ARG_VCPUS:
+                        if (!parse_count(optarg, 4096, &arg_vcpus)) {
+                                log_error("--vcpus takes a number of vCPUs from 1 to 4096, not '%s'", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case ARG_DOMAIN:
+                        arg_domain = optarg;
                         break;
                 case 'h':
                         arg_help = true;

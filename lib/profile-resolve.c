@@ -340,7 +340,9 @@ static int resolve_cpus(ResolveCtx *c, json_t *doc) {
 
         _cleanup_free_ char *il = cpu_set_format_list(&iso), *hl = cpu_set_format_list(&hk);
         json_t *out = json_pack("{s:s, s:s}", "isolated", il, "housekeeping", hl);
-        if (!out || json_object_set_new(doc, "cpus", out) < 0)
+        json_t *siblings = json_object_get(cpus, "vcpu_siblings"); /* for export libvirt */
+        if (!out || (siblings && json_object_set(out, "vcpu_siblings", siblings) < 0) ||
+            json_object_set_new(doc, "cpus", out) < 0)
                 return -ENOMEM;
         return 0;
 }

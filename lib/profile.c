@@ -136,9 +136,12 @@ char *json_pointer_append_index(const char *base, size_t i) {
 
 /* The keys that belong to no domain; each domain's section is in its backend file. */
 
+static const char * const vcpu_siblings_choices[] = { "apart", "together", NULL };
+static const Schema vcpu_siblings_schema = { SCHEMA_STRING, .choices = vcpu_siblings_choices };
 static const SchemaField cpus_fields[] = { { "isolated", &schema_cpus },
                                            { "housekeeping", &schema_cpus },
                                            { "housekeeping_cores_per_node", &schema_cores },
+                                           { "vcpu_siblings", &vcpu_siblings_schema },
                                            {} };
 static const Schema cpus_schema = { SCHEMA_OBJECT, .fields = cpus_fields };
 

@@ -89,6 +89,8 @@ START_TEST(test_type_errors) {
                      "out of range");
         expect_error("type5", "{\"kthreads\": {\"rules\": [{\"match\": \"x\", \"policy\": \"fifoo\"}]}}",
                      "/kthreads/rules/0/policy", "did you mean \"fifo\"");
+        expect_error("type4b", "{\"cpus\": {\"vcpu_siblings\": \"togther\"}}", "/cpus/vcpu_siblings",
+                     "did you mean \"together\"");
         expect_error("type6", "{\"drift\": {\"policy\": \"xyzzy\"}}", "/drift/policy",
                      "use one of \"report\", \"correct\"");
         expect_error("type6b", "{\"drift\": {\"task_allow\": \"qemu-*\"}}", "/drift/task_allow", "found a string");
@@ -249,9 +251,13 @@ START_TEST(test_default_split) {
         resolved_free(r);
         profile_free(p);
 
-        r = resolve_ok("split2", "{\"cpus\": {\"housekeeping_cores_per_node\": 2}}", &p);
+        r = resolve_ok("split2", "{\"cpus\": {\"housekeeping_cores_per_node\": 2, \"vcpu_siblings\": \"together\"}}",
+                       &p);
         _cleanup_free_ char *hk2 = cpu_set_format_list(&r->housekeeping);
         ck_assert_str_eq(hk2, "0-1,4-5,8-9,12-13");
+        /* export libvirt reads it from the resolved document */
+        ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r->doc, "cpus"), "vcpu_siblings")),
+                         "together");
         resolved_free(r);
         profile_free(p);
 

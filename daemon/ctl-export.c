@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "export.h"
+#include "journal.h"
+
+/* export libvirt, export nova: the split of the applied (or a named) profile, as the guests'
+ * configuration takes it. Works on the host directly: it only reads. */
+
+/* The profile the split comes from, planned for the host: the one named, else the one the journal
+ * says is applied (its stored document, as rtpartd uses it). */
+static int export_prepare(Root *root, const char *name, Prepared *ret) {
+        PrepareError pe = {};
+        int r;
+
+        if (name) {
+                r = prepare_profile(root, name, PREPARE_PLAN, ret, &pe);
+                if (r < 0)
+                        return ctl_prepare_failure(root, &pe, r);
+                prepare_error_done(&pe);
+                return 0;
+        }
+
+        _cleanup_(journal_freep) Journal *j = NULL;
+        _cleanup_(journal_error_done) JournalError je = {};
+        r = journal_load(root, &j, &je);
+        if (r < 0 && r != -ENOENT)
+                return log_error_errno(r, "cannot read the journal to find the applied profile: %s; name a profile",
+                                       je.message ?: strerror(-r));
+        if (r < 0 || !j->profile) {
+                log_error("no profile is applied on this host; name the profile whose split to export "
+                          "(rtpartctl export libvirt|nova PROFILE)");
+                return EXIT_USAGE;
+        }
+        if (!j->source) {
+                /* A journal written before it kept the profile's document: the profile by name. */
+                if (profile_is_path(j->profile)) {
+                        log_error("the journal names %s but keeps no copy of it; apply it again or name a profile",
+                                  j->profile);
+                        return EXIT_USAGE;
+                }
+                r = prepare_profile(root, j->profile, PREPARE_PLAN, ret, &pe);
+        } else {
+                json_error_t jerr;
+                _cleanup_(json_decrefp) json_t *doc = json_loads(j->source, 0, &jerr);
+                Profile *profile = NULL;
+                if (!doc) {
+                        log_error("the journal's copy of %s is not JSON (%s); apply it again or name a profile",
+                                  j->profile, jerr.text);
+                        return EXIT_FAILED;
+                }
+                r = profile_from_document(j->profile, doc, &profile, &pe.profile);
+                if (r < 0) {
+                        pe.step = PREPARE_STEP_PROFILE;
+                        return ctl_prepare_failure(root, &pe, r);
+                }
+                r = prepare_profile_built(root, profile, PREPARE_PLAN, ret, &pe);
+        }
+        if (r < 0)
+                return ctl_prepare_failure(root, &pe, r);
+        prepare_error_done(&pe);
+        return 0;
+}
+
+static unsigned count_cores(const Host *h, const CpuSet *cpus) {
+        CpuSet cores = {};
+        CPU_SET_FOREACH (c, cpus)
+                cpu_set_add(&cores,
+                            (unsigned) c < h->n_cpu_ids && h->cpus[c].core >= 0 ? (unsigned) h->cpus[c].core
+                                                                                : (unsigned) c);
+        return cpu_set_count(&cores);
+}
+
+/* N vCPUs that do not fit: how many would, and what to change. */
+static int refuse_vcpus(const Prepared *p, const ExportSplit *s, unsigned n, unsigned capacity) {
+        _cleanup_free_ char *iso = cpu_set_format_list(&s->isolated);
+        unsigned n_iso = cpu_set_count(&s->isolated), room = capacity;
+
+        if (s->siblings == EXPORT_SIBLINGS_APART) {
+                /* How many would fit with the SMT siblings shared. */
+                ExportSplit together = *s;
+                ExportPins unused = {};
+                together.siblings = EXPORT_SIBLINGS_TOGETHER;
+                (void) export_pin(p->host, &together, 0, &unused, &room);
+        }
+        if (room > capacity)
+                log_error("%u vCPUs do not fit: profile %s isolates %u CPUs (%s) on %u cores, and with "
+                          "cpus.vcpu_siblings \"apart\" (the default) each vCPU has a core of its own, which makes "
+                          "room for %u; give --vcpus %u or fewer, set cpus.vcpu_siblings to \"together\" in the "
+                          "profile (room for %u, SMT siblings shared), or isolate more CPUs (cpus.isolated)",
+                          n, p->resolved->name, n_iso, strempty(iso), count_cores(p->host, &s->isolated), capacity,
+                          capacity, room);
+        else
+                log_error("%u vCPUs do not fit: profile %s isolates %u CPUs (%s), room for %u vCPUs with one CPU "
+                          "each; give --vcpus %u or fewer, or isolate more CPUs (cpus.isolated)",
+                          n, p->resolved->name, n_iso, strempty(iso), capacity, capacity);
+        return EXIT_USAGE;
+}
+
+/* A domain file given with --domain, read whole (16 MiB at most). */
+static int read_domain(const char *path, char **ret, size_t *ret_size) {
+        const size_t max = 16 * 1024 * 1024;
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, cap = 0;
+
+        if (fd < 0)
+                return log_error_errno(-errno, "--domain %s: cannot open it: %m", path);
+        for (;;) {
+                if (cap - size < 65536) {
+                        if (cap >= max) {
+                                log_error("--domain %s: larger than 16 MiB; give a libvirt domain XML file", path);
+                                return EXIT_USAGE;
+                        }
+                        char *n = realloc(buf, cap + 65536 + 1);
+                        if (!n)
+                                return log_oom();
+                        buf = n;
+                        cap += 65536;
+                }
+                ssize_t k = read(fd, buf + size, cap - size);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return log_error_errno(-errno, "--domain %s: cannot read it: %m", path);
+                if (k == 0)
+                        break;
+                size += (size_t) k;
+        }
+        buf[size] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_size = size;
+        return 0;
+}
+
+static int export_libvirt(const Prepared *p, ExportSplit *s) {
+        _cleanup_free_ char *text = NULL, *xml = NULL, *out = NULL, *error = NULL;
+        _cleanup_(export_domain_done) ExportDomain d = {};
+        _cleanup_(export_pins_done) ExportPins pins = {};
+        size_t size = 0;
+        unsigned n = arg_vcpus, capacity = 0;
+        int r;
+
+        if (arg_domain) {
+                r = read_domain(arg_domain, &text, &size);
+                if (r != 0)
+                        return r;
+                r = export_domain_parse(text, size, &d, &error);
+                if (r == -ENOMEM)
+                        return log_oom();
+                if (r < 0) {
+                        log_error("--domain %s: %s; give a libvirt domain XML file (virsh dumpxml)", arg_domain, error);
+                        return EXIT_USAGE;
+                }
+                if (n == 0)
+                        n = d.vcpus;
+                else if (d.vcpus != 0 && d.vcpus != n) {
+                        log_error("--domain %s: <vcpu> is %u but --vcpus is %u; give --vcpus %u, or change <vcpu> "
+                                  "in the file",
+                                  arg_domain, d.vcpus, n, d.vcpus);
+                        return EXIT_USAGE;
+                }
+        }
+        if (n == 0) {
+                log_error("export libvirt needs the number of vCPUs: --vcpus N%s",
+                          arg_domain ? " (the domain file has no <vcpu>)" : "");
+                return EXIT_USAGE;
+        }
+
+        r = export_pin(p->host, s, n, &pins, &capacity);
+        if (r == -ENOSPC)
+                return refuse_vcpus(p, s, n, capacity);
+        if (r < 0)
+                return log_oom();
+
+        ExportXmlOptions o = {
+                .indent = arg_domain ? d.indent : "  ",
+                .with_vcpu = !arg_domain || d.vcpus == 0,
+                .with_iothread = !arg_domain,
+                .iothreads = d.iothreads,
+                .n_iothreads = d.n_iothreads,
+                .memory_keep = d.memory_keep,
+        };
+        xml = export_libvirt_xml(p->host, s, &pins, &o);
+        if (!xml)
+                return log_oom();
+        if (!arg_domain) {
+                /* A comment holds no "--": a profile name with one is left out. */
+                bool named = !strstr(p->resolved->name, "--");
+                printf("<!-- rtpartctl export libvirt: %s%s%s%u vCPUs. These elements go inside <domain>,\n"
+                       "     replacing its own <vcpu>, <iothreads>, <cputune>, <numatune> and <memoryBacking>. -->\n"
+                       "%s",
+                       named ? "profile " : "", named ? p->resolved->name : "", named ? ", " : "", n, xml);
+                return 0;
+        }
+        if (d.n_iothreads == 0)
+                log_info("%s has no I/O threads: its disks' I/O runs in the emulator thread, pinned with "
+                         "<emulatorpin>",
+                         arg_domain);
+        out = export_domain_merge(&d, xml);
+        if (!out)
+                return log_oom();
+        fputs(out, stdout);
+        return 0;
+}
+
+int verb_export(int argc, char **argv) {
+        _cleanup_(root_freep) Root *root = NULL;
+        _cleanup_(prepared_done) Prepared p = {};
+        _cleanup_(export_split_done) ExportSplit s = {};
+        bool libvirt = streq(argv[1], "libvirt");
+        int r;
+
+        if (!libvirt && !streq(argv[1], "nova")) {
+                log_error("export makes libvirt or nova configuration, not '%s'; give 'libvirt' or 'nova'", argv[1]);
+                return EXIT_USAGE;
+        }
+        if (!libvirt && (arg_vcpus || arg_domain)) {
+                log_error("--vcpus and --domain are export libvirt's; export nova takes neither");
+                return EXIT_USAGE;
+        }
+        if ((r = ctl_open_root(&root)) != 0)
+                return r;
+        r = export_prepare(root, argc > 2 ? argv[2] : NULL, &p);
+        if (r != 0)
+                return r;
+        r = export_split_from_plan(root, p.host, p.plan, p.resolved->doc, &s);
+        if (r < 0)
+                return log_oom();
+        if (libvirt)
+                return export_libvirt(&p, &s);
+
+        _cleanup_free_ char *out = export_nova(&s, p.resolved->name);
+        if (!out)
+                return log_oom();
+        fputs(out, stdout);
+        return 0;
+}
