@@ -12,9 +12,19 @@
  * cleared, the reboot-pending flag, the journal written by another program, new IRQs placed) and
  * with the two things the manager does not keep, which its listener hooks bring here: the last
  * apply's time and result, and the last audit. Rather than a call at every place the state
- * changes, a post source renders the text after each turn of the event loop that dispatched
- * something (a few hundred bytes; never on a timer of its own, so an idle daemon stays asleep),
- * and the file is written only when the text differs from the last one written or tried. */
+ * changes, a post source looks at what the metrics are made of after each turn of the event loop
+ * that dispatched something (never on a timer of its own, so an idle daemon stays asleep): the
+ * text is rendered only when that changed, and the file written only when the text differs from
+ * the last one written or tried. The knobs owned per domain are counted once per journal. */
+
+/* What the text is made of, but the strings and the audit (which come with their own changes). */
+typedef struct Inputs {
+        unsigned owned[_DOMAIN_MAX];
+        unsigned drifted[_DOMAIN_MAX + 1]; /* the last: user tasks */
+        bool applied, in_sync, reboot_required, apply_ok;
+        uint64_t drift_events, apply_usec, audit_usec;
+        const char *profile; /* compared by value */
+} Inputs;
 
 struct ManagerMetrics {
         Manager *manager; /* NULL once the manager is freed */
@@ -25,6 +35,13 @@ struct ManagerMetrics {
         uint64_t apply_usec;
         bool apply_ok;
         MetricsAudit audit;
+        bool have_inputs;
+        Inputs inputs; /* of the text last rendered; profile points to profile below */
+        char *profile;
+        const Journal *owned_journal; /* owned[] below was counted for this journal … */
+        uint64_t owned_digest;        /* … as read with this digest */
+        size_t owned_n;
+        unsigned owned[_DOMAIN_MAX];
 };
 
 static uint64_t now_realtime_usec(void) {
@@ -43,32 +60,70 @@ static uint64_t journal_applied_usec(const Journal *j) {
         return t > 0 ? (uint64_t) t * 1000000ULL : 0;
 }
 
-static int render(ManagerMetrics *mm, char **ret) {
+static void inputs_get(ManagerMetrics *mm, Inputs *ret) {
         Manager *m = mm->manager;
+        const Journal *j = m->journal;
+
+        if (!j)
+                memset(mm->owned, 0, sizeof(mm->owned));
+        else if (j != mm->owned_journal || j->digest != mm->owned_digest || j->n_applied != mm->owned_n) {
+                memset(mm->owned, 0, sizeof(mm->owned));
+                for (size_t i = 0; i < j->n_applied; i++)
+                        if (j->applied[i].domain >= 0 && j->applied[i].domain < _DOMAIN_MAX)
+                                mm->owned[j->applied[i].domain]++;
+        }
+        mm->owned_journal = j;
+        mm->owned_digest = j ? j->digest : 0;
+        mm->owned_n = j ? j->n_applied : 0;
+
+        *ret = (Inputs) {
+                .applied = m->profile != NULL,
+                .in_sync = manager_in_sync(m),
+                .reboot_required = manager_reboot_required(m),
+                .apply_ok = mm->apply_ok,
+                .drift_events = m->drift_events,
+                .apply_usec = mm->apply_usec,
+                .audit_usec = mm->audit.usec,
+                .profile = m->profile,
+        };
+        memcpy(ret->owned, mm->owned, sizeof(ret->owned));
+        for (size_t i = 0; i < m->drift.n; i++) {
+                Domain d = domain_from_string(m->drift.entries[i].domain);
+                if (d >= 0)
+                        ret->drifted[d]++;
+        }
+        ret->drifted[_DOMAIN_MAX] = (unsigned) m->tasks.n;
+}
+
+static bool inputs_equal(const Inputs *a, const Inputs *b) {
+        return memcmp(a->owned, b->owned, sizeof(a->owned)) == 0 &&
+                memcmp(a->drifted, b->drifted, sizeof(a->drifted)) == 0 && a->applied == b->applied &&
+                a->in_sync == b->in_sync && a->reboot_required == b->reboot_required && a->apply_ok == b->apply_ok &&
+                a->drift_events == b->drift_events && a->apply_usec == b->apply_usec &&
+                a->audit_usec == b->audit_usec && streq_ptr(a->profile, b->profile);
+}
+
+static int render(ManagerMetrics *mm, const Inputs *in, char **ret) {
         MetricsDomain domains[_DOMAIN_MAX + 1] = {};
         size_t n = 0;
 
         for (Domain d = 0; d < _DOMAIN_MAX; d++)
-                domains[n++] = (MetricsDomain) { .name = domain_to_string(d) };
-        domains[n++] = (MetricsDomain) { .name = "task", .drifted = (unsigned) m->tasks.n, .no_knobs = true };
-        for (size_t i = 0; m->journal && i < m->journal->n_applied; i++)
-                if (m->journal->applied[i].domain >= 0 && m->journal->applied[i].domain < _DOMAIN_MAX)
-                        domains[m->journal->applied[i].domain].owned++;
-        for (size_t i = 0; i < m->drift.n; i++) {
-                Domain d = domain_from_string(m->drift.entries[i].domain);
-                if (d >= 0)
-                        domains[d].drifted++;
-        }
+                domains[n++] = (MetricsDomain) {
+                        .name = domain_to_string(d),
+                        .owned = in->owned[d],
+                        .drifted = in->drifted[d],
+                };
+        domains[n++] = (MetricsDomain) { .name = "task", .drifted = in->drifted[_DOMAIN_MAX], .no_knobs = true };
 
         MetricsState s = {
-                .profile = manager_active_profile(m),
-                .in_sync = manager_in_sync(m),
-                .reboot_required = manager_reboot_required(m),
+                .profile = in->profile,
+                .in_sync = in->in_sync,
+                .reboot_required = in->reboot_required,
                 .domains = domains,
                 .n_domains = n,
-                .drift_events = m->drift_events,
-                .apply_usec = mm->apply_usec,
-                .apply_ok = mm->apply_ok,
+                .drift_events = in->drift_events,
+                .apply_usec = in->apply_usec,
+                .apply_ok = in->apply_ok,
                 .audit = &mm->audit,
         };
         return metrics_render(&s, ret);
@@ -76,13 +131,26 @@ static int render(ManagerMetrics *mm, char **ret) {
 
 void manager_metrics_flush(ManagerMetrics *mm) {
         _cleanup_free_ char *text = NULL;
+        Inputs in;
         if (!mm->manager)
                 return;
-        int r = render(mm, &text);
+        inputs_get(mm, &in);
+        if (mm->have_inputs && inputs_equal(&in, &mm->inputs))
+                return;
+        int r = render(mm, &in, &text);
         if (r < 0) {
                 log_debug_errno(r, "Cannot render the metrics: %m");
                 return;
         }
+        /* Kept with its own copy of the profile's name: the manager's may be freed. */
+        char *profile = in.profile ? strdup(in.profile) : NULL;
+        if (in.profile && !profile)
+                return;
+        free(mm->profile);
+        mm->profile = profile;
+        mm->inputs = in;
+        mm->inputs.profile = profile;
+        mm->have_inputs = true;
         if (mm->last && streq(mm->last, text))
                 return;
         r = metrics_write(mm->dir, METRICS_FILE, text);
@@ -172,6 +240,7 @@ ManagerMetrics *manager_metrics_free(ManagerMetrics *mm) {
                 manager_remove_listener(mm->manager, mm);
         sd_event_source_disable_unref(mm->post);
         metrics_audit_done(&mm->audit);
+        free(mm->profile);
         free(mm->last);
         free(mm->dir);
         free(mm);
