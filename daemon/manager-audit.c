@@ -59,6 +59,8 @@ static int on_audit_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 if (asprintf(&e.message, "cannot read the host's counters: %s", strerror(-r)) < 0)
                         e.message = NULL;
         }
+        if (doc)
+                manager_emit_audited(m, doc);
         /* The caller is answered last: it may cancel others, never this one (taken off first). */
         ManagerAuditDone done = a->done;
         void *ud = a->userdata;

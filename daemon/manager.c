@@ -462,6 +462,18 @@ static void emit_applied(Manager *m, const char *profile, bool external) {
                         m->listeners[i].applied(m, profile, external, m->listeners[i].userdata);
 }
 
+static void emit_apply_failed(Manager *m, const char *profile) {
+        for (size_t i = 0; i < m->n_listeners; i++)
+                if (m->listeners[i].apply_failed)
+                        m->listeners[i].apply_failed(m, profile, m->listeners[i].userdata);
+}
+
+void manager_emit_audited(Manager *m, const json_t *doc) {
+        for (size_t i = 0; i < m->n_listeners; i++)
+                if (m->listeners[i].audited)
+                        m->listeners[i].audited(m, doc, m->listeners[i].userdata);
+}
+
 static void emit_reverted(Manager *m) {
         for (size_t i = 0; i < m->n_listeners; i++)
                 if (m->listeners[i].reverted)
@@ -830,6 +842,7 @@ static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *
         if (r < 0) {
                 engine_failure(e, &er, r);
                 engine_result_done(&er);
+                emit_apply_failed(m, p.plan->profile);
                 prepared_done(&p);
                 (void) journal_reload(m, NULL);
                 return r;

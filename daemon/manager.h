@@ -78,6 +78,10 @@ typedef struct ManagerListener {
         void (*reverted)(Manager *m, void *userdata);
         /* Drift found or corrected: the entries this event is about (not every known one). */
         void (*drift)(Manager *m, ManagerDriftEvent event, const DriftEntry *entries, size_t n, void *userdata);
+        /* An Apply (or the start-up re-apply) failed; what it wrote was undone. */
+        void (*apply_failed)(Manager *m, const char *profile, void *userdata);
+        /* An Audit call's window ended: its document. */
+        void (*audited)(Manager *m, const json_t *doc, void *userdata);
         /* ActiveProfile, InSync, RebootRequired or DriftCount changed. */
         void (*properties_changed)(Manager *m, void *userdata);
         /* The manager is freed: the listener lets go of it. */
@@ -234,6 +238,8 @@ void manager_properties_update(Manager *m);
 /* To every listener's drift hook: a D-Bus signal (DriftDetected, Corrected), a varlink stream
  * event (drift, corrected). */
 void manager_emit_drift(Manager *m, ManagerDriftEvent event, const DriftEntry *entries, size_t n);
+/* To every listener's audited hook. */
+void manager_emit_audited(Manager *m, const json_t *doc);
 /* Whether one more correction of id fits the rate limit (10 a minute). */
 bool manager_correction_allowed(Manager *m, const char *id);
 

@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "manager-metrics.h"
 #include "manager.h"
+#include "metrics.h"
 #include "root.h"
 #if __has_include("pm-qos.h")
 #include "pm-qos.h"
@@ -28,6 +30,8 @@ static const char *arg_varlink_socket = NULL;
 static bool arg_dbus = true;
 static uint64_t arg_interval_usec = 0;
 static uint64_t arg_debounce_usec = 0;
+static const char *arg_metrics_dir = NULL;
+static bool arg_metrics = true;
 
 static void help(void) {
         printf("Usage: rtpartd [OPTIONS]\n"
@@ -46,6 +50,9 @@ static void help(void) {
                "      --interval=SECONDS    Safety re-check period (default: the profile's\n"
                "                            drift.interval_s, else 60)\n"
                "      --debounce=MSEC       Coalesce knob file events for MSEC (default 5)\n"
+               "      --metrics-dir=DIR     Write Prometheus metrics (rtpart.prom) into DIR instead of\n"
+               "                            /var/lib/prometheus/node-exporter under the root\n"
+               "      --no-metrics          Write no metrics\n"
                "  -v, --verbose             Log debug messages\n"
                "  -h, --help                Show this help\n"
                "      --version             Show the version\n"
@@ -64,13 +71,24 @@ static int parse_seconds(const char *s, uint64_t max, uint64_t *ret) {
 }
 
 static int parse_argv(int argc, char **argv) {
-        enum { ARG_STATE_DIR = 0x100, ARG_NO_DBUS, ARG_VARLINK, ARG_INTERVAL, ARG_DEBOUNCE, ARG_VERSION };
+        enum {
+                ARG_STATE_DIR = 0x100,
+                ARG_NO_DBUS,
+                ARG_VARLINK,
+                ARG_INTERVAL,
+                ARG_DEBOUNCE,
+                ARG_VERSION,
+                ARG_METRICS_DIR,
+                ARG_NO_METRICS
+        };
         static const struct option options[] = { { "root", required_argument, NULL, 'r' },
                                                  { "state-dir", required_argument, NULL, ARG_STATE_DIR },
                                                  { "no-dbus", no_argument, NULL, ARG_NO_DBUS },
                                                  { "varlink-socket", required_argument, NULL, ARG_VARLINK },
                                                  { "interval", required_argument, NULL, ARG_INTERVAL },
                                                  { "debounce", required_argument, NULL, ARG_DEBOUNCE },
+                                                 { "metrics-dir", required_argument, NULL, ARG_METRICS_DIR },
+                                                 { "no-metrics", no_argument, NULL, ARG_NO_METRICS },
                                                  { "verbose", no_argument, NULL, 'v' },
                                                  { "help", no_argument, NULL, 'h' },
                                                  { "version", no_argument, NULL, ARG_VERSION },
@@ -109,6 +127,17 @@ static int parse_argv(int argc, char **argv) {
                                 return -EINVAL;
                         }
                         arg_debounce_usec = v * 1000ULL;
+                        break;
+                case ARG_METRICS_DIR:
+                        if (optarg[0] != '/') {
+                                log_error("--metrics-dir needs an absolute path, not '%s'", optarg);
+                                return -EINVAL;
+                        }
+                        arg_metrics_dir = optarg;
+                        arg_metrics = true;
+                        break;
+                case ARG_NO_METRICS:
+                        arg_metrics = false;
                         break;
                 case 'v':
                         log_max_level = LOG_DEBUG;
@@ -188,6 +217,23 @@ static int setup_varlink(sd_event *event, Root *root, Manager *m, VarlinkServer 
         return 0;
 }
 
+/* The textfile directory of node_exporter: --metrics-dir, else Debian's under the root. */
+static int setup_metrics(Manager *m, Root *root, ManagerMetrics **ret) {
+        _cleanup_free_ char *dir = NULL;
+        if (arg_metrics_dir)
+                dir = strdup(arg_metrics_dir);
+        else if (root_is_system(root))
+                dir = strdup("/" METRICS_DIR_DEFAULT);
+        else if (asprintf(&dir, "%s/%s", root->path, METRICS_DIR_DEFAULT) < 0)
+                dir = NULL;
+        if (!dir)
+                return -ENOMEM;
+        int r = manager_metrics_attach(m, dir, ret);
+        if (r < 0)
+                return log_error_errno(r, "Cannot set up the metrics: %m");
+        return 0;
+}
+
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         log_info("SIGHUP: re-reading the journal, checking every knob, placing new IRQs and kernel threads");
         manager_reload(userdata);
@@ -200,6 +246,7 @@ static int run(int argc, char **argv) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(manager_freep) Manager *m = NULL;
         _cleanup_(varlink_server_freep) VarlinkServer *varlink = NULL;
+        _cleanup_(manager_metrics_freep) ManagerMetrics *metrics = NULL;
         int r;
 
         log_setup_daemon();
@@ -256,6 +303,8 @@ static int run(int argc, char **argv) {
         r = setup_varlink(event, root, m, &varlink);
         if (r < 0)
                 return 1;
+        if (arg_metrics && setup_metrics(m, root, &metrics) < 0)
+                return 1;
 
 #ifdef HAVE_PM_QOS_HOLDER
         /* The PM QoS request of cpu/pm_qos lives as long as the process that holds it: this one. */
@@ -264,6 +313,8 @@ static int run(int argc, char **argv) {
         r = manager_startup(m);
         if (r < 0)
                 return 1;
+        if (metrics)
+                manager_metrics_flush(metrics);
 
         if (bus) {
                 r = sd_bus_request_name(bus, MANAGER_DBUS_NAME, 0);

@@ -115,8 +115,11 @@ class HostDaemon(unittest.TestCase):
         path = os.path.join(self.tmp, "host-daemon-test.json")
         with open(path, "w") as f:
             json.dump(profile, f)
+        # Its metrics go to a directory of its own, never the host's node_exporter directory.
+        os.makedirs(os.path.join(self.tmp, "metrics"), exist_ok=True)
         self.proc = subprocess.Popen([DAEMON, "--no-dbus", "--state-dir", os.path.join(self.tmp, "state"),
-                                      "--varlink-socket", self.sock, "--interval", "3600", *args],
+                                      "--varlink-socket", self.sock, "--interval", "3600",
+                                      "--metrics-dir", os.path.join(self.tmp, "metrics"), *args],
                                      stdout=self.log, stderr=subprocess.STDOUT)
         end = time.monotonic() + 10
         while not os.path.exists(self.sock):
