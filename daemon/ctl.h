@@ -9,6 +9,7 @@
  *   ctl-state.c    verify, status, watch
  *   ctl-audit.c    audit (and the CPUs it and check observe)
  *   ctl-check.c    check latency
+ *   ctl-import.c   import-tuned
  *   ctl-daemon.c   the documents asked of rtpartd, and working without it when it refuses
  *   ctl-local.c    working on the host directly: the root, the prepare pipeline, the lock
  *   ctl-render.c   the documents printed, as text or JSON
@@ -54,6 +55,7 @@ extern unsigned arg_seconds;
 extern const char *arg_cpus;
 extern const char *arg_svg;
 extern bool arg_no_osnoise;
+extern const char *arg_output;
 
 /* The verbs: argv[0] is the verb's name; the argument count is checked before. */
 int verb_list(int argc, char **argv);
@@ -66,6 +68,7 @@ int verb_status(int argc, char **argv);
 int verb_watch(int argc, char **argv);
 int verb_audit(int argc, char **argv);
 int verb_check(int argc, char **argv);
+int verb_import_tuned(int argc, char **argv);
 
 /* ---- ctl-local.c ---- */
 

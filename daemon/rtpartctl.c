@@ -22,6 +22,7 @@ unsigned arg_seconds = 5;
 const char *arg_cpus = NULL;
 const char *arg_svg = NULL;
 bool arg_no_osnoise = false;
+const char *arg_output = NULL;
 static bool arg_seconds_set = false;
 static bool arg_help = false;
 
@@ -39,6 +40,7 @@ typedef enum CtlOption {
         OPTION_CPUS = 1 << 9,
         OPTION_SVG = 1 << 10,
         OPTION_NO_OSNOISE = 1 << 11,
+        OPTION_OUTPUT = 1 << 12,
 } CtlOption;
 
 static const struct {
@@ -60,6 +62,7 @@ static const struct {
         { OPTION_CPUS, "      --cpus=LIST   audit, check: these CPUs instead of the isolated ones\n" },
         { OPTION_SVG, "      --svg=FILE    check latency: also draw the histograms into FILE\n" },
         { OPTION_NO_OSNOISE, "      --no-osnoise  audit: do not run the osnoise tracer in the window\n" },
+        { OPTION_OUTPUT, "  -o, --output=FILE import-tuned: write the profile to FILE, not stdout\n" },
         { OPTION_HELP, "  -h, --help        Show this help\n" },
         { OPTION_VERSION, "      --version     Show the version\n" },
 };
@@ -206,6 +209,20 @@ static const Verb verbs[] = {
                 verb_check,
         },
         {
+                "import-tuned",
+                1,
+                1,
+                "NAME|DIR",
+                "Convert a tuned profile into an rtpart profile",
+                "Reads the tuned profile NAME (/etc/tuned/NAME, then /usr/lib/tuned/NAME, under\n"
+                "--root) or the one in directory DIR, with its includes, variables and functions\n"
+                "evaluated on the host, and prints it as an rtpart profile. Every option that has\n"
+                "no place in an rtpart profile is listed on stderr (file, line, section, option\n"
+                "and why), and the exit status is then 2; the profile has the rest.\n",
+                OPTION_ROOT | OPTION_OUTPUT,
+                verb_import_tuned,
+        },
+        {
                 "help",
                 0,
                 1,
@@ -306,9 +323,11 @@ static int dispatch(int argc, char **argv) {
                 return 0;
         }
         if ((arg_seconds_set && !(v->options & OPTION_SECONDS)) || (arg_cpus && !(v->options & OPTION_CPUS)) ||
-            (arg_svg && !(v->options & OPTION_SVG)) || (arg_no_osnoise && !(v->options & OPTION_NO_OSNOISE))) {
-                log_error("%s takes none of --seconds, --cpus, --svg, --no-osnoise (they are audit's and check's)",
-                          v->name);
+            (arg_svg && !(v->options & OPTION_SVG)) || (arg_no_osnoise && !(v->options & OPTION_NO_OSNOISE)) ||
+            (arg_output && !(v->options & OPTION_OUTPUT))) {
+                log_error(
+                        "%s takes none of --seconds, --cpus, --svg, --no-osnoise, --output (they are audit's, check's and import-tuned's)",
+                        v->name);
                 return EXIT_USAGE;
         }
         if (n < v->min_args || n > v->max_args) {
@@ -335,7 +354,7 @@ static int parse_argv(int argc, char **argv) {
                 ARG_SECONDS,
                 ARG_CPUS,
                 ARG_SVG,
-                ARG_NO_OSNOISE
+                ARG_NO_OSNOISE,
         };
         static const struct option options[] = { { "root", required_argument, NULL, 'r' },
                                                  { "json", no_argument, NULL, 'j' },
@@ -349,11 +368,12 @@ static int parse_argv(int argc, char **argv) {
                                                  { "cpus", required_argument, NULL, ARG_CPUS },
                                                  { "svg", required_argument, NULL, ARG_SVG },
                                                  { "no-osnoise", no_argument, NULL, ARG_NO_OSNOISE },
+                                                 { "output", required_argument, NULL, 'o' },
                                                  {} };
         int c;
 
         /* GNU getopt permutes: options may come before or after the command. */
-        while ((c = getopt_long(argc, argv, "r:jah", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "r:jaho:", options, NULL)) >= 0)
                 switch (c) {
                 case 'r':
                         arg_root = optarg;
@@ -397,6 +417,9 @@ static int parse_argv(int argc, char **argv) {
                         break;
                 case ARG_NO_OSNOISE:
                         arg_no_osnoise = true;
+                        break;
+                case 'o':
+                        arg_output = optarg;
                         break;
                 case 'h':
                         arg_help = true;
