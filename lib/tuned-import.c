@@ -541,6 +541,9 @@ static int load_names(Loader *l, const char *names, const char *from_file, unsig
                         }
                         found = true;
                 }
+                if (!found && !skipped && !conditional && !from_file)
+                        return error_set(l->error, base, 0, "no tuned profile '%s' in /etc/tuned or /usr/lib/tuned",
+                                         base);
                 if (!found && !skipped && !conditional)
                         return error_set(l->error, from_file, from_line,
                                          "included profile '%s' not found in /etc/tuned or /usr/lib/tuned", base);
@@ -1263,9 +1266,11 @@ static char *regex_to_glob(const char *re, bool *ret_kthread) {
         }
         strbuf_append(&b, anchored ? "" : "*");
         for (; *p; p++) {
-                if (p[0] == '.' && p[1] == '*')
-                        strbuf_append(&b, "*"), p++;
-                else if (*p == '.')
+                if (p[0] == '.' && p[1] == '*') {
+                        if (!(b.len > 0 && b.s[b.len - 1] == '*'))
+                                strbuf_append(&b, "*");
+                        p++;
+                } else if (*p == '.')
                         strbuf_append(&b, "?");
                 else if (*p == '\\' && p[1] == ']' && *ret_kthread && (p[2] == 0 || (p[2] == '$' && p[3] == 0))) {
                         end = true;
@@ -1926,10 +1931,7 @@ int tuned_import(const TunedEnv *env, const char *name, bool dir, TunedImport *r
                                       "a tuned profile name is letters, digits and _.- only; give a directory "
                                       "with a path containing '/'");
                 else {
-                        r = load_names(&l, name, name, 0);
-                        if (r >= 0 && strv_length(l.files) == 0)
-                                r = error_set(ret_error, name, 0,
-                                              "no tuned profile '%s' in /etc/tuned or /usr/lib/tuned", name);
+                        r = load_names(&l, name, /* from_file= */ NULL, 0);
                 }
         }
         if (r < 0)
