@@ -614,10 +614,14 @@ static bool word_char(char c) {
 
 /* ${name} of a defined variable replaced in one pass (not preceded by '\'), then "\${name}"
  * unescaped. */
+/* Variables that refer to others twice double at each step: a value is bounded (a longer one is
+ * an error). */
+#define TUNED_VALUE_MAX (64U * 1024U)
+
 static char *expand_static(Eval *ev, const char *v) {
         StrBuf b = {};
         strbuf_append(&b, "");
-        for (const char *p = v; *p;) {
+        for (const char *p = v; *p && b.len <= TUNED_VALUE_MAX;) {
                 if (p[0] == '$' && p[1] == '{' && (p == v || p[-1] != '\\')) {
                         size_t n = 0;
                         while (word_char(p[2 + n]))
@@ -969,10 +973,19 @@ static int expand_functions(Eval *ev, const char *value, char **ret) {
 }
 
 static int expand(Eval *ev, const char *value, char **ret) {
-        _cleanup_free_ char *st = expand_static(ev, value);
+        _cleanup_free_ char *st = expand_static(ev, value), *out = NULL;
         if (!st)
                 return -ENOMEM;
-        return expand_functions(ev, st, ret);
+        if (strlen(st) <= TUNED_VALUE_MAX) {
+                int r = expand_functions(ev, st, &out);
+                if (r < 0)
+                        return r;
+        }
+        if (!out || strlen(out) > TUNED_VALUE_MAX)
+                return error_set(ev->error, ev->file, ev->line, "the value of %s expands to more than %u bytes",
+                                 strempty(ev->option), TUNED_VALUE_MAX);
+        *ret = TAKE_PTR(out);
+        return 0;
 }
 
 static int var_add(Eval *ev, const char *name, const char *value, const char *file, unsigned line) {

@@ -228,6 +228,10 @@ static const MemFile vars[] = {
           "[sysctl]\nk.a = ${a}\nk.b = ${b}\nk.c = ${c}\nk.esc = ${esc}\nk.undef = ${nope}\n"
           "k.dollar = $${x}\n" },
         { "/etc/tuned/v-variables.conf", "# header-less\na=1\nflag\n" },
+        /* Each variable four times the one before: h would be 256 KiB. */
+        { "/usr/lib/tuned/big/tuned.conf",
+          "[variables]\na=0123456789abcdef\nb=${a}${a}${a}${a}\nc=${b}${b}${b}${b}\nd=${c}${c}${c}${c}\n"
+          "e=${d}${d}${d}${d}\nf=${e}${e}${e}${e}\ng=${f}${f}${f}${f}\nh=${g}${g}${g}${g}\n" },
         {},
 };
 
@@ -240,6 +244,8 @@ START_TEST(test_variables) {
         assert_value(t.profile, "sysctl", "k.undef", "$${nope}"); /* left as written, as tuned does */
         assert_value(t.profile, "sysctl", "k.dollar", "$$$${x}");
         ck_assert_uint_eq(strv_length(t.files), 2);
+
+        import_err(vars, "big", "/usr/lib/tuned/big/tuned.conf", 9, "the value of h expands to more than 65536 bytes");
 }
 END_TEST
 
