@@ -375,8 +375,25 @@ static char *format_hex(const CpuSet *s) {
 
 /* ---- the profile, loaded and merged ---- */
 
+typedef struct Eval Eval;
+struct Eval {
+        const TunedEnv *env;
+        char **names, **values; /* the variables, in the order defined */
+        size_t n_vars;
+        TunedImport *out;
+        /* Where the value being expanded was written. */
+        const char *file, *section, *option;
+        unsigned line;
+        /* calc_isolated_cores: its argument and result, when called. */
+        bool calc_used;
+        unsigned calc_n;
+        CpuSet calc_set;
+        TunedError *error;
+};
+
 typedef struct Loader {
         const TunedEnv *env;
+        Eval *ev;        /* for the functions of [main] include, evaluated at load */
         TunedIni merged; /* the sections, "main" among them, merged in include order */
         char **files;
         unsigned depth;
@@ -385,7 +402,6 @@ typedef struct Loader {
 
 static const char * const load_dirs[] = { "/etc/tuned", "/usr/lib/tuned" };
 
-typedef struct Eval Eval;
 static int expand_functions(Eval *ev, const char *value, char **ret);
 
 /* ${i:PROFILE_DIR}, unless escaped. */
@@ -493,7 +509,11 @@ static int load_file(Loader *l, const char *path, bool host_path) {
                 _cleanup_free_ char *names = NULL, *ifile = strdup(inc->file);
                 unsigned iline = inc->line;
                 /* At load, no variable is defined yet: only the functions expand. */
-                r = expand_functions(/* ev= */ NULL, inc->value, &names);
+                l->ev->file = inc->file;
+                l->ev->line = inc->line;
+                l->ev->section = "main";
+                l->ev->option = "include";
+                r = expand_functions(l->ev, inc->value, &names);
                 if (r < 0)
                         return r;
                 (void) section_remove(main, "include");
@@ -552,21 +572,6 @@ static int load_names(Loader *l, const char *names, const char *from_file, unsig
 }
 
 /* ---- variables and functions ---- */
-
-struct Eval {
-        const TunedEnv *env;
-        char **names, **values; /* the variables, in the order defined */
-        size_t n_vars;
-        TunedImport *out;
-        /* Where the value being expanded was written. */
-        const char *file, *section, *option;
-        unsigned line;
-        /* calc_isolated_cores: its argument and result, when called. */
-        bool calc_used;
-        unsigned calc_n;
-        CpuSet calc_set;
-        TunedError *error;
-};
 
 static int note_add(TunedImport *t, const char *file, unsigned line, const char *section, const char *option,
                     bool unsupported, const char *fmt, ...) _printf_(7, 8);
@@ -874,7 +879,8 @@ static int call_function(Eval *ev, const char *name, char **args, char **ret) {
                 RET(streq(name, "cpulist_invert") ? format_unpacked(&inv) : format_hex(&inv));
         }
         if (streq(name, "cpulist_online") || streq(name, "cpulist_present")) {
-                cpu_set_and(&s, streq(name, "cpulist_online") ? &online : &ev->env->present);
+                CpuSet present = ev ? ev->env->present : (CpuSet) {};
+                cpu_set_and(&s, streq(name, "cpulist_online") ? &online : &present);
                 RET(format_unpacked(&s));
         }
         if (streq(name, "cpulist2devs")) {
@@ -941,8 +947,9 @@ static int expand_functions(Eval *ev, const char *value, char **ret) {
                                 free(s);
                                 s = ns;
                                 len = nl;
-                                i = fr.pos + ol - 1;
-                                esc = false;
+                                /* Go on after the value, as after its last character. */
+                                esc = ol > 0 ? out[ol - 1] == '\\' : fr.pos > 0 && s[fr.pos - 1] == '\\';
+                                i = fr.pos + ol - 1; /* wraps to SIZE_MAX for "" at 0: i++ makes it 0 */
                                 continue;
                         }
                 } else if (s[i] == '$' && s[i + 1] == '{') {
@@ -1927,8 +1934,8 @@ static void eval_done(Eval *ev) {
 
 int tuned_import(const TunedEnv *env, const char *name, bool dir, TunedImport *ret, TunedError *ret_error) {
         _cleanup_(tuned_import_done) TunedImport out = {};
-        Loader l = { .env = env, .error = ret_error };
         Eval ev = { .env = env, .out = &out, .error = ret_error };
+        Loader l = { .env = env, .ev = &ev, .error = ret_error };
         Mapper m = { .ev = &ev, .online = env->online };
         _cleanup_free_ char *pname = NULL;
         int r;

@@ -187,6 +187,8 @@ static const MemFile chain[] = {
         { "/etc/tuned/base/tuned.conf", "[main]\ninclude=base\n[sysctl]\na=9\n" },
         { "/usr/lib/tuned/broken/tuned.conf", "[main]\ninclude=child\n\ninclude=nosuch\n" },
         { "/usr/lib/tuned/loop/tuned.conf", "[main]\ninclude=loop\n[sysctl]\nz=1\n" },
+        /* Functions in an include, evaluated at load (before any variable). */
+        { "/usr/lib/tuned/virt/tuned.conf", "[main]\ninclude=${f:virt_check:child:base}, -x${f:cpulist_present:1}\n" },
         {},
 };
 
@@ -218,6 +220,11 @@ START_TEST(test_include_chain) {
         /* A profile that includes itself: the file already read is skipped, as tuned does. */
         _cleanup_(tuned_import_done) TunedImport l = import_ok(chain, "loop");
         assert_value(l.profile, "sysctl", "z", "1");
+
+        _cleanup_(tuned_import_done) TunedImport v = import_ok(chain, "virt");
+        assert_value(v.profile, "sysctl", "b", "1"); /* base's, not child's */
+        ck_assert(has_note(&v, "/usr/lib/tuned/virt/tuned.conf", 2, "include", true, "bare-metal branch 'base'"));
+        ck_assert_uint_eq(v.n_unsupported, 1);
 }
 END_TEST
 
