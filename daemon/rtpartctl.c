@@ -260,7 +260,10 @@ static void help_overview(void) {
                 snprintf(call, sizeof(call), "%s%s%s%s%s", v->name, v->arg ? " " : "",
                          v->arg && v->min_args == 0 ? "[" : "", strempty(v->arg),
                          v->arg && v->min_args == 0 ? "]" : "");
-                printf("  %-18s", call);
+                if (strlen(call) < 18)
+                        printf("  %-18s", call);
+                else /* the summary on the next line */
+                        printf("  %s\n                    ", call);
                 for (const char *s = v->summary; *s; s++)
                         if (*s == '\n')
                                 fputs("\n                    ", stdout);

@@ -16,7 +16,8 @@ CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_D
 NOWHERE = "/nonexistent-rtpart-root"
 
 # The DESIGN's commands that exist today (a verb added to the table is found from the overview).
-KNOWN = {"list", "show", "plan", "apply", "verify", "revert", "status", "watch", "audit", "check", "help"}
+KNOWN = {"list", "show", "plan", "apply", "verify", "revert", "status", "watch", "audit", "check", "import-tuned",
+         "help"}
 
 
 def ctl(*args):
@@ -29,7 +30,8 @@ def overview_verbs(text):
     verbs = {}
     block = text.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
     for line in block.splitlines():
-        m = re.match(r"^  (\S+)(?: (\S+))?\s{2,}\S", line)
+        # A long command line has its summary on the next line.
+        m = re.match(r"^  (\S+)(?: (\S+))?(?:\s{2,}\S|$)", line)
         if m:
             verbs[m.group(1)] = m.group(2) or ""
     return verbs

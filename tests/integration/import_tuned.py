@@ -101,6 +101,13 @@ def fetch_tuned():
 class Host:
     def __init__(self, name, tuned):
         self.tmp = tempfile.mkdtemp(prefix="rtpart-tuned-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+        try:
+            self.make(name, tuned)
+        except BaseException:
+            self.close()
+            raise
+
+    def make(self, name, tuned):
         self.root = os.path.join(self.tmp, "root")
         shutil.copytree(os.path.join(HOSTS, name), self.root, symlinks=True)
         subprocess.run([sys.executable, os.path.join(SRC, "tests", "fixtures", "apply-modes.py"), "--from", name,
@@ -128,7 +135,13 @@ def tuned_profiles():
 class ImportTuned(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.hosts = {n: Host(n, TUNED) for n in HOST_NAMES}
+        cls.hosts = {}
+        try:
+            for n in HOST_NAMES:
+                cls.hosts[n] = Host(n, TUNED)
+        except BaseException:
+            cls.tearDownClass()  # not called when setUpClass fails
+            raise
 
     @classmethod
     def tearDownClass(cls):
@@ -201,6 +214,11 @@ class ImportTuned(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertRegex(p.stderr, r"/usr/lib/tuned/realtime/tuned\.conf:\d+: assertion 'isolated_cores are set' failed")
         self.assertEqual(p.stdout, "")
+        # --output is import-tuned's alone.
+        p = h.run("show", "realtime", "-o", os.path.join(h.tmp, "x.json"))
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--output (they are audit's, check's and import-tuned's)", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(h.tmp, "x.json")))
         # A profile directory given by path.
         d = os.path.join(h.tmp, "mine")
         os.makedirs(d)
