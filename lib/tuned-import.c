@@ -1071,6 +1071,9 @@ typedef struct Mapper {
         json_t *kthread_rules; /* collected, then ordered */
 } Mapper;
 
+/* Sets key (NULL parent or value: out of memory): 0 or -ENOMEM. */
+#define JSET(o, k, v) (json_object_set_new((o), (k), (v)) < 0 ? -ENOMEM : 0)
+
 static json_t *obj(json_t *parent, const char *key) {
         json_t *o = json_object_get(parent, key);
         if (!o) {
@@ -1144,7 +1147,7 @@ static int set_cpus(Mapper *m, json_t *o, const char *key, const char *value, Cp
         _cleanup_free_ char *sym = cpu_symbol(m, &s, form);
         if (!sym)
                 return -ENOMEM;
-        return json_object_set_new(o, key, json_string(sym)) < 0 ? -ENOMEM : 0;
+        return JSET(o, key, json_string(sym));
 }
 
 #define UNSUPPORTED(m, ...) EV_NOTE((m)->ev, true, __VA_ARGS__)
@@ -1177,7 +1180,7 @@ static int map_boot_arg(Mapper *m, json_t *args, const char *tok) {
                                    "digits and _.,:=/+@%%- only",
                                    tok);
         if (!eq)
-                return json_object_set_new(args, name, json_true()) < 0 ? -ENOMEM : 0;
+                return JSET(args, name, json_true());
 
         const char *v = eq + 1;
         if (is_cpu_param(name)) {
@@ -1191,13 +1194,11 @@ static int map_boot_arg(Mapper *m, json_t *args, const char *tok) {
                         p = c + 1;
                 }
                 CpuSet s;
-                if (streq(name, "isolcpus") || strcmp(list, v) == 0 || *list) {
-                        if (tuned_cpulist_parse(list, &s) && !cpu_set_is_empty(&s)) {
-                                _cleanup_free_ char *sym = cpu_symbol(m, &s, FORM_LIST), *full = NULL;
-                                if (!sym || asprintf(&full, "%.*s%s", (int) (list - v), v, sym) < 0)
-                                        return -ENOMEM;
-                                return json_object_set_new(args, name, json_string(full)) < 0 ? -ENOMEM : 0;
-                        }
+                if (tuned_cpulist_parse(list, &s) && !cpu_set_is_empty(&s)) {
+                        _cleanup_free_ char *sym = cpu_symbol(m, &s, FORM_LIST), *full = NULL;
+                        if (!sym || asprintf(&full, "%.*s%s", (int) (list - v), v, sym) < 0)
+                                return -ENOMEM;
+                        return JSET(args, name, json_string(full));
                 }
         } else if (streq(name, "tuned.non_isolcpus")) {
                 CpuSet s = {};
@@ -1206,9 +1207,9 @@ static int map_boot_arg(Mapper *m, json_t *args, const char *tok) {
                 if (!sym)
                         return -ENOMEM;
                 (void) NOTE(m, "tuned.non_isolcpus= is read by tuned's initramfs hook only; kept as an argument");
-                return json_object_set_new(args, name, json_string(sym)) < 0 ? -ENOMEM : 0;
+                return JSET(args, name, json_string(sym));
         }
-        return json_object_set_new(args, name, json_string(v)) < 0 ? -ENOMEM : 0;
+        return JSET(args, name, json_string(v));
 }
 
 /* The kernel command line of every cmdline* option in order: "+" appends, "-" takes away the
@@ -1374,15 +1375,15 @@ static int map_group(Mapper *m, const char *group, const char *v, Rule *ret) {
         json_t *rule = json_object();
         if (!rule)
                 return -ENOMEM;
-        json_object_set_new(rule, "match", json_string(glob));
+        int k = json_object_set_new(rule, "match", json_string(glob));
         if (policy) {
-                json_object_set_new(rule, "policy", json_string(policy));
+                k |= json_object_set_new(rule, "policy", json_string(policy));
                 if (!py_int(f[2], strlen(f[2]), &prio) || prio < 0 || prio > 99) {
                         json_decref(rule);
                         return UNSUPPORTED(m, "priority '%s' is not 0 to 99", f[2]);
                 }
                 if (streq(policy, "fifo") || streq(policy, "rr") || prio > 0)
-                        json_object_set_new(rule, "priority", json_integer(prio));
+                        k |= json_object_set_new(rule, "priority", json_integer(prio));
         }
         if (!streq(f[3], "*")) {
                 if (startswith(f[3], "cgroup.")) {
@@ -1396,7 +1397,11 @@ static int map_group(Mapper *m, const char *group, const char *v, Rule *ret) {
                         json_decref(rule);
                         return sym ? UNSUPPORTED(m, "affinity '%s' is not a CPU mask", f[3]) : -ENOMEM;
                 }
-                json_object_set_new(rule, "cpus", json_string(sym));
+                k |= json_object_set_new(rule, "cpus", json_string(sym));
+        }
+        if (k < 0) {
+                json_decref(rule);
+                return -ENOMEM;
         }
         if (json_object_size(rule) == 1) {
                 json_decref(rule);
@@ -1471,11 +1476,13 @@ static int map_scheduler(Mapper *m, TunedSection *u) {
                                                 break;
                                         }
                                         allow = json_object_get(drift, "task_allow");
-                                        if (!json_is_array(allow)) {
-                                                allow = json_array();
-                                                json_object_set_new(drift, "task_allow", allow);
+                                        if (!json_is_array(allow) &&
+                                            (r = JSET(drift, "task_allow", allow = json_array())) < 0)
+                                                break;
+                                        if (json_array_append_new(allow, json_string(glob)) < 0) {
+                                                r = -ENOMEM;
+                                                break;
                                         }
-                                        json_array_append_new(allow, json_string(glob));
                                 }
                         }
                         if (r >= 0 && allow)
@@ -1486,7 +1493,7 @@ static int map_scheduler(Mapper *m, TunedSection *u) {
                         if (streq(v, "calc"))
                                 continue;
                         if (streq(v, "ignore"))
-                                (void) json_object_set_new(obj(m->profile, "irq"), "default_affinity", json_null());
+                                (void) json_object_del(obj(m->profile, "irq"), "default_affinity");
                         else
                                 r = set_cpus(m, obj(m->profile, "irq"), "default_affinity", v, FORM_CLASS);
                 } else if (streq(o->key, "runtime") || streq(o->key, "perf_process_fork") ||
@@ -1509,7 +1516,7 @@ static int map_scheduler(Mapper *m, TunedSection *u) {
                 } else {
                         for (size_t i = 0; i < n_rules; i++)
                                 json_array_append(arr, rules[i].rule);
-                        json_object_set_new(kt, "rules", arr);
+                        r = JSET(kt, "rules", arr);
                 }
         }
         for (size_t i = 0; i < n_rules; i++)
@@ -1560,22 +1567,22 @@ static int map_cpu(Mapper *m, TunedSection *u) {
                                 r = UNSUPPORTED(m, "devices '%s' is not a list of cpuN", v);
                         else {
                                 _cleanup_free_ char *sym = cpu_symbol(m, &s, FORM_CLASS);
-                                r = sym ? json_object_set_new(cpu, "cpus", json_string(sym)) : -ENOMEM;
+                                r = sym ? JSET(cpu, "cpus", json_string(sym)) : -ENOMEM;
                         }
                 } else if (streq(o->key, "governor"))
-                        r = json_object_set_new(cpu, "governor", literal(first_alternative(m, v, buf, sizeof buf)));
+                        r = JSET(cpu, "governor", literal(first_alternative(m, v, buf, sizeof buf)));
                 else if (streq(o->key, "energy_perf_bias")) {
                         const char *e = first_alternative(m, v, buf, sizeof buf);
                         if (streq(e, "powersave"))
                                 e = "power";
-                        r = json_object_set_new(cpu, "energy_perf_bias", literal(e));
+                        r = JSET(cpu, "energy_perf_bias", literal(e));
                 } else if (streq(o->key, "force_latency")) {
                         long us;
                         const char *bar = strchr(v, '|');
                         if (py_int(v, strlen(v), &us) && us >= 0)
-                                r = json_object_set_new(cpu, "pm_qos_latency_us", json_integer(us));
+                                r = JSET(cpu, "pm_qos_latency_us", json_integer(us));
                         else if (startswith(v, "cstate.") && bar && py_int(bar + 1, strlen(bar + 1), &us) && us >= 0) {
-                                r = json_object_set_new(cpu, "pm_qos_latency_us", json_integer(us));
+                                r = JSET(cpu, "pm_qos_latency_us", json_integer(us));
                                 if (r >= 0)
                                         r = NOTE(m,
                                                  "'%s': tuned reads the C-state's exit latency on the host it runs on; "
@@ -1588,7 +1595,7 @@ static int map_cpu(Mapper *m, TunedSection *u) {
                                 r = UNSUPPORTED(m, "force_latency '%s' is not a number of µs or cstate.*:…|N", v);
                 } else if (streq(o->key, "no_turbo")) {
                         bool on = streq(v, "1") || strcasecmp(v, "true") == 0 || strcasecmp(v, "y") == 0;
-                        r = json_object_set_new(cpu, "no_turbo", json_boolean(on));
+                        r = JSET(cpu, "no_turbo", json_boolean(on));
                 } else if (streq(o->key, "min_perf_pct") || streq(o->key, "max_perf_pct"))
                         r = UNSUPPORTED(m,
                                         "%s is intel_pstate's; rtpart's cpu section has the governor, the "
@@ -1621,9 +1628,9 @@ static int set_sysfs(Mapper *m, const char *path, const char *v) {
                 _cleanup_free_ char *sym = cpu_symbol(m, &s, FORM_MASK);
                 if (!sym)
                         return -ENOMEM;
-                return json_object_set_new(sysfs, path, json_string(sym));
+                return JSET(sysfs, path, json_string(sym));
         }
-        return json_object_set_new(sysfs, path, scalar(v));
+        return JSET(sysfs, path, scalar(v));
 }
 
 static int map_options(Mapper *m, TunedSection *u, const char *type) {
@@ -1645,7 +1652,7 @@ static int map_options(Mapper *m, TunedSection *u, const char *type) {
                         if (streq(o->key, "reapply_sys_config"))
                                 r = NOTE(m, "rtpart leaves /etc/sysctl.d alone");
                         else
-                                r = json_object_set_new(obj(m->profile, "sysctl"), o->key, scalar(v));
+                                r = JSET(obj(m->profile, "sysctl"), o->key, scalar(v));
                 } else if (streq(type, "sysfs")) {
                         if (!startswith(o->key, "/sys/"))
                                 r = UNSUPPORTED(m, "'%s' is not under /sys", o->key);
@@ -1696,7 +1703,7 @@ static int map_options(Mapper *m, TunedSection *u, const char *type) {
                                 }
                                 if (!mod && !(mod = obj(obj(m->profile, "modules"), o->key)))
                                         return -ENOMEM;
-                                r = json_object_set_new(mod, t, scalar(eq + 1));
+                                r = JSET(mod, t, scalar(eq + 1));
                         }
                         if (r >= 0 && !mod)
                                 r = UNSUPPORTED(m,
@@ -1810,11 +1817,13 @@ static int map_main(Mapper *m, TunedSection *u, const char *name) {
         TunedOption *d = u ? section_option(u, "description") : NULL;
         _cleanup_free_ char *desc = NULL;
         if (s && s->value)
-                json_object_set_new(p, "summary", literal(s->value));
+                if (JSET(p, "summary", literal(s->value)) < 0)
+                        return -ENOMEM;
         if (asprintf(&desc, "Imported from tuned's profile %s by rtpartctl import-tuned.%s%s", name,
                      d && d->value ? " " : "", d && d->value ? d->value : "") < 0)
                 return -ENOMEM;
-        json_object_set_new(p, "description", literal(desc));
+        if (JSET(p, "description", literal(desc)) < 0)
+                return -ENOMEM;
         for (size_t i = 0; u && i < u->n_options; i++) {
                 TunedOption *o = &u->options[i];
                 if (streq(o->key, "summary") || streq(o->key, "description"))
@@ -1870,7 +1879,8 @@ static int map_cpus(Mapper *m, TunedIni *merged) {
                         return -ENOMEM;
                 /* Derived from calc_isolated_cores, it is rtpart's default split, on any host. */
                 if (m->ev->calc_used && cpu_set_equal(&m->ev->calc_set, &s)) {
-                        json_object_set_new(cpus, "housekeeping_cores_per_node", json_integer(m->ev->calc_n));
+                        if (JSET(cpus, "housekeeping_cores_per_node", json_integer(m->ev->calc_n)) < 0)
+                                return -ENOMEM;
                         r = NOTE(m,
                                  "calc_isolated_cores:%u is rtpart's default split with "
                                  "cpus.housekeeping_cores_per_node %u: the first %u core(s) of every NUMA node, with "
@@ -1881,14 +1891,18 @@ static int map_cpus(Mapper *m, TunedIni *merged) {
                         _cleanup_free_ char *l = cpu_set_format_list(&s);
                         if (!l)
                                 return -ENOMEM;
-                        json_object_set_new(cpus, "isolated", json_string(l));
+                        if (JSET(cpus, "isolated", json_string(l)) < 0)
+                                return -ENOMEM;
                 }
                 json_t *irq = obj(m->profile, "irq"), *kt = obj(m->profile, "kthreads");
                 if (!irq || !kt)
                         return -ENOMEM;
-                json_object_set_new(irq, "affinity", json_string("housekeeping"));
-                json_object_set_new(irq, "default_affinity", json_string("housekeeping"));
-                json_object_set_new(kt, "affinity", json_string("housekeeping"));
+                if (JSET(irq, "affinity", json_string("housekeeping")) < 0)
+                        return -ENOMEM;
+                if (JSET(irq, "default_affinity", json_string("housekeeping")) < 0)
+                        return -ENOMEM;
+                if (JSET(kt, "affinity", json_string("housekeeping")) < 0)
+                        return -ENOMEM;
                 return r;
         }
         return 0;

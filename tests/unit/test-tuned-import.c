@@ -420,11 +420,16 @@ END_TEST
 START_TEST(test_dir) {
         static const MemFile files[] = {
                 { "/home/u/mine/tuned.conf", "[main]\ninclude=rt\n[variables]\nisolated_cores=1\n" },
-                { "/usr/lib/tuned/rt/tuned.conf", "[sysctl]\nx=${isolated_cores}\n" },
+                { "/usr/lib/tuned/rt/tuned.conf",
+                  "[sysctl]\nx=${isolated_cores}\n[scheduler]\nisolated_cores=${isolated_cores}\n"
+                  "default_irq_smp_affinity=ignore\n" },
                 {},
         };
         _cleanup_(tuned_import_done) TunedImport t = import_ok(files, "/home/u/mine/");
         assert_value(t.profile, "sysctl", "x", "1");
+        assert_value(t.profile, "cpus", "isolated", "1");
+        assert_value(t.profile, "irq", "affinity", "housekeeping");
+        assert_value(t.profile, "irq", "default_affinity", NULL); /* "ignore": left alone */
         ck_assert(strstr(json_string_value(json_object_get(t.profile, "description")), "profile mine "));
         import_err(files, "/home/u/other", "/home/u/other/tuned.conf", 0, "give a directory with a tuned.conf");
 }
