@@ -114,7 +114,8 @@ int verb_import_tuned(int argc, char **argv) {
                 else
                         log_error("%s: %s", strempty(e.file), strempty(e.message));
                 tuned_error_done(&e);
-                return EXIT_USAGE;
+                /* A profile tuned would not load either is bad usage; a file unreadable, a failure. */
+                return r == -EINVAL ? EXIT_USAGE : r;
         }
 
         for (size_t i = 0; i < t.n_notes; i++) {

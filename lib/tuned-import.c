@@ -1044,8 +1044,10 @@ static int load_variables(Eval *ev, Loader *l, TunedSection *vars) {
                                 return r;
                         continue;
                 }
-                if (r < 0)
-                        return error_set(l->error, o->value, 0, "cannot read: %s", strerror(-r));
+                if (r < 0) {
+                        (void) error_set(l->error, o->value, 0, "cannot read: %s", strerror(-r));
+                        return r;
+                }
                 if (strv_extend(&l->files, o->value) < 0)
                         return -ENOMEM;
                 _cleanup_(tuned_ini_done) TunedIni vi = {};
@@ -1916,9 +1918,11 @@ static int read_dir_profile(Loader *l, const char *dir) {
         if (asprintf(&path, "%.*s/tuned.conf", (int) n, dir) < 0)
                 return -ENOMEM;
         int r = load_file(l, path, /* host_path= */ false);
-        if (r < 0 && r != -EINVAL && r != -ENOMEM)
-                return error_set(l->error, path, 0, "cannot read: %s%s", strerror(-r),
+        if (r < 0 && r != -EINVAL && r != -ENOMEM) {
+                (void) error_set(l->error, path, 0, "cannot read: %s%s", strerror(-r),
                                  r == -ENOENT ? "; give a directory with a tuned.conf" : "");
+                return r == -ENOENT ? -EINVAL : r; /* absent: bad usage; unreadable: a failure */
+        }
         return r;
 }
 

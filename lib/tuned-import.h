@@ -87,9 +87,10 @@ int tuned_ini_parse(const char *text, const char *file, bool allow_no_value, Tun
 void tuned_ini_done(TunedIni *ini);
 
 /* Imports the profile NAME (dir false) or the profile in the directory DIR (dir true). Returns 0
- * and *ret (its notes say what is unsupported), -EINVAL with *ret_error for a profile tuned
- * would not load either (a syntax error, an include not found, a failed assertion), -ENOMEM, or
- * another negative errno from read_file with *ret_error naming the file. */
+ * and *ret (its notes say what is unsupported); -EINVAL with *ret_error for a profile tuned
+ * would not load either (not found, a syntax error, an include not found, a failed assertion);
+ * -ENOMEM; or another negative errno from read_file (a file that exists but cannot be read) with
+ * *ret_error naming the file. */
 int tuned_import(const TunedEnv *env, const char *name, bool dir, TunedImport *ret, TunedError *ret_error);
 void tuned_import_done(TunedImport *t);
 void tuned_error_done(TunedError *e);

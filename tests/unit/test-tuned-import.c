@@ -27,6 +27,8 @@ static void mem_split(void *userdata, unsigned cores_per_node, CpuSet *ret) {
 static int mem_read(void *userdata, const char *path, bool host_path, char **ret) {
         for (const MemFile *f = mem_files; f && f->path; f++)
                 if (streq(f->path, path)) {
+                        if (!f->text)
+                                return -EACCES; /* there, but unreadable */
                         *ret = strdup(f->text);
                         return *ret ? 0 : -ENOMEM;
                 }
@@ -423,6 +425,9 @@ START_TEST(test_dir) {
                 { "/usr/lib/tuned/rt/tuned.conf",
                   "[sysctl]\nx=${isolated_cores}\n[scheduler]\nisolated_cores=${isolated_cores}\n"
                   "default_irq_smp_affinity=ignore\n" },
+                { "/home/u/locked/tuned.conf", NULL },
+                { "/home/u/vars/tuned.conf", "[variables]\ninclude=/etc/tuned/locked.conf\n" },
+                { "/etc/tuned/locked.conf", NULL },
                 {},
         };
         _cleanup_(tuned_import_done) TunedImport t = import_ok(files, "/home/u/mine/");
@@ -432,6 +437,18 @@ START_TEST(test_dir) {
         assert_value(t.profile, "irq", "default_affinity", NULL); /* "ignore": left alone */
         ck_assert(strstr(json_string_value(json_object_get(t.profile, "description")), "profile mine "));
         import_err(files, "/home/u/other", "/home/u/other/tuned.conf", 0, "give a directory with a tuned.conf");
+
+        /* A file that is there but cannot be read is a failure, not a bad profile. */
+        static const char * const locked[][2] = { { "/home/u/locked", "/home/u/locked/tuned.conf" },
+                                                  { "/home/u/vars", "/etc/tuned/locked.conf" } };
+        for (size_t i = 0; i < ELEMENTSOF(locked); i++) {
+                TunedImport x = {};
+                TunedError e = {};
+                ck_assert_int_eq(import(files, locked[i][0], &x, &e), -EACCES);
+                ck_assert_str_eq(e.file, locked[i][1]);
+                ck_assert(strstr(e.message, "cannot read: Permission denied"));
+                tuned_error_done(&e);
+        }
 }
 END_TEST
 
