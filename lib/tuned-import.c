@@ -1490,7 +1490,8 @@ static int map_scheduler(Mapper *m, TunedSection *u) {
                         if (r >= 0 && allow)
                                 r = NOTE(m,
                                          "ps_blacklist: the processes tuned leaves on isolated CPUs are the ones "
-                                         "rtpartd does not report there (drift.task_allow)");
+                                         "rtpartd does not report there (drift.task_allow), matched by thread "
+                                         "name where tuned matches the command line");
                 } else if (streq(o->key, "default_irq_smp_affinity")) {
                         if (streq(v, "calc"))
                                 continue;
