@@ -10,6 +10,7 @@
  *   ctl-audit.c    audit (and the CPUs it and check observe)
  *   ctl-check.c    check latency
  *   ctl-export.c   export libvirt, export nova
+ *   ctl-import.c   import-tuned
  *   ctl-daemon.c   the documents asked of rtpartd, and working without it when it refuses
  *   ctl-local.c    working on the host directly: the root, the prepare pipeline, the lock
  *   ctl-render.c   the documents printed, as text or JSON
@@ -57,6 +58,7 @@ extern const char *arg_svg;
 extern bool arg_no_osnoise;
 extern unsigned arg_vcpus;
 extern const char *arg_domain;
+extern const char *arg_output;
 
 /* The verbs: argv[0] is the verb's name; the argument count is checked before. */
 int verb_list(int argc, char **argv);
@@ -70,6 +72,7 @@ int verb_watch(int argc, char **argv);
 int verb_audit(int argc, char **argv);
 int verb_check(int argc, char **argv);
 int verb_export(int argc, char **argv);
+int verb_import_tuned(int argc, char **argv);
 
 /* ---- ctl-local.c ---- */
 

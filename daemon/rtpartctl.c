@@ -24,6 +24,7 @@ const char *arg_svg = NULL;
 bool arg_no_osnoise = false;
 unsigned arg_vcpus = 0;
 const char *arg_domain = NULL;
+const char *arg_output = NULL;
 static bool arg_seconds_set = false;
 static bool arg_help = false;
 
@@ -43,6 +44,7 @@ typedef enum CtlOption {
         OPTION_NO_OSNOISE = 1 << 11,
         OPTION_VCPUS = 1 << 12,
         OPTION_DOMAIN = 1 << 13,
+        OPTION_OUTPUT = 1 << 14,
 } CtlOption;
 
 static const struct {
@@ -66,6 +68,7 @@ static const struct {
         { OPTION_NO_OSNOISE, "      --no-osnoise  audit: do not run the osnoise tracer in the window\n" },
         { OPTION_VCPUS, "      --vcpus=N     export libvirt: pin N vCPUs\n" },
         { OPTION_DOMAIN, "      --domain=FILE export libvirt: merge into this domain XML and print it\n" },
+        { OPTION_OUTPUT, "  -o, --output=FILE import-tuned: write the profile to FILE, not stdout\n" },
         { OPTION_HELP, "  -h, --help        Show this help\n" },
         { OPTION_VERSION, "      --version     Show the version\n" },
 };
@@ -229,6 +232,20 @@ static const Verb verbs[] = {
                 verb_export,
         },
         {
+                "import-tuned",
+                1,
+                1,
+                "NAME|DIR",
+                "Convert a tuned profile into an rtpart profile",
+                "Reads the tuned profile NAME (/etc/tuned/NAME, then /usr/lib/tuned/NAME, under\n"
+                "--root) or the one in directory DIR, with its includes, variables and functions\n"
+                "evaluated on the host, and prints it as an rtpart profile. Every option that has\n"
+                "no place in an rtpart profile is listed on stderr (file, line, section, option\n"
+                "and why), and the exit status is then 2; the profile has the rest.\n",
+                OPTION_ROOT | OPTION_OUTPUT,
+                verb_import_tuned,
+        },
+        {
                 "help",
                 0,
                 1,
@@ -330,9 +347,11 @@ static int dispatch(int argc, char **argv) {
                 return 0;
         }
         if ((arg_seconds_set && !(v->options & OPTION_SECONDS)) || (arg_cpus && !(v->options & OPTION_CPUS)) ||
-            (arg_svg && !(v->options & OPTION_SVG)) || (arg_no_osnoise && !(v->options & OPTION_NO_OSNOISE))) {
-                log_error("%s takes none of --seconds, --cpus, --svg, --no-osnoise (they are audit's and check's)",
-                          v->name);
+            (arg_svg && !(v->options & OPTION_SVG)) || (arg_no_osnoise && !(v->options & OPTION_NO_OSNOISE)) ||
+            (arg_output && !(v->options & OPTION_OUTPUT))) {
+                log_error(
+                        "%s takes none of --seconds, --cpus, --svg, --no-osnoise, --output (they are audit's, check's and import-tuned's)",
+                        v->name);
                 return EXIT_USAGE;
         }
         if ((arg_vcpus && !(v->options & OPTION_VCPUS)) || (arg_domain && !(v->options & OPTION_DOMAIN))) {
@@ -396,11 +415,12 @@ static int parse_argv(int argc, char **argv) {
                                                  { "no-osnoise", no_argument, NULL, ARG_NO_OSNOISE },
                                                  { "vcpus", required_argument, NULL, ARG_VCPUS },
                                                  { "domain", required_argument, NULL, ARG_DOMAIN },
+                                                 { "output", required_argument, NULL, 'o' },
                                                  {} };
         int c;
 
         /* GNU getopt permutes: options may come before or after the command. */
-        while ((c = getopt_long(argc, argv, "r:jah", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "r:jaho:", options, NULL)) >= 0)
                 switch (c) {
                 case 'r':
                         arg_root = optarg;
@@ -448,6 +468,9 @@ static int parse_argv(int argc, char **argv) {
                         break;
                 case ARG_DOMAIN:
                         arg_domain = optarg;
+                        break;
+                case 'o':
+                        arg_output = optarg;
                         break;
                 case 'h':
                         arg_help = true;

@@ -17,7 +17,8 @@ RTPARTD = os.environ.get("RTPARTD") or os.path.join(os.environ.get("RTPART_BUILD
 NOWHERE = "/nonexistent-rtpart-root"
 
 # The DESIGN's commands that exist today (a verb added to the table is found from the overview).
-KNOWN = {"list", "show", "plan", "apply", "verify", "revert", "status", "watch", "audit", "check", "export", "help"}
+KNOWN = {"list", "show", "plan", "apply", "verify", "revert", "status", "watch", "audit", "check", "export", "import-tuned",
+         "help"}
 
 
 def ctl(*args):
