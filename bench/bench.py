@@ -6,8 +6,11 @@ runs each command once under strace (the warm-up run) and lists exactly the file
 wrote, made and removed; the floor replays that list in one process, in one pass, parsing nothing
 (the journal's writes become one durable commit: write + fsync of a file + fsync of its directory,
 before the first knob is written). Then the runs alternate, rtpart and floor, and each case prints
-rtpart's median, the floor's median and the median of the run-by-run ratios, with the goal of
-issue 14 beside it:
+rtpart's median wall time, the floor's, and the median of the run-by-run ratios, with the goal of
+issue 14 beside it; then the same for CPU time (user + system of the process, from wait4; for
+rtpartd's Verify, its on-CPU time from /proc/PID/schedstat), which a loaded machine changes less
+than wall time (kernel work done outside the process, as moving tasks between cpusets, is in the
+wall time only):
   - plan realtime-virtual-host, verify --no-daemon, apply and revert (each apply on a host the
     previous revert restored, so every run does the full work): ratio <= 1.5x the floor,
   - Verify through rtpartd (the sim build, on the same tree, started with the profile applied so
@@ -64,12 +67,19 @@ def load_bench_daemon():
     return mod
 
 
-def run(cmd, expect=(0,), env=None):
+def run(cmd, expect=(0,), env=None, cpu=None):
+    """Runs cmd as a whole process; its wall time in ms. cpu, a list: gets its user + system time."""
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
     dt = (time.perf_counter() - t0) * 1000
+    p.returncode = os.waitstatus_to_exitcode(status)
+    p.stderr.close()
     if p.returncode not in expect:
-        sys.exit(f"bench: {' '.join(cmd)} exited {p.returncode}: {p.stderr.decode()[-2000:]}")
+        sys.exit(f"bench: {' '.join(cmd)} exited {p.returncode}: {err.decode()[-2000:]}")
+    if cpu is not None:
+        cpu.append((usage.ru_utime + usage.ru_stime) * 1000)
     return dt
 
 
@@ -79,6 +89,7 @@ class Case:
     def __init__(self, host, name, goal_ratio=GOAL_RATIO, goal_ms=None):
         self.host, self.name, self.goal_ratio, self.goal_ms = host, name, goal_ratio, goal_ms
         self.rtpart, self.floor, self.counts = [], [], None
+        self.rtpart_cpu, self.floor_cpu = [], []  # user + system: what the machine's load changes least
 
     def result(self):
         med = statistics.median(self.rtpart)
@@ -90,6 +101,11 @@ class Case:
             ratio = statistics.median(a / b for a, b in zip(self.rtpart, self.floor))
             r.update(floor_median_ms=round(fmed, 2), floor_min_ms=round(min(self.floor), 2), ratio=round(ratio, 2),
                      floor_calls=self.counts)
+        if self.rtpart_cpu:
+            r["cpu_median_ms"] = round(statistics.median(self.rtpart_cpu), 2)
+        if self.floor_cpu:
+            r["floor_cpu_median_ms"] = round(statistics.median(self.floor_cpu), 2)
+            r["cpu_ratio"] = round(statistics.median(a / max(b, 0.001) for a, b in zip(self.rtpart_cpu, self.floor_cpu)), 2)
             if self.goal_ratio:
                 r["goal_ratio"] = self.goal_ratio
                 verdicts.append(f"goal <= {self.goal_ratio}x: {'met' if ratio <= self.goal_ratio else 'MISSED'}")
@@ -97,7 +113,9 @@ class Case:
             r["goal_ms"] = self.goal_ms
             verdicts.append(f"goal <= {self.goal_ms} ms: {'met' if med <= self.goal_ms else 'MISSED'}")
         floor = (f"floor {r['floor_median_ms']:8.2f} ms  ratio {r['ratio']:5.2f}x" if self.floor else " " * 35)
-        print(f"{self.host:9s} {self.name:34s} rtpart {med:8.2f} ms  {floor}  "
+        cpu = (f"cpu {r['cpu_median_ms']:7.1f} / {r['floor_cpu_median_ms']:6.1f} ms = {r['cpu_ratio']:5.2f}x"
+               if self.floor_cpu else f"cpu {r['cpu_median_ms']:7.1f} ms" + " " * 22 if self.rtpart_cpu else " " * 33)
+        print(f"{self.host:9s} {self.name:34s} rtpart {med:8.2f} ms  {floor}  {cpu}  "
               f"(min {min(self.rtpart):.2f}, max {max(self.rtpart):.2f})  {'; '.join(verdicts)}", flush=True)
         return r
 
@@ -120,8 +138,8 @@ class Bench:
         counts = floorlist.record(cmd, out, state_dir=state_dir, journal=journal, expect=expect)
         return out, counts
 
-    def floor_run(self, lst):
-        return run([self.floor, lst])
+    def floor_run(self, lst, case):
+        case.floor.append(run([self.floor, lst], cpu=case.floor_cpu))
 
     def cycle(self, host, ctl, base, profile, state_dir, with_plan=True, check_writes=None):
         """plan, apply, verify --no-daemon and revert, each beside its floor."""
@@ -132,8 +150,8 @@ class Bench:
             c = cases["plan"] = Case(host, f"plan {profile}")
             c.counts = counts
             for i in range(runs):
-                c.rtpart.append(run(ctl + base + ["plan", profile]))
-                c.floor.append(self.floor_run(plan_list))
+                c.rtpart.append(run(ctl + base + ["plan", profile], cpu=c.rtpart_cpu))
+                self.floor_run(plan_list, c)
         apply_list, apply_counts = self.record(ctl + base + ["apply", profile], f"{host}-apply", state_dir)
         verify_list, verify_counts = self.record(ctl + base + ["--no-daemon", "verify"], f"{host}-verify", state_dir,
                                                  expect=(0, 4))
@@ -146,12 +164,12 @@ class Bench:
         cr = cases["revert"] = Case(host, "revert")
         ca.counts, cv.counts, cr.counts = apply_counts, verify_counts, revert_counts
         for i in range(runs):
-            ca.rtpart.append(run(ctl + base + ["apply", profile]))
-            cv.rtpart.append(run(ctl + base + ["--no-daemon", "verify"], expect=(0, 4)))
-            cv.floor.append(self.floor_run(verify_list))  # on the applied host, as rtpart's verify
-            cr.rtpart.append(run(ctl + base + ["revert"]))
-            ca.floor.append(self.floor_run(apply_list))  # the same writes on the reverted host,
-            cr.floor.append(self.floor_run(revert_list))  # and back
+            ca.rtpart.append(run(ctl + base + ["apply", profile], cpu=ca.rtpart_cpu))
+            cv.rtpart.append(run(ctl + base + ["--no-daemon", "verify"], expect=(0, 4), cpu=cv.rtpart_cpu))
+            self.floor_run(verify_list, cv)  # on the applied host, as rtpart's verify
+            cr.rtpart.append(run(ctl + base + ["revert"], cpu=cr.rtpart_cpu))
+            self.floor_run(apply_list, ca)  # the same writes on the reverted host,
+            self.floor_run(revert_list, cr)  # and back
         for c in cases.values():
             self.results.append(c.result())
         print(f"{'':9s} floor calls: apply {counts_text(apply_counts)}; verify {counts_text(verify_counts)}; "
@@ -176,11 +194,13 @@ class Bench:
                     Case(host, "rtpartctl verify via rtpartd")
                 c.call(bd.IFACE + ".Verify")  # warm-up
                 for i in range(self.args.runs):
-                    t0 = time.perf_counter()
+                    s0, t0 = on_cpu_ms(d.proc.pid), time.perf_counter()
                     c.call(bd.IFACE + ".Verify")
                     raw.rtpart.append((time.perf_counter() - t0) * 1000)
-                    proc.rtpart.append(run(ctl + ["--varlink-socket", sock, "verify"], expect=(0, 4)))
-                    proc.floor.append(self.floor_run(verify_list))
+                    raw.rtpart_cpu.append(on_cpu_ms(d.proc.pid) - s0)
+                    proc.rtpart.append(run(ctl + ["--varlink-socket", sock, "verify"], expect=(0, 4),
+                                           cpu=proc.rtpart_cpu))
+                    self.floor_run(verify_list, proc)
                 c.close()
                 after = memory(d.proc.pid)
             finally:
@@ -194,6 +214,12 @@ class Bench:
               f"private {idle['Private']}; after Verify: Rss {after['Rss']} Pss {after['Pss']} "
               f"private {after['Private']}; peak (VmHWM) {peak}  (goal <= {goal_kib}: "
               f"{'met' if peak <= goal_kib else 'MISSED'}); start-up re-apply {d.ready_ms:.0f} ms", flush=True)
+
+
+def on_cpu_ms(pid):
+    """The time the process's main thread has run on a CPU (/proc/PID/schedstat), in ms."""
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0]) / 1e6
 
 
 def memory(pid):
@@ -223,6 +249,20 @@ def install_profiles(root):
             shutil.copy(os.path.join(SRC, "profiles", f), pdir)
 
 
+def same_name_irqs(name):
+    """The IRQs whose one action is name, from /proc/interrupts."""
+    with open("/proc/interrupts") as f:
+        lines = f.read().splitlines()
+    ncpu = len(lines[0].split())
+    found = []
+    for line in lines[1:]:
+        head, _, rest = line.partition(":")
+        fields = rest.split()
+        if head.strip().isdigit() and fields[ncpu + 2:] == [name]:
+            found.append(int(head))
+    return found
+
+
 def real_kernel(b, tmp):
     import host_apply  # the host test's helpers: what it touches, and how it restores it
 
@@ -231,7 +271,8 @@ def real_kernel(b, tmp):
     if irq is None:
         print("real-kernel cases skipped: no IRQ here accepts a new affinity")
         return
-    saved[f"/proc/irq/{irq[0]}/smp_affinity_list"] = irq[2]
+    for n in same_name_irqs(irq[1]):  # the rule moves every IRQ of that name
+        saved[f"/proc/irq/{n}/smp_affinity_list"] = host_apply.read(f"/proc/irq/{n}/smp_affinity_list")
     profile = os.path.join(tmp, "real.json")
     with open(profile, "w") as f:
         json.dump({"cpus": {"housekeeping": "0"},
