@@ -29,7 +29,8 @@ restored after (the floor's writes are checked to touch nothing else), the journ
 Run it niced on a shared machine; the ratio to a floor of the same run is the figure to compare.
 
     nice -n 10 python3 bench/bench.py [--build build] [--runs 11] [--hosts big,vm,intel-2s,epyc]
-                                      [--no-real] [--no-daemon-cases] [--big-host DIR] [--json out.json]
+                                      [--no-real] [--no-daemon-cases] [--big-host DIR] [--tmp DIR]
+                                      [--json out.json]
     nice -n 10 python3 bench/bench.py --quick    # 3 runs: a few minutes
 
 --big-host DIR uses a large host made before (python3 tests/fixtures/mkhost.py big DIR, with the
@@ -121,7 +122,8 @@ class Case:
 
 
 def counts_text(counts):
-    return " ".join(f"{k}={v}" for k, v in sorted(counts.items()))
+    ops = " ".join(f"{k}={v}" for k, v in sorted(counts.items()) if k != "syscalls")
+    return f"{ops} (rtpart: {counts.get('syscalls', 0)} system calls)"
 
 
 class Bench:
@@ -241,6 +243,14 @@ def memory(pid):
     return m
 
 
+def applied(root):
+    try:
+        with open(os.path.join(root, "var", "lib", "rtpart", "state.json")) as f:
+            return json.load(f).get("profile") is not None
+    except (OSError, ValueError):
+        return False
+
+
 def install_profiles(root):
     pdir = os.path.join(root, "usr", "share", "rtpart", "profiles")
     os.makedirs(pdir, exist_ok=True)
@@ -313,6 +323,8 @@ def main():
     ap.add_argument("--no-real", action="store_true", help="skip the real-kernel cases")
     ap.add_argument("--no-daemon-cases", action="store_true", help="skip rtpartd's Verify and memory")
     ap.add_argument("--quick", action="store_true", help="3 runs of each case")
+    ap.add_argument("--tmp", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
+                    help="where the hosts are made: a tmpfs (default /dev/shm); the large one needs ~220k inodes")
     args = ap.parse_args()
     if args.quick:
         args.runs = 3
@@ -329,15 +341,15 @@ def main():
         sys.exit("bench: strace not found (apt-get install strace): the floor's lists are made from it")
 
     # tmpfs: the large host is ~330k files, which a disk-backed /tmp writes ten times slower
-    tmp = tempfile.mkdtemp(prefix="rtpart-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    tmp = tempfile.mkdtemp(prefix="rtpart-bench-", dir=args.tmp)
     b = Bench(args, tmp)
     print(f"{args.runs} runs of each case, rtpart and floor alternating; times are whole processes", flush=True)
     try:
         for h in hosts:
             if h == "big" and args.big_host:
                 root = os.path.abspath(args.big_host)
-                if os.path.exists(os.path.join(root, "var", "lib", "rtpart", "state.json")):
-                    sys.exit(f"bench: {root} has a profile applied; revert it first")
+                if applied(root):
+                    sys.exit(f"bench: {root} has a profile applied; revert it first ({ctl[0]} --root {root} revert)")
             elif h == "big":
                 root = os.path.join(tmp, "big")
                 t0 = time.perf_counter()

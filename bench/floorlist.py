@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The floor's list (see bench/floor.c) of one rtpartctl command, from an strace of the command.
 
-rtpartctl runs once under `strace -f -y -xx` (open, getdents64, write, mkdir, unlink, rename); what it
-did becomes the list of the fewest calls for the same work:
+rtpartctl runs once under `strace -f -y -xx`; what it did (open, getdents64, write, mkdir, unlink)
+becomes the list of the fewest calls for the same work, and the count of all its calls is kept
+beside (counts["syscalls"]):
   - r: every file it opened to read, once (the first time), whether the open worked or not,
   - d: every directory it listed (getdents64),
   - w: every file it opened to write without creating it (a knob), with the last bytes written,
@@ -75,6 +76,7 @@ class Open:
         self.path, self.flags, self.ok = path, flags, ok
         self.listed = False
         self.data = None  # bytes written, when written
+        self.truncated = False  # strace showed only the first -s bytes of a write
 
     @property
     def writing(self):
@@ -83,20 +85,21 @@ class Open:
 
 def trace(cmd, out, env=None):
     """Runs cmd under strace; returns its exit code. The trace goes to out."""
-    calls = "openat,openat2,open,getdents64,write,pwrite64,mkdir,mkdirat,rmdir,unlink,unlinkat"
-    p = subprocess.run(["strace", "-f", "-qq", "-y", "-xx", "-s", str(1 << 20), "-o", out, "-e", "trace=" + calls,
-                        "-e", "signal=none"] + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    p = subprocess.run(["strace", "-f", "-qq", "-y", "-xx", "-s", str(1 << 20), "-o", out, "-e", "signal=none"] + cmd,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     return p.returncode, p.stderr.decode(errors="replace")
 
 
-def events(path):
-    """The calls of a trace, in order: (kind, ...)."""
+def events(path, totals):
+    """The calls of a trace, in order: (kind, ...). totals["syscalls"]: how many calls it made in all."""
     fds = {}  # (pid, fd) → Open
     with open(path, errors="surrogateescape") as f:
         for line in f:
             pid, _, call = line.partition(" ")
             call = call.lstrip()
             name = call.partition("(")[0]
+            if not call.startswith(("+++", "---", "<...")):
+                totals["syscalls"] = totals.get("syscalls", 0) + 1
             if name not in ("openat", "openat2", "open", "getdents64", "write", "pwrite64", "mkdir", "mkdirat", "rmdir",
                             "unlink", "unlinkat"):
                 continue
@@ -124,8 +127,7 @@ def events(path):
             elif name in ("write", "pwrite64"):
                 o = fds.get((pid, int(g[0])))
                 if o:
-                    if g[3]:
-                        sys.exit(f"floorlist: {path}: a write longer than strace's -s; raise it")
+                    o.truncated = o.truncated or bool(g[3])  # the journal may be longer than -s
                     o.data = (o.data or b"") + unhex(g[2]) if name == "write" else unhex(g[2])
             elif name == "mkdirat":
                 yield "mkdir", join(fd_path(g[0], g[1]), unhex(g[2]).decode(errors="surrogateescape")), int(g[4]) >= 0
@@ -146,8 +148,8 @@ def under(path, d):
 
 def make_list(trace_path, state_dir=None, commits=1, journal=None):
     """The floor's list (lines, without newlines) of a trace, and counts by op."""
-    opens, dirops = [], []
-    for ev in events(trace_path):
+    opens, dirops, totals = [], [], {}
+    for ev in events(trace_path, totals):
         if ev[0] == "open":
             opens.append(ev[1])
             dirops.append(("open", ev[1]))
@@ -177,6 +179,8 @@ def make_list(trace_path, state_dir=None, commits=1, journal=None):
                     continue  # a file the simulator makes
                 else:
                     key = ("w", o.path)
+                if o.truncated:
+                    sys.exit(f"floorlist: {trace_path}: a write to {o.path} longer than strace's -s; raise it")
                 if key not in last_write:
                     ops.append(key)
                 last_write[key] = o.data
@@ -218,6 +222,7 @@ def make_list(trace_path, state_dir=None, commits=1, journal=None):
             lines.append(f"c\t{p}\t{max(journal_size, 1)}")
         else:
             lines.append(f"{k}\t{p}")
+    counts["syscalls"] = totals.get("syscalls", 0)  # rtpart's, all kinds, for comparison
     return lines, counts
 
 
