@@ -29,8 +29,8 @@ restored after (the floor's writes are checked to touch nothing else), the journ
 Run it niced on a shared machine; the ratio to a floor of the same run is the figure to compare.
 
     nice -n 10 python3 bench/bench.py [--build build] [--runs 11] [--hosts big,vm,intel-2s,epyc]
-                                      [--no-real] [--no-daemon-cases] [--big-host DIR] [--tmp DIR]
-                                      [--json out.json]
+                                      [--no-real] [--no-daemon-cases] [--no-cycle] [--big-host DIR]
+                                      [--tmp DIR] [--ready-timeout S] [--json out.json]
     nice -n 10 python3 bench/bench.py --quick    # 3 runs: a few minutes
 
 --big-host DIR uses a large host made before (python3 tests/fixtures/mkhost.py big DIR, with the
@@ -149,11 +149,13 @@ class Bench:
         cases = {}
         if with_plan:
             plan_list, counts = self.record(ctl + base + ["plan", profile], f"{host}-plan", state_dir)
-            c = cases["plan"] = Case(host, f"plan {profile}")
+            c = Case(host, f"plan {profile}")
             c.counts = counts
             for i in range(runs):
                 c.rtpart.append(run(ctl + base + ["plan", profile], cpu=c.rtpart_cpu))
                 self.floor_run(plan_list, c)
+            self.results.append(c.result())
+            print(f"{'':9s} floor calls: plan {counts_text(counts)}", flush=True)
         apply_list, apply_counts = self.record(ctl + base + ["apply", profile], f"{host}-apply", state_dir)
         verify_list, verify_counts = self.record(ctl + base + ["--no-daemon", "verify"], f"{host}-verify", state_dir,
                                                  expect=(0, 4))
@@ -187,7 +189,7 @@ class Bench:
         run(ctl + ["--root", root, "apply", PROFILE])
         sock = os.path.join(self.tmp, f"{host}.sock")
         with open(os.path.join(self.tmp, f"{host}-rtpartd.log"), "w") as log:
-            d = bd.Daemon(exe, root, sock, log)
+            d = bd.Daemon(exe, root, sock, log, ready_s=self.args.ready_timeout)
             try:
                 time.sleep(0.5)
                 idle = memory(d.proc.pid)
@@ -323,6 +325,10 @@ def main():
     ap.add_argument("--no-real", action="store_true", help="skip the real-kernel cases")
     ap.add_argument("--no-daemon-cases", action="store_true", help="skip rtpartd's Verify and memory")
     ap.add_argument("--quick", action="store_true", help="3 runs of each case")
+    ap.add_argument("--no-cycle", action="store_true",
+                    help="skip plan, apply, verify and revert (rtpartd's cases only; verify's list is still made)")
+    ap.add_argument("--ready-timeout", type=int, default=600,
+                    help="seconds rtpartd may take to answer after its start-up re-apply (default 600)")
     ap.add_argument("--tmp", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
                     help="where the hosts are made: a tmpfs (default /dev/shm); the large one needs ~220k inodes")
     args = ap.parse_args()
@@ -361,7 +367,13 @@ def main():
                 shutil.copytree(os.path.join(SRC, "tests", "fixtures", "hosts", h), root, symlinks=True)
             install_profiles(root)
             state = os.path.join(root, "var", "lib", "rtpart")
-            verify_list = b.cycle(h, ctl, ["--root", root], PROFILE, state)
+            if args.no_cycle:
+                run(ctl + ["--root", root, "apply", PROFILE])
+                verify_list, _ = b.record(ctl + ["--root", root, "--no-daemon", "verify"], f"{h}-verify", state,
+                                          expect=(0, 4))
+                run(ctl + ["--root", root, "revert"])
+            else:
+                verify_list = b.cycle(h, ctl, ["--root", root], PROFILE, state)
             if args.no_daemon_cases:
                 pass
             elif os.geteuid() != 0:
