@@ -122,8 +122,8 @@ class Case:
 
 
 def counts_text(counts):
-    ops = " ".join(f"{k}={v}" for k, v in sorted(counts.items()) if k != "syscalls")
-    return f"{ops} (rtpart: {counts.get('syscalls', 0)} system calls)"
+    ops = " ".join(f"{k}={v}" for k, v in sorted(counts.items()) if k not in ("syscalls", "fsyncs"))
+    return f"{ops} (rtpart: {counts.get('syscalls', 0)} system calls, {counts.get('fsyncs', 0)} fsyncs)"
 
 
 class Bench:

@@ -3,7 +3,7 @@
 
 rtpartctl runs once under `strace -f -y -xx`; what it did (open, getdents64, write, mkdir, unlink)
 becomes the list of the fewest calls for the same work, and the count of all its calls is kept
-beside (counts["syscalls"]):
+beside (counts["syscalls"], and counts["fsyncs"] of them):
   - r: every file it opened to read, once (the first time), whether the open worked or not,
   - d: every directory it listed (getdents64),
   - w: every file it opened to write without creating it (a knob), with the last bytes written,
@@ -100,6 +100,8 @@ def events(path, totals):
             name = call.partition("(")[0]
             if not call.startswith(("+++", "---", "<...")):
                 totals["syscalls"] = totals.get("syscalls", 0) + 1
+            if name in ("fsync", "fdatasync", "sync_file_range", "syncfs", "sync"):
+                totals["fsyncs"] = totals.get("fsyncs", 0) + 1
             if name not in ("openat", "openat2", "open", "getdents64", "write", "pwrite64", "mkdir", "mkdirat", "rmdir",
                             "unlink", "unlinkat"):
                 continue
@@ -223,6 +225,7 @@ def make_list(trace_path, state_dir=None, commits=1, journal=None):
         else:
             lines.append(f"{k}\t{p}")
     counts["syscalls"] = totals.get("syscalls", 0)  # rtpart's, all kinds, for comparison
+    counts["fsyncs"] = totals.get("fsyncs", 0)  # rtpart's, against the floor's two per commit
     return lines, counts
 
 
