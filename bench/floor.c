@@ -227,6 +227,7 @@ int main(int argc, char **argv) {
         (void) close(fd);
         if (!text || len != (size_t) st.st_size) {
                 fprintf(stderr, "floor: %s: could not read the whole list\n", list);
+                free(text);
                 return 2;
         }
         text[len] = 0;
@@ -247,6 +248,7 @@ int main(int argc, char **argv) {
                 if (op == _OP_MAX || k == -EBADMSG) {
                         fprintf(stderr, "floor: %s:%u: not a line of the list (ops and fields: bench/floor.c)\n", list,
                                 lineno);
+                        free(text);
                         return 2;
                 }
                 done[op]++;
