@@ -1,20 +1,44 @@
 #!/usr/bin/env python3
-"""rtpart benchmark: times whole rtpartctl processes, as a user runs them.
+"""rtpart benchmark: whole rtpartctl processes, each beside its floor measured in the same run.
 
-Generates the large fake host (1024 CPUs, 8192 IRQs) with tests/fixtures/mkhost.py, installs the
-shipped profiles into it, and reports the median (and min/max) wall time over --runs runs, after
-one warm-up run, of:
-  - plan realtime-virtual-host on the large host,
-  - apply, verify and revert of realtime-virtual-host on the large host (each apply on a host
-    reverted by the previous run, so every run does the full work),
-  - apply, verify and revert on this machine's real kernel (as root) of a profile that changes
-    only what the host test changes: one IRQ, default_smp_affinity, two sysctls and the workqueue
-    cpumask; every value is recorded first and restored after.
-Goals from the issues are printed beside each figure.
+The floor (bench/floor.c) is the fewest system calls for the same file work: bench/floorlist.py
+runs each command once under strace (the warm-up run) and lists exactly the files it read, listed,
+wrote, made and removed; the floor replays that list in one process, in one pass, parsing nothing
+(the journal's writes become one durable commit: write + fsync of a file + fsync of its directory,
+before the first knob is written). Then the runs alternate, rtpart and floor, and each case prints
+rtpart's median wall time, the floor's, and the median of the run-by-run ratios, with the goal of
+issue 14 beside it; then the same for CPU time (user + system of the process, from wait4; for
+rtpartd's Verify, its on-CPU time from /proc/PID/schedstat), which a loaded machine changes less
+than wall time (kernel work done outside the process, as moving tasks between cpusets, is in the
+wall time only):
+  - plan realtime-virtual-host, verify --no-daemon, apply and revert (each apply on a host the
+    previous revert restored, so every run does the full work): ratio <= 1.5x the floor,
+  - Verify through rtpartd (the sim build, on the same tree, started with the profile applied so
+    that its start-up re-applies it): the varlink call's round trip <= 10 ms, and `rtpartctl
+    --varlink-socket verify` as a whole process beside the floor of verify's reads,
+  - rtpartd's memory from /proc/PID/smaps_rollup (Rss, Pss, Private_Clean + Private_Dirty), idle
+    after the start-up re-apply and after the Verify calls, and its peak (VmHWM of
+    /proc/PID/status): peak <= 16 MiB on the large host, <= 4 MiB on the bundled hosts,
+on the large fake host (1024 CPUs / 8192 IRQs, made by tests/fixtures/mkhost.py on tmpfs), on copies
+of the bundled hosts (tests/fixtures/hosts/{vm,intel-2s,epyc}), and, as root, on this machine's
+kernel: apply / verify / revert of a profile that changes only what the host test changes (one
+IRQ, default_smp_affinity, two sysctls, the workqueue cpumask), every value recorded first and
+restored after (the floor's writes are checked to touch nothing else), the journal in a
+--state-dir on disk (/var/tmp) so that its fsyncs cost what they cost.
 
-    python3 bench/bench.py [--build build] [--runs 11] [--json out.json] [--no-real]
+Run it niced on a shared machine; the ratio to a floor of the same run is the figure to compare.
+
+    nice -n 10 python3 bench/bench.py [--build build] [--runs 11] [--hosts big,vm,intel-2s,epyc]
+                                      [--no-real] [--no-daemon-cases] [--no-cycle] [--big-host DIR]
+                                      [--tmp DIR] [--ready-timeout S] [--json out.json]
+    nice -n 10 python3 bench/bench.py --quick    # 3 runs: a few minutes
+
+--big-host DIR uses a large host made before (python3 tests/fixtures/mkhost.py big DIR, with the
+profiles in DIR/usr/share/rtpart/profiles) instead of making one. Needs strace; the daemon cases
+and the real kernel need root. Only the rtpartd processes this script starts are ended, by PID.
 """
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -27,105 +51,347 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
+sys.path.insert(0, HERE)
+import floorlist  # noqa: E402
+
+PROFILE = "realtime-virtual-host"
+GOAL_RATIO = 1.5
+GOAL_DAEMON_VERIFY_MS = 10
+GOAL_PEAK_RSS_KIB = {"big": 16 * 1024, "bundled": 4 * 1024}
+BUNDLED = ("vm", "intel-2s", "epyc")
 
 
-def run(cmd, expect=(0,), env=None):
+def load_bench_daemon():
+    spec = importlib.util.spec_from_file_location("bench_daemon", os.path.join(HERE, "bench-daemon.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def run(cmd, expect=(0,), env=None, cpu=None):
+    """Runs cmd as a whole process; its wall time in ms. cpu, a list: gets its user + system time."""
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
     dt = (time.perf_counter() - t0) * 1000
+    p.returncode = os.waitstatus_to_exitcode(status)
+    p.stderr.close()
     if p.returncode not in expect:
-        sys.exit(f"bench: {' '.join(cmd)} exited {p.returncode}: {p.stderr.decode()[-2000:]}")
+        sys.exit(f"bench: {' '.join(cmd)} exited {p.returncode}: {err.decode()[-2000:]}")
+    if cpu is not None:
+        cpu.append((usage.ru_utime + usage.ru_stime) * 1000)
     return dt
 
 
-def summary(name, times, goal):
-    med = statistics.median(times)
-    verdict = "" if goal is None else "  (goal <= %d ms: %s)" % (goal, "met" if med <= goal else "MISSED")
-    print(f"{name:58s} median {med:8.2f} ms  min {min(times):8.2f}  max {max(times):8.2f}{verdict}", flush=True)
-    return {"case": name, "median_ms": round(med, 2), "min_ms": round(min(times), 2), "max_ms": round(max(times), 2),
-            "runs": len(times), "goal_ms": goal}
+class Case:
+    """One command: rtpart's times and the floor's, run by run."""
+
+    def __init__(self, host, name, goal_ratio=GOAL_RATIO, goal_ms=None):
+        self.host, self.name, self.goal_ratio, self.goal_ms = host, name, goal_ratio, goal_ms
+        self.rtpart, self.floor, self.counts = [], [], None
+        self.rtpart_cpu, self.floor_cpu = [], []  # user + system: what the machine's load changes least
+
+    def result(self):
+        med = statistics.median(self.rtpart)
+        r = {"host": self.host, "case": self.name, "runs": len(self.rtpart), "median_ms": round(med, 2),
+             "min_ms": round(min(self.rtpart), 2), "max_ms": round(max(self.rtpart), 2)}
+        verdicts = []
+        if self.floor:
+            fmed = statistics.median(self.floor)
+            ratio = statistics.median(a / b for a, b in zip(self.rtpart, self.floor))
+            r.update(floor_median_ms=round(fmed, 2), floor_min_ms=round(min(self.floor), 2), ratio=round(ratio, 2),
+                     floor_calls=self.counts)
+        if self.rtpart_cpu:
+            r["cpu_median_ms"] = round(statistics.median(self.rtpart_cpu), 2)
+        if self.floor_cpu:
+            r["floor_cpu_median_ms"] = round(statistics.median(self.floor_cpu), 2)
+            r["cpu_ratio"] = round(statistics.median(a / max(b, 0.001) for a, b in zip(self.rtpart_cpu, self.floor_cpu)), 2)
+            if self.goal_ratio:
+                r["goal_ratio"] = self.goal_ratio
+                verdicts.append(f"goal <= {self.goal_ratio}x: {'met' if ratio <= self.goal_ratio else 'MISSED'}")
+        if self.goal_ms:
+            r["goal_ms"] = self.goal_ms
+            verdicts.append(f"goal <= {self.goal_ms} ms: {'met' if med <= self.goal_ms else 'MISSED'}")
+        floor = (f"floor {r['floor_median_ms']:8.2f} ms  ratio {r['ratio']:5.2f}x" if self.floor else " " * 35)
+        cpu = (f"cpu {r['cpu_median_ms']:7.1f} / {r['floor_cpu_median_ms']:6.1f} ms = {r['cpu_ratio']:5.2f}x"
+               if self.floor_cpu else f"cpu {r['cpu_median_ms']:7.1f} ms" + " " * 22 if self.rtpart_cpu else " " * 33)
+        print(f"{self.host:9s} {self.name:34s} rtpart {med:8.2f} ms  {floor}  {cpu}  "
+              f"(min {min(self.rtpart):.2f}, max {max(self.rtpart):.2f})  {'; '.join(verdicts)}", flush=True)
+        return r
 
 
-def cycle(ctl, base, profile, runs, goals, label):
-    """apply / verify / revert, each timed, runs+1 times (the first is a warm-up)."""
-    t_apply, t_verify, t_revert = [], [], []
-    for i in range(runs + 1):
-        a = run(ctl + base + ["apply", profile])
-        v = run(ctl + base + ["verify"], expect=(0, 4))
-        r = run(ctl + base + ["revert"])
-        if i:
-            t_apply.append(a)
-            t_verify.append(v)
-            t_revert.append(r)
-    return [summary(f"apply {label}", t_apply, goals[0]), summary(f"verify {label}", t_verify, goals[1]),
-            summary(f"revert {label}", t_revert, goals[2])]
+def counts_text(counts):
+    ops = " ".join(f"{k}={v}" for k, v in sorted(counts.items()) if k not in ("syscalls", "fsyncs"))
+    return f"{ops} (rtpart: {counts.get('syscalls', 0)} system calls, {counts.get('fsyncs', 0)} fsyncs)"
+
+
+class Bench:
+    def __init__(self, args, tmp):
+        self.args, self.tmp = args, tmp
+        self.floor = os.path.join(args.build, "bench", "floor")
+        self.results = []
+        self.memory = []
+
+    def record(self, cmd, name, state_dir, expect=(0,)):
+        """The warm-up run of cmd, under strace: the floor's list of it."""
+        out = os.path.join(self.tmp, f"{name}.list")
+        journal = state_dir.rstrip("/") + "-floor-journal"
+        counts = floorlist.record(cmd, out, state_dir=state_dir, journal=journal, expect=expect)
+        return out, counts
+
+    def floor_run(self, lst, case):
+        case.floor.append(run([self.floor, lst], cpu=case.floor_cpu))
+
+    def cycle(self, host, ctl, base, profile, state_dir, with_plan=True, check_writes=None):
+        """plan, apply, verify --no-daemon and revert, each beside its floor."""
+        runs = self.args.runs
+        cases = {}
+        if with_plan:
+            plan_list, counts = self.record(ctl + base + ["plan", profile], f"{host}-plan", state_dir)
+            c = Case(host, f"plan {profile}")
+            c.counts = counts
+            for i in range(runs):
+                c.rtpart.append(run(ctl + base + ["plan", profile], cpu=c.rtpart_cpu))
+                self.floor_run(plan_list, c)
+            self.results.append(c.result())
+            print(f"{'':9s} floor calls: plan {counts_text(counts)}", flush=True)
+        apply_list, apply_counts = self.record(ctl + base + ["apply", profile], f"{host}-apply", state_dir)
+        verify_list, verify_counts = self.record(ctl + base + ["--no-daemon", "verify"], f"{host}-verify", state_dir,
+                                                 expect=(0, 4))
+        revert_list, revert_counts = self.record(ctl + base + ["revert"], f"{host}-revert", state_dir)
+        if check_writes:
+            for lst in (apply_list, revert_list):
+                check_writes(lst)
+        ca = cases["apply"] = Case(host, "apply")
+        cv = cases["verify"] = Case(host, "verify --no-daemon")
+        cr = cases["revert"] = Case(host, "revert")
+        ca.counts, cv.counts, cr.counts = apply_counts, verify_counts, revert_counts
+        for i in range(runs):
+            ca.rtpart.append(run(ctl + base + ["apply", profile], cpu=ca.rtpart_cpu))
+            cv.rtpart.append(run(ctl + base + ["--no-daemon", "verify"], expect=(0, 4), cpu=cv.rtpart_cpu))
+            self.floor_run(verify_list, cv)  # on the applied host, as rtpart's verify
+            cr.rtpart.append(run(ctl + base + ["revert"], cpu=cr.rtpart_cpu))
+            self.floor_run(apply_list, ca)  # the same writes on the reverted host,
+            self.floor_run(revert_list, cr)  # and back
+        for c in cases.values():
+            self.results.append(c.result())
+        print(f"{'':9s} floor calls: apply {counts_text(apply_counts)}; verify {counts_text(verify_counts)}; "
+              f"revert {counts_text(revert_counts)}", flush=True)
+        return verify_list
+
+    def daemon(self, host, root, verify_list, goal_kib):
+        """rtpartd on the host with the profile applied: memory, and Verify's time."""
+        bd = load_bench_daemon()
+        bd.DAEMON_ENV.update(bd.unit_environment())
+        exe = os.path.join(self.args.build, "tests", "sim", "rtpartd")
+        ctl = [os.path.join(self.args.build, "tests", "sim", "rtpartctl")]
+        run(ctl + ["--root", root, "apply", PROFILE])
+        sock = os.path.join(self.tmp, f"{host}.sock")
+        with open(os.path.join(self.tmp, f"{host}-rtpartd.log"), "w") as log:
+            d = bd.Daemon(exe, root, sock, log, ready_s=self.args.ready_timeout)
+            try:
+                time.sleep(0.5)
+                idle = memory(d.proc.pid)
+                c = bd.Varlink(sock, timeout=120)
+                raw, proc = Case(host, "Verify over varlink (round trip)", None, GOAL_DAEMON_VERIFY_MS), \
+                    Case(host, "rtpartctl verify via rtpartd")
+                c.call(bd.IFACE + ".Verify")  # warm-up
+                for i in range(self.args.runs):
+                    s0, t0 = on_cpu_ms(d.proc.pid), time.perf_counter()
+                    c.call(bd.IFACE + ".Verify")
+                    raw.rtpart.append((time.perf_counter() - t0) * 1000)
+                    raw.rtpart_cpu.append(on_cpu_ms(d.proc.pid) - s0)
+                    proc.rtpart.append(run(ctl + ["--varlink-socket", sock, "verify"], expect=(0, 4),
+                                           cpu=proc.rtpart_cpu))
+                    self.floor_run(verify_list, proc)
+                c.close()
+                after = memory(d.proc.pid)
+            finally:
+                d.stop()
+        run(ctl + ["--root", root, "revert"])
+        self.results += [raw.result(), proc.result()]
+        m = {"host": host, "ready_ms": round(d.ready_ms, 1), "idle": idle, "after_verify": after, "goal_peak_kib": goal_kib}
+        self.memory.append(m)
+        peak = after["VmHWM"]
+        print(f"{host:9s} rtpartd memory (KiB)                     idle: Rss {idle['Rss']} Pss {idle['Pss']} "
+              f"private {idle['Private']}; after Verify: Rss {after['Rss']} Pss {after['Pss']} "
+              f"private {after['Private']}; peak (VmHWM) {peak}  (goal <= {goal_kib}: "
+              f"{'met' if peak <= goal_kib else 'MISSED'}); start-up re-apply {d.ready_ms:.0f} ms", flush=True)
+
+
+def on_cpu_ms(pid):
+    """The time the process's main thread has run on a CPU (/proc/PID/schedstat), in ms."""
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0]) / 1e6
+
+
+def memory(pid):
+    """Rss, Pss, Private (clean + dirty) from smaps_rollup, VmHWM and VmRSS from status, in KiB."""
+    m = {"Private": 0}
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for ln in f:
+            parts = ln.split()
+            if len(parts) >= 2 and parts[0] in ("Rss:", "Pss:", "Private_Clean:", "Private_Dirty:"):
+                key = parts[0][:-1]
+                if key.startswith("Private"):
+                    m["Private"] += int(parts[1])
+                else:
+                    m[key] = int(parts[1])
+    with open(f"/proc/{pid}/status") as f:
+        for ln in f:
+            if ln.startswith(("VmHWM:", "VmRSS:")):
+                m[ln.split(":")[0]] = int(ln.split()[1])
+    return m
+
+
+def applied(root):
+    try:
+        with open(os.path.join(root, "var", "lib", "rtpart", "state.json")) as f:
+            return json.load(f).get("profile") is not None
+    except (OSError, ValueError):
+        return False
+
+
+def install_profiles(root):
+    pdir = os.path.join(root, "usr", "share", "rtpart", "profiles")
+    os.makedirs(pdir, exist_ok=True)
+    for f in os.listdir(os.path.join(SRC, "profiles")):
+        if f.endswith(".json"):
+            shutil.copy(os.path.join(SRC, "profiles", f), pdir)
+
+
+def same_name_irqs(name):
+    """The IRQs whose one action is name, from /proc/interrupts."""
+    with open("/proc/interrupts") as f:
+        lines = f.read().splitlines()
+    ncpu = len(lines[0].split())
+    found = []
+    for line in lines[1:]:
+        head, _, rest = line.partition(":")
+        fields = rest.split()
+        if head.strip().isdigit() and fields[ncpu + 2:] == [name]:
+            found.append(int(head))
+    return found
+
+
+def real_kernel(b, tmp):
+    import host_apply  # the host test's helpers: what it touches, and how it restores it
+
+    saved = {f: host_apply.read(f) for f in host_apply.FILES}
+    irq = host_apply.movable_irq()
+    if irq is None:
+        print("real-kernel cases skipped: no IRQ here accepts a new affinity")
+        return
+    for n in same_name_irqs(irq[1]):  # the rule moves every IRQ of that name
+        saved[f"/proc/irq/{n}/smp_affinity_list"] = host_apply.read(f"/proc/irq/{n}/smp_affinity_list")
+    profile = os.path.join(tmp, "real.json")
+    with open(profile, "w") as f:
+        json.dump({"cpus": {"housekeeping": "0"},
+                   "irq": {"default_affinity": "0", "rules": [{"match": irq[1], "cpus": "0"}], "exclude": ["*"]},
+                   "sysctl": {"kernel.timer_migration": 0, "vm.stat_interval": 7},
+                   "sysfs": {"/sys/devices/virtual/workqueue/cpumask": "${housekeeping_mask}"}}, f)
+    disk = tempfile.mkdtemp(prefix="rtpart-bench-", dir="/var/tmp")  # the journal's fsyncs hit a disk
+    state = os.path.join(disk, "state")
+
+    def check_writes(lst):
+        """The floor writes nothing but the recorded knobs and its own journal beside the state."""
+        with open(lst) as f:
+            for ln in f:
+                op, path = ln.split("\t")[:2]
+                path = path.rstrip("\n")
+                if op in ("w", "f", "m", "x", "u") and path not in saved or \
+                        op == "c" and not path.startswith(disk + "/"):
+                    sys.exit(f"bench: the floor's list {lst} writes {path}, which the real-kernel case does not "
+                             f"record and restore; nothing was written by the floor")
+
+    try:
+        shipped = [os.path.join(b.args.build, "daemon", "rtpartctl")]  # the kernel's own root ops
+        b.cycle("kernel", shipped, ["--state-dir", state], profile, state, with_plan=False, check_writes=check_writes)
+    finally:
+        for path, value in saved.items():
+            if host_apply.read(path) != value:
+                host_apply.write(path, value)
+        shutil.rmtree(disk, ignore_errors=True)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(SRC, "build"))
     ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument("--hosts", default="big," + ",".join(BUNDLED), help="fake hosts, among big," + ",".join(BUNDLED))
+    ap.add_argument("--big-host", help="a large host made before by mkhost.py big, used in place")
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--no-real", action="store_true", help="skip the real-kernel cases")
+    ap.add_argument("--no-daemon-cases", action="store_true", help="skip rtpartd's Verify and memory")
+    ap.add_argument("--quick", action="store_true", help="3 runs of each case")
+    ap.add_argument("--no-cycle", action="store_true",
+                    help="skip plan, apply, verify and revert (rtpartd's cases only; verify's list is still made)")
+    ap.add_argument("--ready-timeout", type=int, default=600,
+                    help="seconds rtpartd may take to answer after its start-up re-apply (default 600)")
+    ap.add_argument("--tmp", default="/dev/shm" if os.path.isdir("/dev/shm") else None,
+                    help="where the hosts are made: a tmpfs (default /dev/shm); the large one needs ~220k inodes")
     args = ap.parse_args()
-
-    # The sim build: the fake host's kernel files react to writes as the kernel's would.
+    if args.quick:
+        args.runs = 3
+    args.build = os.path.abspath(args.build)
+    hosts = [h for h in args.hosts.split(",") if h]
+    for h in hosts:
+        if h != "big" and h not in BUNDLED:
+            sys.exit(f"bench: --hosts: no host '{h}'; choose among big," + ",".join(BUNDLED))
     ctl = [os.path.join(args.build, "tests", "sim", "rtpartctl")]
-    if not os.access(ctl[0], os.X_OK):
-        sys.exit(f"bench: {ctl[0]} not found; build first (meson setup build && ninja -C build)")
+    for exe in (ctl[0], os.path.join(args.build, "bench", "floor")):
+        if not os.access(exe, os.X_OK):
+            sys.exit(f"bench: {exe} not found; build first (meson setup build && ninja -C build)")
+    if not shutil.which("strace"):
+        sys.exit("bench: strace not found (apt-get install strace): the floor's lists are made from it")
 
     # tmpfs: the large host is ~330k files, which a disk-backed /tmp writes ten times slower
-    tmp = tempfile.mkdtemp(prefix="rtpart-bench-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-    results = []
+    tmp = tempfile.mkdtemp(prefix="rtpart-bench-", dir=args.tmp)
+    b = Bench(args, tmp)
+    print(f"{args.runs} runs of each case, rtpart and floor alternating; times are whole processes", flush=True)
     try:
-        host = os.path.join(tmp, "big")
-        t0 = time.perf_counter()
-        subprocess.run([sys.executable, os.path.join(SRC, "tests", "fixtures", "mkhost.py"), "big", host], check=True,
-                       stdout=subprocess.DEVNULL)
-        print(f"generated the 1024-CPU / 8192-IRQ host in {time.perf_counter() - t0:.1f} s", flush=True)
-        pdir = os.path.join(host, "usr", "share", "rtpart", "profiles")
-        os.makedirs(pdir, exist_ok=True)
-        for f in os.listdir(os.path.join(SRC, "profiles")):
-            if f.endswith(".json"):
-                shutil.copy(os.path.join(SRC, "profiles", f), pdir)
-
-        big = ["--root", host]
-        times = [run(ctl + big + ["plan", "realtime-virtual-host"]) for _ in range(args.runs + 1)][1:]
-        results.append(summary("plan realtime-virtual-host (1024 CPUs, 8192 IRQs)", times, 100))
-        times = [run(ctl + big + ["--json", "plan", "realtime-virtual-host"]) for _ in range(args.runs + 1)][1:]
-        results.append(summary("plan --json realtime-virtual-host (1024 CPUs, 8192 IRQs)", times, 100))
-        results += cycle(ctl, big, "realtime-virtual-host", args.runs, (100, 30, None), "realtime-virtual-host (1024 CPUs)")
+        for h in hosts:
+            if h == "big" and args.big_host:
+                root = os.path.abspath(args.big_host)
+                if applied(root):
+                    sys.exit(f"bench: {root} has a profile applied; revert it first ({ctl[0]} --root {root} revert)")
+            elif h == "big":
+                root = os.path.join(tmp, "big")
+                t0 = time.perf_counter()
+                subprocess.run([sys.executable, os.path.join(SRC, "tests", "fixtures", "mkhost.py"), "big", root],
+                               check=True, stdout=subprocess.DEVNULL)
+                print(f"generated the 1024-CPU / 8192-IRQ host in {time.perf_counter() - t0:.1f} s", flush=True)
+            else:
+                root = os.path.join(tmp, h)
+                shutil.copytree(os.path.join(SRC, "tests", "fixtures", "hosts", h), root, symlinks=True)
+            install_profiles(root)
+            state = os.path.join(root, "var", "lib", "rtpart")
+            if args.no_cycle:
+                run(ctl + ["--root", root, "apply", PROFILE])
+                verify_list, _ = b.record(ctl + ["--root", root, "--no-daemon", "verify"], f"{h}-verify", state,
+                                          expect=(0, 4))
+                run(ctl + ["--root", root, "revert"])
+            else:
+                verify_list = b.cycle(h, ctl, ["--root", root], PROFILE, state)
+            if args.no_daemon_cases:
+                pass
+            elif os.geteuid() != 0:
+                print(f"{h:9s} rtpartd cases skipped: they need root")
+            else:
+                b.daemon(h, root, verify_list, GOAL_PEAK_RSS_KIB["big" if h == "big" else "bundled"])
+            if root.startswith(tmp):
+                shutil.rmtree(root, ignore_errors=True)
 
         if args.no_real:
             pass
         elif os.geteuid() != 0:
             print("real-kernel cases skipped: they need root")
         else:
-            import host_apply  # the host test's helpers: what it touches, and how it restores it
-            saved = {f: host_apply.read(f) for f in host_apply.FILES}
-            irq = host_apply.movable_irq()
-            if irq is None:
-                print("real-kernel cases skipped: no IRQ here accepts a new affinity")
-            else:
-                irq_path = f"/proc/irq/{irq[0]}/smp_affinity_list"
-                saved[irq_path] = irq[2]
-                profile = os.path.join(tmp, "real.json")
-                with open(profile, "w") as f:
-                    json.dump({"cpus": {"housekeeping": "0"},
-                               "irq": {"default_affinity": "0", "rules": [{"match": irq[1], "cpus": "0"}], "exclude": ["*"]},
-                               "sysctl": {"kernel.timer_migration": 0, "vm.stat_interval": 7},
-                               "sysfs": {"/sys/devices/virtual/workqueue/cpumask": "${housekeeping_mask}"}}, f)
-                try:
-                    shipped = [os.path.join(args.build, "daemon", "rtpartctl")]  # the kernel's own
-                    results += cycle(shipped, ["--state-dir", os.path.join(tmp, "state")], profile, args.runs,
-                                     (25, 5, None), "on this machine's kernel (5 knobs)")
-                finally:
-                    for path, value in saved.items():
-                        if host_apply.read(path) != value:
-                            host_apply.write(path, value)
+            real_kernel(b, tmp)
         if args.json:
             with open(args.json, "w") as f:
-                json.dump(results, f, indent=2)
+                json.dump({"runs": args.runs, "cases": b.results, "rtpartd_memory_kib": b.memory}, f, indent=2)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
