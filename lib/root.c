@@ -578,6 +578,43 @@ int root_write_once(Root *r, const char *rel, int flags, const char *data) {
         return (size_t) k == n ? 0 : -EIO;
 }
 
+int root_read_each(Root *r, int dirfd, RootReadItem *items, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                RootReadItem *it = &items[i];
+                _cleanup_close_ int fd =
+                        dirfd >= 0 ? root_openat(r, dirfd, it->rel, O_RDONLY) : root_open(r, it->rel, O_RDONLY, 0);
+                if (fd < 0) {
+                        it->result = fd;
+                        continue;
+                }
+                ssize_t k;
+                do
+                        k = read(fd, it->buf, it->size - 1);
+                while (k < 0 && errno == EINTR);
+                it->result = k < 0 ? -errno : k;
+                if (k >= 0)
+                        it->buf[k] = 0;
+        }
+        return 0;
+}
+
+int root_write_each(Root *r, RootWriteItem *items, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                items[i].result = r->ops->write_value(r, items[i].rel, items[i].value);
+        return 0;
+}
+
+int root_read_many(Root *r, int dirfd, RootReadItem *items, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (!items[i].buf || items[i].size < 2)
+                        return -EINVAL;
+        return r->ops->read_many ? r->ops->read_many(r, dirfd, items, n) : root_read_each(r, dirfd, items, n);
+}
+
+int root_write_many(Root *r, RootWriteItem *items, size_t n) {
+        return r->ops->write_many ? r->ops->write_many(r, items, n) : root_write_each(r, items, n);
+}
+
 int root_write_value(Root *r, const char *rel, const char *value) {
         return r->ops->write_value(r, rel, value);
 }

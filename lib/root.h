@@ -27,6 +27,24 @@ typedef enum RootResolve {
 
 typedef struct RootOps RootOps;
 
+/* One file of a batch read (root_read_many): rel below the batch's directory, read with one
+ * read(2) of at most size - 1 bytes into the caller's buf, NUL-terminated. result is the number of
+ * bytes read, or this file's own negative errno (the kernel's, from its open or its read). */
+typedef struct RootReadItem {
+        const char *rel;
+        char *buf;
+        size_t size; /* of buf, at least 2 */
+        ssize_t result;
+} RootReadItem;
+
+/* One file of a batch write (root_write_many): value plus a newline, one write(2) to an existing
+ * file, as root_write_value() does it. result is 0 or this file's own negative errno. */
+typedef struct RootWriteItem {
+        const char *rel;
+        const char *value;
+        int result;
+} RootWriteItem;
+
 typedef struct Root {
         int fd;
         char *path;   /* as given, for messages */
@@ -106,6 +124,13 @@ struct RootOps {
         int (*unlink_file)(Root *r, const char *rel);
         int (*make_dir)(Root *r, const char *rel, mode_t mode);
         int (*remove_dir)(Root *r, const char *rel);
+        /* Batches (optional: NULL is root.c's loop over one file at a time). read_many opens every
+         * rel below dirfd (an fd from root_open(), or -EBADF for the root itself) as root_openat()
+         * does; write_many writes as write_value does, in order, every item whatever the one before
+         * it answered. Both fill in every item's result and return 0, or a negative errno when the
+         * batch as a whole could not run (then no result is meaningful). */
+        int (*read_many)(Root *r, int dirfd, RootReadItem *items, size_t n);
+        int (*write_many)(Root *r, RootWriteItem *items, size_t n);
 };
 
 /* The two tables of lib/. */
@@ -136,6 +161,15 @@ int root_openat(Root *r, int dirfd, const char *rel, int flags);
 int root_stat(Root *r, const char *rel, struct stat *ret);
 bool root_exists(Root *r, const char *rel);
 bool root_is_dir(Root *r, const char *rel);
+
+/* Many small files at once (see RootReadItem, RootWriteItem): through the root's ops, which may
+ * hand them to the kernel together (io_uring on "/"). 0 or a negative errno for the batch as a
+ * whole; each item's own outcome is in its result. */
+int root_read_many(Root *r, int dirfd, RootReadItem *items, size_t n);
+int root_write_many(Root *r, RootWriteItem *items, size_t n);
+/* For ops tables: the same, one file after the other with the single-file calls. */
+int root_read_each(Root *r, int dirfd, RootReadItem *items, size_t n);
+int root_write_each(Root *r, RootWriteItem *items, size_t n);
 
 /* Whole file, NUL-terminated; ret_size optional. Grows as needed (procfs sizes are lies). */
 int root_read_file(Root *r, const char *rel, char **ret, size_t *ret_size);
