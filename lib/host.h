@@ -48,9 +48,12 @@ typedef struct CacheDomain {
 
 typedef struct Irq {
         unsigned number;
+        /* chip and hwirq come from /proc/interrupts only: NULL when the IRQs were found in
+         * /sys/kernel/irq (host_discover() reads /proc/interrupts only for counts, or where the
+         * kernel has no /sys/kernel/irq). */
         char *chip;        /* "IR-PCI-MSIX-0000:3b:00.0" */
         char *hwirq;       /* "1-edge" */
-        char *actions;     /* "eth1-TxRx-0" or "" */
+        char *actions;     /* "eth1-TxRx-0", "PCIe PME, aerdrv" (shared) or "" */
         uint64_t total;    /* sum of the per-CPU counts; 0 unless counts were asked for */
         uint64_t *counts;  /* per CPU number, n_cpu_ids long; NULL unless asked for */
         bool has_affinity; /* proc/irq/N/smp_affinity(_list) readable */
@@ -98,7 +101,7 @@ typedef struct Host {
 
         Irq *irqs;
         size_t n_irqs;
-        int *irq_columns; /* /proc/interrupts column → CPU number */
+        int *irq_columns; /* /proc/interrupts column → CPU number; none when it was not read */
         size_t n_irq_columns;
         CpuSet default_irq_affinity;
 

@@ -56,9 +56,10 @@ START_TEST(test_intel_2s) {
         ck_assert(!h->resctrl.cdp);
         ck_assert_uint_eq(h->resctrl.n_domains, 2);
 
-        /* IRQs: numbered rows only, sorted, names and affinities read */
+        /* IRQs: those with a handler, sorted, names and affinities read; from /sys/kernel/irq,
+         * so /proc/interrupts' columns were not read */
         ck_assert_uint_gt(h->n_irqs, 50);
-        ck_assert_uint_eq(h->n_irq_columns, 32);
+        ck_assert_uint_eq(h->n_irq_columns, 0);
         bool found_nic = false;
         for (size_t i = 0; i < h->n_irqs; i++) {
                 if (i)
@@ -73,7 +74,9 @@ START_TEST(test_intel_2s) {
         const Irq *timer = host_find_irq(h, 0);
         ck_assert_ptr_nonnull(timer);
         ck_assert_str_eq(timer->actions, "timer");
-        ck_assert_str_eq(timer->chip, "IR-IO-APIC"); /* interrupt remapping on */
+        ck_assert_ptr_null(timer->chip); /* /proc/interrupts only */
+        /* shared handlers as /proc/interrupts names them, which rules match */
+        ck_assert_str_eq(host_find_irq(h, 26)->actions, "PCIe PME, aerdrv");
         assert_list(&h->default_irq_affinity, "0-31");
 
         CpuSet hk, iso;
@@ -157,7 +160,7 @@ START_TEST(test_big_generated) {
         ck_assert_uint_eq(cpu_set_count(&h->online), 1024);
         ck_assert_uint_eq(h->n_cpu_ids, 1024);
         ck_assert_uint_eq(h->n_irqs, 8192);
-        ck_assert_uint_eq(h->n_irq_columns, 1024);
+        ck_assert_uint_eq(h->n_irq_columns, 0); /* /sys/kernel/irq: /proc/interrupts not read */
         ck_assert_uint_eq(h->n_nodes, 8);
         for (size_t i = 0; i < h->n_irqs; i++)
                 ck_assert(h->irqs[i].has_affinity || h->irqs[i].number < 16);
@@ -171,6 +174,13 @@ START_TEST(test_big_generated) {
         Host *hc;
         ck_assert_int_eq(host_discover(root, HOST_DISCOVER_IRQ_COUNTS, &hc), 0);
         ck_assert_ptr_nonnull(hc->irqs[100].counts);
+        ck_assert_uint_eq(hc->n_irq_columns, 1024);
+        ck_assert_uint_eq(hc->n_irqs, 8192);
+        for (size_t i = 0; i < hc->n_irqs; i++) { /* both ways find the same IRQs and names */
+                ck_assert_uint_eq(hc->irqs[i].number, h->irqs[i].number);
+                ck_assert_str_eq(hc->irqs[i].actions, h->irqs[i].actions);
+                ck_assert_int_eq(hc->irqs[i].has_affinity, h->irqs[i].has_affinity);
+        }
         host_free(hc);
         host_free(h);
         root_free(root);
@@ -217,6 +227,44 @@ START_TEST(test_interrupts_parser) {
         Host bad = {};
         ck_assert_int_eq(host_parse_interrupts(&bad, "garbage\n", false), -EBADMSG);
         free(bad.irq_columns);
+}
+END_TEST
+
+/* Where /sys/kernel/irq exists, host discovery takes the IRQs from it and never reads
+ * /proc/interrupts (made unparsable here: reading it would fail discovery); without it,
+ * /proc/interrupts is read as before. */
+START_TEST(test_irqs_from_sysfs) {
+        _cleanup_free_ char *dir = test_copy_host("vm");
+        test_write(dir, "proc/interrupts", "garbage\n");
+        Root *root;
+        Host *h;
+        test_open_host(dir, &root, &h);
+        ck_assert_uint_eq(h->n_irqs, 34);
+        ck_assert_uint_eq(h->n_irq_columns, 0);
+        ck_assert_str_eq(host_find_irq(h, 24)->actions, "PCIe PME, pciehp");
+        ck_assert_str_eq(host_find_irq(h, 31)->actions, "virtio0-input.0");
+        ck_assert_ptr_null(host_find_irq(h, 2)); /* a directory without a handler: no row */
+        ck_assert(host_find_irq(h, 32)->has_affinity);
+        host_free(h);
+
+        /* Counts come from /proc/interrupts alone: asking for them reads it (and fails here). */
+        ck_assert_int_eq(host_discover(root, HOST_DISCOVER_IRQ_COUNTS, &h), -EBADMSG);
+        root_free(root);
+
+        /* A kernel without /sys/kernel/irq (before 5.2): /proc/interrupts, with chips. */
+        _cleanup_free_ char *fresh = test_copy_host("vm"), *cmd = NULL;
+        ck_assert(asprintf(&cmd, "rm -rf '%s/sys/kernel/irq'", fresh) >= 0);
+        ck_assert_int_eq(system(cmd), 0);
+        test_open_host(fresh, &root, &h);
+        ck_assert_uint_eq(h->n_irqs, 34);
+        ck_assert_uint_eq(h->n_irq_columns, 4);
+        ck_assert_str_eq(host_find_irq(h, 24)->actions, "PCIe PME, pciehp");
+        ck_assert_str_eq(host_find_irq(h, 0)->chip, "IO-APIC");
+        ck_assert(host_find_irq(h, 32)->has_affinity);
+        host_free(h);
+        root_free(root);
+        test_rmtree(dir);
+        test_rmtree(fresh);
 }
 END_TEST
 
@@ -286,6 +334,7 @@ int main(void) {
         tcase_add_test(tc, test_vm);
         tcase_add_test(tc, test_big_generated);
         tcase_add_test(tc, test_interrupts_parser);
+        tcase_add_test(tc, test_irqs_from_sysfs);
         tcase_add_test(tc, test_missing_optional_parts);
         tcase_add_test(tc, test_symlinks_stay_in_root);
         suite_add_tcase(s, tc);
