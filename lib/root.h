@@ -47,11 +47,13 @@ typedef struct RootWriteItem {
 
 typedef struct Root {
         int fd;
-        char *path;   /* as given, for messages */
-        bool is_host; /* the real "/": only root.c reads it; others ask root_is_system()/root_can() */
+        char *path;      /* as given, for messages */
+        char *real_path; /* realpath() of path, once root_canonicalize() needed it */
+        bool is_host;    /* the real "/": only root.c reads it; others ask root_is_system()/root_can() */
         RootResolve resolve;
         const RootOps *ops;
-        struct Root *state; /* where the journal lives when not under this root (--state-dir) */
+        struct Root *state;      /* where the journal lives when not under this root (--state-dir) */
+        struct RootCache *cache; /* root_cache_fill() */
 } Root;
 
 /* What a backend may ask of the kernel behind a root beyond reading and writing files. A backend
@@ -167,9 +169,22 @@ bool root_is_dir(Root *r, const char *rel);
  * whole; each item's own outcome is in its result. */
 int root_read_many(Root *r, int dirfd, RootReadItem *items, size_t n);
 int root_write_many(Root *r, RootWriteItem *items, size_t n);
-/* For ops tables: the same, one file after the other with the single-file calls. */
+/* For ops tables: the same, one file after the other with the single-file calls; and reads handed
+ * to the kernel together where it can (io_uring), else root_read_each() (what root_read_many()
+ * does for a table without read_many). */
 int root_read_each(Root *r, int dirfd, RootReadItem *items, size_t n);
+int root_read_batched(Root *r, int dirfd, RootReadItem *items, size_t n);
 int root_write_each(Root *r, RootWriteItem *items, size_t n);
+
+/* Reads the files rels (root-relative) together, in batches (root_read_many), and keeps what each
+ * held, or its errno: until root_cache_drop(), root_read_file() (and the root_read_* built on it)
+ * of one of them answers from what was kept, without a system call. Any write through this
+ * root (root_write_value(), root_write_many(), root_write_object(), root_write_file_atomic(),
+ * root_unlink()…) drops what was kept, so a read after a write is the kernel's. A file longer
+ * than a batch's buffer is not kept. For a command that reads thousands of knob files once
+ * (verify). */
+int root_cache_fill(Root *r, char * const *rels, size_t n);
+void root_cache_drop(Root *r);
 
 /* Whole file, NUL-terminated; ret_size optional. Grows as needed (procfs sizes are lies). */
 int root_read_file(Root *r, const char *rel, char **ret, size_t *ret_size);

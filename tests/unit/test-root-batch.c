@@ -169,12 +169,108 @@ START_TEST(test_read_many_kernel) {
 }
 END_TEST
 
+/* What root_cache_fill() kept answers reads (the file changed behind it: the kept text, proof that
+ * no system call read it) until a write through the root, after which reads are the file's. */
+START_TEST(test_cache) {
+        _cleanup_free_ char *dir = test_tmpdir();
+        test_write(dir, "k/a", "1\n");
+        test_write(dir, "k/b", "2\n");
+        char big[3000];
+        memset(big, 'x', sizeof(big) - 2);
+        big[sizeof(big) - 2] = '\n';
+        big[sizeof(big) - 1] = 0;
+        test_write(dir, "k/big", big);
+
+        Root *root;
+        ck_assert_int_eq(root_new(dir, &root), 0);
+        char *paths[] = { "k/a", "/k/b", "k/missing", "k/a", "k/big", NULL };
+        ck_assert_int_eq(root_cache_fill(root, paths, ELEMENTSOF(paths)), 0);
+        test_write(dir, "k/a", "changed\n");
+        test_write(dir, "k/missing", "now here\n");
+        _cleanup_free_ char *a = NULL, *b = NULL, *whole = NULL, *other = NULL;
+        ck_assert_int_eq(root_read_line(root, "k/a", &a), 0);
+        ck_assert_str_eq(a, "1");
+        ck_assert_int_eq(root_read_line(root, "k/b", &b), 0);
+        ck_assert_str_eq(b, "2");
+        ck_assert_int_eq(root_read_line(root, "k/missing", &other), -ENOENT);
+        size_t size;
+        ck_assert_int_eq(root_read_file(root, "k/big", &whole, &size), 0); /* too long to keep: read */
+        ck_assert_uint_eq(size, sizeof(big) - 1);
+
+        /* A write drops what was kept. */
+        ck_assert_int_eq(root_write_value(root, "k/b", "3"), 0);
+        free(a);
+        a = NULL;
+        ck_assert_int_eq(root_read_line(root, "k/a", &a), 0);
+        ck_assert_str_eq(a, "changed");
+        ck_assert_int_eq(root_read_line(root, "k/missing", &other), 0);
+        ck_assert_str_eq(other, "now here");
+
+        /* Dropped by hand too; filling again reads anew. */
+        ck_assert_int_eq(root_cache_fill(root, paths, 2), 0);
+        test_write(dir, "k/a", "again\n");
+        free(a);
+        a = NULL;
+        ck_assert_int_eq(root_read_line(root, "k/a", &a), 0);
+        ck_assert_str_eq(a, "changed");
+        root_cache_drop(root);
+        free(a);
+        a = NULL;
+        ck_assert_int_eq(root_read_line(root, "k/a", &a), 0);
+        ck_assert_str_eq(a, "again");
+        root_free(root);
+        test_rmtree(dir);
+}
+END_TEST
+
+/* root_canonicalize() asks the kernel where an open landed; the answers are the walk's: symlinks
+ * (absolute ones from the root) resolved inside the tree, a missing file lexically, a root given
+ * through a symlink. */
+START_TEST(test_canonicalize) {
+        _cleanup_free_ char *dir = test_tmpdir(), *cmd = NULL, *alias = NULL;
+        test_write(dir, "sys/devices/system/machinecheck/machinecheck0/ignore_ce", "0\n");
+        test_write(dir, "sys/devices/virtual/workqueue/writeback/cpumask", "3\n");
+        ck_assert(asprintf(&alias, "%s-alias", dir) >= 0);
+        ck_assert(asprintf(&cmd,
+                           "mkdir -p '%s/sys/bus/workqueue/devices' && "
+                           "ln -s /sys/devices/virtual/workqueue/writeback '%s/sys/bus/workqueue/devices/writeback' && "
+                           "ln -s ../devices/system/machinecheck '%s/sys/bus/mc' && ln -s '%s' '%s'",
+                           dir, dir, dir, dir, alias) >= 0);
+        ck_assert_int_eq(system(cmd), 0);
+        const char *roots[] = { dir, alias };
+        for (size_t i = 0; i < ELEMENTSOF(roots); i++) {
+                Root *root;
+                ck_assert_int_eq(root_new(roots[i], &root), 0);
+                static const char * const cases[][2] = {
+                        { "sys/bus/workqueue/devices/writeback/cpumask",
+                          "sys/devices/virtual/workqueue/writeback/cpumask" },
+                        { "/sys/bus/mc/machinecheck0/ignore_ce",
+                          "sys/devices/system/machinecheck/machinecheck0/ignore_ce" },
+                        { "sys/devices/system/machinecheck/machinecheck0/ignore_ce",
+                          "sys/devices/system/machinecheck/machinecheck0/ignore_ce" },
+                        { "sys/../../sys/bus/mc", "sys/devices/system/machinecheck" },
+                        { "sys/bus/mc/missing", "sys/devices/system/machinecheck/missing" },
+                };
+                for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
+                        _cleanup_free_ char *canon = NULL;
+                        ck_assert_int_eq(root_canonicalize(root, cases[c][0], &canon), 0);
+                        ck_assert_str_eq(canon, cases[c][1]);
+                }
+                root_free(root);
+        }
+        unlink(alias);
+        test_rmtree(dir);
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("root-batch");
         TCase *tc = tcase_create("batch");
         tcase_add_test(tc, test_read_many_tree);
         tcase_add_test(tc, test_write_many_tree);
         tcase_add_test(tc, test_read_many_kernel);
+        tcase_add_test(tc, test_cache);
+        tcase_add_test(tc, test_canonicalize);
         suite_add_tcase(s, tc);
         return test_run(s);
 }
