@@ -651,8 +651,10 @@ static int discover_irq_affinities(Host *h) {
 }
 
 static int discover_irqs(Host *h, bool want_counts) {
-        /* Counts are in /proc/interrupts only; names are in /sys/kernel/irq too. */
-        int k = want_counts ? -ENOENT : discover_irqs_sysfs(h);
+        /* Counts are in /proc/interrupts only; names are in /sys/kernel/irq too, which is the
+         * cheaper read from HOST_IRQ_SYSFS_MIN_CPUS possible CPUs on. */
+        bool sysfs = !want_counts && h->n_cpu_ids >= HOST_IRQ_SYSFS_MIN_CPUS;
+        int k = sysfs ? discover_irqs_sysfs(h) : -ENOENT;
         if (k == -ENOENT || k == -ENOTDIR) {
                 k = host_read_interrupts(h, want_counts, HOST_INTERRUPTS_BUFSIZE);
                 if (k == -ENOENT)

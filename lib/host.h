@@ -49,8 +49,8 @@ typedef struct CacheDomain {
 typedef struct Irq {
         unsigned number;
         /* chip and hwirq come from /proc/interrupts only: NULL when the IRQs were found in
-         * /sys/kernel/irq (host_discover() reads /proc/interrupts only for counts, or where the
-         * kernel has no /sys/kernel/irq). */
+         * /sys/kernel/irq (host_discover() on a host of 256 CPUs or more, unless counts were
+         * asked for or the kernel has no /sys/kernel/irq). */
         char *chip;        /* "IR-PCI-MSIX-0000:3b:00.0" */
         char *hwirq;       /* "1-edge" */
         char *actions;     /* "eth1-TxRx-0", "PCIe PME, aerdrv" (shared) or "" */

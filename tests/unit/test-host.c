@@ -56,10 +56,10 @@ START_TEST(test_intel_2s) {
         ck_assert(!h->resctrl.cdp);
         ck_assert_uint_eq(h->resctrl.n_domains, 2);
 
-        /* IRQs: those with a handler, sorted, names and affinities read; from /sys/kernel/irq,
-         * so /proc/interrupts' columns were not read */
+        /* IRQs: numbered rows only, sorted, names and affinities read (32 CPUs: from
+         * /proc/interrupts) */
         ck_assert_uint_gt(h->n_irqs, 50);
-        ck_assert_uint_eq(h->n_irq_columns, 0);
+        ck_assert_uint_eq(h->n_irq_columns, 32);
         bool found_nic = false;
         for (size_t i = 0; i < h->n_irqs; i++) {
                 if (i)
@@ -74,7 +74,7 @@ START_TEST(test_intel_2s) {
         const Irq *timer = host_find_irq(h, 0);
         ck_assert_ptr_nonnull(timer);
         ck_assert_str_eq(timer->actions, "timer");
-        ck_assert_ptr_null(timer->chip); /* /proc/interrupts only */
+        ck_assert_str_eq(timer->chip, "IR-IO-APIC"); /* interrupt remapping on */
         /* shared handlers as /proc/interrupts names them, which rules match */
         ck_assert_str_eq(host_find_irq(h, 26)->actions, "PCIe PME, aerdrv");
         assert_list(&h->default_irq_affinity, "0-31");
@@ -182,6 +182,23 @@ START_TEST(test_big_generated) {
                 ck_assert_int_eq(hc->irqs[i].has_affinity, h->irqs[i].has_affinity);
         }
         host_free(hc);
+
+        /* 1024 CPUs: the names come from /sys/kernel/irq, and /proc/interrupts (made unparsable
+         * here: reading it would fail discovery) is not read. */
+        _cleanup_free_ char *ip = NULL;
+        ck_assert(asprintf(&ip, "%s/proc/interrupts", host) >= 0);
+        ck_assert_int_eq(unlink(ip), 0); /* a hard link of the tree's: not written in place */
+        FILE *g = fopen(ip, "we");
+        ck_assert_ptr_nonnull(g);
+        fputs("garbage\n", g);
+        ck_assert_int_eq(fclose(g), 0);
+        Host *hs;
+        ck_assert_int_eq(host_discover(root, 0, &hs), 0);
+        ck_assert_uint_eq(hs->n_irqs, 8192);
+        ck_assert_uint_eq(hs->n_irq_columns, 0);
+        ck_assert_str_eq(hs->irqs[8000].actions, h->irqs[8000].actions);
+        ck_assert_ptr_null(hs->irqs[8000].chip);
+        host_free(hs);
         host_free(h);
         root_free(root);
         free(cmd);
@@ -230,14 +247,21 @@ START_TEST(test_interrupts_parser) {
 }
 END_TEST
 
-/* Where /sys/kernel/irq exists, host discovery takes the IRQs from it and never reads
- * /proc/interrupts (made unparsable here: reading it would fail discovery); without it,
- * /proc/interrupts is read as before. */
+/* On a host of 256 possible CPUs or more, where /sys/kernel/irq exists, host discovery takes the
+ * IRQs from it and never reads /proc/interrupts (made unparsable here: reading it would fail
+ * discovery); without it, or on a smaller host, /proc/interrupts is read as before. */
 START_TEST(test_irqs_from_sysfs) {
         _cleanup_free_ char *dir = test_copy_host("vm");
-        test_write(dir, "proc/interrupts", "garbage\n");
         Root *root;
         Host *h;
+        test_open_host(dir, &root, &h); /* 4 CPUs: /proc/interrupts, the cheaper read there */
+        ck_assert_uint_eq(h->n_irqs, 34);
+        ck_assert_uint_eq(h->n_irq_columns, 4);
+        host_free(h);
+        root_free(root);
+
+        test_write(dir, "sys/devices/system/cpu/possible", "0-255\n");
+        test_write(dir, "proc/interrupts", "garbage\n");
         test_open_host(dir, &root, &h);
         ck_assert_uint_eq(h->n_irqs, 34);
         ck_assert_uint_eq(h->n_irq_columns, 0);
