@@ -943,9 +943,13 @@ int host_discover(Root *root, HostDiscoverFlags flags, Host **ret) {
         k = discover_nodes(h);
         if (k < 0)
                 return k;
-        k = discover_irqs(h, flags & HOST_DISCOVER_IRQ_COUNTS);
-        if (k < 0)
-                return k;
+        if (flags & HOST_DISCOVER_NO_IRQS)
+                h->default_irq_affinity = h->online;
+        else {
+                k = discover_irqs(h, flags & HOST_DISCOVER_IRQ_COUNTS);
+                if (k < 0)
+                        return k;
+        }
         k = discover_mounts(h);
         if (k < 0)
                 return k;

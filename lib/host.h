@@ -123,6 +123,9 @@ typedef struct Host {
 
 typedef enum HostDiscoverFlags {
         HOST_DISCOVER_IRQ_COUNTS = 1 << 0,
+        /* No IRQs at all (n_irqs 0, default_irq_affinity the online CPUs): for what only puts
+         * back what the journal holds (revert, the recovery of an interrupted transaction). */
+        HOST_DISCOVER_NO_IRQS = 1 << 1,
 } HostDiscoverFlags;
 
 /* Reads everything rtpart needs to know about the host under root. Missing optional parts

@@ -271,6 +271,12 @@ START_TEST(test_irqs_from_sysfs) {
         ck_assert(host_find_irq(h, 32)->has_affinity);
         host_free(h);
 
+        /* Revert's discovery reads no IRQ at all. */
+        ck_assert_int_eq(host_discover(root, HOST_DISCOVER_NO_IRQS, &h), 0);
+        ck_assert_uint_eq(h->n_irqs, 0);
+        ck_assert_uint_eq(cpu_set_count(&h->default_irq_affinity), 4);
+        host_free(h);
+
         /* Counts come from /proc/interrupts alone: asking for them reads it (and fails here). */
         ck_assert_int_eq(host_discover(root, HOST_DISCOVER_IRQ_COUNTS, &h), -EBADMSG);
         root_free(root);
