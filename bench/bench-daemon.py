@@ -14,8 +14,9 @@ Reports, with the goals of issue 5 beside them:
     event naming it; median and p99 over --writes writes, each a new value,
   - coalescing: events per burst of 10 back-to-back writes to one file, and per burst of writes
     to every IRQ affinity file of the profile (as irqbalance rewrites them),
-  - new IRQ placement: an IRQ made in the tree as request_irq() makes it (its /proc/interrupts line,
-    then /proc/irq/N) → its smp_affinity_list rewritten by the daemon; median over --new-irqs,
+  - new IRQ placement: an IRQ made in the tree as request_irq() makes it (its /proc/interrupts line
+    and /sys/kernel/irq/N/actions, then /proc/irq/N) → its smp_affinity_list rewritten by the
+    daemon; median over --new-irqs,
   - wake-ups while idle: voluntary context switches of rtpartd over --idle seconds (60 by default)
     with nothing changing (a Watch stream open), and how many of them were safety-timer ticks
     (the daemon's own count, from Status); the goal is none between ticks,
@@ -298,6 +299,10 @@ def measure_events(exe, root, sock, log, debounce, writes, idle_s, new_irqs):
             n = 4000 + i + debounce * 100
             with open(os.path.join(root, "proc", "interrupts"), "a") as f:
                 f.write(f"\n {n}:" + "          0" * 4 + f"   PCI-MSI {n}-edge      bench{n}")
+            sys_irq = os.path.join(root, "sys", "kernel", "irq")
+            if os.path.isdir(os.path.join(sys_irq, template)):  # the handler shows there too
+                shutil.copytree(os.path.join(sys_irq, template), os.path.join(sys_irq, str(n)))
+                write(os.path.join(sys_irq, str(n), "actions"), f"bench{n}\n")
             t0 = time.perf_counter()
             shutil.copytree(os.path.join(irq_dir, template), os.path.join(irq_dir, str(n)))
             write(os.path.join(irq_dir, str(n), "smp_affinity_list"), "0-999\n")

@@ -36,7 +36,8 @@ static int host_failure(Root *root, int r) {
 }
 
 int ctl_discover(Root *root, Host **ret) {
-        int r = host_discover(root, 0, ret);
+        /* Only revert asks: what it puts back is in the journal, the IRQs are not needed. */
+        int r = host_discover(root, HOST_DISCOVER_NO_IRQS, ret);
         return r < 0 ? host_failure(root, r) : 0;
 }
 
@@ -101,7 +102,7 @@ void ctl_recover(Root *root) {
         _cleanup_close_ int lock = -EBADF;
         EngineResult er = {};
         int r = -EPERM;
-        if (host_discover(root, 0, &host) >= 0 && (lock = engine_lock(root, true)) >= 0)
+        if (host_discover(root, HOST_DISCOVER_NO_IRQS, &host) >= 0 && (lock = engine_lock(root, true)) >= 0)
                 r = engine_recover(root, host, &er);
         if (r < 0)
                 log_error("the journal holds an interrupted transaction that could not be rolled back: %s%s",

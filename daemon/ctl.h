@@ -78,7 +78,7 @@ int verb_import_tuned(int argc, char **argv);
 
 /* The root of --root, with --state-dir: EXIT_USAGE after a message when it cannot be used. */
 int ctl_open_root(Root **ret);
-/* The host's topology, or a negative errno after a message. */
+/* The host's topology without its IRQs (for revert), or a negative errno after a message. */
 int ctl_discover(Root *root, Host **ret);
 /* The prepare pipeline's failure said (pe cleared): EXIT_USAGE for the profile's content or a
  * name not found, else r. */

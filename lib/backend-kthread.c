@@ -88,20 +88,10 @@ static int read_stat(Root *root, int pid, ProcStat *ret) {
         return proc_stat_parse(text, ret);
 }
 
-/* The scan's variant: thousands of threads on a big host, so a directory fd (short path walks)
- * and a stack buffer (a stat line is a few hundred bytes) instead of a path and an allocation. */
-static int read_stat_at(Root *root, int proc_fd, int pid, ProcStat *ret) {
-        char path[32], buf[4096];
-        snprintf(path, sizeof(path), "%d/stat", pid);
-        _cleanup_close_ int fd = root_openat(root, proc_fd, path, O_RDONLY);
-        if (fd < 0)
-                return fd;
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        if (n < 0)
-                return -errno;
-        buf[n] = 0;
-        return proc_stat_parse(buf, ret);
-}
+/* The scan reads stat files in batches of this many (root_read_many), into buffers of
+ * STAT_BUF bytes: a stat line is a few hundred bytes; a longer one is read again whole. */
+#define STAT_BATCH 256U
+#define STAT_BUF 1024U
 
 static int read_status(Root *root, int pid, ProcStatus *ret) {
         _cleanup_free_ char *text = NULL;
@@ -202,9 +192,32 @@ static int kthread_scan(Root *root, KthreadList *ret) {
         _cleanup_close_ int proc_fd = root_open(root, "proc", O_RDONLY | O_DIRECTORY, 0);
         if (proc_fd < 0)
                 return proc_fd;
+        size_t batch = MIN(n_pids, (size_t) STAT_BATCH);
+        _cleanup_free_ RootReadItem *items = calloc(MAX(batch, (size_t) 1), sizeof(RootReadItem));
+        _cleanup_free_ char *bufs = malloc(MAX(batch, (size_t) 1) * (STAT_BUF + 32));
+        if (!items || !bufs)
+                return -ENOMEM;
         for (size_t i = 0; i < n_pids; i++) {
+                size_t slot = i % STAT_BATCH;
+                if (slot == 0) {
+                        size_t m = MIN(n_pids - i, (size_t) STAT_BATCH);
+                        for (size_t j = 0; j < m; j++) {
+                                char *b = bufs + j * (STAT_BUF + 32);
+                                snprintf(b + STAT_BUF, 32, "%d/stat", pids[i + j]);
+                                items[j] = (RootReadItem) { .rel = b + STAT_BUF, .buf = b, .size = STAT_BUF };
+                        }
+                        k = root_read_many(root, proc_fd, items, m);
+                        if (k < 0)
+                                goto fail;
+                }
                 ProcStat st;
-                k = read_stat_at(root, proc_fd, pids[i], &st);
+                RootReadItem *it = &items[slot];
+                if (it->result < 0)
+                        k = (int) it->result;
+                else if ((size_t) it->result >= STAT_BUF - 1)
+                        k = read_stat(root, pids[i], &st); /* longer than the buffer: whole */
+                else
+                        k = proc_stat_parse(it->buf, &st);
                 if (task_gone(k) || k == -EINVAL)
                         continue; /* exited, or not a stat line (a fake tree's stray file) */
                 if (k < 0)

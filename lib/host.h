@@ -48,9 +48,12 @@ typedef struct CacheDomain {
 
 typedef struct Irq {
         unsigned number;
+        /* chip and hwirq come from /proc/interrupts only: NULL when the IRQs were found in
+         * /sys/kernel/irq (host_discover() on a host of 256 CPUs or more, unless counts were
+         * asked for or the kernel has no /sys/kernel/irq). */
         char *chip;        /* "IR-PCI-MSIX-0000:3b:00.0" */
         char *hwirq;       /* "1-edge" */
-        char *actions;     /* "eth1-TxRx-0" or "" */
+        char *actions;     /* "eth1-TxRx-0", "PCIe PME, aerdrv" (shared) or "" */
         uint64_t total;    /* sum of the per-CPU counts; 0 unless counts were asked for */
         uint64_t *counts;  /* per CPU number, n_cpu_ids long; NULL unless asked for */
         bool has_affinity; /* proc/irq/N/smp_affinity(_list) readable */
@@ -98,7 +101,7 @@ typedef struct Host {
 
         Irq *irqs;
         size_t n_irqs;
-        int *irq_columns; /* /proc/interrupts column → CPU number */
+        int *irq_columns; /* /proc/interrupts column → CPU number; none when it was not read */
         size_t n_irq_columns;
         CpuSet default_irq_affinity;
 
@@ -120,6 +123,9 @@ typedef struct Host {
 
 typedef enum HostDiscoverFlags {
         HOST_DISCOVER_IRQ_COUNTS = 1 << 0,
+        /* No IRQs at all (n_irqs 0, default_irq_affinity the online CPUs): for what only puts
+         * back what the journal holds (revert, the recovery of an interrupted transaction). */
+        HOST_DISCOVER_NO_IRQS = 1 << 1,
 } HostDiscoverFlags;
 
 /* Reads everything rtpart needs to know about the host under root. Missing optional parts

@@ -61,9 +61,11 @@ int root_new(const char *path, Root **ret) {
 Root *root_free(Root *r) {
         if (!r)
                 return NULL;
+        root_cache_drop(r);
         if (r->fd >= 0)
                 close(r->fd);
         root_free(r->state);
+        free(r->real_path);
         free(r->path);
         free(r);
         return NULL;
@@ -371,7 +373,147 @@ static int read_fd_all(int fd, char **ret, size_t *ret_size) {
         return 0;
 }
 
+/* ---- the read cache (root_cache_fill) ---- */
+
+typedef struct RootCacheEntry {
+        char *rel;
+        char *text; /* NULL: the read failed with error */
+        size_t size;
+        int error;
+        bool kept; /* else: not kept, read from the file */
+} RootCacheEntry;
+
+typedef struct RootCache {
+        RootCacheEntry *entries; /* sorted by rel */
+        size_t n;
+} RootCache;
+
+/* Batches of this many files, each read into a buffer of this size. */
+#define CACHE_BATCH 256U
+#define CACHE_BUF 1024U
+
+static const char *skip_slashes(const char *rel) {
+        while (*rel == '/')
+                rel++;
+        return rel;
+}
+
+static int cache_entry_cmp(const void *a, const void *b) {
+        return strcmp(((const RootCacheEntry *) a)->rel, ((const RootCacheEntry *) b)->rel);
+}
+
+void root_cache_drop(Root *r) {
+        if (!r->cache)
+                return;
+        for (size_t i = 0; i < r->cache->n; i++) {
+                free(r->cache->entries[i].rel);
+                free(r->cache->entries[i].text);
+        }
+        free(r->cache->entries);
+        free(r->cache);
+        r->cache = NULL;
+}
+
+int root_cache_fill(Root *r, char * const *rels, size_t n) {
+        root_cache_drop(r);
+        RootCache *c = calloc(1, sizeof(RootCache));
+        if (!c)
+                return -ENOMEM;
+        c->entries = calloc(MAX(n, (size_t) 1), sizeof(RootCacheEntry));
+        if (!c->entries) {
+                free(c);
+                return -ENOMEM;
+        }
+        r->cache = c;
+        for (size_t i = 0; i < n; i++) {
+                if (!rels[i])
+                        continue;
+                c->entries[c->n].rel = strdup(skip_slashes(rels[i]));
+                if (!c->entries[c->n].rel) {
+                        root_cache_drop(r);
+                        return -ENOMEM;
+                }
+                c->n++;
+        }
+        qsort(c->entries, c->n, sizeof(RootCacheEntry), cache_entry_cmp);
+        size_t kept = 0; /* without duplicates */
+        for (size_t i = 0; i < c->n; i++) {
+                if (kept > 0 && streq(c->entries[kept - 1].rel, c->entries[i].rel)) {
+                        free(c->entries[i].rel);
+                        continue;
+                }
+                c->entries[kept++] = c->entries[i];
+        }
+        c->n = kept;
+
+        size_t batch = MIN(c->n, (size_t) CACHE_BATCH);
+        _cleanup_free_ RootReadItem *items = calloc(MAX(batch, (size_t) 1), sizeof(RootReadItem));
+        _cleanup_free_ char *bufs = malloc(MAX(batch, (size_t) 1) * CACHE_BUF);
+        if (!items || !bufs) {
+                root_cache_drop(r);
+                return -ENOMEM;
+        }
+        for (size_t first = 0; first < c->n; first += CACHE_BATCH) {
+                size_t m = MIN(c->n - first, (size_t) CACHE_BATCH);
+                for (size_t i = 0; i < m; i++)
+                        items[i] = (RootReadItem) {
+                                .rel = c->entries[first + i].rel,
+                                .buf = bufs + i * CACHE_BUF,
+                                .size = CACHE_BUF,
+                        };
+                int k = root_read_many(r, -EBADF, items, m);
+                if (k < 0) {
+                        root_cache_drop(r);
+                        return k;
+                }
+                for (size_t i = 0; i < m; i++) {
+                        RootCacheEntry *e = &c->entries[first + i];
+                        /* A file that filled the buffer may hold more: not kept. Nor is one that
+                         * could not be read for a reason a second read may not have (EINTR…):
+                         * only a missing file is kept as such. */
+                        if (items[i].result >= 0 && (size_t) items[i].result < CACHE_BUF - 1) {
+                                e->text = malloc((size_t) items[i].result + 1);
+                                if (!e->text) {
+                                        root_cache_drop(r);
+                                        return -ENOMEM;
+                                }
+                                memcpy(e->text, items[i].buf, (size_t) items[i].result + 1);
+                                e->size = (size_t) items[i].result;
+                                e->kept = true;
+                        } else if (items[i].result == -ENOENT) {
+                                e->error = -ENOENT;
+                                e->kept = true;
+                        }
+                }
+        }
+        return 0;
+}
+
+/* 1 and the kept text (or 0 and its error) for a kept file; -ENOKEY when it was not kept. */
+static int cache_lookup(Root *r, const char *rel, char **ret, size_t *ret_size) {
+        if (!r->cache)
+                return -ENOKEY;
+        RootCacheEntry key = { .rel = (char *) skip_slashes(rel) };
+        const RootCacheEntry *e =
+                bsearch(&key, r->cache->entries, r->cache->n, sizeof(RootCacheEntry), cache_entry_cmp);
+        if (!e || !e->kept)
+                return -ENOKEY;
+        if (!e->text)
+                return e->error;
+        char *t = malloc(e->size + 1);
+        if (!t)
+                return -ENOMEM;
+        memcpy(t, e->text, e->size + 1);
+        *ret = t;
+        if (ret_size)
+                *ret_size = e->size;
+        return 0;
+}
+
 int root_read_file(Root *r, const char *rel, char **ret, size_t *ret_size) {
+        int c = cache_lookup(r, rel, ret, ret_size);
+        if (c != -ENOKEY)
+                return c;
         _cleanup_close_ int fd = root_open(r, rel, O_RDONLY, 0);
         if (fd < 0)
                 return fd;
@@ -497,7 +639,46 @@ int root_glob(Root *r, const char *pattern, char ***ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+/* The kernel's resolution of rel (an O_PATH open, confined as root_open() confines it), read back
+ * through /proc/self/fd: two system calls instead of a readlink per component. -ENOKEY where that
+ * cannot answer (no /proc, a missing file, a tree reached through another mount): the caller
+ * walks instead. */
+static int canonicalize_fd(Root *r, const char *rel, char **ret) {
+        _cleanup_close_ int fd = root_open(r, rel, O_PATH, 0);
+        if (fd < 0)
+                return fd == -ENOMEM ? fd : -ENOKEY;
+        char link[64], target[PATH_MAX];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof(target) - 1);
+        if (n <= 0 || target[0] != '/')
+                return -ENOKEY;
+        target[n] = 0;
+        if (!r->real_path) {
+                char top[PATH_MAX];
+                if (!realpath(r->path, top))
+                        return -ENOKEY;
+                r->real_path = strdup(top);
+                if (!r->real_path)
+                        return -ENOMEM;
+        }
+        const char *top = r->real_path;
+        size_t tl = streq(top, "/") ? 0 : strlen(top);
+        static const char deleted[] = " (deleted)";
+        if (strncmp(target, top, tl) != 0 || (target[tl] != '/' && target[tl] != 0) ||
+            ((size_t) n >= sizeof(deleted) - 1 && streq(target + n - (sizeof(deleted) - 1), deleted)))
+                return -ENOKEY;
+        char *s = strdup(target[tl] ? target + tl + 1 : "");
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
 int root_canonicalize(Root *r, const char *rel, char **ret) {
+        int c = canonicalize_fd(r, rel, ret);
+        if (c != -ENOKEY)
+                return c;
+
         /* Walk component by component, following symlinks inside the root. */
         _cleanup_free_ char *out = strdup("");
         _cleanup_free_ char *todo = NULL;
@@ -578,27 +759,71 @@ int root_write_once(Root *r, const char *rel, int flags, const char *data) {
         return (size_t) k == n ? 0 : -EIO;
 }
 
+int root_read_each(Root *r, int dirfd, RootReadItem *items, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                RootReadItem *it = &items[i];
+                _cleanup_close_ int fd =
+                        dirfd >= 0 ? root_openat(r, dirfd, it->rel, O_RDONLY) : root_open(r, it->rel, O_RDONLY, 0);
+                if (fd < 0) {
+                        it->result = fd;
+                        continue;
+                }
+                ssize_t k;
+                do
+                        k = read(fd, it->buf, it->size - 1);
+                while (k < 0 && errno == EINTR);
+                it->result = k < 0 ? -errno : k;
+                if (k >= 0)
+                        it->buf[k] = 0;
+        }
+        return 0;
+}
+
+int root_write_each(Root *r, RootWriteItem *items, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                items[i].result = r->ops->write_value(r, items[i].rel, items[i].value);
+        return 0;
+}
+
+int root_read_many(Root *r, int dirfd, RootReadItem *items, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (!items[i].buf || items[i].size < 2)
+                        return -EINVAL;
+        return r->ops->read_many ? r->ops->read_many(r, dirfd, items, n) : root_read_batched(r, dirfd, items, n);
+}
+
+int root_write_many(Root *r, RootWriteItem *items, size_t n) {
+        root_cache_drop(r);
+        return r->ops->write_many ? r->ops->write_many(r, items, n) : root_write_each(r, items, n);
+}
+
 int root_write_value(Root *r, const char *rel, const char *value) {
+        root_cache_drop(r);
         return r->ops->write_value(r, rel, value);
 }
 
 int root_mkdir_object(Root *r, RootFs fs, const char *mount, const char *name) {
+        root_cache_drop(r);
         return r->ops->mkdir_object(r, fs, mount, name);
 }
 
 int root_rmdir_object(Root *r, RootFs fs, const char *mount, const char *name) {
+        root_cache_drop(r);
         return r->ops->rmdir_object(r, fs, mount, name);
 }
 
 int root_write_object(Root *r, RootFs fs, const char *mount, const char *name, const char *file, const char *value) {
+        root_cache_drop(r);
         return r->ops->write_object(r, fs, mount, name, file, value);
 }
 
 int root_set_affinity(Root *r, int tid, const CpuSet *cpus) {
+        root_cache_drop(r);
         return root_can(r, ROOT_CAN_SCHEDULE) ? r->ops->set_affinity(r, tid, cpus) : -EOPNOTSUPP;
 }
 
 int root_set_scheduler(Root *r, int tid, unsigned policy, unsigned priority) {
+        root_cache_drop(r);
         return root_can(r, ROOT_CAN_SCHEDULE) ? r->ops->set_scheduler(r, tid, policy, priority) : -EOPNOTSUPP;
 }
 
@@ -607,14 +832,17 @@ int root_pm_qos_open(Root *r) {
 }
 
 int root_update_bootloader(Root *r, const char *command) {
+        root_cache_drop(r);
         return root_can(r, ROOT_CAN_UPDATE_BOOTLOADER) ? r->ops->update_bootloader(r, command) : -EOPNOTSUPP;
 }
 
 int root_mount(Root *r, const char *rel, const char *fstype, const char *options) {
+        root_cache_drop(r);
         return root_can(r, ROOT_CAN_MOUNT) ? r->ops->mount(r, rel, fstype, options) : -EOPNOTSUPP;
 }
 
 int root_umount(Root *r, const char *rel) {
+        root_cache_drop(r);
         return root_can(r, ROOT_CAN_MOUNT) ? r->ops->umount(r, rel) : -EOPNOTSUPP;
 }
 
@@ -790,6 +1018,7 @@ int root_file_rmdir(Root *r, const char *rel) {
 }
 
 int root_write_file_atomic(Root *r, const char *rel, const char *data, size_t size, mode_t mode) {
+        root_cache_drop(r);
         _cleanup_free_ char *dir = NULL;
         const char *base;
         int k = split_parent(rel, &dir, &base);
@@ -806,9 +1035,11 @@ int root_reserve_file(Root *r, const char *rel, size_t size) {
 }
 
 int root_unlink(Root *r, const char *rel) {
+        root_cache_drop(r);
         return r->ops->unlink_file(r, rel);
 }
 
 int root_rmdir(Root *r, const char *rel) {
+        root_cache_drop(r);
         return r->ops->remove_dir(r, rel);
 }

@@ -27,13 +27,33 @@ typedef enum RootResolve {
 
 typedef struct RootOps RootOps;
 
+/* One file of a batch read (root_read_many): rel below the batch's directory, read with one
+ * read(2) of at most size - 1 bytes into the caller's buf, NUL-terminated. result is the number of
+ * bytes read, or this file's own negative errno (the kernel's, from its open or its read). */
+typedef struct RootReadItem {
+        const char *rel;
+        char *buf;
+        size_t size; /* of buf, at least 2 */
+        ssize_t result;
+} RootReadItem;
+
+/* One file of a batch write (root_write_many): value plus a newline, one write(2) to an existing
+ * file, as root_write_value() does it. result is 0 or this file's own negative errno. */
+typedef struct RootWriteItem {
+        const char *rel;
+        const char *value;
+        int result;
+} RootWriteItem;
+
 typedef struct Root {
         int fd;
-        char *path;   /* as given, for messages */
-        bool is_host; /* the real "/": only root.c reads it; others ask root_is_system()/root_can() */
+        char *path;      /* as given, for messages */
+        char *real_path; /* realpath() of path, once root_canonicalize() needed it */
+        bool is_host;    /* the real "/": only root.c reads it; others ask root_is_system()/root_can() */
         RootResolve resolve;
         const RootOps *ops;
-        struct Root *state; /* where the journal lives when not under this root (--state-dir) */
+        struct Root *state;      /* where the journal lives when not under this root (--state-dir) */
+        struct RootCache *cache; /* root_cache_fill() */
 } Root;
 
 /* What a backend may ask of the kernel behind a root beyond reading and writing files. A backend
@@ -106,6 +126,13 @@ struct RootOps {
         int (*unlink_file)(Root *r, const char *rel);
         int (*make_dir)(Root *r, const char *rel, mode_t mode);
         int (*remove_dir)(Root *r, const char *rel);
+        /* Batches (optional: NULL is root.c's loop over one file at a time). read_many opens every
+         * rel below dirfd (an fd from root_open(), or -EBADF for the root itself) as root_openat()
+         * does; write_many writes as write_value does, in order, every item whatever the one before
+         * it answered. Both fill in every item's result and return 0, or a negative errno when the
+         * batch as a whole could not run (then no result is meaningful). */
+        int (*read_many)(Root *r, int dirfd, RootReadItem *items, size_t n);
+        int (*write_many)(Root *r, RootWriteItem *items, size_t n);
 };
 
 /* The two tables of lib/. */
@@ -136,6 +163,28 @@ int root_openat(Root *r, int dirfd, const char *rel, int flags);
 int root_stat(Root *r, const char *rel, struct stat *ret);
 bool root_exists(Root *r, const char *rel);
 bool root_is_dir(Root *r, const char *rel);
+
+/* Many small files at once (see RootReadItem, RootWriteItem): through the root's ops, which may
+ * hand them to the kernel together (io_uring on "/"). 0 or a negative errno for the batch as a
+ * whole; each item's own outcome is in its result. */
+int root_read_many(Root *r, int dirfd, RootReadItem *items, size_t n);
+int root_write_many(Root *r, RootWriteItem *items, size_t n);
+/* For ops tables: the same, one file after the other with the single-file calls; and reads handed
+ * to the kernel together where it can (io_uring), else root_read_each() (what root_read_many()
+ * does for a table without read_many). */
+int root_read_each(Root *r, int dirfd, RootReadItem *items, size_t n);
+int root_read_batched(Root *r, int dirfd, RootReadItem *items, size_t n);
+int root_write_each(Root *r, RootWriteItem *items, size_t n);
+
+/* Reads the files rels (root-relative) together, in batches (root_read_many), and keeps what each
+ * held, or its errno: until root_cache_drop(), root_read_file() (and the root_read_* built on it)
+ * of one of them answers from what was kept, without a system call. Any write through this
+ * root (root_write_value(), root_write_many(), root_write_object(), root_write_file_atomic(),
+ * root_unlink()…) drops what was kept, so a read after a write is the kernel's. A file longer
+ * than a batch's buffer is not kept. For a command that reads thousands of knob files once
+ * (verify). */
+int root_cache_fill(Root *r, char * const *rels, size_t n);
+void root_cache_drop(Root *r);
 
 /* Whole file, NUL-terminated; ret_size optional. Grows as needed (procfs sizes are lies). */
 int root_read_file(Root *r, const char *rel, char **ret, size_t *ret_size);

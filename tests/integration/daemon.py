@@ -546,12 +546,10 @@ class DaemonTest(unittest.TestCase):
     EVIL = "|/tmp/evil %p"
 
     def new_irq(self, d, n=51):
-        """IRQ n appears as request_irq() makes it: /proc/irq/N and its /proc/interrupts line."""
-        shutil.copytree(d.path("proc/irq/50"), d.path(f"proc/irq/{n}"))
-        d.write(f"proc/irq/{n}/smp_affinity_list", "0-3\n")
-        d.write(f"proc/irq/{n}/smp_affinity", "f\n")
-        with open(d.path("proc/interrupts"), "a") as f:
-            f.write(f"\n {n}:          0          0          0          0   PCI-MSI 2621441-edge      eth{n}")
+        """IRQ n appears as request_irq() makes it: /proc/irq/N and its handler, in
+        /sys/kernel/irq/N/actions and /proc/interrupts."""
+        self.new_irq_dir(d, n)
+        self.interrupts_line(d, n)
 
     def wait_for(self, d, rel, want, timeout=10 * SLOW):
         end = time.monotonic() + timeout
@@ -613,12 +611,20 @@ class DaemonTest(unittest.TestCase):
         self.assertNotIn("core_pattern", json.dumps(st2))
 
     def new_irq_dir(self, d, n):
-        """The /proc/irq/N half of a new IRQ, without its /proc/interrupts line."""
+        """The descriptor half of a new IRQ: /proc/irq/N and /sys/kernel/irq/N, no handler yet (an
+        empty actions file, no /proc/interrupts line)."""
+        if not os.path.isdir(d.path(f"sys/kernel/irq/{n}")):
+            shutil.copytree(d.path("sys/kernel/irq/50"), d.path(f"sys/kernel/irq/{n}"))
+            d.write(f"sys/kernel/irq/{n}/actions", "\n")
         shutil.copytree(d.path("proc/irq/50"), d.path(f"proc/irq/{n}"))
         d.write(f"proc/irq/{n}/smp_affinity_list", "0-3\n")
         d.write(f"proc/irq/{n}/smp_affinity", "f\n")
 
     def interrupts_line(self, d, n):
+        """The handler half: request_irq() adds the action, which both files show."""
+        if not os.path.isdir(d.path(f"sys/kernel/irq/{n}")):
+            shutil.copytree(d.path("sys/kernel/irq/50"), d.path(f"sys/kernel/irq/{n}"))
+        d.write(f"sys/kernel/irq/{n}/actions", f"eth{n}\n")
         with open(d.path("proc/interrupts"), "a") as f:
             f.write(f"\n {n}:          0          0          0          0   PCI-MSI 2621441-edge      eth{n}")
 

@@ -1080,7 +1080,7 @@ _printf_(3, 4) static void set_status(Root *r, const char *mount, const char *fm
 }
 
 /* The cache's size in bytes for domain id (sysfs cache/indexN/size of a CPU with that id). */
-static uint64_t cache_bytes(Root *r, unsigned level, unsigned id) {
+static uint64_t cache_bytes_find(Root *r, unsigned level, unsigned id) {
         _cleanup_free_ char *pattern = NULL;
         _cleanup_strv_free_ char **ids = NULL;
         if (asprintf(&pattern, "sys/devices/system/cpu/cpu[0-9]*/cache/index%u/id", level) < 0 ||
@@ -1099,6 +1099,25 @@ static uint64_t cache_bytes(Root *r, unsigned level, unsigned id) {
                 return *end == 'K' ? b << 10 : *end == 'M' ? b << 20 : b;
         }
         return 0;
+}
+
+/* The same, remembered per tree, level and id: a tree's caches do not change, and on 1024 CPUs
+ * the search reads a file of every CPU for each domain of every schemata write. */
+static uint64_t cache_bytes(Root *r, unsigned level, unsigned id) {
+        static struct {
+                char *tree;
+                unsigned level, id;
+                uint64_t bytes;
+        } known[64];
+        static size_t n_known = 0;
+        for (size_t i = 0; i < n_known; i++)
+                if (known[i].level == level && known[i].id == id && streq(known[i].tree, r->path))
+                        return known[i].bytes;
+        uint64_t b = cache_bytes_find(r, level, id);
+        char *tree = n_known < ELEMENTSOF(known) ? strdup(r->path) : NULL;
+        if (tree)
+                known[n_known++] = (__typeof__(known[0])) { tree, level, id, b };
+        return b;
 }
 
 /* rdtgroup_size_show(): bytes of cache per domain, bandwidth values as they are. */

@@ -56,7 +56,8 @@ START_TEST(test_intel_2s) {
         ck_assert(!h->resctrl.cdp);
         ck_assert_uint_eq(h->resctrl.n_domains, 2);
 
-        /* IRQs: numbered rows only, sorted, names and affinities read */
+        /* IRQs: numbered rows only, sorted, names and affinities read (32 CPUs: from
+         * /proc/interrupts) */
         ck_assert_uint_gt(h->n_irqs, 50);
         ck_assert_uint_eq(h->n_irq_columns, 32);
         bool found_nic = false;
@@ -74,6 +75,8 @@ START_TEST(test_intel_2s) {
         ck_assert_ptr_nonnull(timer);
         ck_assert_str_eq(timer->actions, "timer");
         ck_assert_str_eq(timer->chip, "IR-IO-APIC"); /* interrupt remapping on */
+        /* shared handlers as /proc/interrupts names them, which rules match */
+        ck_assert_str_eq(host_find_irq(h, 26)->actions, "PCIe PME, aerdrv");
         assert_list(&h->default_irq_affinity, "0-31");
 
         CpuSet hk, iso;
@@ -157,7 +160,7 @@ START_TEST(test_big_generated) {
         ck_assert_uint_eq(cpu_set_count(&h->online), 1024);
         ck_assert_uint_eq(h->n_cpu_ids, 1024);
         ck_assert_uint_eq(h->n_irqs, 8192);
-        ck_assert_uint_eq(h->n_irq_columns, 1024);
+        ck_assert_uint_eq(h->n_irq_columns, 0); /* /sys/kernel/irq: /proc/interrupts not read */
         ck_assert_uint_eq(h->n_nodes, 8);
         for (size_t i = 0; i < h->n_irqs; i++)
                 ck_assert(h->irqs[i].has_affinity || h->irqs[i].number < 16);
@@ -171,7 +174,31 @@ START_TEST(test_big_generated) {
         Host *hc;
         ck_assert_int_eq(host_discover(root, HOST_DISCOVER_IRQ_COUNTS, &hc), 0);
         ck_assert_ptr_nonnull(hc->irqs[100].counts);
+        ck_assert_uint_eq(hc->n_irq_columns, 1024);
+        ck_assert_uint_eq(hc->n_irqs, 8192);
+        for (size_t i = 0; i < hc->n_irqs; i++) { /* both ways find the same IRQs and names */
+                ck_assert_uint_eq(hc->irqs[i].number, h->irqs[i].number);
+                ck_assert_str_eq(hc->irqs[i].actions, h->irqs[i].actions);
+                ck_assert_int_eq(hc->irqs[i].has_affinity, h->irqs[i].has_affinity);
+        }
         host_free(hc);
+
+        /* 1024 CPUs: the names come from /sys/kernel/irq, and /proc/interrupts (made unparsable
+         * here: reading it would fail discovery) is not read. */
+        _cleanup_free_ char *ip = NULL;
+        ck_assert(asprintf(&ip, "%s/proc/interrupts", host) >= 0);
+        ck_assert_int_eq(unlink(ip), 0); /* a hard link of the tree's: not written in place */
+        FILE *g = fopen(ip, "we");
+        ck_assert_ptr_nonnull(g);
+        fputs("garbage\n", g);
+        ck_assert_int_eq(fclose(g), 0);
+        Host *hs;
+        ck_assert_int_eq(host_discover(root, 0, &hs), 0);
+        ck_assert_uint_eq(hs->n_irqs, 8192);
+        ck_assert_uint_eq(hs->n_irq_columns, 0);
+        ck_assert_str_eq(hs->irqs[8000].actions, h->irqs[8000].actions);
+        ck_assert_ptr_null(hs->irqs[8000].chip);
+        host_free(hs);
         host_free(h);
         root_free(root);
         free(cmd);
@@ -217,6 +244,57 @@ START_TEST(test_interrupts_parser) {
         Host bad = {};
         ck_assert_int_eq(host_parse_interrupts(&bad, "garbage\n", false), -EBADMSG);
         free(bad.irq_columns);
+}
+END_TEST
+
+/* On a host of 256 possible CPUs or more, where /sys/kernel/irq exists, host discovery takes the
+ * IRQs from it and never reads /proc/interrupts (made unparsable here: reading it would fail
+ * discovery); without it, or on a smaller host, /proc/interrupts is read as before. */
+START_TEST(test_irqs_from_sysfs) {
+        _cleanup_free_ char *dir = test_copy_host("vm");
+        Root *root;
+        Host *h;
+        test_open_host(dir, &root, &h); /* 4 CPUs: /proc/interrupts, the cheaper read there */
+        ck_assert_uint_eq(h->n_irqs, 34);
+        ck_assert_uint_eq(h->n_irq_columns, 4);
+        host_free(h);
+        root_free(root);
+
+        test_write(dir, "sys/devices/system/cpu/possible", "0-255\n");
+        test_write(dir, "proc/interrupts", "garbage\n");
+        test_open_host(dir, &root, &h);
+        ck_assert_uint_eq(h->n_irqs, 34);
+        ck_assert_uint_eq(h->n_irq_columns, 0);
+        ck_assert_str_eq(host_find_irq(h, 24)->actions, "PCIe PME, pciehp");
+        ck_assert_str_eq(host_find_irq(h, 31)->actions, "virtio0-input.0");
+        ck_assert_ptr_null(host_find_irq(h, 2)); /* a directory without a handler: no row */
+        ck_assert(host_find_irq(h, 32)->has_affinity);
+        host_free(h);
+
+        /* Revert's discovery reads no IRQ at all. */
+        ck_assert_int_eq(host_discover(root, HOST_DISCOVER_NO_IRQS, &h), 0);
+        ck_assert_uint_eq(h->n_irqs, 0);
+        ck_assert_uint_eq(cpu_set_count(&h->default_irq_affinity), 4);
+        host_free(h);
+
+        /* Counts come from /proc/interrupts alone: asking for them reads it (and fails here). */
+        ck_assert_int_eq(host_discover(root, HOST_DISCOVER_IRQ_COUNTS, &h), -EBADMSG);
+        root_free(root);
+
+        /* A kernel without /sys/kernel/irq (before 5.2): /proc/interrupts, with chips. */
+        _cleanup_free_ char *fresh = test_copy_host("vm"), *cmd = NULL;
+        ck_assert(asprintf(&cmd, "rm -rf '%s/sys/kernel/irq'", fresh) >= 0);
+        ck_assert_int_eq(system(cmd), 0);
+        test_open_host(fresh, &root, &h);
+        ck_assert_uint_eq(h->n_irqs, 34);
+        ck_assert_uint_eq(h->n_irq_columns, 4);
+        ck_assert_str_eq(host_find_irq(h, 24)->actions, "PCIe PME, pciehp");
+        ck_assert_str_eq(host_find_irq(h, 0)->chip, "IO-APIC");
+        ck_assert(host_find_irq(h, 32)->has_affinity);
+        host_free(h);
+        root_free(root);
+        test_rmtree(dir);
+        test_rmtree(fresh);
 }
 END_TEST
 
@@ -286,6 +364,7 @@ int main(void) {
         tcase_add_test(tc, test_vm);
         tcase_add_test(tc, test_big_generated);
         tcase_add_test(tc, test_interrupts_parser);
+        tcase_add_test(tc, test_irqs_from_sysfs);
         tcase_add_test(tc, test_missing_optional_parts);
         tcase_add_test(tc, test_symlinks_stay_in_root);
         suite_add_tcase(s, tc);
