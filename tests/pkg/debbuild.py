@@ -119,6 +119,7 @@ def store(build_dir, key, deb):
 
 def _store(cache, key, deb):
     tmp = tempfile.mkdtemp(prefix=".new-", dir=cache)
+    os.chmod(tmp, 0o755)
     shutil.copy2(deb, tmp)
     final = os.path.join(cache, key)
     shutil.rmtree(final, ignore_errors=True)
