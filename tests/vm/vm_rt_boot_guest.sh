@@ -39,7 +39,10 @@ tracefs_sum() {
 
 # rtpart's Debian package, offline (its dependencies are in the root): as in vm_systemd_guest.sh.
 install_package() {
-        run install env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ./rtpart_*.deb
+        # Its output as it comes: a slow or stuck install shows where it is.
+        env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ./rtpart_*.deb 2>&1 |
+                sed -u 's/^/@@O install| /'
+        r install_rc "${PIPESTATUS[0]}"
         r pkg_status "$(dpkg-query -W -f='${Version} ${Status}' rtpart 2>&1)"
         r pkg_enabled "$(systemctl is-enabled rtpartd.service rtpartd.socket 2>&1)"
         r pkg_active "$(systemctl is-active rtpartd.service rtpartd.socket 2>&1)"
