@@ -2,14 +2,14 @@
 """PREEMPT_RT end to end, through a real bootloader (suite vm).
 
 A Debian 12 guest with systemd as PID 1 and Debian's PREEMPT_RT kernel (linux-image-rt-amd64),
-debootstrapped once and cached as vm-systemd's root is (its own tarball beside it), this build
-installed into it. It boots as a machine does: OVMF (UEFI firmware) starts systemd-boot from an
+debootstrapped once and cached as vm-systemd's root is (its own tarball beside it), rtpart's
+Debian package of the tree installed into it by apt in the guest (as in vm-systemd). It boots as a machine does: OVMF (UEFI firmware) starts systemd-boot from an
 EFI system partition (a FAT image made with mkfs.vfat and mtools: no loop device), which reads
 the BLS entry loader/entries/rtpart.conf and boots the kernel with its "options". The guest
 mounts that partition at /boot/efi, so the entry rtpart edits is the file the bootloader reads.
 One qemu run spans three boots (tests/vm/vm_rt_boot_guest.sh reboots the guest itself):
 
-  1. rtpartd enabled and started, realtime-virtual-host applied: the entry gets the boot
+  1. the .deb installed (it enables and starts rtpartd), realtime-virtual-host applied: the entry gets the boot
      arguments; reboot;
   2. /proc/cmdline carries them, the kernel isolates the CPUs, verify exits 0; audit while the
      housekeeping CPU does disk and network I/O (virtio-blk, and virtio-net on qemu's user-mode
@@ -19,9 +19,9 @@ One qemu run spans three boots (tests/vm/vm_rt_boot_guest.sh reboots the guest i
      was; revert; reboot;
   3. the original command line and the entry, byte for byte, are back.
 
-Needs root. Installs nothing: exits 77 with the reason when qemu, OVMF (ovmf), mkfs.vfat
-(dosfstools), mcopy (mtools), debootstrap, mkfs.ext4 or meson is missing (scripts/deps --test
-installs them). The serial console is kept in the build directory's meson-logs/vm-rt-boot.log.
+Needs root. Installs nothing on this machine: exits 77 with the reason when qemu, OVMF (ovmf),
+mkfs.vfat (dosfstools), mcopy (mtools), debootstrap, mkfs.ext4, dpkg-buildpackage or debhelper is
+missing (scripts/deps --test installs them). The serial console is kept in the build directory's meson-logs/vm-rt-boot.log.
 """
 import glob
 import json
@@ -81,19 +81,20 @@ def main():
     qemu = shutil.which("qemu-system-x86_64")
     if not qemu:
         vs.skip("qemu-system-x86_64 is not installed (Debian package qemu-system-x86; scripts/deps --test)")
-    for tool, pkg in (("debootstrap", "debootstrap"), ("mkfs.ext4", "e2fsprogs"), ("meson", "meson"),
-                      ("mkfs.vfat", "dosfstools"), ("mcopy", "mtools"), ("ldd", "libc-bin")):
+    for tool, pkg in (("debootstrap", "debootstrap"), ("mkfs.ext4", "e2fsprogs"), ("mkfs.vfat", "dosfstools"),
+                      ("mcopy", "mtools")):
         if not shutil.which(tool):
             vs.skip(f"{tool} is not installed (Debian package {pkg}; scripts/deps --test)")
     if not os.path.exists(OVMF_CODE):
         vs.skip(f"{OVMF_CODE} is missing (Debian package ovmf; scripts/deps --test)")
-    binaries = [os.path.join(vs.BUILD, "daemon", b) for b in ("rtpartd", "rtpartctl")]
-    for b in binaries:
-        if not os.access(b, os.X_OK):
-            vs.skip(f"{b} is not built")
 
     t_all = time.monotonic()
-    packages = set(PACKAGES) | vs.library_packages(binaries)
+    try:
+        deb = vs.package_deb()
+    except (RuntimeError, subprocess.SubprocessError) as e:
+        print(f"FAIL: cannot build rtpart's Debian package: {e}")
+        return 1
+    packages = set(PACKAGES) | set(vs.debbuild.depends_packages(deb))
     t0 = time.monotonic()
     try:
         tarball, built = vs.cached_root(packages, vs.mirror(), flavour="-rt")
@@ -112,7 +113,7 @@ def main():
         os.mkdir(root)
         subprocess.run(["tar", "-C", root, "--numeric-owner", "--xattrs", "--xattrs-include=*", "-xf", tarball],
                        check=True)
-        vs.prepare_root(root)
+        vs.prepare_root(root, deb)
         # The bootloader is real here: no /etc/kernel/cmdline stand-in; the ESP at /boot/efi.
         os.unlink(os.path.join(root, "etc/kernel/cmdline"))
         os.makedirs(os.path.join(root, "boot/efi"), exist_ok=True)
@@ -182,6 +183,7 @@ def main():
               r.get("system_state") in ("running", "degraded") and "rt" in r.get("kernel", "") and r.get("realtime") == "1",
               f"{r.get('system_state')}, {r.get('kernel')}, realtime {r.get('realtime')}")
             c(f"boot {n}: no failed units", r.get("failed_units") == "", r.get("failed_units"))
+        vs.check_install(c, r1)
         c("rtpart finds the BLS entry (bootloader bls)", r1.get("bootloader") == "bls", r1.get("bootloader"))
         c("systemctl enable --now rtpartd", r1.get("enable_rc") == "0", r1.get("enable_rc"))
         c("apply realtime-virtual-host", r1.get("apply_rc") == "0", r1.get("apply_rc"))

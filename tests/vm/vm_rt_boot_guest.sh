@@ -5,7 +5,8 @@
 # (JSON documents as "@@J name=...", command output as "@@O name| line") between
 # "@@BEGIN stage=N" and "@@END stage=N". The host judges; this script only measures.
 #
-# Stage 1: enable --now rtpartd, apply realtime-virtual-host (the BLS entry gets its boot
+# Stage 1: install rtpart's .deb (its postinst enables and starts rtpartd), enable --now rtpartd
+#   (the documented install command; a no-op then), apply realtime-virtual-host (the BLS entry gets its boot
 #   arguments); reboot through the bootloader.
 # Stage 2: the kernel command line carries them, verify is clean; audit while the housekeeping
 #   CPU does disk I/O; then the serial port's IRQ moved onto an isolated CPU behind rtpart's back
@@ -36,6 +37,17 @@ tracefs_sum() {
         done | md5sum | cut -c1-32
 }
 
+# rtpart's Debian package, offline (its dependencies are in the root): as in vm_systemd_guest.sh.
+install_package() {
+        # Its output as it comes: a slow or stuck install shows where it is.
+        env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ./rtpart_*.deb 2>&1 |
+                sed -u 's/^/@@O install| /'
+        r install_rc "${PIPESTATUS[0]}"
+        r pkg_status "$(dpkg-query -W -f='${Version} ${Status}' rtpart 2>&1)"
+        r pkg_enabled "$(systemctl is-enabled rtpartd.service rtpartd.socket 2>&1)"
+        r pkg_active "$(systemctl is-active rtpartd.service rtpartd.socket 2>&1)"
+}
+
 stage=$(cat "$S/stage" 2>/dev/null || echo 1)
 systemctl is-system-running --wait > /dev/null 2>&1
 echo "@@BEGIN stage=$stage"
@@ -51,6 +63,7 @@ r nohz_full "$(cat /sys/devices/system/cpu/nohz_full)"
 
 case "$stage" in
 1)
+        install_package
         r bootloader "$(rtpartctl --no-daemon --json plan realtime-virtual-host | jq -r .host.bootloader)"
         run enable systemctl enable --now rtpartd
         run apply rtpartctl apply realtime-virtual-host

@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """rtpartd under its shipped systemd unit, with systemd as PID 1 (suite vm).
 
-Builds a Debian 12 (bookworm) root with debootstrap (systemd, dbus, udev, the Debian kernel and the
-libraries rtpartd and rtpartctl load, found with ldd), cached as a tarball keyed by its package
-list; installs this build into a fresh copy with `meson install --destdir` (binaries, units,
-D-Bus policy, tmpfiles, profiles), adds the guest driver tests/vm/vm_systemd_guest.sh as a
-Type=simple unit, makes a raw ext4 image with `mkfs.ext4 -d` (no loop devices) and boots it under
-qemu TCG with the guest's own kernel and initrd. The guest checks, and reports on the serial
-console between markers:
+Takes rtpart's Debian package of the tree (tests/pkg/debbuild.py: the .deb the pkg suite's
+deb-package test kept in the build directory for this tree, else dpkg-buildpackage in a copy of
+it); builds a Debian 12 (bookworm) root with debootstrap (systemd, dbus, udev, the Debian kernel
+and the packages the .deb depends on), cached as a tarball keyed by its package list; puts the
+.deb into a fresh copy, adds the guest driver tests/vm/vm_systemd_guest.sh as a Type=simple unit,
+makes a raw ext4 image with `mkfs.ext4 -d` (no loop devices) and boots it under qemu TCG with the
+guest's own kernel and initrd. The guest checks, and reports on the serial console between
+markers:
 
-  stage 1: `systemd-analyze verify` of rtpartd.service and rtpartd.socket; `systemctl enable
-    --now rtpartd` (Type=notify ready, StatusText, watchdog, the socket passed in); the bus name
+  stage 1: `apt-get install ./rtpart_*.deb` (offline: its dependencies are in the root), which
+    enables and starts rtpartd.service and rtpartd.socket the Debian way; `systemd-analyze
+    verify` of both; `systemctl enable --now rtpartd`, the documented install command, changes
+    nothing (Type=notify ready, StatusText, watchdog, the socket passed in); the bus name
     org.rtpart.Manager1 owned by the unit under the shipped policy, its interface and properties,
     read by nobody and Apply refused to nobody; varlink on /run/rtpartd/org.rtpart.Manager;
     rtpartctl status/plan/apply/verify through the daemon; system.slice AllowedCPUs= and
@@ -25,8 +28,9 @@ console between markers:
     a varlink connection (rtpartd.socket) and a D-Bus call each start it again; `rtpartctl revert`
     empties AllowedCPUs=, removes the partition and leaves nothing applied. Then it powers off.
 
-Needs root. Installs nothing: exits 77 (skip) with the reason when qemu-system-x86_64,
-debootstrap, mkfs.ext4 or meson is missing (scripts/deps --test installs them). Environment:
+Needs root. Installs nothing on this machine: exits 77 (skip) with the reason when
+qemu-system-x86_64, debootstrap, mkfs.ext4, dpkg-buildpackage or debhelper is missing
+(scripts/deps --test installs them). Environment:
 RTPART_VM_CACHE (default /var/cache/rtpart-test) holds the debootstrapped tarball,
 RTPART_VM_MIRROR overrides the Debian mirror (default: the bookworm one in the apt sources, else
 http://deb.debian.org/debian), RTPART_VM_KEEP=1 keeps the work directory. The serial console of
@@ -45,20 +49,23 @@ import tempfile
 import time
 import uuid
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pkg"))
+import debbuild  # noqa: E402
+
 SOURCE = os.environ.get("RTPART_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("RTPART_BUILD_DIR") or os.path.join(SOURCE, "build")
 GUEST_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vm_systemd_guest.sh")
 CACHE = os.environ.get("RTPART_VM_CACHE") or "/var/cache/rtpart-test"
 SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
-# What the guest needs beyond rtpart's own libraries: systemd as PID 1 and the bus, the kernel,
-# jq to read plan --json, socat to speak varlink directly.
+# What the guest needs beyond the packages rtpart's .deb depends on: systemd as PID 1 and the
+# bus, the kernel, jq to read plan --json, socat to speak varlink directly.
 BASE_PACKAGES = ["systemd", "systemd-sysv", "dbus", "udev", "kmod", "iproute2", "linux-image-amd64", "jq", "socat"]
 # The guest's own boot arguments; the bootloader stand-in /etc/kernel/cmdline starts with these.
 # no_timer_check: under TCG on a loaded host the kernel's IO-APIC timer check can fail and panic
 # at boot ("IO-APIC + timer doesn't work!", seen here).
 BASE_CMDLINE = "root=/dev/vda rw console=ttyS0 panic=-1 quiet loglevel=3 systemd.show_status=false no_timer_check"
-STAGE_TIMEOUT = 360  # seconds for one boot, its checks and its reboot or poweroff under TCG
+STAGE_TIMEOUT = 600  # seconds for one boot, its checks and its reboot or poweroff (TCG on a loaded host)
 DEBOOTSTRAP_TIMEOUT = 900
 
 
@@ -93,24 +100,20 @@ def mirror():
     return DEFAULT_MIRROR
 
 
-def library_packages(binaries):
-    """The Debian packages of the shared libraries the binaries load (ldd, then dpkg -S)."""
-    libs = set()
-    for b in binaries:
-        out = subprocess.run(["ldd", b], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
-        for line in out.splitlines():
-            m = re.search(r"=>\s*(/\S+)", line)
-            if m:
-                libs.add(os.path.realpath(m.group(1)))
-    pkgs = set()
-    for lib in sorted(libs):
-        # dpkg knows the path the package shipped: /lib/... or /usr/lib/... on merged-/usr systems
-        for cand in (lib, lib.replace("/usr/lib/", "/lib/", 1)):
-            p = subprocess.run(["dpkg", "-S", cand], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-            if p.returncode == 0:
-                pkgs.add(p.stdout.split(":")[0].strip())
-                break
-    return pkgs
+def package_deb():
+    """rtpart's .deb of this tree (kept by the pkg suite or built now), or skips (77) without
+    the tools to build one."""
+    tool = debbuild.missing_tool()
+    if tool:
+        skip(f"{tool} is not installed: the guest installs rtpart's Debian package (scripts/deps --test)")
+    return debbuild.cached_deb(SOURCE, BUILD, log)
+
+
+def install_deb(root, deb):
+    """The .deb into the guest, where its test driver installs it with apt (/var/lib/rtpart-vm-test)."""
+    d = os.path.join(root, "var/lib/rtpart-vm-test")
+    os.makedirs(d, exist_ok=True)
+    shutil.copy(deb, d)
 
 
 def cached_root(packages, mirror_url, flavour=""):
@@ -172,13 +175,10 @@ StandardInput=null
 """
 
 
-def prepare_root(root):
-    """This build installed into the guest, plus the test driver and what a headless boot needs."""
-    p = subprocess.run(["meson", "install", "-C", BUILD, "--no-rebuild", "--quiet", "--destdir", root],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if p.returncode != 0:
-        print(p.stdout[-4000:])
-        raise RuntimeError("meson install into the guest root failed")
+def prepare_root(root, deb):
+    """rtpart's .deb put into the guest (its driver installs it), plus the test driver and what a
+    headless boot needs."""
+    install_deb(root, deb)
     etc = os.path.join(root, "etc")
     write(os.path.join(etc, "hostname"), "rtpart-vm\n")
     write(os.path.join(etc, "hosts"), "127.0.0.1 localhost rtpart-vm\n")
@@ -195,7 +195,6 @@ def prepare_root(root):
     write(os.path.join(etc, "systemd/system/rtpart-vm-test.service"), TEST_UNIT)
     symlink(os.path.join(etc, "systemd/system/multi-user.target.wants/rtpart-vm-test.service"),
             "/etc/systemd/system/rtpart-vm-test.service")
-    os.makedirs(os.path.join(root, "var/lib/rtpart-vm-test"), exist_ok=True)
 
 
 def make_image(root, img):
@@ -213,6 +212,8 @@ def boot(qemu, kernel, initrd, img, cmdline, console):
            "-kernel", kernel, "-initrd", initrd, "-append", cmdline,
            "-drive", f"file={img},format=raw,if=virtio",
            "-display", "none", "-serial", f"file:{console}", "-monitor", "none", "-nodefaults", "-no-reboot"]
+    if os.path.exists(console):
+        os.unlink(console)  # qemu appends: an older run's markers would read as this one's
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     timed_out = False
@@ -276,7 +277,18 @@ def int_or(v, d=-1):
         return d
 
 
+def check_install(c, r):
+    """The package's install in the guest (install_package of the guest scripts)."""
+    c("apt-get install ./rtpart_*.deb exits 0 in the guest", r.get("install_rc") == "0", r.get("@install"))
+    c("dpkg has rtpart installed", r.get("pkg_status", "").endswith(" install ok installed"), r.get("pkg_status"))
+    c("installing the package enabled rtpartd.service and rtpartd.socket", r.get("pkg_enabled") == "enabled enabled",
+      r.get("pkg_enabled"))
+    c("and started both (systemd runs: the postinst's deb-systemd-invoke)", r.get("pkg_active") == "active active",
+      r.get("pkg_active"))
+
+
 def check_stage1(c, r):
+    check_install(c, r)
     c("the guest runs systemd and rtpart's libraries resolve", r.get("libs_missing") == "0", r.get("libs_missing"))
     c("the D-Bus policy is installed in /usr/share/dbus-1/system.d",
       r.get("policy_file") == "/usr/share/dbus-1/system.d/org.rtpart.Manager1.conf", r.get("policy_file"))
@@ -437,16 +449,19 @@ def main():
     qemu = shutil.which("qemu-system-x86_64")
     if not qemu:
         skip("qemu-system-x86_64 is not installed (Debian package qemu-system-x86; scripts/deps --test)")
-    for tool, pkg in (("debootstrap", "debootstrap"), ("mkfs.ext4", "e2fsprogs"), ("meson", "meson"), ("ldd", "libc-bin")):
+    for tool, pkg in (("debootstrap", "debootstrap"), ("mkfs.ext4", "e2fsprogs")):
         if not shutil.which(tool):
             skip(f"{tool} is not installed (Debian package {pkg}; scripts/deps --test)")
-    binaries = [os.path.join(BUILD, "daemon", b) for b in ("rtpartd", "rtpartctl")]
-    for b in binaries:
-        if not os.access(b, os.X_OK):
-            skip(f"{b} is not built")
 
     t_all = time.monotonic()
-    packages = set(BASE_PACKAGES) | library_packages(binaries)
+    try:
+        deb = package_deb()
+    except (RuntimeError, subprocess.SubprocessError) as e:
+        print(f"FAIL: cannot build rtpart's Debian package: {e}")
+        return 1
+    # The root holds what the package depends on, and nothing of rtpart: apt in the guest finds
+    # every dependency installed or fails naming the one the package forgot.
+    packages = set(BASE_PACKAGES) | set(debbuild.depends_packages(deb))
     url = mirror()
     t0 = time.monotonic()
     try:
@@ -465,7 +480,7 @@ def main():
         root = os.path.join(work, "root")
         os.mkdir(root)
         subprocess.run(["tar", "-C", root, "--numeric-owner", "--xattrs", "--xattrs-include=*", "-xf", tarball], check=True)
-        prepare_root(root)
+        prepare_root(root, deb)
         kernels = sorted(glob.glob(os.path.join(root, "boot", "vmlinuz-*")))
         initrds = sorted(glob.glob(os.path.join(root, "boot", "initrd.img-*")))
         if not kernels or not initrds:
