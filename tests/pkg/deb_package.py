@@ -62,6 +62,10 @@ def expected_files():
         "usr/share/doc/rtpart/copyright",
         "usr/share/doc/rtpart/changelog.gz",
         "usr/share/lintian/overrides/rtpart",  # debian/rtpart.lintian-overrides
+        "usr/share/bash-completion/completions/rtpartctl",  # shell-completion/
+        # docs/: the example playbook (both under dh_compress's 4 KiB threshold)
+        "usr/share/doc/rtpart/ansible/rtpart.yml",
+        "usr/share/doc/rtpart/ansible/README.md",
     }
     for n in os.listdir(os.path.join(SOURCE, "man")):
         m = re.match(r"(.+\.(\d))\.scd$", n)
