@@ -20,7 +20,8 @@ CTL = os.path.abspath(os.environ.get("RTPARTCTL") or os.path.join(os.environ.get
 SCRIPT = os.path.join(SRC, "shell-completion", "rtpartctl.bash")
 LIBRARY = "/usr/share/bash-completion/bash_completion"
 HOST = os.path.join(SRC, "tests", "fixtures", "hosts", "vm")
-COMMANDS = {"list", "show", "plan", "apply", "verify", "revert", "status", "watch", "audit", "check", "help"}
+COMMANDS = {"list", "show", "plan", "apply", "verify", "revert", "status", "watch", "audit", "check", "export",
+            "import-tuned", "help"}
 SHIPPED = {"realtime", "realtime-virtual-host", "realtime-virtual-guest", "cpu-partitioning"}
 
 DRIVER = r'''
