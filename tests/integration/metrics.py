@@ -64,7 +64,18 @@ class MetricsDir:
     def __init__(self, d, path):
         self.d, self.path = d, path
         self.file = os.path.join(path, FILE)
+        self.held = None  # an open fd of the file as seen: a rename over it unlinks it (nlink 0)
         self.seen = self.state()
+        self.hold()
+
+    def hold(self):
+        if self.held is not None:
+            os.close(self.held)
+            self.held = None
+        try:
+            self.held = os.open(self.file, os.O_RDONLY)
+        except FileNotFoundError:
+            pass
 
     def state(self):
         try:
@@ -80,8 +91,11 @@ class MetricsDir:
         while time.monotonic() < end:
             now = self.state()
             if now is not None and now != self.seen:
-                assert now[0] != (self.seen or (None,))[0], f"{what}: {FILE} was rewritten in place, not replaced"
+                # Not the inode number: a filesystem may give a freed one to the next file.
+                assert self.held is None or os.fstat(self.held).st_nlink == 0, \
+                    f"{what}: {FILE} was rewritten in place, not replaced"
                 self.seen = now
+                self.hold()
                 self.check_dir()
                 return parse(now[2])
             time.sleep(0.01)
