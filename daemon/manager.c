@@ -992,10 +992,14 @@ static int live_result(Manager *m, VerifyResult *ret) {
                         return -ENOMEM;
                 }
         }
-        /* In journal order, as a read of every knob finds them. */
-        qsort_r(v.drift, v.n_drift, sizeof(Drift), applied_pos_cmp, m->journal);
-        qsort_r(v.reboot_pending, strv_length(v.reboot_pending), sizeof(char *), applied_id_cmp, m->journal);
-        qsort_r(v.vanished, strv_length(v.vanished), sizeof(char *), applied_id_cmp, m->journal);
+        /* In journal order, as a read of every knob finds them (qsort_r takes no NULL array, even
+         * of none). */
+        if (v.n_drift > 0)
+                qsort_r(v.drift, v.n_drift, sizeof(Drift), applied_pos_cmp, m->journal);
+        if (v.reboot_pending)
+                qsort_r(v.reboot_pending, strv_length(v.reboot_pending), sizeof(char *), applied_id_cmp, m->journal);
+        if (v.vanished)
+                qsort_r(v.vanished, strv_length(v.vanished), sizeof(char *), applied_id_cmp, m->journal);
         *ret = v;
         return 0;
 }
