@@ -302,15 +302,23 @@ def watch(d):
     return w
 
 
+def close_daemon(test, d, tail=None):
+    """A test case's end: rtpartd's log (its last tail characters) on stderr when the case failed,
+    then the daemon closed."""
+    result = test._outcome.result
+    if result and (result.failures or result.errors):
+        text = d.logtext()
+        sys.stderr.write(f"---- rtpartd log{' (tail)' if tail else ''} ----\n" + (text[-tail:] if tail else text))
+    d.close()
+
+
 class DaemonTest(unittest.TestCase):
     def setUp(self):
         self.d = None
 
     def tearDown(self):
         if self.d:
-            if self._outcome.result and (self._outcome.result.failures or self._outcome.result.errors):
-                sys.stderr.write("---- rtpartd log ----\n" + self.d.logtext())
-            self.d.close()
+            close_daemon(self, self.d)
 
     def daemon(self, **kw):
         self.d = Daemon(**kw)
@@ -844,9 +852,7 @@ class CtlTest(unittest.TestCase):
             for f in (p.stdout, p.stderr):
                 if f:
                     f.close()
-        if self._outcome.result and (self._outcome.result.failures or self._outcome.result.errors):
-            sys.stderr.write("---- rtpartd log ----\n" + self.d.logtext())
-        self.d.close()
+        close_daemon(self, self.d)
 
     def both(self, *args, json_out=True):
         """The same command through the daemon (root) and directly (twin); root paths made alike."""
@@ -1055,9 +1061,7 @@ class DaemonProcsTest(unittest.TestCase):
             for f in (p.stdin, p.stdout, p.stderr):
                 if f:
                     f.close()
-        if self._outcome.result and (self._outcome.result.failures or self._outcome.result.errors):
-            sys.stderr.write("---- rtpartd log ----\n" + self.d.logtext())
-        self.d.close()
+        close_daemon(self, self.d)
 
 
 class LimitsTest(DaemonProcsTest):

@@ -68,8 +68,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from daemon import (BUS_CONF, DAEMON, HOSTS, IFACE, SRC, Daemon, TestUser, Varlink, proc_status, skip,  # noqa: E402
-                    terminate)
+from daemon import (BUS_CONF, DAEMON, HOSTS, IFACE, SRC, Daemon, TestUser, Varlink, close_daemon, proc_status,  # noqa: E402
+                    skip, terminate)
 
 CLIENTS = int(os.environ.get("RTPART_LOAD_CLIENTS", "1000"))
 CYCLES = int(os.environ.get("RTPART_LOAD_CYCLES", "2"))
@@ -295,9 +295,7 @@ class VarlinkLoad(unittest.TestCase):
     def tearDown(self):
         if self.load:
             self.load.kill()
-        if self._outcome.result and (self._outcome.result.failures or self._outcome.result.errors):
-            sys.stderr.write("---- rtpartd log (tail) ----\n" + self.d.logtext()[-5000:])
-        self.d.close()
+        close_daemon(self, self.d, tail=5000)
 
     def call(self, c, method, **kw):
         r = c.call(IFACE + "." + method, **kw)
@@ -401,9 +399,7 @@ class DBusLoad(unittest.TestCase):
         for p in (self.proc, self.bus):  # our own children, by PID
             if p:
                 terminate(p)
-        if self._outcome.result and (self._outcome.result.failures or self._outcome.result.errors):
-            sys.stderr.write("---- rtpartd log (tail) ----\n" + self.d.logtext()[-5000:])
-        self.d.close()
+        close_daemon(self, self.d, tail=5000)
 
     def test_dbus_load(self):
         import asyncio

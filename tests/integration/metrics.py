@@ -32,7 +32,7 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from daemon import SLOW, Daemon, Varlink, call_ok, terminate  # noqa: E402
+from daemon import SLOW, Daemon, Varlink, call_ok, close_daemon, terminate  # noqa: E402
 
 IFACE = "org.rtpart.Manager"
 FILE = "rtpart.prom"
@@ -159,9 +159,7 @@ class MetricsFileTest(unittest.TestCase):
 
     def tearDown(self):
         if self.d:
-            if self._outcome.result and (self._outcome.result.failures or self._outcome.result.errors):
-                sys.stderr.write("---- rtpartd log ----\n" + self.d.logtext())
-            self.d.close()
+            close_daemon(self, self.d)
 
     def start(self, *args, env=None):
         self.d = Daemon()
