@@ -19,7 +19,7 @@ import unittest
 SRC = os.environ.get("RTPART_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CTL = os.path.abspath(os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "tests", "sim", "rtpartctl"))
 PLAYBOOK = os.path.join(SRC, "docs", "ansible", "rtpart.yml")
-HOSTS = os.path.join(SRC, "tests", "fixtures", "hosts")
+from sysroot_apply import copy_host  # noqa: E402
 PLAYBOOK_BIN = shutil.which("ansible-playbook")
 
 
@@ -27,9 +27,7 @@ class Playbook(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="rtpart-ansible-")
         self.root = os.path.join(self.tmp, "root")
-        shutil.copytree(os.path.join(HOSTS, "vm"), self.root, symlinks=True)
-        subprocess.run([sys.executable, os.path.join(SRC, "tests", "fixtures", "apply-modes.py"), "--from", "vm",
-                        self.root], check=True)
+        copy_host("vm", self.root, profiles=False)
 
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)

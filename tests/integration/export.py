@@ -24,9 +24,8 @@ import xml.etree.ElementTree as ET
 
 CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "tests", "sim", "rtpartctl")
 SRC = os.environ.get("RTPART_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-HOSTS = os.path.join(SRC, "tests", "fixtures", "hosts")
+from sysroot_apply import copy_host  # noqa: E402
 DOMAINS = os.path.join(SRC, "tests", "fixtures", "libvirt")
-PROFILES = os.path.join(SRC, "profiles")
 VALIDATE = shutil.which("virt-xml-validate")
 PROFILE = "realtime-virtual-host"
 
@@ -45,17 +44,10 @@ class Host:
         self.tmp = tempfile.mkdtemp(prefix="rtpart-export-")
         self.root = os.path.join(self.tmp, "root")
         try:
-            shutil.copytree(os.path.join(HOSTS, name), self.root, symlinks=True)
+            copy_host(name, self.root)
         except BaseException:
             self.close()
             raise
-        subprocess.run([sys.executable, os.path.join(SRC, "tests", "fixtures", "apply-modes.py"), "--from", name,
-                        self.root], check=True)
-        d = os.path.join(self.root, "usr", "share", "rtpart", "profiles")
-        os.makedirs(d, exist_ok=True)
-        for f in os.listdir(PROFILES):
-            if f.endswith(".json"):
-                shutil.copy(os.path.join(PROFILES, f), d)
         with open(os.path.join(self.root, ".mkhost.json")) as f:
             self.oracle = json.load(f)
         self.isolated = cpu_list(self.oracle["isolated"])

@@ -63,7 +63,7 @@ BUILD = os.environ.get("RTPART_BUILD_DIR", os.path.join(SRC, "build"))
 CTL = os.environ.get("RTPARTCTL") or os.path.join(BUILD, "tests", "sim", "rtpartctl")
 DAEMON = os.environ.get("RTPARTD") or os.path.join(BUILD, "tests", "sim", "rtpartd")
 HOSTS = os.path.join(SRC, "tests", "fixtures", "hosts")
-PROFILES_DIR = os.path.join(SRC, "profiles")
+from sysroot_apply import copy_host  # noqa: E402
 PROFILES = ("realtime", "realtime-virtual-host", "realtime-virtual-guest", "cpu-partitioning")
 ALL_HOSTS = ("vm", "intel-2s", "epyc")
 ERRNOS = ("EIO", "EPERM", "ENOSPC")
@@ -119,14 +119,7 @@ class Tree:
         self.pristine = os.path.join(self.tmp, "pristine")
         self.root = os.path.join(self.tmp, "root")
         self.state = os.path.join(self.tmp, "state")
-        shutil.copytree(os.path.join(HOSTS, host), self.pristine, symlinks=True)
-        subprocess.run([sys.executable, os.path.join(SRC, "tests", "fixtures", "apply-modes.py"), "--from", host,
-                        self.pristine], check=True)
-        pdir = os.path.join(self.pristine, "usr", "share", "rtpart", "profiles")
-        os.makedirs(pdir, exist_ok=True)
-        for f in os.listdir(PROFILES_DIR):
-            if f.endswith(".json"):
-                shutil.copy(os.path.join(PROFILES_DIR, f), pdir)
+        copy_host(host, self.pristine)
         self.orig = snapshot(self.pristine)
         self.reset(full=True)
 

@@ -28,7 +28,7 @@ import unittest
 
 CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "tests", "sim", "rtpartctl")
 SRC = os.environ.get("RTPART_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-HOSTS = os.path.join(SRC, "tests", "fixtures", "hosts")
+from sysroot_apply import copy_host  # noqa: E402
 PROFILES = os.path.join(SRC, "profiles")
 CACHE = os.environ.get("RTPART_TUNED_CACHE", "/var/cache/rtpart-test/tuned")
 HOST_NAMES = ("intel-2s", "epyc", "vm")
@@ -118,9 +118,7 @@ class Host:
 
     def make(self, name, tuned):
         self.root = os.path.join(self.tmp, "root")
-        shutil.copytree(os.path.join(HOSTS, name), self.root, symlinks=True)
-        subprocess.run([sys.executable, os.path.join(SRC, "tests", "fixtures", "apply-modes.py"), "--from", name,
-                        self.root], check=True)
+        copy_host(name, self.root, profiles=False)
         # tuned's files where tuned has them: /usr/lib/tuned and /etc/tuned, under the root.
         shutil.copytree(os.path.join(tuned, "usr", "lib", "tuned"), os.path.join(self.root, "usr", "lib", "tuned"))
         shutil.copytree(os.path.join(tuned, "etc", "tuned"), os.path.join(self.root, "etc", "tuned"))

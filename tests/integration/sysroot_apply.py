@@ -63,14 +63,21 @@ def install_profiles(root):
             shutil.copy(os.path.join(PROFILES, f), d)
 
 
+def copy_host(name, root, profiles=True):
+    """A copy of the fixture host name at root, with the modes its .modes file gives (git keeps
+    none) and, with profiles, the shipped profiles installed in it."""
+    shutil.copytree(os.path.join(HOSTS, name), root, symlinks=True)
+    subprocess.run([sys.executable, os.path.join(SRC, "tests", "fixtures", "apply-modes.py"), "--from", name, root],
+                   check=True)
+    if profiles:
+        install_profiles(root)
+
+
 class Host:
     def __init__(self, name):
         self.tmp = tempfile.mkdtemp(prefix="rtpart-it-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
         self.root = os.path.join(self.tmp, "root")
-        shutil.copytree(os.path.join(HOSTS, name), self.root, symlinks=True)
-        subprocess.run([sys.executable, os.path.join(SRC, "tests", "fixtures", "apply-modes.py"), "--from", name,
-                        self.root], check=True)
-        install_profiles(self.root)
+        copy_host(name, self.root)
 
     def run(self, *args, env=None, json_out=False):
         e = dict(os.environ)

@@ -20,7 +20,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sysroot_apply import CTL, HOSTS, SRC, diff, install_profiles, snapshot  # noqa: E402
+from sysroot_apply import CTL, HOSTS, SRC, copy_host, diff, snapshot  # noqa: E402
 
 BUILD = os.environ.get("RTPART_BUILD_DIR", os.path.join(SRC, "build"))
 FS_IOC_GETFLAGS = 0x80086601
@@ -65,10 +65,7 @@ class Confinement(unittest.TestCase):
         self.base = tempfile.mkdtemp(prefix="rtpart-confine-", dir=BUILD)
         self.root = os.path.join(self.base, "root")
         self.immutable = []
-        shutil.copytree(os.path.join(HOSTS, "vm"), self.root, symlinks=True)
-        subprocess.run([sys.executable, os.path.join(SRC, "tests", "fixtures", "apply-modes.py"), "--from", "vm",
-                        self.root], check=True)
-        install_profiles(self.root)
+        copy_host("vm", self.root)
 
         # LINKED -> /BASE/outside/swappiness: in the tree that is ROOT/BASE/outside/swappiness
         # (the host's value), outside it BASE/outside/swappiness (other bytes).
