@@ -11,13 +11,6 @@
 #include <liburing.h>
 #endif
 
-#ifndef RESOLVE_IN_ROOT
-#define RESOLVE_IN_ROOT 0x10
-#endif
-#ifndef RESOLVE_BENEATH
-#define RESOLVE_BENEATH 0x08
-#endif
-
 /* Batched reads of many small files (root_read_many). By default one file after the other
  * (root_read_each): open, one read, close.
  *

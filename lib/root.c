@@ -12,13 +12,6 @@
 #include "root.h"
 #include "strv.h"
 
-#ifndef RESOLVE_IN_ROOT
-#define RESOLVE_IN_ROOT 0x10
-#endif
-#ifndef RESOLVE_BENEATH
-#define RESOLVE_BENEATH 0x08
-#endif
-
 struct rtpart_open_how {
         uint64_t flags;
         uint64_t mode;

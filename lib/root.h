@@ -13,6 +13,14 @@
 #include <sys/types.h>
 
 #include "cpu-set.h"
+
+/* openat2(2)'s resolve flags, for C library headers older than Linux 5.6 (root.c, root-batch.c). */
+#ifndef RESOLVE_IN_ROOT
+#define RESOLVE_IN_ROOT 0x10
+#endif
+#ifndef RESOLVE_BENEATH
+#define RESOLVE_BENEATH 0x08
+#endif
 #include "macro.h"
 
 /* How a fake tree's paths are resolved. Both stay inside the root: a ".." stops at it, a symlink
