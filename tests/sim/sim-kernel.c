@@ -1079,26 +1079,42 @@ _printf_(3, 4) static void set_status(Root *r, const char *mount, const char *fm
                 (void) putf(r, dir, "last_cmd_status", 0444, "%s\n", t);
 }
 
-/* The cache's size in bytes for domain id (sysfs cache/indexN/size of a CPU with that id). */
+/* The cache's size in bytes for domain id (sysfs cache/indexN/size of a CPU with that id). The
+ * CPUs of every other domain met on the way (its shared_cpu_list) are not read again: two reads
+ * per domain, not one per CPU, on a 1024-CPU tree. */
 static uint64_t cache_bytes_find(Root *r, unsigned level, unsigned id) {
-        _cleanup_free_ char *pattern = NULL;
-        _cleanup_strv_free_ char **ids = NULL;
-        if (asprintf(&pattern, "sys/devices/system/cpu/cpu[0-9]*/cache/index%u/id", level) < 0 ||
-            root_glob(r, pattern, &ids) < 0)
+        DIR *d;
+        if (root_opendir(r, "sys/devices/system/cpu", &d) < 0)
                 return 0;
-        for (char **p = ids; *p; p++) {
-                _cleanup_free_ char *v = NULL, *size = NULL, *sp = NULL;
-                if (root_read_line(r, *p, &v) < 0 || (unsigned) strtoul(v, NULL, 10) != id)
+        CpuSet seen = {};
+        uint64_t bytes = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                unsigned cpu;
+                char tail;
+                if (sscanf(de->d_name, "cpu%u%c", &cpu, &tail) != 1 || cpu_set_has(&seen, cpu))
                         continue;
-                /* The sibling file "size": a new string, as "size" is longer than "id". */
-                const char *slash = strrchr(*p, '/');
-                if (asprintf(&sp, "%.*s/size", (int) (slash - *p), *p) < 0 || root_read_line(r, sp, &size) < 0)
-                        return 0;
-                char *end;
-                uint64_t b = strtoull(size, &end, 10);
-                return *end == 'K' ? b << 10 : *end == 'M' ? b << 20 : b;
+                char base[128], path[160];
+                _cleanup_free_ char *v = NULL, *size = NULL;
+                snprintf(base, sizeof(base), "sys/devices/system/cpu/cpu%u/cache/index%u", cpu, level);
+                if (root_read_linef(r, &v, "%s/id", base) < 0)
+                        continue;
+                if ((unsigned) strtoul(v, NULL, 10) != id) {
+                        CpuSet shared = {};
+                        snprintf(path, sizeof(path), "%s/shared_cpu_list", base);
+                        if (root_read_cpu_list(r, path, &shared) >= 0)
+                                cpu_set_or(&seen, &shared);
+                        continue;
+                }
+                if (root_read_linef(r, &size, "%s/size", base) >= 0) {
+                        char *end;
+                        bytes = strtoull(size, &end, 10);
+                        bytes = *end == 'K' ? bytes << 10 : *end == 'M' ? bytes << 20 : bytes;
+                }
+                break;
         }
-        return 0;
+        closedir(d);
+        return bytes;
 }
 
 /* The same, remembered per tree, level and id: a tree's caches do not change, and on 1024 CPUs

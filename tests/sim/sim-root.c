@@ -109,19 +109,15 @@ static unsigned nested = 0;
         })
 
 /* Where the kernel shows the effect of a write differently from the bytes written, mirror it: a
- * selection file ("always [madvise] never") moves its brackets. NULL: the value as written. */
-static char *emulate_selection(int fd, const char *value) {
-        char buf[4096];
-        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
-        if (n <= 0)
-                return NULL;
-        buf[n] = 0;
-        if (!strchr(buf, '[') || strchr(value, ' '))
+ * selection file ("always [madvise] never", what was read of it in old) moves its brackets. NULL:
+ * the value as written. */
+static char *emulate_selection(char *old, const char *value) {
+        if (!strchr(old, '[') || strchr(value, ' '))
                 return NULL;
         StrBuf b = {};
         bool found = false;
         char *save = NULL;
-        for (char *t = strtok_r(buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
+        for (char *t = strtok_r(old, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
                 size_t len = strlen(t);
                 if (t[0] == '[' && len > 1 && t[len - 1] == ']') {
                         t[len - 1] = 0;
@@ -140,25 +136,43 @@ static char *emulate_selection(int fd, const char *value) {
         return out;
 }
 
+/* A knob file of the tree takes the value as the kernel's would: afterwards it reads back exactly
+ * the value and a newline (or the selection, emulate_selection()). The fewest calls a plain file
+ * allows, since the benchmark times whole processes on such trees: open, fstat (a file linked
+ * elsewhere too is copied first, sim_unshare_file()), pread of what it held, pwrite at 0 and, only
+ * where the old content was longer, ftruncate. */
 static int do_write_value(Root *r, const char *rel, const char *value) {
-        int k = sim_unshare_file(r, rel);
-        if (k < 0)
-                return k;
         _cleanup_close_ int fd = root_open(r, rel, O_RDWR | O_NOCTTY, 0);
         if (fd < 0)
                 return fd;
-        _cleanup_free_ char *data = emulate_selection(fd, value);
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+                int k = sim_unshare_file(r, rel);
+                if (k < 0)
+                        return k;
+                close(fd);
+                fd = root_open(r, rel, O_RDWR | O_NOCTTY, 0);
+                if (fd < 0)
+                        return fd;
+        }
+        char old[4096];
+        ssize_t n_old = pread(fd, old, sizeof(old) - 1, 0);
+        if (n_old < 0)
+                return -errno;
+        old[n_old] = 0;
+        _cleanup_free_ char *data = emulate_selection(old, value);
         if (!data && asprintf(&data, "%s\n", value) < 0)
                 return -ENOMEM;
-        /* A plain file holds exactly the value, as the kernel's file reads back. */
-        if (ftruncate(fd, 0) < 0)
-                return -errno;
         size_t n = strlen(data);
-        ssize_t w = write(fd, data, n); /* offset 0: just opened; pread did not move it */
+        ssize_t w = pwrite(fd, data, n, 0);
         if (w < 0)
                 return -errno;
         if ((size_t) w != n)
                 return -EIO;
+        if ((size_t) st.st_size > n && ftruncate(fd, (off_t) n) < 0)
+                return -errno;
         sim_tracefs_written(r, rel, value);
         return 0;
 }
