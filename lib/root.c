@@ -282,6 +282,11 @@ int root_opendir(Root *r, const char *rel, DIR **ret) {
 }
 
 int root_stat(Root *r, const char *rel, struct stat *ret) {
+        if (r->is_host) { /* as root_open(): the kernel's resolution, one call */
+                while (*rel == '/')
+                        rel++;
+                return fstatat(r->fd, *rel ? rel : ".", ret, 0) < 0 ? -errno : 0;
+        }
         _cleanup_close_ int fd = root_open(r, rel, O_PATH, 0);
         if (fd < 0)
                 return fd;
@@ -291,8 +296,14 @@ int root_stat(Root *r, const char *rel, struct stat *ret) {
 }
 
 bool root_exists(Root *r, const char *rel) {
-        struct stat st;
-        return root_stat(r, rel, &st) >= 0;
+        if (r->is_host) {
+                while (*rel == '/')
+                        rel++;
+                return faccessat(r->fd, *rel ? rel : ".", F_OK, AT_EACCESS) >= 0;
+        }
+        /* The O_PATH open answers it: no fstat. */
+        _cleanup_close_ int fd = root_open(r, rel, O_PATH, 0);
+        return fd >= 0;
 }
 
 bool root_is_dir(Root *r, const char *rel) {
