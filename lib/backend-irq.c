@@ -85,6 +85,9 @@ static int irq_plan(PlanCtx *ctx) {
                 return k;
 
         size_t skipped = 0;
+        /* IRQs share their affinity sets (Irq.affinity): each formatted once in a row of them. */
+        const CpuSet *last = NULL;
+        _cleanup_free_ char *cur = NULL;
         for (size_t i = 0; i < h->n_irqs; i++) {
                 const Irq *q = &h->irqs[i];
                 const char *want = all;
@@ -113,9 +116,13 @@ static int irq_plan(PlanCtx *ctx) {
                 char id[64], path[64];
                 snprintf(id, sizeof(id), "irq/%u/affinity", q->number);
                 snprintf(path, sizeof(path), "proc/irq/%u/smp_affinity_list", q->number);
-                _cleanup_free_ char *cur = cpu_set_format_list(&q->affinity);
-                if (!cur)
-                        return -ENOMEM;
+                if (q->affinity != last) {
+                        free(cur);
+                        cur = cpu_set_format_list(q->affinity);
+                        if (!cur)
+                                return -ENOMEM;
+                        last = q->affinity;
+                }
                 Knob *kn;
                 k = plan_add(ctx, id, VALUE_CPU_LIST, path, cur, want, false, &kn);
                 if (k < 0)

@@ -56,6 +56,10 @@ Host *host_free(Host *h) {
                 free(h->irqs[i].counts);
         }
         free(h->irqs);
+        for (size_t i = 0; i < h->n_irq_affinities; i++)
+                free(h->irq_affinities[i]);
+        free(h->irq_affinities);
+        free(h->irq_affinity_hashes);
         free(h->irq_columns);
         free(h->cmdline);
         free(h->kernel_release);
@@ -608,6 +612,40 @@ static int discover_irqs_sysfs(Host *h) {
         return 0;
 }
 
+static uint64_t cpu_set_hash(const CpuSet *set) {
+        uint64_t h = UINT64_C(1469598103934665603);
+        for (size_t i = 0; i < CPU_SET_WORDS; i++)
+                h = (h ^ set->bits[i]) * UINT64_C(1099511628211);
+        return h;
+}
+
+/* The host's copy of set for Irq.affinity: the one kept already, else a new one. Sets are found by
+ * a hash of their words; past IRQ_AFFINITIES_SCAN distinct sets (a host whose IRQs nearly all
+ * differ) only the last few are looked at, which bounds the search and keeps a copy per IRQ at
+ * worst. NULL on ENOMEM. */
+#define IRQ_AFFINITIES_SCAN 1024U
+static const CpuSet *irq_affinity_intern(Host *h, const CpuSet *set) {
+        uint64_t hash = cpu_set_hash(set);
+        size_t n = h->n_irq_affinities, from = n > IRQ_AFFINITIES_SCAN ? n - 16 : 0;
+        for (size_t i = n; i-- > from;)
+                if (h->irq_affinity_hashes[i] == hash && cpu_set_equal(h->irq_affinities[i], set))
+                        return h->irq_affinities[i];
+        CpuSet **l = reallocarray(h->irq_affinities, n + 1, sizeof(CpuSet *));
+        if (!l)
+                return NULL;
+        h->irq_affinities = l;
+        uint64_t *hl = reallocarray(h->irq_affinity_hashes, n + 1, sizeof(uint64_t));
+        if (!hl)
+                return NULL;
+        h->irq_affinity_hashes = hl;
+        CpuSet *copy = malloc(sizeof(CpuSet));
+        if (!copy)
+                return NULL;
+        *copy = *set;
+        h->irq_affinity_hashes[n] = hash;
+        return h->irq_affinities[h->n_irq_affinities++] = copy;
+}
+
 /* Every IRQ's smp_affinity_list (or, on kernels without it, smp_affinity), in batches. */
 static int discover_irq_affinities(Host *h) {
         enum { BUF = 8192 / 3 + 64, PATH = 48 };
@@ -637,12 +675,17 @@ static int discover_irq_affinities(Host *h) {
                         size_t missing = 0;
                         for (size_t i = 0; i < todo; i++) {
                                 Irq *irq = &h->irqs[which[i]];
+                                CpuSet set;
                                 if (items[i].result == -ENOENT && list)
                                         which[missing++] = which[i]; /* no _list: the mask file */
                                 else if (items[i].result >= 0 &&
-                                         (list ? cpu_set_parse_list(items[i].buf, &irq->affinity, NULL)
-                                               : cpu_set_parse_mask(items[i].buf, &irq->affinity, NULL)) >= 0)
+                                         (list ? cpu_set_parse_list(items[i].buf, &set, NULL)
+                                               : cpu_set_parse_mask(items[i].buf, &set, NULL)) >= 0) {
+                                        irq->affinity = irq_affinity_intern(h, &set);
+                                        if (!irq->affinity)
+                                                return -ENOMEM;
                                         irq->has_affinity = true;
+                                }
                         }
                         todo = list ? missing : 0;
                 }

@@ -51,13 +51,15 @@ typedef struct Irq {
         /* chip and hwirq come from /proc/interrupts only: NULL when the IRQs were found in
          * /sys/kernel/irq (host_discover() on a host of 256 CPUs or more, unless counts were
          * asked for or the kernel has no /sys/kernel/irq). */
-        char *chip;        /* "IR-PCI-MSIX-0000:3b:00.0" */
-        char *hwirq;       /* "1-edge" */
-        char *actions;     /* "eth1-TxRx-0", "PCIe PME, aerdrv" (shared) or "" */
-        uint64_t total;    /* sum of the per-CPU counts; 0 unless counts were asked for */
-        uint64_t *counts;  /* per CPU number, n_cpu_ids long; NULL unless asked for */
-        bool has_affinity; /* proc/irq/N/smp_affinity(_list) readable */
-        CpuSet affinity;
+        char *chip;             /* "IR-PCI-MSIX-0000:3b:00.0" */
+        char *hwirq;            /* "1-edge" */
+        char *actions;          /* "eth1-TxRx-0", "PCIe PME, aerdrv" (shared) or "" */
+        uint64_t total;         /* sum of the per-CPU counts; 0 unless counts were asked for */
+        uint64_t *counts;       /* per CPU number, n_cpu_ids long; NULL unless asked for */
+        bool has_affinity;      /* proc/irq/N/smp_affinity(_list) readable */
+        const CpuSet *affinity; /* then the CPUs it names: one of the host's irq_affinities, which
+                                 * IRQs of the same affinity share (a CpuSet is 1 KiB; 8192 IRQs
+                                 * have a handful of distinct ones) */
 } Irq;
 
 typedef struct ResctrlResource {
@@ -103,6 +105,9 @@ typedef struct Host {
         size_t n_irqs;
         int *irq_columns; /* /proc/interrupts column → CPU number; none when it was not read */
         size_t n_irq_columns;
+        CpuSet **irq_affinities; /* the distinct sets Irq.affinity points to */
+        uint64_t *irq_affinity_hashes;
+        size_t n_irq_affinities;
         CpuSet default_irq_affinity;
 
         char *cmdline;

@@ -79,7 +79,7 @@ START_TEST(test_irqs) {
                         continue;
                 }
                 ck_assert(q->has_affinity);
-                ck_assert(cpu_set_equal(&s, &q->affinity));
+                ck_assert(cpu_set_equal(&s, q->affinity));
                 ck_assert_ptr_nonnull(q->chip);
                 ck_assert_ptr_nonnull(q->actions);
         }
