@@ -993,9 +993,7 @@ int engine_lock(Root *root, bool wait) {
 }
 
 bool engine_transaction_open(Root *root) {
-        _cleanup_(journal_freep) Journal *j = NULL;
-        _cleanup_(journal_error_done) JournalError e = {};
-        return journal_load(root, &j, &e) >= 0 && j->transaction_open;
+        return journal_transaction_open(root);
 }
 
 bool engine_needs_recovery(Root *root) {

@@ -935,6 +935,25 @@ int journal_load(Root *root, Journal **ret, JournalError *e) {
         return k < 0 ? k : 0;
 }
 
+bool journal_transaction_open(Root *root) {
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        if (journal_read(root, &text, &size) < 0 || !text)
+                return false;
+        /* rtpart's writers (journal_format(), and indented jansson before it) begin every top-level
+         * member on a line of its own after one space, nested ones deeper; a string holds no raw
+         * newline. So a member "transaction" there is the document's own, and when it is the one
+         * such line and null, no transaction is open: known without parsing the rest. Anything
+         * else (another writer's layout) is parsed. */
+        static const char key[] = "\n \"transaction\": ";
+        const char *at = memmem(text, size, key, strlen(key));
+        if (at && startswith(at + strlen(key), "null") &&
+            !memmem(at + 1, size - (size_t) (at + 1 - text), key, strlen(key)))
+                return false;
+        _cleanup_(json_decrefp) json_t *doc = json_loadb(text, size, 0, NULL);
+        return json_is_object(json_object_get(doc, "transaction"));
+}
+
 /* ---- save: the C types into the document, every step checked ---- */
 
 /* ---- "also": consecutive entries alike but for a number, written as one ----
@@ -962,48 +981,76 @@ static bool entry_number(const char *id, const char **ret_x, size_t *ret_len, un
 }
 
 /* s with every run of digits that is x (len bytes) replaced by m; NULL for NULL (and on OOM, with
- * *oom set). */
+ * *oom set). Called for every knob an "also" stands for (8192 per IRQ entry): copies, no printf. */
 static char *expand_number(const char *s, const char *x, size_t len, unsigned long m, bool *oom) {
         if (!s)
                 return NULL;
-        StrBuf b = {};
-        char num[24];
-        (void) snprintf(num, sizeof(num), "%lu", m);
+        char num[24], *e = num + sizeof(num);
+        do
+                *--e = (char) ('0' + m % 10);
+        while ((m /= 10) > 0);
+        size_t nlen = (size_t) (num + sizeof(num) - e), slen = strlen(s);
+        /* Each run of len digits may grow to nlen: at most slen / len of them. */
+        char *out = malloc(slen + (nlen > len ? slen / len * (nlen - len) : 0) + 1), *o = out;
+        if (!out) {
+                *oom = true;
+                return NULL;
+        }
         for (const char *c = s; *c;) {
                 size_t d = strspn(c, "0123456789");
                 if (d == 0) {
-                        size_t o = strcspn(c, "0123456789");
-                        strbuf_appendf(&b, "%.*s", (int) o, c);
-                        c += o;
+                        size_t n = strcspn(c, "0123456789");
+                        memcpy(o, c, n);
+                        o += n;
+                        c += n;
                         continue;
                 }
-                if (d == len && memcmp(c, x, len) == 0)
-                        strbuf_append(&b, num);
-                else
-                        strbuf_appendf(&b, "%.*s", (int) d, c);
+                if (d == len && memcmp(c, x, len) == 0) {
+                        memcpy(o, e, nlen);
+                        o += nlen;
+                } else {
+                        memcpy(o, c, d);
+                        o += d;
+                }
                 c += d;
         }
-        char *r = strbuf_steal(&b);
-        if (!r)
-                *oom = true;
-        return r;
+        *o = 0;
+        return out;
 }
 
 /* Whether (id, path) is the head's with the number m in place of the head's, m > *last. */
+/* Whether t is expand_number(s, x, len, m), where num (nlen bytes) is m in decimal: compared as it
+ * would be built, nothing allocated (the writer asks it of every pair of neighbouring entries). */
+static bool is_expansion(const char *s, const char *x, size_t len, const char *num, size_t nlen, const char *t) {
+        for (const char *c = s; *c;) {
+                size_t d = strspn(c, "0123456789");
+                if (d == 0)
+                        d = strcspn(c, "0123456789");
+                else if (d == len && memcmp(c, x, len) == 0) {
+                        if (strncmp(t, num, nlen) != 0)
+                                return false;
+                        t += nlen;
+                        c += d;
+                        continue;
+                }
+                if (strncmp(t, c, d) != 0)
+                        return false;
+                t += d;
+                c += d;
+        }
+        return *t == '\0';
+}
+
 static bool same_but_number(const char *hid, const char *hpath, const char *id, const char *path, unsigned long last,
                             unsigned long *ret_m) {
         const char *hx, *x;
         size_t hlen, len;
         unsigned long h, m;
-        bool oom = false;
         if (!entry_number(hid, &hx, &hlen, &h) || !entry_number(id, &x, &len, &m) || m <= last ||
             (hx - hid) != (x - id) || (!hpath) != (!path))
                 return false;
-        _cleanup_free_ char *eid = expand_number(hid, hx, hlen, m, &oom);
-        if (!eid || !streq(eid, id))
-                return false;
-        _cleanup_free_ char *epath = expand_number(hpath, hx, hlen, m, &oom);
-        if (!streq_ptr(epath, path) || oom)
+        /* m's digits are id's own (entry_number() takes them without leading zeros). */
+        if (!is_expansion(hid, hx, hlen, x, len, id) || (hpath && !is_expansion(hpath, hx, hlen, x, len, path)))
                 return false;
         *ret_m = m;
         return true;
@@ -1034,15 +1081,6 @@ static void also_add(Also *a, unsigned long m) {
         a->n++;
 }
 
-/* Sets "also" on e if the run has more than its head; false on failure. */
-static bool also_set(Also *a, json_t *e) {
-        if (a->n == 0)
-                return true;
-        also_flush(a);
-        _cleanup_free_ char *s = strbuf_steal(&a->b);
-        return s && json_object_set_new(e, "also", json_string(s)) == 0;
-}
-
 static json_t *string_or_null(const char *s) {
         return s ? json_string(s) : json_null();
 }
@@ -1050,11 +1088,6 @@ static json_t *string_or_null(const char *s) {
 /* Sets key to v (taken, also on failure); false on failure. */
 static bool set(json_t *o, const char *key, json_t *v) {
         return v && json_object_set_new(o, key, v) == 0;
-}
-
-static json_t *knob_head(Domain d, ValueKind k, const char *path, bool reboot) {
-        return json_pack("{s:s, s:s, s:o, s:b}", "domain", domain_to_string(d), "kind", value_kind_to_string(k), "path",
-                         string_or_null(path), "reboot", reboot);
 }
 
 /* The live original after position i (i: SIZE_MAX for the first), or n. */
@@ -1072,22 +1105,19 @@ static bool knobs_alike(const JournalKnob *a, const JournalKnob *b, bool any_val
 /* Values of a run's entries after its head, where they differ: "values" of originals, "befores"
  * of steps, one per number of "also". Left out when every one is the head's. */
 typedef struct AlsoValues {
-        json_t *l;
+        StrBuf l; /* the values as JSON text, ", " between them */
         bool differ;
+        bool bad; /* one was no UTF-8 */
 } AlsoValues;
+
+static bool put_string(StrBuf *b, const char *s);
 
 static bool also_value(AlsoValues *v, const char *head, const char *value) {
         v->differ = v->differ || !streq_ptr(head, value);
-        return json_array_append_new(v->l, string_or_null(value)) == 0;
-}
-
-static bool also_values_set(AlsoValues *v, json_t *e, const char *key) {
-        json_t *l = TAKE_PTR(v->l);
-        if (!v->differ) {
-                json_decref(l);
-                return true;
-        }
-        return set(e, key, l);
+        if (v->l.len)
+                strbuf_append(&v->l, ", ");
+        v->bad = v->bad || !put_string(&v->l, value);
+        return !v->l.oom;
 }
 
 /* The position of the last entry after l[0] (of n) that "also" takes in, into a (0: none); with
@@ -1143,56 +1173,150 @@ static size_t step_run(const JournalStep *l, size_t n, Also *a, AlsoValues *v, b
         return taken;
 }
 
-static json_t *format_originals(const Journal *j) {
-        json_t *o = json_object();
-        for (size_t i = next_original(j, SIZE_MAX); o && i < j->n_originals;) {
-                const JournalKnob *k = &j->originals[i];
-                json_t *e = knob_head(k->domain, k->kind, k->path, k->reboot), *files = NULL;
-                bool ok = e && set(e, "value", string_or_null(k->value));
-                if (ok && k->n_files > 0) {
-                        ok = (files = json_object()) != NULL;
-                        for (size_t f = 0; ok && f < k->n_files; f++)
-                                ok = set(files, k->files[f].path, string_or_null(k->files[f].value));
-                        ok = ok && set(e, "files", TAKE_PTR(files));
-                }
-                Also a = {};
-                AlsoValues v = { .l = json_array() };
-                ok = ok && v.l;
-                size_t taken = ok ? knob_run(k, j->n_originals - i, &a, &v, &ok) : 0;
-                ok = ok && also_set(&a, e) && also_values_set(&v, e, "values");
-                strbuf_done(&a.b);
-                json_decref(v.l);
-                if (!ok || !set(o, k->id, TAKE_PTR(e))) {
-                        json_decref(files);
-                        json_decref(e);
-                        json_decref(o);
-                        return NULL;
-                }
-                i = next_original(j, i + taken);
-        }
-        return o;
+/* The document is written as text one entry at a time, each entry built as a small JSON value,
+ * appended and freed: the text is the only thing of the host's size in memory, never a tree of
+ * the whole document beside it (the one of a large host's transaction is megabytes). Every entry
+ * of originals, applied and steps is one line. */
+
+/* Appends v (taken) as JSON text, on one line; false on failure. */
+static bool put_json(StrBuf *b, json_t *v) {
+        if (!v)
+                return false;
+        char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
+        json_decref(v);
+        if (!t)
+                return false;
+        strbuf_append(b, t);
+        free(t);
+        return !b->oom;
 }
 
-static json_t *format_applied(const Journal *j) {
-        json_t *a = json_array();
-        for (size_t i = 0; a && i < j->n_applied;) {
+/* "key": v (taken), after a comma and newline when not first, indented by pad spaces. */
+static bool put_member(StrBuf *b, unsigned pad, bool first, const char *key, json_t *v) {
+        strbuf_appendf(b, "%s%*s", first ? "" : ",\n", (int) pad, "");
+        if (!put_json(b, json_string(key))) {
+                json_decref(v);
+                return false;
+        }
+        strbuf_append(b, ": ");
+        return put_json(b, v);
+}
+
+/* s as a JSON string, or null for NULL; false where s is not UTF-8, which JSON cannot hold (as
+ * json_string() refuses it), or out of memory. */
+static bool put_string(StrBuf *b, const char *s) {
+        if (!s) {
+                strbuf_append(b, "null");
+                return !b->oom;
+        }
+        if (!utf8_valid(s))
+                return false;
+        static const char hex[] = "0123456789abcdef";
+        size_t n = 2;
+        for (const unsigned char *c = (const unsigned char *) s; *c; c++)
+                n += *c == '"' || *c == '\\' ? 2 : *c < 0x20 ? 6 : 1;
+        char *o = strbuf_room(b, n);
+        if (!o)
+                return false;
+        *o++ = '"';
+        for (const unsigned char *c = (const unsigned char *) s; *c; c++)
+                if (*c == '"' || *c == '\\') {
+                        *o++ = '\\';
+                        *o++ = (char) *c;
+                } else if (*c < 0x20) {
+                        memcpy(o, "\\u00", 4);
+                        o[4] = hex[*c >> 4];
+                        o[5] = hex[*c & 15];
+                        o += 6;
+                } else
+                        *o++ = (char) *c;
+        *o++ = '"';
+        b->len += n;
+        b->s[b->len] = 0;
+        return true;
+}
+
+/* The knob description every entry begins with: {"domain", "kind", "path", "reboot". */
+static bool put_head(StrBuf *b, Domain d, ValueKind k, const char *path, bool reboot) {
+        strbuf_appendf(b, "{\"domain\": \"%s\", \"kind\": \"%s\", \"path\": ", domain_to_string(d),
+                       value_kind_to_string(k));
+        bool ok = put_string(b, path);
+        strbuf_append(b, reboot ? ", \"reboot\": true" : ", \"reboot\": false");
+        return ok && !b->oom;
+}
+
+/* , "key": s */
+static bool put_field(StrBuf *b, const char *key, const char *s) {
+        strbuf_appendf(b, ", \"%s\": ", key);
+        return put_string(b, s);
+}
+
+/* "also" and the values of the run, where it has more than its head. */
+static bool put_also(StrBuf *b, Also *a, AlsoValues *v, const char *key) {
+        if (a->n > 0) {
+                also_flush(a);
+                strbuf_appendf(b, ", \"also\": \"%s\"", strempty(a->b.s));
+        }
+        if (v && v->bad)
+                return false;
+        if (v && v->differ)
+                strbuf_appendf(b, ", \"%s\": [%s]", key, strempty(v->l.s));
+        return !b->oom;
+}
+
+static bool put_originals(StrBuf *b, const Journal *j) {
+        bool first = true;
+        strbuf_append(b, "{");
+        for (size_t i = next_original(j, SIZE_MAX); i < j->n_originals;) {
+                const JournalKnob *k = &j->originals[i];
+                strbuf_append(b, first ? "\n  " : ",\n  ");
+                bool ok = put_string(b, k->id);
+                strbuf_append(b, ": ");
+                ok = ok && put_head(b, k->domain, k->kind, k->path, k->reboot) && put_field(b, "value", k->value);
+                if (ok && k->n_files > 0) {
+                        strbuf_append(b, ", \"files\": {");
+                        for (size_t f = 0; ok && f < k->n_files; f++) {
+                                strbuf_append(b, f ? ", " : "");
+                                ok = put_string(b, k->files[f].path);
+                                strbuf_append(b, ": ");
+                                ok = ok && put_string(b, k->files[f].value);
+                        }
+                        strbuf_append(b, "}");
+                }
+                Also a = {};
+                AlsoValues v = {};
+                size_t taken = ok ? knob_run(k, j->n_originals - i, &a, &v, &ok) : 0;
+                ok = ok && put_also(b, &a, &v, "values");
+                strbuf_done(&a.b);
+                strbuf_done(&v.l);
+                strbuf_append(b, "}");
+                if (!ok || b->oom)
+                        return false;
+                first = false;
+                i = next_original(j, i + taken);
+        }
+        strbuf_append(b, first ? "}" : "\n }");
+        return !b->oom;
+}
+
+static bool put_applied(StrBuf *b, const Journal *j) {
+        strbuf_append(b, "[");
+        for (size_t i = 0; i < j->n_applied;) {
                 const JournalKnob *k = &j->applied[i];
-                json_t *e = knob_head(k->domain, k->kind, k->path, k->reboot);
                 Also al = {};
                 bool ok = true;
                 size_t taken = knob_run(k, j->n_applied - i, &al, NULL, &ok); /* none removed */
-                ok = ok && e && set(e, "desired", string_or_null(k->value)) && set(e, "knob", json_string(k->id)) &&
-                        also_set(&al, e);
+                strbuf_append(b, i == 0 ? "\n  " : ",\n  ");
+                ok = ok && put_head(b, k->domain, k->kind, k->path, k->reboot) && put_field(b, "desired", k->value) &&
+                        put_field(b, "knob", k->id) && put_also(b, &al, NULL, NULL);
                 strbuf_done(&al.b);
-                if (!ok || json_array_append_new(a, e) < 0) {
-                        if (!ok)
-                                json_decref(e);
-                        json_decref(a);
-                        return NULL;
-                }
+                strbuf_append(b, "}");
+                if (!ok || b->oom)
+                        return false;
                 i += 1 + taken;
         }
-        return a;
+        strbuf_append(b, j->n_applied == 0 ? "]" : "\n ]");
+        return !b->oom;
 }
 
 static json_t *format_unmovable(const Journal *j) {
@@ -1205,44 +1329,44 @@ static json_t *format_unmovable(const Journal *j) {
         return o;
 }
 
-static json_t *format_transaction(const Journal *j) {
+static bool put_transaction(StrBuf *b, const Journal *j) {
         const JournalTransaction *t = &j->transaction;
         if (!j->transaction_open)
-                return json_null();
-        json_t *steps = json_array(), *fresh = json_array();
-        for (size_t i = 0; steps && i < t->n_steps;) {
-                const JournalStep *s = &t->steps[i];
-                json_t *e = knob_head(s->domain, s->kind, s->path, s->reboot);
-                Also a = {};
-                AlsoValues v = { .l = json_array() };
-                bool ok = v.l;
-                size_t taken = ok ? step_run(s, t->n_steps - i, &a, &v, &ok) : 0;
-                ok = ok && e && set(e, "knob", json_string(s->id)) && set(e, "before", string_or_null(s->before)) &&
-                        set(e, "after", string_or_null(s->after)) && (!s->restore || set(e, "restore", json_true())) &&
-                        also_set(&a, e) && also_values_set(&v, e, "befores");
-                strbuf_done(&a.b);
-                json_decref(v.l);
-                if (!ok)
-                        json_decref(e);
-                if (!ok || json_array_append_new(steps, e) < 0) {
-                        json_decref(steps);
-                        steps = NULL;
-                }
-                i += 1 + taken;
-        }
+                return put_json(b, json_null());
+        json_t *fresh = json_array();
         for (size_t i = 0; fresh && i < t->n_new_originals; i++)
                 if (json_array_append_new(fresh, json_string(t->new_originals[i])) < 0) {
                         json_decref(fresh);
                         fresh = NULL;
                 }
-        if (!steps || !fresh) {
-                json_decref(steps);
-                json_decref(fresh);
-                return NULL;
+        strbuf_append(b, "{\n");
+        if (!put_member(b, 2, true, "op", string_or_null(journal_op_to_string(t->op))) ||
+            !put_member(b, 2, false, "profile", string_or_null(t->profile)) ||
+            !put_member(b, 2, false, "started", string_or_null(t->started)) ||
+            !put_member(b, 2, false, "new_originals", fresh))
+                return false;
+        strbuf_append(b, ",\n  \"steps\": [");
+        for (size_t i = 0; i < t->n_steps;) {
+                const JournalStep *s = &t->steps[i];
+                Also a = {};
+                AlsoValues v = {};
+                bool ok = true;
+                size_t taken = step_run(s, t->n_steps - i, &a, &v, &ok);
+                strbuf_append(b, i == 0 ? "\n   " : ",\n   ");
+                ok = ok && put_head(b, s->domain, s->kind, s->path, s->reboot) && put_field(b, "knob", s->id) &&
+                        put_field(b, "before", s->before) && put_field(b, "after", s->after);
+                if (s->restore)
+                        strbuf_append(b, ", \"restore\": true");
+                ok = ok && put_also(b, &a, &v, "befores");
+                strbuf_done(&a.b);
+                strbuf_done(&v.l);
+                strbuf_append(b, "}");
+                if (!ok || b->oom)
+                        return false;
+                i += 1 + taken;
         }
-        return json_pack("{s:o, s:o, s:o, s:o, s:o}", "op", string_or_null(journal_op_to_string(t->op)), "profile",
-                         string_or_null(t->profile), "started", string_or_null(t->started), "steps", steps,
-                         "new_originals", fresh);
+        strbuf_append(b, t->n_steps == 0 ? "]\n }" : "\n  ]\n }");
+        return !b->oom;
 }
 
 json_t *journal_last_error_to_json(const Journal *j) {
@@ -1263,27 +1387,33 @@ int journal_format(const Journal *j, char **ret_text, size_t *ret_size) {
                 if (!source)
                         return -ENOMEM; /* it was JSON when it was stored */
         }
-        _cleanup_(json_decrefp) json_t *doc =
-                json_pack("{s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "version", JOURNAL_VERSION,
-                          "profile", string_or_null(j->profile), "hash", string_or_null(j->hash), "applied_at",
-                          string_or_null(j->applied_at), "originals", format_originals(j), "applied", format_applied(j),
-                          "unmovable", format_unmovable(j), "transaction", format_transaction(j), "last_error",
-                          journal_last_error_to_json(j), "profile_path", string_or_null(j->profile_path), "source",
-                          source ?: json_null());
-        if (!doc)
-                return -ENOMEM;
-        /* Measured first, then written into a buffer of its size: no copies that grow by
-         * doubling (the document of a large host's apply is megabytes). */
-        size_t flags = JSON_INDENT(1) | JSON_PRESERVE_ORDER, n = json_dumpb(doc, NULL, 0, flags);
-        char *out = n > 0 ? malloc(n + 2) : NULL;
-        if (!out || json_dumpb(doc, out, n, flags) != n) {
+        StrBuf b = {};
+        strbuf_append(&b, "{\n");
+        bool ok = put_member(&b, 1, true, "version", json_integer(JOURNAL_VERSION)) &&
+                put_member(&b, 1, false, "profile", string_or_null(j->profile)) &&
+                put_member(&b, 1, false, "hash", string_or_null(j->hash)) &&
+                put_member(&b, 1, false, "applied_at", string_or_null(j->applied_at)) &&
+                put_member(&b, 1, false, "profile_path", string_or_null(j->profile_path)) &&
+                put_member(&b, 1, false, "last_error", journal_last_error_to_json(j)) &&
+                put_member(&b, 1, false, "unmovable", format_unmovable(j));
+        strbuf_append(&b, ",\n \"transaction\": ");
+        ok = ok && put_transaction(&b, j);
+        strbuf_append(&b, ",\n \"originals\": ");
+        ok = ok && put_originals(&b, j);
+        strbuf_append(&b, ",\n \"applied\": ");
+        ok = ok && put_applied(&b, j) && put_member(&b, 1, false, "source", TAKE_PTR(source) ?: json_null());
+        json_decref(source);
+        strbuf_append(&b, "\n}\n");
+        size_t n = b.len;
+        bool oom = b.oom;
+        char *out = strbuf_steal(&b);
+        if (!ok || !out) {
                 free(out);
-                return -ENOMEM;
+                /* what is not memory is a string that is no UTF-8 (a knob's value, a path) */
+                return oom || ok ? -ENOMEM : -EILSEQ;
         }
-        out[n] = '\n';
-        out[n + 1] = '\0';
         if (ret_size)
-                *ret_size = n + 1;
+                *ret_size = n;
         *ret_text = out;
         return 0;
 }

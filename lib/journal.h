@@ -189,10 +189,15 @@ int journal_read(Root *root, char **ret_text, size_t *ret_size);
 int journal_parse(const char *text, size_t size, const char *name, Journal **ret, JournalError *e);
 /* journal_read() then journal_parse(). A missing file is an empty journal. */
 int journal_load(Root *root, Journal **ret, JournalError *e);
+/* Whether the journal's file holds an open transaction: its "transaction" member alone, no knob of
+ * it read (every command asks before it starts; a large host's journal takes ten times longer to
+ * load whole). false when there is no file or it is not JSON. */
+bool journal_transaction_open(Root *root);
 /* journal_load(), unless the file's bytes hash to unless_digest (that of a journal already held):
  * then nothing is parsed, and it returns 0 with *ret = NULL. Else 1 and the journal. */
 int journal_load_if_changed(Root *root, uint64_t unless_digest, Journal **ret, JournalError *e);
-/* The document of j, as journal_save() writes it. */
+/* The document of j, as journal_save() writes it: written a knob entry at a time, one line each,
+ * never as a tree of the whole. -EILSEQ when a string of it is not UTF-8 (JSON holds no other). */
 int journal_format(const Journal *j, char **ret_text, size_t *ret_size);
 int journal_save(Root *root, const Journal *j);
 /* Replaces the journal's file by text (a document journal_format() made). */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,11 @@ static void strbuf_reserve(StrBuf *b, size_t extra) {
         b->cap = cap;
 }
 
+char *strbuf_room(StrBuf *b, size_t n) {
+        strbuf_reserve(b, n + 1);
+        return b->oom ? NULL : b->s + b->len;
+}
+
 void strbuf_append(StrBuf *b, const char *s) {
         size_t n = strlen(s);
         strbuf_reserve(b, n + 1);
@@ -125,4 +131,32 @@ char *env_text_get(const char *text, const char *var) {
                 p = *eol ? eol + 1 : eol;
         }
         return found;
+}
+
+bool utf8_valid(const char *s) {
+        for (const unsigned char *c = (const unsigned char *) s; *c;) {
+                if (*c < 0x80) {
+                        c++;
+                        continue;
+                }
+                unsigned n;
+                uint32_t cp, min;
+                if ((*c & 0xe0) == 0xc0)
+                        n = 1, min = 0x80, cp = *c & 0x1f;
+                else if ((*c & 0xf0) == 0xe0)
+                        n = 2, min = 0x800, cp = *c & 0x0f;
+                else if ((*c & 0xf8) == 0xf0)
+                        n = 3, min = 0x10000, cp = *c & 0x07;
+                else
+                        return false;
+                c++;
+                for (unsigned i = 0; i < n; i++, c++) {
+                        if ((*c & 0xc0) != 0x80) /* also the NUL at the end */
+                                return false;
+                        cp = (cp << 6) | (*c & 0x3f);
+                }
+                if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+                        return false;
+        }
+        return true;
 }

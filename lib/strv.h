@@ -27,6 +27,13 @@ typedef struct StrBuf {
 
 void strbuf_append(StrBuf *b, const char *s);
 void strbuf_appendf(StrBuf *b, const char *fmt, ...) _printf_(2, 3);
+/* Room for n more bytes and a NUL at the end: where to write them (the caller then adds n to len
+ * and writes the NUL), or NULL on OOM. */
+char *strbuf_room(StrBuf *b, size_t n);
 /* Returns the string (caller frees) or NULL on OOM; the buffer is left empty. */
 char *strbuf_steal(StrBuf *b);
 void strbuf_done(StrBuf *b);
+
+/* Whether s is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above
+ * U+10FFFF), as JSON strings must be. */
+bool utf8_valid(const char *s);

@@ -35,16 +35,23 @@
         " \"profile_path\": \"/etc/rtpart/profiles/lab.json\"," \
         " \"source\": {\"summary\": \"lab\", \"irq\": {\"default\": \"housekeeping\"}, \"ratio\": 0.5}}"
 
-/* text as the journal's writer lays it out (indent 1, keys in order, a final newline). */
+static Journal *parse_ok(const char *text);
+
+/* text as the journal's writer lays it out (one line per knob entry, a final newline): what
+ * journal_format() makes of it, which must hold the same JSON as text, key for key. */
 static char *as_written(const char *text) {
+        _cleanup_(journal_freep) Journal *j = parse_ok(text);
+        char *out = NULL;
+        ck_assert_int_eq(journal_format(j, &out, NULL), 0);
         json_error_t jerr;
-        json_t *doc = json_loads(text, 0, &jerr);
-        ck_assert_msg(doc, "%s", jerr.text);
-        char *dump = json_dumps(doc, JSON_INDENT(1) | JSON_PRESERVE_ORDER), *out;
-        ck_assert_ptr_nonnull(dump);
-        ck_assert_int_ge(asprintf(&out, "%s\n", dump), 0);
-        free(dump);
-        json_decref(doc);
+        json_t *want = json_loads(text, 0, &jerr), *got = json_loads(out, 0, &jerr);
+        ck_assert_msg(want, "%s", jerr.text);
+        ck_assert_msg(got, "%s: %s", jerr.text, out);
+        ck_assert_msg(json_equal(want, got), "%s", out);
+        json_decref(want);
+        json_decref(got);
+        size_t n = strlen(out);
+        ck_assert(n >= 2 && streq(out + n - 2, "}\n"));
         return out;
 }
 
@@ -70,6 +77,12 @@ static void assert_round_trip(const char *text) {
 START_TEST(test_every_field) {
         _cleanup_free_ char *text = as_written(EVERY_FIELD);
         _cleanup_(journal_freep) Journal *j = parse_ok(text);
+        /* Each knob entry on a line of its own, written whole (journal_format() streams them). */
+        ck_assert_ptr_nonnull(strstr(text,
+                                     "\n   {\"domain\": \"sysctl\", \"kind\": \"auto\", \"path\": "
+                                     "\"proc/sys/vm/swappiness\", \"reboot\": false, \"knob\": "
+                                     "\"sysctl/vm.swappiness\", \"before\": \"60\", \"after\": \"10\", "
+                                     "\"restore\": true},\n"));
 
         ck_assert_str_eq(j->profile, "lab");
         ck_assert_str_eq(j->hash, "fnv1a64:0123456789abcdef");
@@ -189,6 +202,47 @@ START_TEST(test_short_forms) {
         ck_assert_uint_eq(none->n_originals, 0);
         ck_assert(!none->transaction_open);
         journal_free(none);
+}
+END_TEST
+
+/* Strings as JSON holds them: quotes, backslashes, control characters and UTF-8 come back exact;
+ * what is not UTF-8 is refused, never written as a journal that cannot be read. */
+START_TEST(test_strings) {
+        static const char * const values[] = { "a \"quoted\" \\ value", "tab\there\nnewline\x01\x1f", "CPU 0–3 ✓",
+                                               "\xf0\x9f\x98\x80", "" };
+        _cleanup_(journal_freep) Journal *j = NULL;
+        ck_assert_int_eq(journal_new(&j), 0);
+        for (size_t i = 0; i < ELEMENTSOF(values); i++) {
+                char id[32];
+                snprintf(id, sizeof(id), "sysfs/odd%zu", i);
+                Knob k = { .id = id, .domain = DOMAIN_SYSFS, .kind = VALUE_AUTO, .path = (char *) "sys/x\"y" };
+                ck_assert_int_eq(journal_add_original(j, &k, values[i]), 0);
+        }
+        _cleanup_free_ char *text = NULL;
+        ck_assert_int_eq(journal_format(j, &text, NULL), 0);
+        _cleanup_(journal_freep) Journal *back = parse_ok(text);
+        for (size_t i = 0; i < ELEMENTSOF(values); i++) {
+                char id[32];
+                snprintf(id, sizeof(id), "sysfs/odd%zu", i);
+                ck_assert_str_eq(journal_find_original(back, id)->value, values[i]);
+                ck_assert_str_eq(journal_find_original(back, id)->path, "sys/x\"y");
+        }
+        assert_round_trip(text);
+
+        static const char * const bad[] = { "\xff", "a\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                ck_assert_msg(!utf8_valid(bad[i]), "%zu", i);
+                _cleanup_(journal_freep) Journal *x = NULL;
+                ck_assert_int_eq(journal_new(&x), 0);
+                Knob k = {
+                        .id = (char *) "sysfs/bad", .domain = DOMAIN_SYSFS, .kind = VALUE_AUTO, .path = (char *) "sys/b"
+                };
+                ck_assert_int_eq(journal_add_original(x, &k, bad[i]), 0);
+                _cleanup_free_ char *t = NULL;
+                ck_assert_int_eq(journal_format(x, &t, NULL), -EILSEQ);
+                ck_assert_ptr_null(t);
+        }
+        ck_assert(utf8_valid("plain") && utf8_valid("\xc3\xa9") && utf8_valid("\xf4\x8f\xbf\xbf"));
 }
 END_TEST
 
@@ -507,6 +561,59 @@ START_TEST(test_apply_round_trip) {
 }
 END_TEST
 
+/* Whether a transaction is open, as every command asks before it starts: from the writer's layout
+ * without a parse, from any other layout by parsing it, the same answer either way. */
+START_TEST(test_transaction_open) {
+        host_dir = tree_copy_host("vm");
+        Root *root;
+        ck_assert_int_eq(root_new(host_dir, &root), 0);
+        ck_assert(!journal_transaction_open(root)); /* no journal */
+
+        _cleanup_(journal_freep) Journal *j = parse_ok(EVERY_FIELD);
+        ck_assert(j->transaction_open);
+        _cleanup_free_ char *open_text = NULL;
+        ck_assert_int_eq(journal_format(j, &open_text, NULL), 0);
+        test_write(host_dir, "var/lib/rtpart/state.json", open_text);
+        ck_assert(journal_transaction_open(root));
+
+        journal_end(j);
+        _cleanup_free_ char *closed = NULL;
+        ck_assert_int_eq(journal_format(j, &closed, NULL), 0);
+        ck_assert_ptr_nonnull(strstr(closed, "\n \"transaction\": null,\n"));
+        test_write(host_dir, "var/lib/rtpart/state.json", closed);
+        ck_assert(!journal_transaction_open(root));
+
+        /* Compact, and indented by jansson (the writer before): parsed. */
+        json_t *doc = json_loads(open_text, 0, NULL);
+        ck_assert_ptr_nonnull(doc);
+        _cleanup_free_ char *compact = json_dumps(doc, JSON_COMPACT), *indented = json_dumps(doc, JSON_INDENT(1));
+        test_write(host_dir, "var/lib/rtpart/state.json", compact);
+        ck_assert(journal_transaction_open(root));
+        test_write(host_dir, "var/lib/rtpart/state.json", indented);
+        ck_assert(journal_transaction_open(root));
+
+        /* A line " \"transaction\": null" before the document's own member, of an object nested in
+         * it (an unknown member first, as another writer may put it): parsed, and open. */
+        json_t *front = json_pack("{s:{s:n}}", "zzz", "transaction");
+        ck_assert_ptr_nonnull(front);
+        ck_assert_int_eq(json_object_update(front, doc), 0);
+        _cleanup_free_ char *nested = json_dumps(front, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+        json_decref(front);
+        _cleanup_free_ char *flat = NULL;
+        char *at = strstr(nested, "\n  \"transaction\": null"); /* one space in, as the top-level ones */
+        ck_assert_ptr_nonnull(at);
+        ck_assert(at < strstr(nested, "\n \"transaction\": {"));
+        ck_assert_int_ge(asprintf(&flat, "%.*s%s", (int) (at - nested + 1), nested, at + 2), 0);
+        test_write(host_dir, "var/lib/rtpart/state.json", flat);
+        ck_assert(journal_transaction_open(root));
+        json_decref(doc);
+
+        test_write(host_dir, "var/lib/rtpart/state.json", "not json");
+        ck_assert(!journal_transaction_open(root));
+        root_free(root);
+}
+END_TEST
+
 /* ---- a wrong journal refused by the engine and by rtpartctl, changing nothing ---- */
 
 /* Applies realtime-virtual-host to a copy of the vm fixture, then spoils the first original of
@@ -610,6 +717,7 @@ static Suite *journal_suite(void) {
         tcase_add_test(tc, test_every_field);
         tcase_add_test(tc, test_short_forms);
         tcase_add_test(tc, test_many_knobs);
+        tcase_add_test(tc, test_strings);
         tcase_add_test(tc, test_version_1);
         tcase_add_test(tc, test_also);
         suite_add_tcase(s, tc);
@@ -624,6 +732,7 @@ static Suite *journal_suite(void) {
         tcase_set_timeout(tc, 120);
         tcase_add_loop_test(tc, test_apply_round_trip, 0, ELEMENTSOF(hosts));
         tcase_add_loop_test(tc, test_engine_refuses, 0, ELEMENTSOF(spoils));
+        tcase_add_test(tc, test_transaction_open);
         suite_add_tcase(s, tc);
 
         tc = tcase_create("rtpartctl");
