@@ -244,8 +244,10 @@ static bool parse_int(const char *s, long long *ret) {
 }
 
 static char *normalize_ws(const char *s) {
-        StrBuf b = {};
+        char *out = malloc(strlen(s) + 1), *o = out; /* never longer than s */
         bool space = false;
+        if (!out)
+                return NULL;
         while (isspace((unsigned char) *s))
                 s++;
         for (; *s; s++) {
@@ -254,12 +256,12 @@ static char *normalize_ws(const char *s) {
                         continue;
                 }
                 if (space)
-                        strbuf_append(&b, " ");
+                        *o++ = ' ';
                 space = false;
-                char c[2] = { *s, 0 };
-                strbuf_append(&b, c);
+                *o++ = *s;
         }
-        return strbuf_steal(&b);
+        *o = 0;
+        return out;
 }
 
 static char *select_value(const char *s) {
@@ -343,6 +345,10 @@ static bool schemata_equal(const char *a, const char *b) {
 bool value_equal(ValueKind kind, const char *a, const char *b) {
         if (!a || !b)
                 return a == b;
+        /* The same text is the same value in every kind (each parse below is a function of the
+         * text); the common case of a verify, and no 1 KiB CPU sets to fill for it. */
+        if (streq(a, b))
+                return true;
 
         switch (kind) {
         case VALUE_CPU_LIST:
