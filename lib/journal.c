@@ -861,6 +861,16 @@ static int parse_document(Parser *p, json_t *doc) {
 }
 
 /* journal_parse() with the digest of text already computed. */
+static void shrink_knobs(JournalKnob **l, size_t n, size_t *cap) {
+        if (n == 0 || n == *cap)
+                return;
+        JournalKnob *m = realloc(*l, n * sizeof(JournalKnob));
+        if (m) {
+                *l = m;
+                *cap = n;
+        }
+}
+
 static int parse_digested(const char *text, size_t size, uint64_t digest, const char *name, Journal **ret,
                           JournalError *e) {
         _cleanup_(journal_freep) Journal *j = NULL;
@@ -877,6 +887,10 @@ static int parse_digested(const char *text, size_t size, uint64_t digest, const 
                 json_decref(doc);
                 if (r < 0)
                         return r;
+                /* The lists grew by doubling: held as long as the journal is (all of rtpartd's
+                 * life), they keep only what they hold. */
+                shrink_knobs(&j->originals, j->n_originals, &j->cap_originals);
+                shrink_knobs(&j->applied, j->n_applied, &j->cap_applied);
         }
         j->digest = digest;
         *ret = TAKE_PTR(j);

@@ -122,6 +122,11 @@ START_TEST(test_cyclictest) {
         ck_assert(strncmp(svg, "<svg ", 5) == 0);
         ck_assert_ptr_nonnull(strstr(svg, "CPU 5: cyclictest thread latency, 100 samples, max 50.0 µs"));
         ck_assert_ptr_nonnull(strstr(svg, "stroke-dasharray")); /* the limit */
+        /* Bars on a log scale, 90 px for CPU 5's tallest (90 samples): 9 samples are
+         * (log10 9 + 1) / (log10 90 + 1) of it, 1 sample 1 / (log10 90 + 1). */
+        ck_assert_ptr_nonnull(strstr(svg, "height=\"90.0\""));
+        ck_assert_ptr_nonnull(strstr(svg, "height=\"59.5\""));
+        ck_assert_ptr_nonnull(strstr(svg, "height=\"30.5\""));
         ck_assert_ptr_nonnull(strstr(svg, "</svg>\n"));
         free(svg);
         latency_result_done(&r);
