@@ -14,8 +14,11 @@
  * plain file, and save the kernel's formatting of 8 million counts on a real one. */
 #define HOST_IRQ_SYSFS_MIN_CPUS 256U
 
-/* host_discover() reads proc/interrupts through a buffer of this size (grown for a longer line). */
-#define HOST_INTERRUPTS_BUFSIZE (1U << 20)
+/* host_discover() reads proc/interrupts through a buffer of this size (grown for a longer line):
+ * a few reads on the hosts that read the file (fewer than HOST_IRQ_SYSFS_MIN_CPUS CPUs: a row of
+ * 255 counts is 3 KB), and no more of rtpartd's resident memory than that (the whole 135 KB file
+ * of a 128-CPU host went into a 1 MiB buffer). */
+#define HOST_INTERRUPTS_BUFSIZE (64U << 10)
 
 /* Reads h->root's proc/interrupts into h->irqs the way host_discover() does: streamed through a
  * buffer of bufsize bytes, line by line (host_parse_interrupts() parses a whole text with the same
