@@ -322,7 +322,7 @@ static void watch_refresh(Manager *m) {
         _cleanup_(watch_list_done) WatchList l = {};
         uint64_t key = 0;
 
-        if (!m->watcher || !m->journal)
+        if (!m->watcher || !m->journal || m->starting)
                 return;
         string_set_done(&m->live.unfiled);
         if (watch_list_build(m->journal, &l, &m->live.unfiled) < 0) {
@@ -1576,8 +1576,12 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return r;
 
-        /* 2. The journal. */
+        /* 2. The journal. Its knob files are watched once the profile is applied again (4.), then
+         *    checked all: the watcher's lists are not held beside the re-apply (on 1024 CPUs, 2 MB
+         *    of rtpartd's peak). */
+        m->starting = true;
         r = journal_reload(m, NULL);
+        m->starting = r >= 0;
         if (r == -EBADMSG)
                 return log_error_errno(r, "%s; refusing to touch the host or the journal",
                                        m->journal_error ?: "The journal is not an rtpart journal");
@@ -1600,6 +1604,7 @@ int manager_startup(Manager *m) {
                 log_info("No profile applied; waiting for Apply");
 
         /* 4. Watch. */
+        m->starting = false;
         const char *dir;
         Root *sr = journal_root(m->root, &dir);
         if (root_mkdir_p(sr, dir, 0755) >= 0) {
