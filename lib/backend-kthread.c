@@ -90,7 +90,7 @@ static int read_stat(Root *root, int pid, ProcStat *ret) {
 
 /* The scan reads stat files in batches of this many (root_read_many), into buffers of
  * STAT_BUF bytes: a stat line is a few hundred bytes; a longer one is read again whole. */
-#define STAT_BATCH 256U
+#define STAT_BATCH ROOT_BATCH
 #define STAT_BUF 1024U
 
 static int read_status(Root *root, int pid, ProcStatus *ret) {

@@ -510,7 +510,7 @@ const Irq *host_find_irq(const Host *h, unsigned number) {
 }
 
 /* A batch of per-IRQ files at a time: bounded memory for any number of IRQs. */
-#define IRQ_BATCH 256U
+#define IRQ_BATCH ROOT_BATCH
 /* Bytes read at once from sys/kernel/irq/N/actions; a longer list is read again whole. */
 #define IRQ_ACTIONS_MAX 512U
 
@@ -648,7 +648,8 @@ static const CpuSet *irq_affinity_intern(Host *h, const CpuSet *set) {
 
 /* Every IRQ's smp_affinity_list (or, on kernels without it, smp_affinity), in batches. */
 static int discover_irq_affinities(Host *h) {
-        enum { BUF = 8192 / 3 + 64, PATH = 48 };
+        /* "0-1023" or a mask of 1024 CPUs (287 bytes) fits; a longer one is read again whole. */
+        enum { BUF = 512, PATH = 48 };
         _cleanup_close_ int dfd = root_open(h->root, "proc/irq", O_RDONLY | O_DIRECTORY, 0);
         if (dfd < 0 || h->n_irqs == 0)
                 return 0;
@@ -676,11 +677,21 @@ static int discover_irq_affinities(Host *h) {
                         for (size_t i = 0; i < todo; i++) {
                                 Irq *irq = &h->irqs[which[i]];
                                 CpuSet set;
+                                _cleanup_free_ char *whole = NULL;
+                                const char *text = items[i].buf;
+                                if (items[i].result >= (ssize_t) BUF - 1) {
+                                        int w = root_read_linef(h->root, &whole, "proc/irq/%s", items[i].rel);
+                                        if (w == -ENOMEM)
+                                                return w;
+                                        if (w < 0)
+                                                continue; /* gone meanwhile: as if unreadable */
+                                        text = whole;
+                                }
                                 if (items[i].result == -ENOENT && list)
                                         which[missing++] = which[i]; /* no _list: the mask file */
                                 else if (items[i].result >= 0 &&
-                                         (list ? cpu_set_parse_list(items[i].buf, &set, NULL)
-                                               : cpu_set_parse_mask(items[i].buf, &set, NULL)) >= 0) {
+                                         (list ? cpu_set_parse_list(text, &set, NULL)
+                                               : cpu_set_parse_mask(text, &set, NULL)) >= 0) {
                                         irq->affinity = irq_affinity_intern(h, &set);
                                         if (!irq->affinity)
                                                 return -ENOMEM;

@@ -28,7 +28,7 @@
  * (a kernel before 5.19, io_uring disabled by sysctl, a seccomp filter) and on roots that walk
  * paths in user space, the files are read one after the other. */
 
-#define ROOT_BATCH_FILES 64U
+#define ROOT_BATCH_FILES ROOT_BATCH
 /* Below this many files a ring's setup costs more than it saves. */
 #define ROOT_BATCH_MIN 8U
 

@@ -393,7 +393,7 @@ typedef struct RootCache {
 } RootCache;
 
 /* Batches of this many files, each read into a buffer of this size. */
-#define CACHE_BATCH 256U
+#define CACHE_BATCH ROOT_BATCH
 #define CACHE_BUF 1024U
 
 static const char *skip_slashes(const char *rel) {

@@ -283,6 +283,23 @@ START_TEST(test_irqs_from_sysfs) {
         ck_assert(host_find_irq(h, 32)->has_affinity);
         host_free(h);
 
+        /* An affinity list longer than a batch's buffer (every other CPU of 4096, 9 KB) is read
+         * again whole, not cut. */
+        {
+                StrBuf b = {};
+                for (unsigned c = 0; c < 4096; c += 2)
+                        strbuf_appendf(&b, "%s%u", c ? "," : "", c);
+                strbuf_append(&b, "\n");
+                _cleanup_free_ char *l = strbuf_steal(&b);
+                ck_assert_uint_gt(strlen(l), 4096);
+                test_write(dir, "proc/irq/33/smp_affinity_list", l);
+                test_open_host(dir, &root, &h);
+                ck_assert(host_find_irq(h, 33)->has_affinity);
+                ck_assert_uint_eq(cpu_set_count(host_find_irq(h, 33)->affinity), 2048);
+                ck_assert(cpu_set_has(host_find_irq(h, 33)->affinity, 4094));
+                host_free(h);
+        }
+
         /* Revert's discovery reads no IRQ at all. */
         ck_assert_int_eq(host_discover(root, HOST_DISCOVER_NO_IRQS, &h), 0);
         ck_assert_uint_eq(h->n_irqs, 0);
