@@ -153,6 +153,19 @@ class Bench:
         counts = floorlist.record(cmd, out, state_dir=state_dir, journal=journal, expect=expect)
         return out, counts
 
+    def start_up(self, ctl):
+        """What a process costs before its first knob: rtpartctl --version (the dynamic loader mapping
+        rtpartctl's libraries, its start) beside the floor with an empty list: the part of every
+        ratio below that no file of a host causes."""
+        empty = os.path.join(self.tmp, "empty.list")
+        open(empty, "w").close()
+        c = Case("-", "start (rtpartctl --version)", None)
+        c.counts = {}
+        for i in range(max(self.args.runs, 5)):
+            c.rtpart.append(run(ctl + ["--version"], cpu=c.rtpart_cpu))
+            self.floor_run(empty, c)
+        self.results.append(c.result())
+
     def floor_run(self, lst, case):
         case.floor.append(run([self.floor, lst], cpu=case.floor_cpu))
 
@@ -428,6 +441,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="rtpart-bench-", dir=args.tmp)
     b = Bench(args, tmp)
     print(f"{args.runs} runs of each case, rtpart and floor alternating; times are whole processes", flush=True)
+    b.start_up(ctl)
     try:
         for h in hosts:
             if h == "big" and args.big_host:
