@@ -293,6 +293,7 @@ START_TEST(test_irqs_from_sysfs) {
                 _cleanup_free_ char *l = strbuf_steal(&b);
                 ck_assert_uint_gt(strlen(l), 4096);
                 test_write(dir, "proc/irq/33/smp_affinity_list", l);
+                root_free(root);
                 test_open_host(dir, &root, &h);
                 ck_assert(host_find_irq(h, 33)->has_affinity);
                 ck_assert_uint_eq(cpu_set_count(host_find_irq(h, 33)->affinity), 2048);
