@@ -15,7 +15,7 @@
  * (root_read_each): open, one read, close.
  *
  * Built with -Dio_uring=enabled, a batch goes to the kernel through io_uring instead: one open and
- * one read per file, linked, a submission of up to ROOT_BATCH_FILES files per io_uring_enter(2).
+ * one read per file, linked, a submission of up to ROOT_BATCH files per io_uring_enter(2).
  * The opens resolve exactly as root_open()/root_openat() do (openat2 with RESOLVE_IN_ROOT or
  * RESOLVE_BENEATH on a tree) into the ring's own file table: no descriptor of the process is used
  * and none needs closing. It is not the default because it costs more than it saves on the files
@@ -28,7 +28,6 @@
  * (a kernel before 5.19, io_uring disabled by sysctl, a seccomp filter) and on roots that walk
  * paths in user space, the files are read one after the other. */
 
-#define ROOT_BATCH_FILES ROOT_BATCH
 /* Below this many files a ring's setup costs more than it saves. */
 #define ROOT_BATCH_MIN 8U
 
@@ -40,10 +39,10 @@ static int read_uring(Root *r, int dirfd, RootReadItem *items, size_t n) {
         struct io_uring ring;
         int k;
 
-        k = io_uring_queue_init(2 * ROOT_BATCH_FILES, &ring, IORING_SETUP_SUBMIT_ALL);
+        k = io_uring_queue_init(2 * ROOT_BATCH, &ring, IORING_SETUP_SUBMIT_ALL);
         if (k < 0)
                 return k;
-        k = io_uring_register_files_sparse(&ring, ROOT_BATCH_FILES);
+        k = io_uring_register_files_sparse(&ring, ROOT_BATCH);
         if (k < 0) {
                 io_uring_queue_exit(&ring);
                 return k;
@@ -53,8 +52,8 @@ static int read_uring(Root *r, int dirfd, RootReadItem *items, size_t n) {
         struct open_how how = { .flags = O_RDONLY, .resolve = resolve };
         int dfd = dirfd >= 0 ? dirfd : r->fd;
 
-        for (size_t first = 0; first < n; first += ROOT_BATCH_FILES) {
-                size_t m = MIN(n - first, (size_t) ROOT_BATCH_FILES);
+        for (size_t first = 0; first < n; first += ROOT_BATCH) {
+                size_t m = MIN(n - first, (size_t) ROOT_BATCH);
                 for (size_t i = 0; i < m; i++) {
                         RootReadItem *it = &items[first + i];
                         const char *rel = it->rel;

@@ -220,13 +220,22 @@ static int root_openat2(Root *r, int dirfd, const char *rel, int flags, mode_t m
         }
 }
 
+static const char *skip_slashes(const char *rel) {
+        while (*rel == '/')
+                rel++;
+        return rel;
+}
+
+/* rel as the *at() calls take it below the root: no leading '/', "." for the root itself. */
+static const char *at_rel(const char *rel) {
+        rel = skip_slashes(rel);
+        return *rel ? rel : ".";
+}
+
 int root_open(Root *r, const char *rel, int flags, mode_t mode) {
         int fd;
 
-        while (*rel == '/')
-                rel++;
-        if (!*rel)
-                rel = ".";
+        rel = at_rel(rel);
         flags |= O_CLOEXEC;
         if (r->is_host) { /* "/" has no outside: the kernel's own resolution is the confinement */
                 fd = openat(r->fd, rel, flags, mode);
@@ -282,11 +291,8 @@ int root_opendir(Root *r, const char *rel, DIR **ret) {
 }
 
 int root_stat(Root *r, const char *rel, struct stat *ret) {
-        if (r->is_host) { /* as root_open(): the kernel's resolution, one call */
-                while (*rel == '/')
-                        rel++;
-                return fstatat(r->fd, *rel ? rel : ".", ret, 0) < 0 ? -errno : 0;
-        }
+        if (r->is_host) /* as root_open(): the kernel's resolution, one call */
+                return fstatat(r->fd, at_rel(rel), ret, 0) < 0 ? -errno : 0;
         _cleanup_close_ int fd = root_open(r, rel, O_PATH, 0);
         if (fd < 0)
                 return fd;
@@ -296,11 +302,8 @@ int root_stat(Root *r, const char *rel, struct stat *ret) {
 }
 
 bool root_exists(Root *r, const char *rel) {
-        if (r->is_host) {
-                while (*rel == '/')
-                        rel++;
-                return faccessat(r->fd, *rel ? rel : ".", F_OK, AT_EACCESS) >= 0;
-        }
+        if (r->is_host)
+                return faccessat(r->fd, at_rel(rel), F_OK, AT_EACCESS) >= 0;
         /* The O_PATH open answers it: no fstat. */
         _cleanup_close_ int fd = root_open(r, rel, O_PATH, 0);
         return fd >= 0;
@@ -395,12 +398,6 @@ typedef struct RootCache {
 /* Batches of this many files, each read into a buffer of this size. */
 #define CACHE_BATCH ROOT_BATCH
 #define CACHE_BUF 1024U
-
-static const char *skip_slashes(const char *rel) {
-        while (*rel == '/')
-                rel++;
-        return rel;
-}
 
 static int cache_entry_cmp(const void *a, const void *b) {
         return strcmp(((const RootCacheEntry *) a)->rel, ((const RootCacheEntry *) b)->rel);
