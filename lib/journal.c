@@ -860,7 +860,6 @@ static int parse_document(Parser *p, json_t *doc) {
         return 0;
 }
 
-/* journal_parse() with the digest of text already computed. */
 static void shrink_knobs(JournalKnob **l, size_t n, size_t *cap) {
         if (n == 0 || n == *cap)
                 return;
@@ -871,6 +870,7 @@ static void shrink_knobs(JournalKnob **l, size_t n, size_t *cap) {
         }
 }
 
+/* journal_parse() with the digest of text already computed. */
 static int parse_digested(const char *text, size_t size, uint64_t digest, const char *name, Journal **ret,
                           JournalError *e) {
         _cleanup_(journal_freep) Journal *j = NULL;
@@ -1032,7 +1032,6 @@ static char *expand_number(const char *s, const char *x, size_t len, unsigned lo
         return out;
 }
 
-/* Whether (id, path) is the head's with the number m in place of the head's, m > *last. */
 /* Whether t is expand_number(s, x, len, m), where num (nlen bytes) is m in decimal: compared as it
  * would be built, nothing allocated (the writer asks it of every pair of neighbouring entries). */
 static bool is_expansion(const char *s, const char *x, size_t len, const char *num, size_t nlen, const char *t) {
@@ -1055,6 +1054,7 @@ static bool is_expansion(const char *s, const char *x, size_t len, const char *n
         return *t == '\0';
 }
 
+/* Whether (id, path) is the head's with the number m in place of the head's, m > *last. */
 static bool same_but_number(const char *hid, const char *hpath, const char *id, const char *path, unsigned long last,
                             unsigned long *ret_m) {
         const char *hx, *x;
@@ -1121,7 +1121,6 @@ static bool knobs_alike(const JournalKnob *a, const JournalKnob *b, bool any_val
 typedef struct AlsoValues {
         StrBuf l; /* the values as JSON text, ", " between them */
         bool differ;
-        bool bad; /* one was no UTF-8 */
 } AlsoValues;
 
 static bool put_string(StrBuf *b, const char *s);
@@ -1130,8 +1129,7 @@ static bool also_value(AlsoValues *v, const char *head, const char *value) {
         v->differ = v->differ || !streq_ptr(head, value);
         if (v->l.len)
                 strbuf_append(&v->l, ", ");
-        v->bad = v->bad || !put_string(&v->l, value);
-        return !v->l.oom;
+        return put_string(&v->l, value); /* false: out of memory, or not UTF-8 */
 }
 
 /* The position of the last entry after l[0] (of n) that "also" takes in, into a (0: none); with
@@ -1187,10 +1185,10 @@ static size_t step_run(const JournalStep *l, size_t n, Also *a, AlsoValues *v, b
         return taken;
 }
 
-/* The document is written as text one entry at a time, each entry built as a small JSON value,
- * appended and freed: the text is the only thing of the host's size in memory, never a tree of
- * the whole document beside it (the one of a large host's transaction is megabytes). Every entry
- * of originals, applied and steps is one line. */
+/* The document is written as text, each entry of originals, applied and steps straight from the C
+ * types, one line each: the text is the only thing of the host's size in memory, never a tree of
+ * the whole document beside it (the one of a large host's transaction is megabytes). jansson
+ * writes only the few top-level members (put_member). */
 
 /* Appends v (taken) as JSON text, on one line; false on failure. */
 static bool put_json(StrBuf *b, json_t *v) {
@@ -1208,7 +1206,7 @@ static bool put_json(StrBuf *b, json_t *v) {
 /* "key": v (taken), after a comma and newline when not first, indented by pad spaces. */
 static bool put_member(StrBuf *b, unsigned pad, bool first, const char *key, json_t *v) {
         strbuf_appendf(b, "%s%*s", first ? "" : ",\n", (int) pad, "");
-        if (!put_json(b, json_string(key))) {
+        if (!put_string(b, key)) {
                 json_decref(v);
                 return false;
         }
@@ -1271,8 +1269,6 @@ static bool put_also(StrBuf *b, Also *a, AlsoValues *v, const char *key) {
                 also_flush(a);
                 strbuf_appendf(b, ", \"also\": \"%s\"", strempty(a->b.s));
         }
-        if (v && v->bad)
-                return false;
         if (v && v->differ)
                 strbuf_appendf(b, ", \"%s\": [%s]", key, strempty(v->l.s));
         return !b->oom;

@@ -242,6 +242,22 @@ START_TEST(test_strings) {
                 ck_assert_int_eq(journal_format(x, &t, NULL), -EILSEQ);
                 ck_assert_ptr_null(t);
         }
+        /* The same inside a run ("also" with "values"): the second knob's value is no UTF-8. */
+        _cleanup_(journal_freep) Journal *run = NULL;
+        ck_assert_int_eq(journal_new(&run), 0);
+        Knob k1 = { .id = (char *) "irq/1/affinity",
+                    .domain = DOMAIN_IRQ,
+                    .kind = VALUE_CPU_LIST,
+                    .path = (char *) "proc/irq/1/smp_affinity_list" };
+        Knob k2 = { .id = (char *) "irq/2/affinity",
+                    .domain = DOMAIN_IRQ,
+                    .kind = VALUE_CPU_LIST,
+                    .path = (char *) "proc/irq/2/smp_affinity_list" };
+        ck_assert_int_eq(journal_add_original(run, &k1, "0-3"), 0);
+        ck_assert_int_eq(journal_add_original(run, &k2, "\xff"), 0);
+        _cleanup_free_ char *rt = NULL;
+        ck_assert_int_eq(journal_format(run, &rt, NULL), -EILSEQ);
+        ck_assert_ptr_null(rt);
         ck_assert(utf8_valid("plain") && utf8_valid("\xc3\xa9") && utf8_valid("\xf4\x8f\xbf\xbf"));
 }
 END_TEST
