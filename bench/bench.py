@@ -319,16 +319,6 @@ def runtime_knobs(build):
     return prof, sysctl
 
 
-def v1_cpuset_mount():
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            fields = line.split()
-            dash = fields.index("-")
-            if fields[dash + 1] == "cgroup" and "cpuset" in fields[dash + 3].split(","):
-                return fields[4]
-    return None
-
-
 def real_kernel(b, tmp):
     """realtime-virtual-host's runtime knobs that a benchmark may change on this machine and put back:
     every movable IRQ and the default affinity on the housekeeping CPUs, the profile's sysctls, the
@@ -337,6 +327,7 @@ def real_kernel(b, tmp):
     arguments and module options (files of this system's /etc), kernel-thread priorities, CPU power
     settings or cache partitions. Every value is recorded first and put back after."""
     import host_apply  # the host test's helpers: what it touches, and how it restores it
+    from host_cpuset import v1_cpuset_mount
 
     prof, sysctl = runtime_knobs(b.args.build)
     cpus = prof.get("cpus", {})
