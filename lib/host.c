@@ -57,9 +57,8 @@ Host *host_free(Host *h) {
         }
         free(h->irqs);
         for (size_t i = 0; i < h->n_irq_affinities; i++)
-                free(h->irq_affinities[i]);
+                free(h->irq_affinities[i].set);
         free(h->irq_affinities);
-        free(h->irq_affinity_hashes);
         free(h->irq_columns);
         free(h->cmdline);
         free(h->kernel_release);
@@ -628,22 +627,16 @@ static const CpuSet *irq_affinity_intern(Host *h, const CpuSet *set) {
         uint64_t hash = cpu_set_hash(set);
         size_t n = h->n_irq_affinities, from = n > IRQ_AFFINITIES_SCAN ? n - 16 : 0;
         for (size_t i = n; i-- > from;)
-                if (h->irq_affinity_hashes[i] == hash && cpu_set_equal(h->irq_affinities[i], set))
-                        return h->irq_affinities[i];
-        CpuSet **l = reallocarray(h->irq_affinities, n + 1, sizeof(CpuSet *));
-        if (!l)
+                if (h->irq_affinities[i].hash == hash && cpu_set_equal(h->irq_affinities[i].set, set))
+                        return h->irq_affinities[i].set;
+        if (GROW_ARRAY(h->irq_affinities, h->cap_irq_affinities, n, 16) < 0)
                 return NULL;
-        h->irq_affinities = l;
-        uint64_t *hl = reallocarray(h->irq_affinity_hashes, n + 1, sizeof(uint64_t));
-        if (!hl)
-                return NULL;
-        h->irq_affinity_hashes = hl;
-        CpuSet *copy = malloc(sizeof(CpuSet));
+        CpuSet *copy = malloc(sizeof(CpuSet)); /* its own allocation: Irq.affinity outlives growth */
         if (!copy)
                 return NULL;
         *copy = *set;
-        h->irq_affinity_hashes[n] = hash;
-        return h->irq_affinities[h->n_irq_affinities++] = copy;
+        h->irq_affinities[h->n_irq_affinities++] = (struct HostIrqAffinity) { .hash = hash, .set = copy };
+        return copy;
 }
 
 /* Every IRQ's smp_affinity_list (or, on kernels without it, smp_affinity), in batches. */

@@ -105,9 +105,11 @@ typedef struct Host {
         size_t n_irqs;
         int *irq_columns; /* /proc/interrupts column → CPU number; none when it was not read */
         size_t n_irq_columns;
-        CpuSet **irq_affinities; /* the distinct sets Irq.affinity points to */
-        uint64_t *irq_affinity_hashes;
-        size_t n_irq_affinities;
+        struct HostIrqAffinity {
+                uint64_t hash;
+                CpuSet *set;
+        } * irq_affinities; /* the distinct sets Irq.affinity points to, each with its hash */
+        size_t n_irq_affinities, cap_irq_affinities;
         CpuSet default_irq_affinity;
 
         char *cmdline;
