@@ -65,8 +65,8 @@ typedef struct Kthread {
 } Kthread;
 
 typedef struct KthreadList {
-        Kthread *items;
-        size_t n, cap;
+        Kthread *items; /* room for every PID kthread_scan() found */
+        size_t n;
 } KthreadList;
 
 static void kthread_list_done(KthreadList *l) {
@@ -198,7 +198,6 @@ static int kthread_scan(Root *root, KthreadList *ret) {
         /* At most one per PID: sized once, not doubled past the need (16k kernel threads on 1024
          * CPUs took 2.6 MB, half of it unused, at rtpartd's peak). */
         l.items = malloc(MAX(n_pids, (size_t) 1) * sizeof(Kthread));
-        l.cap = MAX(n_pids, (size_t) 1);
         if (!items || !bufs || !l.items) {
                 free(l.items);
                 return -ENOMEM;
@@ -232,18 +231,8 @@ static int kthread_scan(Root *root, KthreadList *ret) {
                         proc_stat_done(&st);
                         continue;
                 }
-                if (l.n == l.cap) {
-                        size_t nc = l.cap ? l.cap * 2 : 256;
-                        Kthread *ni = realloc(l.items, nc * sizeof(Kthread));
-                        if (!ni) {
-                                proc_stat_done(&st);
-                                k = -ENOMEM;
-                                goto fail;
-                        }
-                        l.items = ni;
-                        l.cap = nc;
-                }
                 l.items[l.n++] = (Kthread) {
+                        /* l.n <= i < n_pids: room was made for every PID */
                         .stat = st,
                         .movable = !(st.flags & PROC_PF_NO_SETAFFINITY) && !is_irq_thread(st.comm),
                         .first_pid_sched = st.pid,
