@@ -964,8 +964,6 @@ static int cpuset_read(Root *root, const Knob *k, char **ret) {
 static int cpuset_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
         *ret = (KnobResult) {};
         int r = cpuset_write_value(root, k, value, ret);
-        if (r == -EOPNOTSUPP && !ret->reason) /* the real root's cgroup v1 ops could not load libcgroup */
-                knob_result_reason(ret, "cgroup v1 needs %s (libcgroup)", LIBCGROUP_SONAME);
         return knob_result_finish(ret, r);
 }
 

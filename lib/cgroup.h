@@ -3,7 +3,7 @@
 
 /* The cgroup operations of the cpuset backend, one function per operation. Changes go through
  * the root's ops (root.h: mkdir/rmdir/write of a ROOT_FS_CGROUP object): on "/" system calls on
- * cgroupfs for v2 and libcgroup for a v1 cpuset (errors carry the kernel's errno), on a tree
+ * cgroupfs, v2 and v1 alike (errors carry the kernel's errno), on a tree
  * whatever that root's table does (plain files, or the simulator in tests).
  *
  * hier is the hierarchy's root-relative mount ("sys/fs/cgroup" for v2, "sys/fs/cgroup/cpuset"

@@ -94,7 +94,7 @@ typedef enum RootFs {
 } RootFs;
 
 /* The one seam between rtpart and the kernel. lib/ has two tables: the kernel's, for "/" (system
- * calls; libcgroup for a v1 cpuset hierarchy), and a plain directory tree's for any other --root
+ * calls on procfs, sysfs, cgroupfs and resctrl), and a plain directory tree's for any other --root
  * (a tree to read and write as files, nothing more: no capabilities). What a kernel does after a
  * write is simulated under tests/sim/ only, which replaces the tree's table at link time (see
  * root_tree_ops()). Every function returns 0 or a negative errno, the kernel's where it answered.

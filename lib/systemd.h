@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* What rtpart asks of systemd over its D-Bus API, where systemd owns the cgroup tree. */
+/* What rtpart asks of systemd over its D-Bus API, where systemd owns the cgroup tree. The calls
+ * load libsystemd the first time (rtpartctl does not link it); where it cannot be loaded they
+ * return -EOPNOTSUPP with the loader's reason in *ret_error. */
 
 #include <systemd/sd-bus.h>
 

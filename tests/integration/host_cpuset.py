@@ -2,8 +2,8 @@
 """cgroup v1 cpusets on this machine's real kernel (suite host, needs root).
 
 rtpartctl applies a profile whose only partition is a test-unique cpuset
-(rtpart-test-<pid>, CPUs: the last one, isolated) under the real v1 cpuset hierarchy, through
-libcgroup. The test starts a `sleep`, moves it (and nothing else) into the partition, checks that
+(rtpart-test-<pid>, CPUs: the last one, isolated) under the real v1 cpuset hierarchy: mkdir(2),
+writes of its files and of its tasks file, rmdir(2). The test starts a `sleep`, moves it (and nothing else) into the partition, checks that
 its affinity is the partition's CPUs, reverts, and checks that every cpuset the test created is
 gone, the sleep is back in the root cpuset with the root's CPUs, and the root's
 sched_load_balance is as before. It ends only its own sleep, by PID. "confine" is empty: the

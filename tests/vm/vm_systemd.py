@@ -441,6 +441,13 @@ def check_stage2(c, r, next_cmdline):
     c("revert once it is empty: the slice is stopped and gone",
       r.get("revert5_rc") == "0" and r.get("part5_after") == "(absent)" and r.get("part5_unit_after") == "inactive",
       f"rc {r.get('revert5_rc')}, {r.get('part5_after')}, {r.get('part5_unit_after')}: {r.get('@revert5')}")
+    # rtpartctl alone: it loads libsystemd to ask systemd (it does not link it).
+    c("rtpartctl --no-daemon apply: systemd runs the slice with AllowedCPUs=2-3, isolated",
+      r.get("apply6_rc") == "0" and r.get("part6_unit") == "active 2-3" and r.get("part6") == "isolated",
+      f"rc {r.get('apply6_rc')}, {r.get('part6_unit')}, {r.get('part6')}: {r.get('@apply6')}")
+    c("rtpartctl --no-daemon revert: the slice is stopped and gone",
+      r.get("revert6_rc") == "0" and r.get("part6_after") == "(absent)" and r.get("part6_unit_after") == "inactive",
+      f"rc {r.get('revert6_rc')}, {r.get('part6_after')}, {r.get('part6_unit_after')}: {r.get('@revert6')}")
 
 
 def main():

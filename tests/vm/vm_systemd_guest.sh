@@ -311,6 +311,15 @@ EOF
         run revert5 rtpartctl revert
         f part5_after "$p5"
         r part5_unit_after "$(systemctl is-active 'rtpart\x2drt.slice')"
+        # The same with rtpartd stopped: rtpartctl asks systemd itself, through the libsystemd it
+        # loads only then.
+        systemctl stop rtpartd.socket rtpartd.service
+        run apply6 rtpartctl --no-daemon apply "$S/part.json"
+        f part6 "$p5"
+        r part6_unit "$(systemctl show 'rtpart\x2drt.slice' -p ActiveState --value) $(systemctl show 'rtpart\x2drt.slice' -p AllowedCPUs --value)"
+        run revert6 rtpartctl --no-daemon revert
+        f part6_after "$p5"
+        r part6_unit_after "$(systemctl is-active 'rtpart\x2drt.slice')"
         sandbox_refusals
         journal 2
         echo "@@END stage=2"
