@@ -47,7 +47,7 @@ static const SchemaField kthread_section = { "kthreads", &kthread_schema };
  *
  * Writes are sched_setscheduler() and sched_setaffinity() on that thread, through the root's ops:
  * syscalls on this kernel's PIDs, so only where the root can schedule (ROOT_CAN_SCHEDULE: the real
- * "/"); under a tree the write verb returns KNOB_SKIPPED and the engine neither owns nor journals
+ * "/"); under a tree every write is skipped (writes_need) and the engine neither owns nor journals
  * the knob. Every value the read verb returns ("batch:0", "0-3,8") is one the write verb takes
  * back.
  *
@@ -730,6 +730,7 @@ static int kthread_write_value(Root *root, const Knob *kn, const char *value) {
 }
 
 #define KTHREAD_REFUSAL "the kernel pins this thread to its CPU"
+#define KTHREAD_NEEDS_HOST "thread scheduling needs the real host"
 
 static int kthread_write(Root *root, const Knob *kn, const char *value, KnobResult *ret) {
         *ret = (KnobResult) {};
@@ -738,8 +739,7 @@ static int kthread_write(Root *root, const Knob *kn, const char *value, KnobResu
                 knob_result_reason(ret, KTHREAD_REFUSAL);
         else if (r == KNOB_SKIPPED)
                 knob_result_reason(ret,
-                                   root_can(root, ROOT_CAN_SCHEDULE) ? "the thread has exited"
-                                                                     : "thread scheduling needs the real host");
+                                   root_can(root, ROOT_CAN_SCHEDULE) ? "the thread has exited" : KTHREAD_NEEDS_HOST);
         return knob_result_finish(ret, r);
 }
 
@@ -761,5 +761,7 @@ const Backend backend_kthread = {
         .write = kthread_write,
         .refusal_reason = KTHREAD_REFUSAL,
         .flags = BACKEND_OBJECTS_VANISH | BACKEND_FOLLOWS_FORKS | BACKEND_HOTPLUG_MOVES,
+        .writes_need = ROOT_CAN_SCHEDULE,
+        .writes_need_reason = KTHREAD_NEEDS_HOST,
         .watch = knob_watch_none, /* proc/PID/stat: the proc connector and the timer */
 };

@@ -137,6 +137,11 @@ typedef struct Backend {
          * more. NULL: this domain is never refused. */
         const char *refusal_reason;
         BackendFlags flags;
+        /* What every write needs of the root (ROOT_CAN_*), 0 if nothing: on a root without it each
+         * write is KNOB_SKIPPED for writes_need_reason, known before any is tried, so apply
+         * journals no step for them (the journal grows with what may change, not with the host). */
+        RootCan writes_need;
+        const char *writes_need_reason;
         /* BACKEND_REBOOT_ONLY: the value the running system uses (from its command line), NULL if
          * none. */
         int (*running)(const Knob *k, const char *running_cmdline, char **ret);

@@ -550,30 +550,41 @@ static int subset_applied(Journal *j, const Plan *plan, const JournalIndex *plan
 
 /* The note on the knobs apply could not write: how many of each domain, and why (the backend's
  * reason, else that it cannot write them on this root). */
+/* One group of the skipped note: n knobs of domain d, and why. */
+static void append_skipped(StrBuf *b, Root *root, Domain d, size_t n, const char *reason) {
+        size_t counts[_DOMAIN_MAX] = {};
+        counts[d] = n;
+        _cleanup_free_ char *what = knob_count_phrase(counts);
+        strbuf_appendf(b, "%s%s (%s)", b->len ? ", " : "", strempty(what),
+                       reason                         ? reason
+                               : root_is_system(root) ? "its backend cannot write them on this host"
+                                                      : "its backend cannot write them under --root");
+}
+
+/* Says which knobs were left as they are, domain by domain and reason by reason: those whose
+ * backend cannot write here at all (unwritable, counted per domain, never steps) and the steps
+ * a write skipped. */
 static void note_skipped(Root *root, const JournalTransaction *t, const uint8_t *sflags, const char * const *reason,
-                         EngineResult *res) {
+                         const size_t *unwritable, EngineResult *res) {
         _cleanup_free_ bool *said = calloc(MAX(t->n_steps, (size_t) 1), sizeof(bool));
         StrBuf b = {};
         if (!said)
                 return;
-        for (size_t i = 0; i < t->n_steps; i++) {
-                if (!(sflags[i] & STEP_SKIPPED) || said[i])
-                        continue;
-                Domain d = t->steps[i].domain;
-                size_t n = 0;
-                for (size_t k = i; k < t->n_steps; k++)
-                        if ((sflags[k] & STEP_SKIPPED) && !said[k] && t->steps[k].domain == d &&
-                            streq_ptr(reason[k], reason[i])) {
-                                said[k] = true;
-                                n++;
-                        }
-                size_t counts[_DOMAIN_MAX] = {};
-                counts[d] = n;
-                _cleanup_free_ char *what = knob_count_phrase(counts);
-                strbuf_appendf(&b, "%s%s (%s)", b.len ? ", " : "", strempty(what),
-                               reason[i]                      ? reason[i]
-                                       : root_is_system(root) ? "its backend cannot write them on this host"
-                                                              : "its backend cannot write them under --root");
+        for (Domain d = 0; d < _DOMAIN_MAX; d++) {
+                if (unwritable[d] > 0)
+                        append_skipped(&b, root, d, unwritable[d], backend_for(d)->writes_need_reason);
+                for (size_t i = 0; i < t->n_steps; i++) {
+                        if (!(sflags[i] & STEP_SKIPPED) || said[i] || t->steps[i].domain != d)
+                                continue;
+                        size_t n = 0;
+                        for (size_t k = i; k < t->n_steps; k++)
+                                if ((sflags[k] & STEP_SKIPPED) && !said[k] && t->steps[k].domain == d &&
+                                    streq_ptr(reason[k], reason[i])) {
+                                        said[k] = true;
+                                        n++;
+                                }
+                        append_skipped(&b, root, d, n, reason[i]);
+                }
         }
         _cleanup_free_ char *list = strbuf_steal(&b);
         note(res, "%zu knob%s left as they are and not recorded as applied: %s", res->skipped,
@@ -605,6 +616,7 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
         _cleanup_free_ JournalKnob *fresh = NULL;
         _cleanup_free_ bool *dropped = NULL;
         _cleanup_free_ char *now = NULL;
+        size_t unwritable[_DOMAIN_MAX] = {}; /* knobs per domain whose backend cannot write here */
         int k;
 
         k = recover_and_load(root, host, res, &j);
@@ -672,6 +684,14 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
                 }
                 if (journal_find_unmovable(j, kn->id))
                         continue; /* the kernel said no before; it will again */
+                const Backend *b = backend_for(kn->domain);
+                if (b && b->writes_need && !root_can(root, b->writes_need)) {
+                        /* Not written, so not owned, and no step: nothing of it goes in the journal. */
+                        pflags[i] |= PLAN_SKIPPED;
+                        unwritable[kn->domain]++;
+                        res->skipped++;
+                        continue;
+                }
                 _cleanup_strv_free_ char **files = NULL;
                 k = knob_files(root, kn, &files);
                 if (k < 0)
@@ -780,7 +800,7 @@ static int apply_core(Root *root, const Host *host, const Resolved *resolved, co
         if (res->written > 0 || res->restored > 0)
                 flush_domains(root, host, touched, res);
         if (res->skipped > 0)
-                note_skipped(root, t, sflags, skip_reason, res);
+                note_skipped(root, t, sflags, skip_reason, unwritable, res);
 
         /* 4. Commit: the profile, what it wants of every knob, and no open transaction. */
         for (size_t i = 0; i < t->n_steps; i++)

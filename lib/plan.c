@@ -636,6 +636,15 @@ int plan_build(const Resolved *r, Root *root, Plan **ret, ProfileError *ret_erro
                 for (size_t j = first; j < p->n_knobs; j++)
                         p->knobs[j].domain = backends[i]->domain;
         }
+        /* The list grew by doubling; what follows (the journal's parse, the writes) reuses the
+         * room it no longer needs. */
+        if (p->n_knobs > 0 && p->n_knobs < p->cap_knobs) {
+                Knob *l = realloc(p->knobs, p->n_knobs * sizeof(Knob));
+                if (l) {
+                        p->knobs = l;
+                        p->cap_knobs = p->n_knobs;
+                }
+        }
         *ret = TAKE_PTR(p);
         return 0;
 }

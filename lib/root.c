@@ -348,7 +348,9 @@ static int read_fd_all(int fd, char **ret, size_t *ret_size) {
         }
         struct stat st;
         if (fstat(fd, &st) >= 0 && S_ISREG(st.st_mode) && (size_t) st.st_size >= (size_t) first)
-                cap = (size_t) st.st_size + 1; /* sysfs says 4096, procfs says 0: both are fine */
+                /* The file, its NUL and a byte for the read that says end of file: a file that
+                 * does not grow is never reallocated. sysfs says 4096, procfs says 0: both fine. */
+                cap = (size_t) st.st_size + 2;
         cap = MAX(cap, (size_t) first * 2 + 1);
         buf = malloc(cap);
         if (!buf)

@@ -285,6 +285,32 @@ class ApplyVerifyRevert(unittest.TestCase):
                 syncs = [line for line in f if "sync" in line and "resumed" not in line]
             self.assertEqual(len(syncs), 4, f"{args[0]}: {syncs}")
 
+    @unittest.skipUnless(shutil.which("strace"), "strace is not installed")
+    def test_unwritable_knobs_are_not_journalled(self):
+        # Kernel threads under a tree: their backend cannot write them here, and apply knows it
+        # before it writes anything. So they get no step and no original: nothing changes, and the
+        # journal is committed once (the profile applied), not as an intent of one step per thread
+        # and then a second commit to say each was skipped.
+        h = self.host("intel-2s")
+        prof = os.path.join(h.tmp, "kthreads-only.json")
+        with open(prof, "w") as f:
+            json.dump({"summary": "kthread priorities", "cpus": {"isolated": "1-7"},
+                       "kthreads": {"rules": [{"match": "ksoftirqd/*", "policy": "fifo", "priority": 2}]}}, f)
+        log = os.path.join(h.tmp, "strace.log")
+        cmd = ["strace", "-f", "-qq", "-e", "trace=fsync,fdatasync,sync,syncfs", "-o", log, CTL, "--root", h.root]
+        p = subprocess.run(cmd + ["apply", prof], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           timeout=300)
+        if p.returncode != 0 and "ptrace" in p.stderr:
+            self.skipTest(f"strace cannot trace here: {p.stderr.strip()[:200]}")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertRegex(p.stdout, r"\d+ knobs left as they are and not recorded as applied: \d+ kthread knobs "
+                                   r"\(thread scheduling needs the real host\)")
+        with open(log) as f:
+            syncs = [line for line in f if "sync" in line and "resumed" not in line]
+        self.assertEqual(len(syncs), 2, syncs)
+        st = h.state()
+        self.assertEqual((st["originals"], st["applied"]), ({}, []))
+
     def test_failure_midway_restores_everything(self):
         h = self.host("intel-2s")
         before = snapshot(h.root)
