@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* idle: the memory floor of a daemon built as rtpartd is. It links the libraries rtpartd links
- * (libsystemd, jansson, libnl-3), makes the objects rtpartd makes first of each (an event loop, a
- * JSON object, a netlink socket) and waits: what the dynamic loader, the C library and those
+ * (libsystemd, jansson), makes the objects rtpartd makes first of each (an event loop, a JSON
+ * object) and waits: what the dynamic loader, the C library and those
  * libraries make resident before a line of rtpart runs. bench/bench.py starts it beside each
  * rtpartd it measures and prints its RSS, Pss and private memory as rtpartd's floor. It ends on
  * SIGTERM. Never installed. */
 #include <jansson.h>
-#include <netlink/netlink.h>
 #include <signal.h>
 #include <stdio.h>
 #include <systemd/sd-event.h>
@@ -17,13 +16,11 @@ int main(void) {
         if (sd_event_default(&e) < 0)
                 return 1;
         json_t *j = json_object();
-        struct nl_sock *s = nl_socket_alloc();
-        if (!j || !s)
+        if (!j)
                 return 1;
         printf("ready\n");
         fflush(stdout);
         pause();
-        nl_socket_free(s);
         json_decref(j);
         sd_event_unref(e);
         return 0;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <linux/cn_proc.h>
@@ -7,8 +8,6 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
-#include <netlink/netlink.h>
-#include <netlink/socket.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,7 +78,7 @@ struct Watcher {
         uint64_t interval_usec;
         sd_event_source *tick_source;
 
-        struct nl_sock *uevent_sock, *link_sock;
+        int uevent_fd, link_fd;
         sd_event_source *uevent_source, *link_source, *device_source;
         char *device_action, *device_path;
 
@@ -144,10 +143,10 @@ Watcher *watcher_free(Watcher *w) {
         sd_event_source_disable_unref(w->uevent_source);
         sd_event_source_disable_unref(w->link_source);
         sd_event_source_disable_unref(w->device_source);
-        if (w->uevent_sock)
-                nl_socket_free(w->uevent_sock);
-        if (w->link_sock)
-                nl_socket_free(w->link_sock);
+        if (w->uevent_fd >= 0)
+                close(w->uevent_fd);
+        if (w->link_fd >= 0)
+                close(w->link_fd);
         free(w->device_action);
         free(w->device_path);
         sd_event_source_disable_unref(w->proc_source);
@@ -193,7 +192,7 @@ int watcher_new(sd_event *event, Root *root, const WatchCallbacks *cb, void *use
         w->root = root;
         w->cb = *cb;
         w->userdata = userdata;
-        w->inotify_fd = w->proc_fd = w->journal_fd = w->objects_fd = -EBADF;
+        w->inotify_fd = w->proc_fd = w->journal_fd = w->objects_fd = w->uevent_fd = w->link_fd = -EBADF;
         w->debounce_usec = DEFAULT_DEBOUNCE_USEC;
         w->interval_usec = DEFAULT_INTERVAL_USEC;
 
@@ -480,7 +479,7 @@ int watcher_set_files(Watcher *w, const WatchFile *files, size_t n, size_t *ret_
         return (int) MIN(watched, (size_t) INT32_MAX);
 }
 
-/* ---- devices: uevents, links (libnl) and object directories ---- */
+/* ---- devices: uevents, links and object directories ---- */
 
 static int on_device_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Watcher *w = userdata;
@@ -522,26 +521,42 @@ static const char *uevent_get(const char *buf, size_t len, const char *key) {
         return NULL;
 }
 
+/* One datagram from a netlink socket into buf; its length, or 0 when there is none (or it is not
+ * the kernel's: only the kernel speaks on the groups rtpartd joins, anything else is ignored). A
+ * datagram longer than buf is cut to it: a uevent is at most 2 KiB of environment, and of a link
+ * message only the header is read. */
+static size_t netlink_recv(int fd, char *buf, size_t size, bool *more) {
+        for (;;) {
+                struct sockaddr_nl nla = {};
+                socklen_t alen = sizeof(nla);
+                ssize_t n = recvfrom(fd, buf, size, MSG_DONTWAIT, (struct sockaddr *) &nla, &alen);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                /* ENOBUFS: the kernel dropped some (a burst); the next read goes on. */
+                *more = n >= 0 || errno == ENOBUFS;
+                if (n <= 0 || nla.nl_pid != 0)
+                        return 0;
+                return MIN((size_t) n, size);
+        }
+}
+
 static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Watcher *w = userdata;
+        char buf[8192];
+        bool more = true;
 
-        for (unsigned round = 0; round < 64; round++) {
-                struct sockaddr_nl nla = {};
-                unsigned char *buf = NULL;
-                int n = nl_recv(w->uevent_sock, &nla, &buf, NULL);
-                if (n <= 0) {
-                        free(buf);
-                        break;
-                }
-                /* Only the kernel speaks on group 1 for us; anything else is ignored. */
-                const char *action = nla.nl_pid == 0 ? uevent_get((char *) buf, (size_t) n, "ACTION") : NULL;
-                const char *devpath = action ? uevent_get((char *) buf, (size_t) n, "DEVPATH") : NULL;
+        for (unsigned round = 0; round < 64 && more; round++) {
+                size_t n = netlink_recv(fd, buf, sizeof(buf) - 1, &more);
+                if (n == 0)
+                        continue;
+                buf[n] = 0;
+                const char *action = uevent_get(buf, n, "ACTION");
+                const char *devpath = action ? uevent_get(buf, n, "DEVPATH") : NULL;
                 if (action && (streq(action, "online") || streq(action, "offline")) && devpath &&
                     startswith(devpath, "/devices/system/cpu/cpu") && w->cb.cpus_changed)
                         w->cb.cpus_changed(w, w->userdata);
                 if (action && (streq(action, "add") || streq(action, "bind")))
                         device_event(w, action, devpath);
-                free(buf);
         }
         return 0;
 }
@@ -550,17 +565,12 @@ static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *userdat
  * set IFF_UP and sent this RTM_NEWLINK; no uevent says so. */
 static int on_link(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Watcher *w = userdata;
+        char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
+        bool more = true;
 
-        for (unsigned round = 0; round < 64; round++) {
-                struct sockaddr_nl nla = {};
-                unsigned char *buf = NULL;
-                int n = nl_recv(w->link_sock, &nla, &buf, NULL);
-                if (n <= 0) {
-                        free(buf);
-                        break;
-                }
-                size_t len = (size_t) n;
-                for (struct nlmsghdr *h = (struct nlmsghdr *) buf; nla.nl_pid == 0 && NLMSG_OK(h, len);
+        for (unsigned round = 0; round < 64 && more; round++) {
+                int len = (int) netlink_recv(fd, buf, sizeof(buf), &more); /* int: what NLMSG_NEXT() takes */
+                for (struct nlmsghdr *h = (struct nlmsghdr *) buf; len > 0 && NLMSG_OK(h, len);
                      h = NLMSG_NEXT(h, len)) {
                         if (h->nlmsg_type != RTM_NEWLINK || h->nlmsg_len < NLMSG_LENGTH(sizeof(struct ifinfomsg)))
                                 continue;
@@ -571,52 +581,43 @@ static int on_link(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                         snprintf(name, sizeof(name), "ifindex %d", ifi->ifi_index);
                         device_event(w, "up", name);
                 }
-                free(buf);
         }
         return 0;
 }
 
-static int netlink_open(int protocol, int group, struct nl_sock **ret) {
-        struct nl_sock *sk = nl_socket_alloc();
-        int r;
-
-        if (!sk)
-                return -ENOMEM;
-        nl_socket_disable_seq_check(sk);
-        r = nl_connect(sk, protocol);
-        if (r >= 0)
-                r = nl_socket_add_membership(sk, group);
-        if (r >= 0)
-                r = nl_socket_set_nonblocking(sk);
-        if (r < 0) {
-                nl_socket_free(sk);
-                return -EPERM; /* libnl's codes are not errnos; this is what it means here */
-        }
-        (void) nl_socket_set_buffer_size(sk, 1024 * 1024, 0);
-        (void) fcntl(nl_socket_get_fd(sk), F_SETFD, FD_CLOEXEC);
-        *ret = sk;
-        return 0;
+/* A non-blocking netlink socket of protocol that receives its multicast group (not a bitmask). */
+static int netlink_open(int protocol, int group) {
+        _cleanup_close_ int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, protocol);
+        if (fd < 0)
+                return -errno;
+        struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+        if (bind(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 ||
+            setsockopt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof(group)) < 0)
+                return -errno;
+        /* A driver probing many devices sends a burst: room for it between two reads. */
+        (void) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &(int) { 1024 * 1024 }, sizeof(int));
+        return TAKE_FD(fd);
 }
 
 int watcher_enable_uevents(Watcher *w) {
         int r;
 
-        if (w->uevent_sock)
+        if (w->uevent_fd >= 0)
                 return 0;
         r = device_timer_add(w);
         if (r < 0)
                 return r;
-        r = netlink_open(NETLINK_KOBJECT_UEVENT, 1, &w->uevent_sock);
-        if (r < 0)
-                return r;
-        r = sd_event_add_io(w->event, &w->uevent_source, nl_socket_get_fd(w->uevent_sock), EPOLLIN, on_uevent, w);
+        w->uevent_fd = netlink_open(NETLINK_KOBJECT_UEVENT, 1);
+        if (w->uevent_fd < 0)
+                return w->uevent_fd;
+        r = sd_event_add_io(w->event, &w->uevent_source, w->uevent_fd, EPOLLIN, on_uevent, w);
         if (r < 0)
                 return r;
         (void) sd_event_source_set_description(w->uevent_source, "watch-uevent");
 
         /* Links are a bonus: without them a NIC's IRQs wait for the safety check, as before. */
-        if (netlink_open(NETLINK_ROUTE, RTNLGRP_LINK, &w->link_sock) >= 0 &&
-            sd_event_add_io(w->event, &w->link_source, nl_socket_get_fd(w->link_sock), EPOLLIN, on_link, w) >= 0)
+        w->link_fd = netlink_open(NETLINK_ROUTE, RTNLGRP_LINK);
+        if (w->link_fd >= 0 && sd_event_add_io(w->event, &w->link_source, w->link_fd, EPOLLIN, on_link, w) >= 0)
                 (void) sd_event_source_set_description(w->link_source, "watch-link");
         return 0;
 }

@@ -7,8 +7,8 @@
  *               pinned by an O_PATH fd: procfs makes a new inode for a /proc/sys file whose dentry
  *               was reclaimed, and a watch on the old inode would never fire again (measured, see
  *               watch.c). Events are coalesced for `debounce` (a burst of writes is one check).
- *   uevents     NETLINK_KOBJECT_UEVENT, kernel group 1, through libnl: devices that are added or
- *               bound may bring new IRQs.
+ *   uevents     NETLINK_KOBJECT_UEVENT, kernel group 1: devices that are added or bound may bring
+ *               new IRQs.
  *   links       NETLINK_ROUTE, RTNLGRP_LINK: an interface brought up has just requested its IRQs.
  *   objects     inotify IN_CREATE on one directory (proc/irq) of a tree.
  *   proc conn.  NETLINK_CONNECTOR/CN_IDX_PROC with a BPF filter that lets through only forks by

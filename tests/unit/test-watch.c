@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/if_tun.h>
 #include <net/if.h>
 #include <sched.h>
 #include <stdio.h>
@@ -420,6 +421,36 @@ START_TEST(test_link_up) {
 }
 END_TEST
 
+/* A device added: the kernel's uevent, read off the netlink socket. The device is a tun interface
+ * of this test's own network namespace (uevents of a network device go to its namespace), gone
+ * with the fd and the namespace. */
+START_TEST(test_device_added) {
+        if (unshare(CLONE_NEWNET) < 0) {
+                fprintf(stderr, "test_device_added: not run: cannot make a network namespace (%m); needs root\n");
+                return;
+        }
+        _cleanup_close_ int tun = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+        if (tun < 0) {
+                fprintf(stderr, "test_device_added: not run: no /dev/net/tun (%m)\n");
+                return;
+        }
+        Watcher *w = NULL;
+        ck_assert_int_ge(watcher_new(event, root, &callbacks, &seen, &w), 0);
+        ck_assert_int_eq(watcher_enable_uevents(w), 0);
+        struct ifreq ifr = { .ifr_flags = IFF_TUN | IFF_NO_PI };
+        strcpy(ifr.ifr_name, "rtpartt%d");
+        ck_assert_int_eq(ioctl(tun, TUNSETIFF, &ifr), 0);
+        run_until_more(&seen.devices, 0);
+        ck_assert_uint_eq(seen.devices, 1); /* the device and its queues: one call */
+        ck_assert_str_eq(seen.device_action, "add");
+        _cleanup_free_ char *netdev = NULL;
+        ck_assert_int_ge(asprintf(&netdev, "/devices/virtual/net/%s", ifr.ifr_name), 0);
+        ck_assert_msg(strncmp(seen.device_path, netdev, strlen(netdev)) == 0, "%s is not under %s", seen.device_path,
+                      netdev);
+        watcher_free(w);
+}
+END_TEST
+
 static Suite *watch_suite(void) {
         Suite *s = suite_create("watch");
         TCase *tc = tcase_create("inotify");
@@ -435,6 +466,7 @@ static Suite *watch_suite(void) {
         tcase_add_test(tc, test_journal_directory);
         tcase_add_test(tc, test_objects_directory);
         tcase_add_test(tc, test_link_up);
+        tcase_add_test(tc, test_device_added);
         suite_add_tcase(s, tc);
         return s;
 }
