@@ -29,7 +29,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vm_cpuset import Cpio, shared_libs, skip  # noqa: E402
+from vm_cpuset import GUEST_END, Cpio, shared_libs, skip  # noqa: E402
 
 CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "daemon", "rtpartctl")
 CACHE = "/var/cache/rtpart-test/rt"
@@ -77,11 +77,12 @@ r busy_pid $B
 W=$!
 rtpartctl --json audit --seconds 3 > /tmp/audit.json 2>/tmp/audit.err; r audit_rc $?
 kill $B $W 2>/dev/null
+# The writer must be gone before the report goes to the same serial port: a "noise" line it wrote
+# in the middle of a long line would break that line's JSON.
+wait $B $W 2>/dev/null
 j audit /tmp/audit.json
 sed 's/^/@@ERR /' /tmp/audit.err
-echo "@@END"
-poweroff -f
-"""
+""" + GUEST_END
 
 
 def rt_kernel():
@@ -173,8 +174,9 @@ def main():
             k, _, v = line[4:].partition("=")
             try:
                 docs[k] = json.loads(v)
-            except ValueError:
-                print(f"{k}: not JSON: {v[:400]!r}")
+            except ValueError as e:
+                at = getattr(e, "pos", 0) or 0
+                print(f"{k}: not JSON ({e}): {v[:400]!r} ... around the error: {v[max(0, at - 200):at + 200]!r}")
         elif line.startswith("@@"):
             print(line)
     if "@@END" not in out:
