@@ -34,11 +34,8 @@ while rtpartd runs was once left open until some later command, rtpartd's safety
 it back.
 
 Bounded (meson, suite sysroot): every profile on the vm host at every k, and a deterministic sample
-of k (every 29th, the first 8 and the last 8) on intel-2s and epyc for the first profile; the daemon
-on the vm host at a sample of k. RTPART_FAULT_SWEEP=half (scripts/test's sanitizer lane, where each
-command runs about 3x slower) takes every other point of that sample: every odd k on the vm host
-(with the first 8 and the last 8), every 58th on intel-2s and epyc, every 20th through rtpartd; the
-regressions all run. In full, from a shell (minutes to an hour; nice it):
+of k (every 7th, the first 8 and the last 8) on intel-2s and epyc for the first profile; the daemon
+on the vm host at a sample of k. In full, from a shell (minutes to an hour; nice it):
 
     nice -n 10 python3 tests/integration/fault_sweep.py --full [--jobs N] [--hosts vm,epyc]
 
@@ -655,7 +652,6 @@ def main():
     ap.add_argument("--hosts", default=",".join(ALL_HOSTS))
     ap.add_argument("--only", choices=("regressions", "sweep", "daemon"), help="run one part only")
     a = ap.parse_args()
-    thin = 2 if os.environ.get("RTPART_FAULT_SWEEP") == "half" and not a.full else 1
 
     for h in ALL_HOSTS:
         if not os.path.isdir(os.path.join(HOSTS, h)):
@@ -680,8 +676,6 @@ def main():
             print(f"regression {name}: {'ok' if not r else 'FAILED'}")
             failures += [f"regression {name}: {x}" for x in r]
 
-    if thin > 1:
-        print("sample: half of the bounded one (RTPART_FAULT_SWEEP=half)")
     points = 0
     if a.only in (None, "sweep"):
         if a.full:
@@ -689,9 +683,9 @@ def main():
         else:
             # vm: every profile at every k, with one of the variants in turn; the large hosts: the
             # first profile at a sample of k.
-            n, f = run_sweep([h for h in hosts if h == "vm"], lambda h: PROFILES, lambda h: thin, a.jobs,
+            n, f = run_sweep([h for h in hosts if h == "vm"], lambda h: PROFILES, lambda h: 1, a.jobs,
                              variants=("rotate",))
-            n2, f2 = run_sweep([h for h in hosts if h != "vm"], lambda h: PROFILES[:1], lambda h: 29 * thin, a.jobs,
+            n2, f2 = run_sweep([h for h in hosts if h != "vm"], lambda h: PROFILES[:1], lambda h: 29, a.jobs,
                                variants=("rotate",))
             n, f = n + n2, f + f2
         points += n
@@ -702,7 +696,7 @@ def main():
         dn = 0
         for h in hosts if a.full else ["vm"]:
             for prof in PROFILES if a.full else PROFILES[1:2]:
-                n, f = run_daemon_sample(h, prof, every=1 if a.full else 10 * thin)
+                n, f = run_daemon_sample(h, prof, every=1 if a.full else 10)
                 dn += n
                 failures += f
         points += dn
