@@ -34,7 +34,7 @@ while rtpartd runs was once left open until some later command, rtpartd's safety
 it back.
 
 Bounded (meson, suite sysroot): every profile on the vm host at every k, and a deterministic sample
-of k (every 7th, the first 8 and the last 8) on intel-2s and epyc for the first profile; the daemon
+of k (every 29th, the first 8 and the last 8) on intel-2s and epyc for the first profile; the daemon
 on the vm host at a sample of k. In full, from a shell (minutes to an hour; nice it):
 
     nice -n 10 python3 tests/integration/fault_sweep.py --full [--jobs N] [--hosts vm,epyc]
