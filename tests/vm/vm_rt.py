@@ -174,9 +174,8 @@ def main():
             k, _, v = line[4:].partition("=")
             try:
                 docs[k] = json.loads(v)
-            except ValueError as e:
-                at = getattr(e, "pos", 0) or 0
-                print(f"{k}: not JSON ({e}): {v[:400]!r} ... around the error: {v[max(0, at - 200):at + 200]!r}")
+            except json.JSONDecodeError as e:
+                print(f"{k}: not JSON ({e}): {v[:400]!r} ... around the error: {v[max(0, e.pos - 200):e.pos + 200]!r}")
         elif line.startswith("@@"):
             print(line)
     if "@@END" not in out:
