@@ -59,7 +59,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
+sys.path.insert(0, os.path.join(SRC, "tests", "sysroot"))
+sys.path.insert(0, os.path.join(SRC, "tests", "host"))
 sys.path.insert(0, HERE)
 import floorlist  # noqa: E402
 
@@ -326,7 +327,7 @@ def install_profiles(root):
 
 def runtime_knobs(build):
     """realtime-virtual-host resolved for this host, and those of its sysctls that exist here."""
-    out = subprocess.run([os.path.join(build, "daemon", "rtpartctl"), "--json", "show",
+    out = subprocess.run([os.path.join(build, "daemon", "ctl", "rtpartctl"), "--json", "show",
                           os.path.join(SRC, "profiles", PROFILE + ".json")],
                          capture_output=True, text=True, check=True)
     prof = json.loads(out.stdout)
@@ -399,7 +400,7 @@ def real_kernel(b, tmp):
                              f"record and restore; nothing was written by the floor")
 
     try:
-        shipped = [os.path.join(b.args.build, "daemon", "rtpartctl")]  # the kernel's own root ops
+        shipped = [os.path.join(b.args.build, "daemon", "ctl", "rtpartctl")]  # the kernel's own root ops
         b.cycle("kernel", shipped, ["--state-dir", state], profile, state, with_plan=False, check_writes=check_writes)
     finally:
         for path, value in saved.items():

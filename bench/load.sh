@@ -1,5 +1,5 @@
 #!/bin/sh
-# A larger run of the load test (tests/integration/load.py; its CI run is 1000 clients x 2
+# A larger run of the load test (tests/sysroot/load.py; its CI run is 1000 clients x 2
 # cycles): CLIENTS clients (default 4000) over USERS uids (default 40), CYCLES cycles each
 # (default 5), varlink and D-Bus. Prints the test's "load (varlink)" and "load (D-Bus)" figures.
 # Needs root and a build (BUILD, default build).
@@ -10,4 +10,4 @@ export RTPART_SOURCE_DIR="$PWD" RTPART_BUILD_DIR="$PWD/$build"
 export RTPARTD="$PWD/$build/tests/sim/rtpartd" RTPARTCTL="$PWD/$build/tests/sim/rtpartctl"
 export RTPART_LOAD_CLIENTS="${CLIENTS:-4000}" RTPART_LOAD_USERS="${USERS:-40}" RTPART_LOAD_CYCLES="${CYCLES:-5}"
 export RTPART_LOAD_DEADLINE="${DEADLINE:-1800}"
-nice -n 10 python3 tests/integration/load.py 2>&1 | grep -E '^load|^(OK|FAILED)|Error'
+nice -n 10 python3 tests/sysroot/load.py 2>&1 | grep -E '^load|^(OK|FAILED)|Error'

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for the bootloader files the boot backend reads and edits (lib/backend-boot.c):
+/* libFuzzer target for the bootloader files the boot backend reads and edits (lib/backends/boot.c):
  * GRUB's etc/default/grub and rtpart's drop-in, BLS entries' "options" lines, and
  * etc/kernel/cmdline. The input is NUL-separated: MODE, FILE1, FILE2, KEY and an optional VALUE
  * (none: the argument is removed). MODE's first byte picks the layout: 0 GRUB (FILE1 the defaults,

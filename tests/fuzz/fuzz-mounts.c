@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for the mount tables host discovery reads (lib/host.c host_parse_mounts): the
+/* libFuzzer target for the mount tables host discovery reads (lib/kernel/host.c host_parse_mounts): the
  * input as proc/self/mountinfo and as proc/mounts. What must hold: every mount point found is
  * root-relative (no leading '/'), NUL-free by construction, and the cgroup mode agrees with the
  * mounts found (v2 and hybrid have a cgroup2 mount, none has neither kind). */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for the parsers of a task's /proc files (lib/proc.c, lib/task.c). The first
+/* libFuzzer target for the parsers of a task's /proc files (lib/kernel/proc.c, lib/kernel/task.c). The first
  * byte picks what the rest is: 0 /proc/PID/stat, 1 /proc/PID/status, 2 /proc/PID/cgroup, 3 a
  * "policy:priority" scheduling value. What must hold:
  *   - a stat line that parses, printed again as the kernel prints it, parses to the same fields;

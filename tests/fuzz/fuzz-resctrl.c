@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for resctrl's text formats (lib/resctrl.h). The first byte picks the resource
+/* libFuzzer target for resctrl's text formats (lib/kernel/resctrl.h). The first byte picks the resource
  * looked up and a cache mask width; the rest is a schemata file. What must hold: a value found has
  * no whitespace and its domains parse; the value rtpart writes for those domains (as a cache mask
  * and as a bandwidth) is found again in a schemata line and names the same domains; a capacity

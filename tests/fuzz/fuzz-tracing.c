@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target for what audit and check latency read: counter tables (/proc/interrupts and
- * /proc/softirqs as lib/audit.c parses them), timerlat and osnoise trace lines, and cyclictest's
- * histogram output (lib/latency.c). What must hold: a table's rows have counts for every CPU
+ * /proc/softirqs as lib/observe/audit.c parses them), timerlat and osnoise trace lines, and cyclictest's
+ * histogram output (lib/observe/latency.c). What must hold: a table's rows have counts for every CPU
  * column it declares and a label; a sample's CPU is below CPU_SET_MAX; statistics built from
  * parsed samples keep min ≤ max and a percentile within [min, max] rounded up to the µs. */
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for the tuned profile reader (lib/tuned-import.c): the input is a tuned.conf
+/* libFuzzer target for the tuned profile reader (lib/interop/tuned-import.c): the input is a tuned.conf
  * that may include a fixed profile ("base") and a variables file; it is parsed, merged, its
  * variables and functions expanded, and mapped. What must hold: an import either fails with a
  * message naming a file, or gives a JSON object that serialises, with at most as many unsupported

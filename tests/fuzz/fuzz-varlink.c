@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for the varlink server's input path (daemon/varlink.c): the bytes are what a
+/* libFuzzer target for the varlink server's input path (daemon/wire/varlink.c): the bytes are what a
  * client sends on one connection (NUL-framed messages), written into a socketpair the server
  * serves, then the client end shuts down its side. The server parses, checks and dispatches every
  * message (org.varlink.service and a small test interface whose methods check their parameters

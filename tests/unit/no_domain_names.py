@@ -1,17 +1,23 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: LGPL-2.1-or-later
 """The engine, the daemon and profile loading never name a domain: what differs between domains is
-asked of the backend table (lib/plan.c's backends[]). Fails listing every line of lib/engine.c or
+asked of the backend table (lib/knob/plan.c's backends[]). Fails listing every line of lib/engine/ or
 daemon/ that names a DOMAIN_ constant (the table's size, _DOMAIN_MAX, is not a domain), and every
-line of lib/profile*.c or lib/cpu-expr.c that names a backend's profile section."""
+line of lib/profile/ that names a backend's profile section."""
 import os
 import re
 import sys
 
 src = os.environ.get("RTPART_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
-files = [os.path.join(src, "lib", "engine.c"), os.path.join(src, "lib", "engine.h")]
-daemon = os.path.join(src, "daemon")
-files += sorted(os.path.join(daemon, f) for f in os.listdir(daemon) if f.endswith((".c", ".h")))
+
+
+def sources(*parts):
+    """Every C file below src/parts..., sorted."""
+    top = os.path.join(src, *parts)
+    return sorted(os.path.join(d, f) for d, _, fs in os.walk(top) for f in fs if f.endswith((".c", ".h")))
+
+
+files = sources("lib", "engine") + sources("daemon")
 name = re.compile(r"(?<![A-Za-z0-9_])DOMAIN_[A-Z]")
 found = []
 for f in files:
@@ -21,13 +27,11 @@ for f in files:
                 found.append(f"{os.path.relpath(f, src)}:{n}: {line.strip()}")
 # Nor does profile loading and resolution name a domain's section: its schema and its checks
 # (Backend.schema, Backend.check) live in the backend that owns it.
-lib = os.path.join(src, "lib")
 sections = set()
-for f in sorted(os.listdir(lib)):
-    if f.startswith("backend-") and f.endswith(".c"):
-        with open(os.path.join(lib, f), encoding="utf-8") as fh:
-            sections.update(re.findall(r'SchemaField \w+_section = \{ "([a-z_]+)"', fh.read()))
-profile_files = [os.path.join(lib, f) for f in ("profile.c", "profile-resolve.c", "cpu-expr.c")]
+for f in sources("lib", "backends"):
+    with open(f, encoding="utf-8") as fh:
+        sections.update(re.findall(r'SchemaField \w+_section = \{ "([a-z_]+)"', fh.read()))
+profile_files = [f for f in sources("lib", "profile") if f.endswith(".c")]
 literal = re.compile(r'"(%s)"' % "|".join(sorted(sections))) if sections else None
 for f in profile_files:
     with open(f, encoding="utf-8") as fh:
@@ -37,7 +41,7 @@ for f in profile_files:
 if not sections:
     found.append("no backend declares a section (SchemaField NAME_section = { \"key\", … })")
 if found:
-    print("These name a domain; ask its backend instead (lib/backend.h: schema, check, flags, watch, "
+    print("These name a domain; ask its backend instead (lib/backends/backend.h: schema, check, flags, watch, "
           "heading, refusal_reason):", file=sys.stderr)
     print("\n".join(found), file=sys.stderr)
     sys.exit(1)

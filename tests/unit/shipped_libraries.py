@@ -3,7 +3,7 @@
 
 Usage: shipped_libraries.py RTPARTCTL RTPARTD
 
-rtpartctl loads libsystemd itself the first time it asks systemd (lib/systemd.c): linked, it
+rtpartctl loads libsystemd itself the first time it asks systemd (lib/kernel/systemd.c): linked, it
 and the six libraries it brings are mapped by every run, about 2 ms of each process's start. v1
 cpusets are plain cgroupfs files, so neither program links or loads libcgroup. rtpartd links
 libsystemd (sd-event, sd-bus); its netlink sockets (uevents, links, the proc connector) are plain

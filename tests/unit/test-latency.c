@@ -5,7 +5,7 @@
 #include "latency.h"
 #include "test-util.h"
 
-/* lib/latency.c without a tracer: timerlat's trace lines, the statistics, cyclictest's histogram
+/* lib/observe/latency.c without a tracer: timerlat's trace lines, the statistics, cyclictest's histogram
  * output, the document's verdict against a limit, and the picture. */
 
 START_TEST(test_timerlat_lines) {

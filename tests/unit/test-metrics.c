@@ -12,7 +12,7 @@
 #include "strv.h"
 #include "test-util.h"
 
-/* daemon/metrics.c: the text exposition format of rtpartd's metrics (every family with HELP and
+/* daemon/rtpartd/metrics.c: the text exposition format of rtpartd's metrics (every family with HELP and
  * TYPE before its samples, names by the conventions, label values escaped), the counts taken from
  * an audit document, and the atomic writer. */
 

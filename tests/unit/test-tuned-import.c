@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* tuned profiles read as tuned reads them (lib/tuned-import.c): the INI syntax, include chains,
+/* tuned profiles read as tuned reads them (lib/interop/tuned-import.c): the INI syntax, include chains,
  * variables, every built-in function, the kernel command line's "+" and "-", the mapping onto
  * rtpart's schema, and errors that name the file and the line. The files live in memory. */
 #include <errno.h>

@@ -18,7 +18,7 @@
 #include "test-util.h"
 #include "watch.h"
 
-/* The Watcher (daemon/watch.c) on knob files in a temporary directory, driven by a real sd-event
+/* The Watcher (daemon/rtpartd/watch.c) on knob files in a temporary directory, driven by a real sd-event
  * loop: writes are reported with their knob ids, bursts coalesce into one report, replaced and
  * re-created files are watched again, the journal's directory, a directory of objects and the
  * safety timer fire, and an interface brought up in a network namespace of the test's own is a

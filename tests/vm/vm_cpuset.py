@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "daemon", "rtpartctl")
+CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "daemon", "ctl", "rtpartctl")
 TIMEOUT = 55  # seconds for the whole guest run; boot alone is about 8 s under TCG
 
 PROFILE = {

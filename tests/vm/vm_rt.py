@@ -31,7 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vm_cpuset import GUEST_END, Cpio, shared_libs, skip  # noqa: E402
 
-CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "daemon", "rtpartctl")
+CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "daemon", "ctl", "rtpartctl")
 CACHE = "/var/cache/rtpart-test/rt"
 TIMEOUT = 240
 

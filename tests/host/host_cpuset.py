@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""cgroup v1 cpusets on this machine's real kernel (suite host, needs root).
+
+rtpartctl applies a profile whose only partition is a test-unique cpuset
+(rtpart-test-<pid>, CPUs: the last one, isolated) under the real v1 cpuset hierarchy: mkdir(2),
+writes of its files and of its tasks file, rmdir(2). The test starts a `sleep`, moves it (and nothing else) into the partition, checks that
+its affinity is the partition's CPUs, reverts, and checks that every cpuset the test created is
+gone, the sleep is back in the root cpuset with the root's CPUs, and the root's
+sched_load_balance is as before. It ends only its own sleep, by PID. "confine" is empty: the
+"every movable task" knob would move other processes, which a test never does on a real host
+(that knob is tested on fake trees). The journal goes to a temporary --state-dir.
+
+Skips (77) when not root, without a v1 cpuset hierarchy, or with a single CPU.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import unittest
+
+CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "daemon", "ctl", "rtpartctl")
+
+
+def v1_cpuset_mount():
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            dash = fields.index("-")
+            if fields[dash + 1] == "cgroup" and "cpuset" in fields[dash + 3].split(","):
+                return fields[4]
+    return None
+
+
+def read(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def cpu_list(s):
+    out = set()
+    for part in s.split(","):
+        if part:
+            a, _, b = part.partition("-")
+            out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root to create cpusets")
+class RealCpusetV1(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.mnt = v1_cpuset_mount()
+        if not cls.mnt:
+            raise unittest.SkipTest("no cgroup v1 cpuset hierarchy on this machine")
+        cls.prefix = "cpuset." if os.path.exists(os.path.join(cls.mnt, "cpuset.cpus")) else ""
+        cls.root_cpus = cpu_list(read(os.path.join(cls.mnt, cls.prefix + "cpus")))
+        if len(cls.root_cpus) < 2:
+            raise unittest.SkipTest("needs at least 2 CPUs in the root cpuset to isolate one")
+
+    def setUp(self):
+        self.name = f"rtpart-test-{os.getpid()}"
+        self.dir = os.path.join(self.mnt, self.name)
+        self.cpu = max(self.root_cpus)
+        self.balance_path = os.path.join(self.mnt, self.prefix + "sched_load_balance")
+        self.balance = read(self.balance_path)
+        self.tmp = tempfile.mkdtemp(prefix="rtpart-host-cpuset-")
+        self.state = os.path.join(self.tmp, "state")
+        self.profile = os.path.join(self.tmp, "host-cpuset.json")
+        hk = ",".join(str(c) for c in sorted(self.root_cpus - {self.cpu}))
+        with open(self.profile, "w") as f:
+            json.dump({
+                "summary": "host test: one test-unique isolated cpuset, nothing else",
+                "cpus": {"housekeeping": hk},
+                "cpuset": {"confine": [], "partitions": [{"name": self.name, "cpus": str(self.cpu), "mode": "isolated"}]},
+            }, f)
+        self.sleep = None
+
+    def tearDown(self):
+        if self.sleep:
+            if self.sleep.poll() is None:
+                os.kill(self.sleep.pid, signal.SIGKILL)
+            self.sleep.wait()
+        if os.path.isdir(self.dir):
+            # a failed test: move what is left to the root, remove the cpuset
+            try:
+                for t in read(os.path.join(self.dir, "tasks")).split():
+                    with open(os.path.join(self.mnt, "tasks"), "w") as f:
+                        f.write(t)
+                os.rmdir(self.dir)
+            except OSError as e:
+                print(f"could not remove {self.dir}: {e}", file=sys.stderr)
+        if read(self.balance_path) != self.balance:
+            with open(self.balance_path, "w") as f:
+                f.write(self.balance)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def run_ctl(self, *args):
+        return subprocess.run([CTL, "--no-daemon", "--state-dir", self.state, *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+
+    def test_isolated_cpuset(self):
+        p = self.run_ctl("apply", self.profile)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertTrue(os.path.isdir(self.dir))
+        self.assertEqual(read(os.path.join(self.dir, self.prefix + "cpus")), str(self.cpu))
+        self.assertEqual(read(os.path.join(self.dir, self.prefix + "cpu_exclusive")), "1")
+        self.assertEqual(read(os.path.join(self.dir, self.prefix + "sched_load_balance")), "0")
+        self.assertEqual(read(self.balance_path), "0")
+
+        p = self.run_ctl("verify")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+
+        # Only a process this test started goes into the partition.
+        self.sleep = subprocess.Popen(["sleep", "600"])
+        with open(os.path.join(self.dir, "tasks"), "w") as f:
+            f.write(str(self.sleep.pid))
+        self.assertEqual(os.sched_getaffinity(self.sleep.pid), {self.cpu})
+        with open(f"/proc/{self.sleep.pid}/status") as f:
+            allowed = [l.split()[1] for l in f if l.startswith("Cpus_allowed_list:")][0]
+        self.assertEqual(cpu_list(allowed), {self.cpu})
+        self.assertEqual(read(f"/proc/{self.sleep.pid}/cpuset"), "/" + self.name)
+
+        p = self.run_ctl("revert")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertFalse(os.path.exists(self.dir), "revert left the cpuset behind")
+        self.assertEqual([d for d in os.listdir(self.mnt) if d.startswith(self.name)], [])
+        self.assertEqual(read(f"/proc/{self.sleep.pid}/cpuset"), "/")
+        self.assertEqual(os.sched_getaffinity(self.sleep.pid), self.root_cpus)
+        self.assertEqual(read(self.balance_path), self.balance)
+        self.assertEqual(self.sleep.poll(), None, "the sleep died")
+
+
+if __name__ == "__main__":
+    result = unittest.main(verbosity=2, exit=False).result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    # Everything skipped is a skip (77 for meson), never a pass.
+    sys.exit(77 if result.skipped and len(result.skipped) >= result.testsRun else 0)

@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit.h"
+#include "strv.h"
+#include "test-util.h"
+
+/* lib/observe/audit.c: the counter tables of /proc/interrupts and /proc/softirqs, and the document that
+ * compares two snapshots, from snapshots made by hand: what is noise on which CPU, the tick, the
+ * threads, and what each fix says. */
+
+static const char interrupts_a[] =
+        "           CPU0       CPU1       CPU2       CPU3       \n"
+        " 36:          0        100          0          0 PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0\n"
+        " 41:          5          0          0          0 IR-PCI-MSI 524288-edge      eth0-TxRx-0\n"
+        " 42:          5          0          0          0 IR-PCI-MSI 524289-edge      eth0-TxRx-1\n"
+        "NMI:          0          0          0          0   Non-maskable interrupts\n"
+        "LOC:       1000       1000       1000       1000   Local timer interrupts\n"
+        "RES:          0          3          0          0   Rescheduling interrupts\n"
+        "ERR:          0\n";
+
+static const char interrupts_b[] =
+        "           CPU0       CPU1       CPU2       CPU3       \n"
+        " 36:          0        100          0         40 PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0\n"
+        " 41:          5          0         12          0 IR-PCI-MSI 524288-edge      eth0-TxRx-0\n"
+        " 42:          5          0          0          7 IR-PCI-MSI 524289-edge      eth0-TxRx-1\n"
+        " 43:          0          0          0          9 IR-PCI-MSI 524290-edge      eth0-TxRx-2\n"
+        "NMI:          0          0          0          0   Non-maskable interrupts\n"
+        "LOC:       3000       1002       3000       1002   Local timer interrupts\n"
+        "RES:          0          3          0          4   Rescheduling interrupts\n"
+        "ERR:          0\n";
+
+static const char softirqs_a[] = "                    CPU0       CPU1       CPU2       CPU3       \n"
+                                 "          HI:          0          0          0          0\n"
+                                 "       TIMER:         10         10         10         10\n"
+                                 "      NET_RX:          0          0          0          0\n";
+static const char softirqs_b[] = "                    CPU0       CPU1       CPU2       CPU3       \n"
+                                 "          HI:          0          0          0          0\n"
+                                 "       TIMER:         10         10         10         10\n"
+                                 "      NET_RX:          0          0         30          0\n";
+
+START_TEST(test_counter_table) {
+        CounterTable t = {};
+        ck_assert_int_eq(counter_table_parse(interrupts_a, &t), 0);
+        ck_assert_uint_eq(t.n_cpus, 4);
+        ck_assert_uint_eq(t.n_rows, 7);
+        const CounterRow *r = counter_table_find(&t, "36");
+        ck_assert_ptr_nonnull(r);
+        ck_assert_uint_eq(r->counts[1], 100);
+        ck_assert_str_eq(r->text, "PCI-MSIX-0000:00:02.0   1-edge      virtio1-req.0");
+        r = counter_table_find(&t, "LOC");
+        ck_assert_uint_eq(r->counts[3], 1000);
+        ck_assert_str_eq(r->text, "Local timer interrupts");
+        /* A short row counts what it has. */
+        r = counter_table_find(&t, "ERR");
+        ck_assert_uint_eq(r->counts[0], 0);
+        ck_assert_str_eq(r->text, "");
+        ck_assert_ptr_null(counter_table_find(&t, "99"));
+        counter_table_done(&t);
+
+        ck_assert_int_eq(counter_table_parse(softirqs_b, &t), 0);
+        ck_assert_uint_eq(counter_table_find(&t, "NET_RX")->counts[2], 30);
+        counter_table_done(&t);
+
+        /* Columns that skip offline CPUs: counts land at their CPU numbers. */
+        ck_assert_int_eq(counter_table_parse("  CPU0  CPU5\n 7:  1  2  chip 3-edge x\n", &t), 0);
+        ck_assert_uint_eq(t.n_cpus, 6);
+        ck_assert_uint_eq(counter_table_find(&t, "7")->counts[5], 2);
+        counter_table_done(&t);
+
+        ck_assert_int_eq(counter_table_parse("", &t), -EBADMSG);
+        ck_assert_int_eq(counter_table_parse("hello\n 1: 2\n", &t), -EBADMSG);
+        ck_assert_int_eq(counter_table_parse("CPU99999\n", &t), -EBADMSG);
+}
+END_TEST
+
+static AuditThread thread(int tid, const char *comm, bool kernel, uint64_t ticks, int cpu, const char *allowed,
+                          const char *cgroup) {
+        AuditThread t = {
+                .pid = tid, .tid = tid, .start_ticks = 7, .cpu_ticks = ticks, .processor = cpu, .kernel = kernel
+        };
+        t.comm = strdup(comm);
+        if (allowed) {
+                ck_assert_int_eq(cpu_set_parse_list(allowed, &t.allowed, NULL), 0);
+                t.has_allowed = true;
+        }
+        t.cgroup = cgroup ? strdup(cgroup) : NULL;
+        return t;
+}
+
+static void snapshots(AuditSnapshot *a, AuditSnapshot *b) {
+        *a = (AuditSnapshot) { .usec = 1000000 };
+        *b = (AuditSnapshot) { .usec = 3000000 }; /* 2 s */
+        ck_assert_int_eq(counter_table_parse(interrupts_a, &a->interrupts), 0);
+        ck_assert_int_eq(counter_table_parse(interrupts_b, &b->interrupts), 0);
+        ck_assert_int_eq(counter_table_parse(softirqs_a, &a->softirqs), 0);
+        ck_assert_int_eq(counter_table_parse(softirqs_b, &b->softirqs), 0);
+        a->has_softirqs = b->has_softirqs = true;
+        a->threads = calloc(8, sizeof(AuditThread));
+        b->threads = calloc(8, sizeof(AuditThread));
+        /* by tid, as audit_snapshot() sorts them */
+        a->threads[a->n_threads++] = thread(10, "ksoftirqd/2", true, 5, 2, NULL, NULL);
+        a->threads[a->n_threads++] = thread(20, "busy", false, 100, 2, NULL, NULL);
+        a->threads[a->n_threads++] = thread(30, "vcpu0", false, 100, 3, NULL, NULL);
+        a->threads[a->n_threads++] = thread(40, "idle-user", false, 1, 0, NULL, NULL);
+        a->threads[a->n_threads++] = thread(50, "self", false, 1, 2, NULL, NULL);
+        b->threads[b->n_threads++] = thread(10, "ksoftirqd/2", true, 9, 2, "2", NULL);
+        b->threads[b->n_threads++] = thread(20, "busy", false, 300, 2, "0-3", "/user.slice");
+        b->threads[b->n_threads++] = thread(30, "vcpu0", false, 300, 3, "3", "/rtpart-rt/vm1");
+        b->threads[b->n_threads++] = thread(40, "idle-user", false, 1, 0, "0-3", "/user.slice");
+        b->threads[b->n_threads++] = thread(50, "self", false, 9, 2, "0-3", "/");
+        b->threads[b->n_threads++] = thread(60, "newcomer", false, 4, 3, "3", "/");
+}
+
+static json_t *cpu_of(json_t *doc, int cpu) {
+        size_t i;
+        json_t *c;
+        json_array_foreach (json_object_get(doc, "cpu"), i, c)
+                if (json_integer_value(json_object_get(c, "cpu")) == cpu)
+                        return c;
+        ck_abort_msg("no CPU %d in the document", cpu);
+        return NULL;
+}
+
+static json_t *find_by(json_t *list, const char *key, const char *value) {
+        size_t i;
+        json_t *e;
+        json_array_foreach (list, i, e) {
+                json_t *v = json_object_get(e, key);
+                if ((json_is_string(v) && streq(json_string_value(v), value)) ||
+                    (json_is_integer(v) && json_integer_value(v) == atoi(value)))
+                        return e;
+        }
+        return NULL;
+}
+
+START_TEST(test_document) {
+        AuditSnapshot a, b;
+        snapshots(&a, &b);
+        char *partitions[] = { "/rtpart-rt", NULL }, *managed[] = { "irq/42/affinity", NULL },
+             *applied[] = { "irq/36/affinity", "irq/41/affinity", NULL };
+        AuditScope s = { .source = "--cpus",
+                         .partitions = partitions,
+                         .irqs_managed = managed,
+                         .irqs_applied = applied,
+                         .profile = "realtime",
+                         .self = 50,
+                         .clock_ticks = 100 };
+        ck_assert_int_eq(cpu_set_parse_list("1-3", &s.cpus, NULL), 0);
+        ck_assert_int_eq(cpu_set_parse_list("3", &s.nohz_full, NULL), 0);
+        json_t *doc = NULL;
+        ck_assert_int_eq(audit_document(&s, &a, &b, &doc), 0);
+
+        ck_assert_str_eq(json_string_value(json_object_get(doc, "cpus")), "1-3");
+        ck_assert_str_eq(json_string_value(json_object_get(doc, "verdict")), "noisy");
+        ck_assert_str_eq(json_string_value(json_object_get(doc, "noisy_cpus")), "2-3");
+        ck_assert(json_real_value(json_object_get(doc, "seconds")) == 2.0);
+
+        /* CPU 1: LOC +2 in 2 s is a stopped tick; nothing else: quiet. Only may-run threads. */
+        json_t *c1 = cpu_of(doc, 1);
+        ck_assert_str_eq(json_string_value(json_object_get(c1, "verdict")), "quiet");
+        ck_assert(json_is_true(json_object_get(json_object_get(c1, "tick"), "stopped")));
+        ck_assert_uint_eq(json_array_size(json_object_get(c1, "interrupts")), 0);
+        ck_assert_uint_eq(json_array_size(json_object_get(c1, "threads")), 0);
+        /* busy and idle-user may run on 1 (not self, not the partition's vcpu0). */
+        ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(c1, "may_run"), "count")), 2);
+
+        /* CPU 2: IRQ 41 (placed by rtpart, yet it fired), NET_RX, the tick running (not nohz_full),
+         * the busy task and ksoftirqd/2 ran; self is left out. */
+        json_t *c2 = cpu_of(doc, 2);
+        ck_assert_str_eq(json_string_value(json_object_get(c2, "verdict")), "noisy");
+        json_t *irq41 = find_by(json_object_get(c2, "interrupts"), "irq", "41");
+        ck_assert_ptr_nonnull(irq41);
+        ck_assert_int_eq(json_integer_value(json_object_get(irq41, "count")), 12);
+        ck_assert(json_real_value(json_object_get(irq41, "rate")) == 6.0);
+        ck_assert_str_eq(json_string_value(json_object_get(irq41, "name")), "eth0-TxRx-0");
+        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(irq41, "fix")), "rtpart placed IRQ 41"));
+        json_t *rx = find_by(json_object_get(c2, "softirqs"), "kind", "NET_RX");
+        ck_assert_int_eq(json_integer_value(json_object_get(rx, "count")), 30);
+        ck_assert_ptr_null(find_by(json_object_get(c2, "softirqs"), "kind", "TIMER"));
+        json_t *tick = json_object_get(c2, "tick");
+        ck_assert(!json_is_true(json_object_get(tick, "stopped")));
+        ck_assert_int_eq(json_integer_value(json_object_get(tick, "count")), 2000);
+        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(tick, "fix")), "not nohz_full"));
+        json_t *busy = find_by(json_object_get(c2, "threads"), "comm", "busy");
+        ck_assert_ptr_nonnull(busy);
+        ck_assert(json_real_value(json_object_get(busy, "cpu_ms")) == 2000.0);
+        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(busy, "fix")), "cpuset.partitions"));
+        json_t *ksoft = find_by(json_object_get(c2, "threads"), "comm", "ksoftirqd/2");
+        ck_assert_ptr_nonnull(ksoft);
+        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(ksoft, "fix")), "softirq"));
+        ck_assert_ptr_null(find_by(json_object_get(c2, "threads"), "comm", "self"));
+
+        /* CPU 3 (nohz_full): IRQ 36 placed, 42 managed (refused), 43 not in the profile, RES; the
+         * tick stopped; vcpu0 is in the partition and is not listed; newcomer (new, ran) is. */
+        json_t *c3 = cpu_of(doc, 3);
+        json_t *in = json_object_get(c3, "interrupts");
+        ck_assert_ptr_nonnull(
+                strstr(json_string_value(json_object_get(find_by(in, "irq", "42"), "fix")), "managed_irq"));
+        json_t *irq43 = find_by(in, "irq", "43");
+        ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(irq43, "fix")),
+                                     "add {\"match\": \"eth0-TxRx-2\", \"cpus\": \"housekeeping\"} to irq.rules"));
+        json_t *res = find_by(in, "row", "RES");
+        ck_assert_int_eq(json_integer_value(json_object_get(res, "count")), 4);
+        ck_assert(json_is_true(json_object_get(json_object_get(c3, "tick"), "stopped")));
+        ck_assert(json_is_true(json_object_get(c3, "nohz_full")));
+        ck_assert_ptr_null(find_by(json_object_get(c3, "threads"), "comm", "vcpu0"));
+        ck_assert_ptr_nonnull(find_by(json_object_get(c3, "threads"), "comm", "newcomer"));
+
+        json_decref(doc);
+        audit_snapshot_done(&a);
+        audit_snapshot_done(&b);
+}
+END_TEST
+
+/* The snapshot of a fake host: its counters and every thread of its proc/, with places. */
+START_TEST(test_snapshot_fixture) {
+        _cleanup_free_ char *path = fixture_host("vm");
+        _cleanup_(root_freep) Root *root = NULL;
+        AuditSnapshot s = {};
+        ck_assert_int_ge(root_new(path, &root), 0);
+        ck_assert_int_eq(audit_snapshot(root, AUDIT_SNAPSHOT_PLACES, &s), 0);
+        ck_assert_uint_gt(s.interrupts.n_rows, 0);
+        ck_assert_uint_gt(s.n_threads, 10);
+        for (size_t i = 1; i < s.n_threads; i++)
+                ck_assert_int_lt(s.threads[i - 1].tid, s.threads[i].tid);
+        bool found = false;
+        for (size_t i = 0; i < s.n_threads; i++)
+                if (streq(s.threads[i].comm, "rcu_preempt")) {
+                        found = true;
+                        ck_assert(s.threads[i].kernel);
+                        ck_assert(s.threads[i].has_allowed);
+                }
+        ck_assert(found);
+        audit_snapshot_done(&s);
+}
+END_TEST
+
+static Suite *audit_suite(void) {
+        Suite *s = suite_create("audit");
+        TCase *tc = tcase_create("audit");
+        tcase_add_test(tc, test_counter_table);
+        tcase_add_test(tc, test_document);
+        tcase_add_test(tc, test_snapshot_fixture);
+        suite_add_tcase(s, tc);
+        return s;
+}
+
+int main(void) {
+        return test_run(audit_suite());
+}
