@@ -51,7 +51,7 @@ int ctl_prepare_failure(Root *root, PrepareError *pe, int r) {
                         r = log_oom();
                         break;
                 }
-                _cleanup_free_ char *msg = profile_error_format(&pe->profile);
+                _cleanup_free_ char *msg = error_format(&pe->profile, "invalid profile");
                 /* The message names file, JSON pointer and the fix, and is the whole line. */
                 fprintf(stderr, "%s\n", msg ? msg : "invalid profile");
                 /* A profile that cannot be read for an I/O reason is a failure; anything about its

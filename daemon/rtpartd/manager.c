@@ -44,7 +44,7 @@ void manager_error_done(ManagerError *e) {
         *e = (ManagerError) {};
 }
 
-_printf_(3, 4) static int error_set(ManagerError *e, const char *name, const char *fmt, ...) {
+_printf_(3, 4) static int manager_error_set(ManagerError *e, const char *name, const char *fmt, ...) {
         va_list ap;
         manager_error_done(e);
         e->name = name;
@@ -95,16 +95,16 @@ static int read_cmdline(Root *root, char **ret) {
         return r;
 }
 
-static int profile_failure(ManagerError *e, ProfileError *pe, int r) {
+static int profile_failure(ManagerError *e, Error *pe, int r) {
         if (r == -ENOMEM) {
-                profile_error_done(pe);
+                error_done(pe);
                 return -ENOMEM;
         }
-        _cleanup_free_ char *msg = profile_error_format(pe);
+        _cleanup_free_ char *msg = error_format(pe, "invalid profile");
         /* Content (and a name that is not found) is the caller's to fix; I/O is ours. */
-        error_set(e, r == -EINVAL || r == -ENOENT ? MANAGER_ERROR_INVALID_PROFILE : MANAGER_ERROR_FAILED, "%s",
-                  msg ? msg : "invalid profile");
-        profile_error_done(pe);
+        manager_error_set(e, r == -EINVAL || r == -ENOENT ? MANAGER_ERROR_INVALID_PROFILE : MANAGER_ERROR_FAILED, "%s",
+                          msg ? msg : "invalid profile");
+        error_done(pe);
         return r;
 }
 
@@ -112,15 +112,15 @@ static int profile_failure(ManagerError *e, ProfileError *pe, int r) {
 static int prepare_failure(Manager *m, PrepareError *pe, int r, ManagerError *e) {
         switch (pe->step) {
         case PREPARE_STEP_HOST:
-                error_set(e, MANAGER_ERROR_FAILED, "cannot read the host's topology under %s: %s", m->root->path,
-                          strerror(-r));
+                manager_error_set(e, MANAGER_ERROR_FAILED, "cannot read the host's topology under %s: %s",
+                                  m->root->path, strerror(-r));
                 break;
         case PREPARE_STEP_PROFILE:
                 r = profile_failure(e, &pe->profile, r);
                 break;
         default:
-                error_set(e, MANAGER_ERROR_FAILED, "cannot build the plan for %s: %s", strempty(pe->name),
-                          strerror(-r));
+                manager_error_set(e, MANAGER_ERROR_FAILED, "cannot build the plan for %s: %s", strempty(pe->name),
+                                  strerror(-r));
         }
         prepare_error_done(pe);
         return r;
@@ -138,12 +138,12 @@ static int prepare(Manager *m, const char *name, bool want_plan, Prepared *ret, 
         int r;
 
         if (!name || !*name)
-                return error_set(e, MANAGER_ERROR_INVALID_PROFILE,
-                                 "no profile given; name one of ListProfiles or an absolute path");
+                return manager_error_set(e, MANAGER_ERROR_INVALID_PROFILE,
+                                         "no profile given; name one of ListProfiles or an absolute path");
         if (profile_is_path(name) && name[0] != '/')
-                return error_set(e, MANAGER_ERROR_INVALID_PROFILE,
-                                 "%s: rtpartd cannot resolve a relative path; give the absolute path or a profile name",
-                                 name);
+                return manager_error_set(
+                        e, MANAGER_ERROR_INVALID_PROFILE,
+                        "%s: rtpartd cannot resolve a relative path; give the absolute path or a profile name", name);
         /* A FIFO, a device or another user's file is refused when opened, before it is read: the
          * event loop never waits on a profile. */
         r = prepare_profile(m->root, name, want_plan ? PREPARE_PLAN : 0, ret, &pe);
@@ -158,17 +158,18 @@ static int prepare(Manager *m, const char *name, bool want_plan, Prepared *ret, 
  * directories (where apply's ownership checks hold), with a note. */
 static int journal_profile(Manager *m, Profile **ret, ManagerError *e) {
         const char *name = m->journal ? m->journal->profile : NULL;
-        ProfileError pe = {};
+        Error pe = {};
         int r;
 
         if (!name)
-                return error_set(e, MANAGER_ERROR_NOT_APPLIED, "no profile is applied");
+                return manager_error_set(e, MANAGER_ERROR_NOT_APPLIED, "no profile is applied");
         if (m->journal->source) {
                 json_error_t jerr;
                 _cleanup_(json_decrefp) json_t *doc = json_loads(m->journal->source, 0, &jerr);
                 if (!doc)
-                        return error_set(e, MANAGER_ERROR_FAILED,
-                                         "the journal's copy of %s is not JSON (%s); apply it again", name, jerr.text);
+                        return manager_error_set(e, MANAGER_ERROR_FAILED,
+                                                 "the journal's copy of %s is not JSON (%s); apply it again", name,
+                                                 jerr.text);
                 r = profile_from_document(name, doc, ret, &pe);
         } else {
                 log_notice(
@@ -176,8 +177,8 @@ static int journal_profile(Manager *m, Profile **ret, ManagerError *e) {
                         "not from %s; apply it again to store it",
                         name, name, strempty(m->journal->profile_path));
                 if (profile_is_path(name))
-                        return error_set(e, MANAGER_ERROR_INVALID_PROFILE,
-                                         "%s is no profile name; apply the profile again", name);
+                        return manager_error_set(e, MANAGER_ERROR_INVALID_PROFILE,
+                                                 "%s is no profile name; apply the profile again", name);
                 r = profile_load(m->root, name, ret, &pe);
         }
         return r < 0 ? profile_failure(e, &pe, r) : 0;
@@ -201,10 +202,11 @@ static int prepare_journal(Manager *m, bool want_plan, bool check_hash, Prepared
                 return -ENOMEM;
         }
         if (check_hash && !streq_ptr(hash, m->journal->hash)) {
-                error_set(e, MANAGER_ERROR_FAILED,
-                          "%s resolves to %s, not to the journal's %s: nothing is written, drift is only reported; "
-                          "apply the profile again",
-                          m->journal->profile, hash, strempty(m->journal->hash));
+                manager_error_set(
+                        e, MANAGER_ERROR_FAILED,
+                        "%s resolves to %s, not to the journal's %s: nothing is written, drift is only reported; "
+                        "apply the profile again",
+                        m->journal->profile, hash, strempty(m->journal->hash));
                 prepared_done(&p);
                 return -ESTALE;
         }
@@ -701,7 +703,7 @@ static bool knob_is_new(Manager *m, const Knob *k) {
 static int take_lock(Manager *m, int *ret, ManagerError *e) {
         int fd = engine_lock(m->root, /* wait= */ true);
         if (fd < 0) {
-                error_set(e, MANAGER_ERROR_FAILED, "cannot take the journal lock: %s", strerror(-fd));
+                manager_error_set(e, MANAGER_ERROR_FAILED, "cannot take the journal lock: %s", strerror(-fd));
                 return fd;
         }
         *ret = fd;
@@ -710,14 +712,14 @@ static int take_lock(Manager *m, int *ret, ManagerError *e) {
 
 static int engine_failure(ManagerError *e, const EngineResult *res, int r) {
         if (res->failed_knob)
-                error_set(e, MANAGER_ERROR_FAILED, "writing %s (%s) failed: %s%s%s%s; %s", res->failed_knob,
-                          res->failed_path ? res->failed_path : "no file", strerror(res->failed_errno),
-                          res->failed_detail ? " (kernel: " : "", strempty(res->failed_detail),
-                          res->failed_detail ? ")" : "",
-                          res->rollback_incomplete ? "the changes of this run were undone except those noted"
-                                                   : "every change of this run was undone");
+                manager_error_set(e, MANAGER_ERROR_FAILED, "writing %s (%s) failed: %s%s%s%s; %s", res->failed_knob,
+                                  res->failed_path ? res->failed_path : "no file", strerror(res->failed_errno),
+                                  res->failed_detail ? " (kernel: " : "", strempty(res->failed_detail),
+                                  res->failed_detail ? ")" : "",
+                                  res->rollback_incomplete ? "the changes of this run were undone except those noted"
+                                                           : "every change of this run was undone");
         else
-                error_set(e, MANAGER_ERROR_FAILED, "%s", res->journal_error.message ?: res->failed_message ?: strerror(-r));
+                manager_error_set(e, MANAGER_ERROR_FAILED, "%s", res->journal_error.message ?: res->failed_message ?: strerror(-r));
         e->details = document_apply_failure(res, r);
         return r;
 }
@@ -792,7 +794,8 @@ static int apply_selected(Manager *m, char **ids, size_t *ret_written, IrqSet *r
         if (r >= 0) {
                 r = engine_apply_knobs(m->root, p.host, p.plan, sel, strv_length(sel), &er);
                 if (r == -ESTALE)
-                        error_set(e, MANAGER_ERROR_FAILED, "the applied profile changed meanwhile; nothing written");
+                        manager_error_set(e, MANAGER_ERROR_FAILED,
+                                          "the applied profile changed meanwhile; nothing written");
                 else if (r < 0)
                         engine_failure(e, &er, r);
         }
@@ -883,7 +886,7 @@ int manager_list_profiles(Manager *m, json_t **ret, ManagerError *e) {
         size_t n = 0;
         int r = profile_list(m->root, &l, &n);
         if (r < 0) {
-                error_set(e, MANAGER_ERROR_FAILED, "cannot list profiles: %s", strerror(-r));
+                manager_error_set(e, MANAGER_ERROR_FAILED, "cannot list profiles: %s", strerror(-r));
                 return r;
         }
         json_t *arr = document_list(l, n);
@@ -917,7 +920,7 @@ int manager_correct(Manager *m, json_t **ret, ManagerError *e) {
         size_t written = 0;
 
         if (!m->profile)
-                return error_set(e, MANAGER_ERROR_NOT_APPLIED, "no profile is applied: nothing to correct");
+                return manager_error_set(e, MANAGER_ERROR_NOT_APPLIED, "no profile is applied: nothing to correct");
         (void) check_all(m, NULL); /* may correct some already, per the policy */
         for (size_t i = 0; i < m->drift.n; i++)
                 (void) strv_extend(&ids, m->drift.entries[i].knob);
@@ -1087,9 +1090,9 @@ int manager_verify_result(Manager *m, VerifyResult *ret, json_t **ret_daemon, Ma
         }
         if (r < 0) {
                 if (r == -EBADMSG)
-                        error_set(e, MANAGER_ERROR_FAILED, "%s", strempty(m->journal_error));
+                        manager_error_set(e, MANAGER_ERROR_FAILED, "%s", strempty(m->journal_error));
                 else
-                        error_set(e, MANAGER_ERROR_FAILED, "cannot verify: %s", strerror(-r));
+                        manager_error_set(e, MANAGER_ERROR_FAILED, "cannot verify: %s", strerror(-r));
                 return r;
         }
         if (ret_daemon) {
@@ -1146,7 +1149,7 @@ int manager_revert(Manager *m, json_t **ret, ManagerError *e) {
         EngineResult er = {};
         int r = host_discover(m->root, 0, &host);
         if (r < 0) {
-                error_set(e, MANAGER_ERROR_FAILED, "cannot read the host's topology: %s", strerror(-r));
+                manager_error_set(e, MANAGER_ERROR_FAILED, "cannot read the host's topology: %s", strerror(-r));
                 return r;
         }
         r = take_lock(m, &lock, e);
@@ -1157,12 +1160,13 @@ int manager_revert(Manager *m, json_t **ret, ManagerError *e) {
         json_t *doc = document_revert(&er, r);
         if (r < 0) {
                 if (er.failed_knob)
-                        error_set(e, MANAGER_ERROR_FAILED,
-                                  "%zu knob%s could not be restored (first: %s: %s); they stay in "
-                                  "the journal and a later revert retries them",
-                                  er.failed, er.failed == 1 ? "" : "s", er.failed_knob, strerror(er.failed_errno));
+                        manager_error_set(e, MANAGER_ERROR_FAILED,
+                                          "%zu knob%s could not be restored (first: %s: %s); they stay in "
+                                          "the journal and a later revert retries them",
+                                          er.failed, er.failed == 1 ? "" : "s", er.failed_knob,
+                                          strerror(er.failed_errno));
                 else
-                        error_set(e, MANAGER_ERROR_FAILED, "revert failed: %s",
+                        manager_error_set(e, MANAGER_ERROR_FAILED, "revert failed: %s",
                                   er.journal_error.message ?: er.failed_message ?: strerror(-r));
                 e->details = doc;
                 doc = NULL;

@@ -63,7 +63,7 @@ typedef struct PlanCtx {
         const Resolved *resolved;
         const Host *host;
         Root *root;
-        ProfileError *error;
+        Error *error;
 } PlanCtx;
 
 /* What became of a write. */
@@ -113,7 +113,7 @@ typedef struct Backend {
         /* What the schema cannot say of the section as one profile file writes it (names, required
          * keys, combinations): a profile error at a pointer below `pointer` (the section's, e.g.
          * "/sysctl" or "/vendor/intel/sysctl"), or 0. NULL: the schema says it all. */
-        int (*check)(const char *file, json_t *section, const char *pointer, ProfileError *e);
+        int (*check)(const char *file, json_t *section, const char *pointer, Error *e);
         /* Adds this domain's knobs, with current values, to ctx->plan. */
         int (*plan)(PlanCtx *ctx);
         /* A knob it writes to several files (a boot argument: every BLS entry): the files the knob
@@ -177,11 +177,11 @@ char *knob_count_phrase(const size_t counts[_DOMAIN_MAX]);
  * "name" of letters, digits, '.', '_' and '-' that is none of `reserved` (NULL-terminated), unique,
  * and "cpus". */
 int backend_check_named_groups(const char *file, json_t *list, const char *list_ptr, const char * const *reserved,
-                               ProfileError *e);
+                               Error *e);
 /* The checks of a list of rules at list_ptr: each has "match", and "cpus" (need_cpus), or else
  * one of alternative (NULL: none). */
 int backend_check_rules(const char *file, json_t *list, const char *list_ptr, const char *missing_cpus,
-                        const char *alternative, const char *missing_either, ProfileError *e);
+                        const char *alternative, const char *missing_either, Error *e);
 
 /* Adds a knob; takes ownership of nothing (copies). current/desired may be NULL. */
 int plan_add(PlanCtx *ctx, const char *id, ValueKind kind, const char *path, const char *current, const char *desired,
@@ -227,7 +227,7 @@ bool value_equal(ValueKind kind, const char *a, const char *b);
 char *value_display(ValueKind kind, const char *v);
 
 /* Builds the plan: every backend in table order. */
-int plan_build(const Resolved *r, Root *root, Plan **ret, ProfileError *ret_error);
+int plan_build(const Resolved *r, Root *root, Plan **ret, Error *ret_error);
 Plan *plan_free(Plan *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Plan *, plan_free);
 size_t plan_count_changes(const Plan *p, size_t *ret_reboot);

@@ -735,7 +735,7 @@ static char *boot_heading(json_t *host) {
 }
 
 /* "args": a kernel parameter's name as the key, its value alone (one parameter a key). */
-static int boot_check(const char *file, json_t *section, const char *pointer, ProfileError *e) {
+static int boot_check(const char *file, json_t *section, const char *pointer, Error *e) {
         const char *key;
         json_t *v;
         _cleanup_free_ char *p = json_pointer_append(pointer, "args");
@@ -745,14 +745,14 @@ static int boot_check(const char *file, json_t *section, const char *pointer, Pr
                 _cleanup_free_ char *pk = json_pointer_append(p, key);
                 for (const char *c = key; *c; c++)
                         if (!isalnum((unsigned char) *c) && !strchr("._-", *c))
-                                return profile_error_set(
+                                return error_set(
                                         e, -EINVAL, file, pk,
                                         "\"%s\" is not a kernel parameter name; use the name alone as the key and its value as the value, e.g. \"nohz_full\": \"${isolated}\"",
                                         key);
                 if (json_is_string(v))
                         for (const char *c = json_string_value(v); *c; c++)
                                 if (isspace((unsigned char) *c) || *c == '"')
-                                        return profile_error_set(
+                                        return error_set(
                                                 e, -EINVAL, file, pk,
                                                 "the value must not contain spaces or quotes; give each kernel parameter its own key");
         }

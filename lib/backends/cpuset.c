@@ -976,7 +976,7 @@ static char *cpuset_heading(json_t *host) {
 }
 
 /* Partitions: named groups; "root" and the v1 housekeeping cpuset's name are taken. */
-static int cpuset_check(const char *file, json_t *section, const char *pointer, ProfileError *e) {
+static int cpuset_check(const char *file, json_t *section, const char *pointer, Error *e) {
         static const char * const reserved[] = { "root", NRT_CPUSET, NULL };
         _cleanup_free_ char *p = json_pointer_append(pointer, "partitions");
         return p ? backend_check_named_groups(file, json_object_get(section, "partitions"), p, reserved, e) : -ENOMEM;

@@ -184,7 +184,7 @@ static int irq_watch(const Knob *k, char ***ret_paths) {
 }
 
 /* Rules: each matches IRQs by name and says where they go. */
-static int irq_check(const char *file, json_t *section, const char *pointer, ProfileError *e) {
+static int irq_check(const char *file, json_t *section, const char *pointer, Error *e) {
         _cleanup_free_ char *p = json_pointer_append(pointer, "rules");
         return p ? backend_check_rules(file, json_object_get(section, "rules"), p,
                                        "missing \"cpus\": the CPUs the matching IRQs go to", NULL, NULL, e)

@@ -744,7 +744,7 @@ static int kthread_write(Root *root, const Knob *kn, const char *value, KnobResu
 }
 
 /* Rules: each matches threads by name and says where they run, how, or both. */
-static int kthread_check(const char *file, json_t *section, const char *pointer, ProfileError *e) {
+static int kthread_check(const char *file, json_t *section, const char *pointer, Error *e) {
         _cleanup_free_ char *p = json_pointer_append(pointer, "rules");
         return p ? backend_check_rules(file, json_object_get(section, "rules"), p, NULL, "policy",
                                        "give \"policy\" (with \"priority\") or \"cpus\", or both", e)

@@ -561,15 +561,15 @@ static int module_write(Root *root, const Knob *k, const char *value, KnobResult
 }
 
 /* Keys are module names. */
-static int module_check(const char *file, json_t *section, const char *pointer, ProfileError *e) {
+static int module_check(const char *file, json_t *section, const char *pointer, Error *e) {
         const char *key;
         json_t *v;
         json_object_foreach (section, key, v)
                 for (const char *c = key; *c; c++)
                         if (!isalnum((unsigned char) *c) && *c != '_' && *c != '-') {
                                 _cleanup_free_ char *pk = json_pointer_append(pointer, key);
-                                return profile_error_set(e, -EINVAL, file, pk,
-                                                         "\"%s\" is not a module name, e.g. \"kvm_intel\"", key);
+                                return error_set(e, -EINVAL, file, pk,
+                                                 "\"%s\" is not a module name, e.g. \"kvm_intel\"", key);
                         }
         return 0;
 }

@@ -1286,7 +1286,7 @@ static int resctrl_read(Root *root, const Knob *k, char **ret) {
 
 /* Cache groups: named groups (not the names resctrl gives its own directories), each share
  * given one way, and either one L3 share or code and data shares (CDP). */
-static int resctrl_check(const char *file, json_t *section, const char *pointer, ProfileError *e) {
+static int resctrl_check(const char *file, json_t *section, const char *pointer, Error *e) {
         static const char * const reserved[] = { "default", "info", "mon_groups", "mon_data", NULL };
         json_t *groups = json_object_get(section, "groups"), *v;
         _cleanup_free_ char *p = json_pointer_append(pointer, "groups");
@@ -1305,14 +1305,13 @@ static int resctrl_check(const char *file, json_t *section, const char *pointer,
                         json_t *sh = json_object_get(v, shares[s]);
                         if (sh && json_object_size(sh) != 1) {
                                 _cleanup_free_ char *ps = json_pointer_append(pi, shares[s]);
-                                return profile_error_set(e, -EINVAL, file, ps,
-                                                         "give exactly one of \"mask\", \"ways\" or \"percent\"");
+                                return error_set(e, -EINVAL, file, ps,
+                                                 "give exactly one of \"mask\", \"ways\" or \"percent\"");
                         }
                 }
                 if (json_object_get(v, "l3") && (json_object_get(v, "l3code") || json_object_get(v, "l3data"))) {
                         _cleanup_free_ char *ps = json_pointer_append(pi, "l3");
-                        return profile_error_set(e, -EINVAL, file, ps,
-                                                 "use either \"l3\" or \"l3code\"/\"l3data\", not both");
+                        return error_set(e, -EINVAL, file, ps, "use either \"l3\" or \"l3code\"/\"l3data\", not both");
                 }
         }
         return 0;

@@ -69,7 +69,7 @@ static int sysctl_plan(PlanCtx *ctx) {
 }
 
 /* Keys are sysctl names in the dotted form: nothing that leaves /proc/sys. */
-static int sysctl_check(const char *file, json_t *section, const char *pointer, ProfileError *e) {
+static int sysctl_check(const char *file, json_t *section, const char *pointer, Error *e) {
         const char *key;
         json_t *v;
         json_object_foreach (section, key, v) {
@@ -79,9 +79,9 @@ static int sysctl_check(const char *file, json_t *section, const char *pointer, 
                 if (ok)
                         continue;
                 _cleanup_free_ char *pk = json_pointer_append(pointer, key);
-                return profile_error_set(
-                        e, -EINVAL, file, pk,
-                        "\"%s\" is not a sysctl name; use the dotted form, e.g. \"kernel.timer_migration\"", key);
+                return error_set(e, -EINVAL, file, pk,
+                                 "\"%s\" is not a sysctl name; use the dotted form, e.g. \"kernel.timer_migration\"",
+                                 key);
         }
         return 0;
 }
@@ -173,14 +173,14 @@ static int sysfs_plan(PlanCtx *ctx) {
 }
 
 /* Keys are absolute paths under /sys that do not climb out of it. */
-static int sysfs_check(const char *file, json_t *section, const char *pointer, ProfileError *e) {
+static int sysfs_check(const char *file, json_t *section, const char *pointer, Error *e) {
         const char *key;
         json_t *v;
         json_object_foreach (section, key, v) {
                 if (startswith(key, "/sys/") && !strstr(key, "/../") && !strstr(key, "/./"))
                         continue;
                 _cleanup_free_ char *pk = json_pointer_append(pointer, key);
-                return profile_error_set(
+                return error_set(
                         e, -EINVAL, file, pk,
                         "\"%s\" is not a path under /sys; write the absolute path, e.g. \"/sys/kernel/mm/ksm/run\"",
                         key);

@@ -14,7 +14,7 @@ void prepared_done(Prepared *p) {
 
 void prepare_error_done(PrepareError *e) {
         free(e->name);
-        profile_error_done(&e->profile);
+        error_done(&e->profile);
         *e = (PrepareError) { .step = _PREPARE_STEP_INVALID };
 }
 

@@ -38,8 +38,8 @@ typedef enum PrepareStep {
 
 typedef struct PrepareError {
         PrepareStep step;
-        char *name;           /* the profile's name, once it was read (for messages) */
-        ProfileError profile; /* for PREPARE_STEP_PROFILE */
+        char *name;    /* the profile's name, once it was read (for messages) */
+        Error profile; /* for PREPARE_STEP_PROFILE */
 } PrepareError;
 
 void prepare_error_done(PrepareError *e);

@@ -161,10 +161,10 @@ int plan_note(PlanCtx *ctx, const char *fmt, ...) {
 }
 
 static int plan_failv(PlanCtx *ctx, const char *pointer, const char *fmt, va_list ap) {
-        ProfileError *e = ctx->error;
+        Error *e = ctx->error;
         if (!e)
                 return -EINVAL;
-        profile_error_done(e);
+        error_done(e);
         if (vasprintf(&e->message, fmt, ap) < 0)
                 e->message = NULL;
         /* Find the file that set this pointer (or its closest parent). */
@@ -549,7 +549,7 @@ int plan_check_param_value(PlanCtx *ctx, const char *pointer, const char *kind, 
 }
 
 int backend_check_named_groups(const char *file, json_t *list, const char *list_ptr, const char * const *reserved,
-                               ProfileError *e) {
+                               Error *e) {
         size_t i;
         json_t *v;
         json_array_foreach (list, i, v) {
@@ -558,28 +558,27 @@ int backend_check_named_groups(const char *file, json_t *list, const char *list_
                 if (!p)
                         return -ENOMEM;
                 if (!name)
-                        return profile_error_set(e, -EINVAL, file, p, "missing \"name\"");
+                        return error_set(e, -EINVAL, file, p, "missing \"name\"");
                 for (const char *c = name; *c; c++)
                         if (!isalnum((unsigned char) *c) && !strchr("._-", *c))
-                                return profile_error_set(e, -EINVAL, file, p,
-                                                         "name \"%s\" may hold only letters, digits, '.', '_' and '-'",
-                                                         name);
+                                return error_set(e, -EINVAL, file, p,
+                                                 "name \"%s\" may hold only letters, digits, '.', '_' and '-'", name);
                 bool taken = !*name || streq(name, ".") || streq(name, "..");
                 for (const char * const *rn = reserved; !taken && rn && *rn; rn++)
                         taken = streq(name, *rn);
                 if (taken)
-                        return profile_error_set(e, -EINVAL, file, p, "\"%s\" cannot be used as a group name", name);
+                        return error_set(e, -EINVAL, file, p, "\"%s\" cannot be used as a group name", name);
                 if (!json_object_get(v, "cpus"))
-                        return profile_error_set(e, -EINVAL, file, p, "missing \"cpus\"");
+                        return error_set(e, -EINVAL, file, p, "missing \"cpus\"");
                 for (size_t j = 0; j < i; j++)
                         if (streq_ptr(name, json_string_value(json_object_get(json_array_get(list, j), "name"))))
-                                return profile_error_set(e, -EINVAL, file, p, "name \"%s\" is used twice", name);
+                                return error_set(e, -EINVAL, file, p, "name \"%s\" is used twice", name);
         }
         return 0;
 }
 
 int backend_check_rules(const char *file, json_t *list, const char *list_ptr, const char *missing_cpus,
-                        const char *alternative, const char *missing_either, ProfileError *e) {
+                        const char *alternative, const char *missing_either, Error *e) {
         size_t i;
         json_t *v;
         json_array_foreach (list, i, v) {
@@ -587,11 +586,11 @@ int backend_check_rules(const char *file, json_t *list, const char *list_ptr, co
                 if (!p)
                         return -ENOMEM;
                 if (!json_object_get(v, "match"))
-                        return profile_error_set(e, -EINVAL, file, p,
-                                                 "missing \"match\" (a shell pattern such as \"eth1-TxRx-*\")");
+                        return error_set(e, -EINVAL, file, p,
+                                         "missing \"match\" (a shell pattern such as \"eth1-TxRx-*\")");
                 if (json_object_get(v, "cpus") || (alternative && json_object_get(v, alternative)))
                         continue;
-                return profile_error_set(e, -EINVAL, file, p, "%s", alternative ? missing_either : missing_cpus);
+                return error_set(e, -EINVAL, file, p, "%s", alternative ? missing_either : missing_cpus);
         }
         return 0;
 }
@@ -609,7 +608,7 @@ size_t plan_count_changes(const Plan *p, size_t *ret_reboot) {
         return n;
 }
 
-int plan_build(const Resolved *r, Root *root, Plan **ret, ProfileError *ret_error) {
+int plan_build(const Resolved *r, Root *root, Plan **ret, Error *ret_error) {
         _cleanup_(plan_freep) Plan *p = calloc(1, sizeof(Plan));
         int k;
 

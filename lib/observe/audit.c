@@ -630,7 +630,7 @@ void audit_target_done(AuditTarget *x) {
 static int target_from_journal(Root *root, const Journal *j, AuditTarget *x, CpuSet *ret_isolated) {
         _cleanup_(json_decrefp) json_t *doc = NULL;
         Profile *profile = NULL;
-        ProfileError pe = {};
+        Error pe = {};
         PrepareError e = {};
         Prepared p = {};
         size_t i;
@@ -640,7 +640,7 @@ static int target_from_journal(Root *root, const Journal *j, AuditTarget *x, Cpu
                 return 0;
         doc = json_loads(j->source, 0, NULL);
         if (!doc || profile_from_document(j->profile, doc, &profile, &pe) < 0) {
-                profile_error_done(&pe);
+                error_done(&pe);
                 return 0;
         }
         if (prepare_profile_built(root, profile, 0, &p, &e) < 0) {

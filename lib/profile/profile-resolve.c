@@ -174,12 +174,12 @@ typedef struct ResolveCtx {
         const Host *host;
         Expander x;
         CpuSet iso, hk;
-        ProfileError *e;
+        Error *e;
 } ResolveCtx;
 
 static int fail_at(ResolveCtx *c, const char *ptr, int code, char *message /* taken */) {
         const char *file = profile_origin_of(c->profile->origins, ptr, c->profile->path);
-        profile_error_set(c->e, code, file, ptr, "%s", strempty(message));
+        error_set(c->e, code, file, ptr, "%s", strempty(message));
         free(message);
         return code;
 }
@@ -347,7 +347,7 @@ static int resolve_cpus(ResolveCtx *c, json_t *doc) {
         return 0;
 }
 
-int profile_resolve(Profile *p, const Host *host, Resolved **ret, ProfileError *ret_error) {
+int profile_resolve(Profile *p, const Host *host, Resolved **ret, Error *ret_error) {
         _cleanup_(resolved_freep) Resolved *r = NULL;
         ResolveCtx c = { .profile = p, .host = host, .e = ret_error };
         int k;

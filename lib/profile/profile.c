@@ -76,40 +76,6 @@ static void search_path_init(Root *root, SearchPath *sp) {
 
 /* ---- errors ---- */
 
-void profile_error_done(ProfileError *e) {
-        if (!e)
-                return;
-        free(e->file);
-        free(e->pointer);
-        free(e->message);
-        *e = (ProfileError) {};
-}
-
-char *profile_error_format(const ProfileError *e) {
-        StrBuf b = {};
-        if (e->file)
-                strbuf_appendf(&b, "%s: ", e->file);
-        if (e->pointer)
-                strbuf_appendf(&b, "%s: ", *e->pointer ? e->pointer : "/");
-        strbuf_append(&b, e->message ? e->message : "invalid profile");
-        return strbuf_steal(&b);
-}
-
-int profile_error_set(ProfileError *e, int code, const char *file, const char *pointer, const char *fmt, ...) {
-        if (!e)
-                return code;
-        profile_error_done(e);
-        va_list ap;
-        va_start(ap, fmt);
-        if (vasprintf(&e->message, fmt, ap) < 0)
-                e->message = NULL;
-        va_end(ap);
-        e->file = file ? strdup(file) : NULL;
-        e->pointer = pointer ? strdup(pointer) : NULL;
-        e->code = code;
-        return code;
-}
-
 char *json_pointer_append(const char *base, const char *token) {
         StrBuf b = {};
         strbuf_append(&b, base);
@@ -210,7 +176,7 @@ const Schema *profile_schema(void) {
 /* Checks that do not need the host: names and paths that must have a given shape. */
 /* What the schema cannot say: each domain's section is checked by its backend (names, required
  * keys, combinations), the core's own keys here. base: "" or "/vendor/NAME". */
-static int validate_names(const char *file, json_t *doc, const char *base, ProfileError *e) {
+static int validate_names(const char *file, json_t *doc, const char *base, Error *e) {
         size_t n;
         const Backend * const *table = backend_table(&n);
         for (size_t i = 0; i < n; i++) {
@@ -234,10 +200,9 @@ static int validate_names(const char *file, json_t *doc, const char *base, Profi
                         _cleanup_free_ char *p = NULL;
                         if (asprintf(&p, "%s/drift/task_allow/%zu", base, ai) < 0)
                                 return -ENOMEM;
-                        return profile_error_set(
-                                e, -EINVAL, file, p,
-                                "an empty entry matches nothing; give a comm pattern (\"qemu-*\"), a cgroup "
-                                "(\"/machine.slice\") or an exception (\"!stress*\")");
+                        return error_set(e, -EINVAL, file, p,
+                                         "an empty entry matches nothing; give a comm pattern (\"qemu-*\"), a cgroup "
+                                         "(\"/machine.slice\") or an exception (\"!stress*\")");
                 }
         }
         return 0;
@@ -301,42 +266,39 @@ static const char *file_type_name(mode_t mode) {
 /* The checks a profile file passes before a byte of it is read, on what was opened (fstat of the
  * fd, never the path again): a regular file, owned by root or by the reader, writable by no one
  * else. A profile rtpartd (root) applies is one that only root could have written. */
-static int check_trusted(int fd, const char *display, ProfileError *e) {
+static int check_trusted(int fd, const char *display, Error *e) {
         struct stat st;
         if (fstat(fd, &st) < 0)
-                return profile_error_set(e, -errno, display, NULL, "cannot read profile: %s", strerror(errno));
+                return error_set(e, -errno, display, NULL, "cannot read profile: %s", strerror(errno));
         if (!S_ISREG(st.st_mode))
-                return profile_error_set(e, -EINVAL, display, NULL,
-                                         "not a regular file (%s); give a profile's .json file",
-                                         file_type_name(st.st_mode));
+                return error_set(e, -EINVAL, display, NULL, "not a regular file (%s); give a profile's .json file",
+                                 file_type_name(st.st_mode));
         uid_t me = geteuid();
         if (st.st_uid != 0 && st.st_uid != me) {
                 if (me == 0)
-                        return profile_error_set(
+                        return error_set(
                                 e, -EINVAL, display, NULL,
                                 "owned by uid %u, not by root; a profile rtpartd applies must be owned by root "
                                 "(chown root: %s)",
                                 (unsigned) st.st_uid, display);
-                return profile_error_set(
-                        e, -EINVAL, display, NULL,
-                        "owned by uid %u, neither by root nor by you (uid %u); use a copy you own (cp %s .)",
-                        (unsigned) st.st_uid, (unsigned) me, display);
+                return error_set(e, -EINVAL, display, NULL,
+                                 "owned by uid %u, neither by root nor by you (uid %u); use a copy you own (cp %s .)",
+                                 (unsigned) st.st_uid, (unsigned) me, display);
         }
         if ((st.st_mode & S_IWOTH) || ((st.st_mode & S_IWGRP) && st.st_gid != 0))
-                return profile_error_set(e, -EINVAL, display, NULL,
-                                         "%s (mode %04o); a profile must be writable by its owner only (chmod go-w %s)",
-                                         st.st_mode & S_IWOTH ? "world-writable" : "group-writable",
-                                         (unsigned) (st.st_mode & 07777), display);
+                return error_set(e, -EINVAL, display, NULL,
+                                 "%s (mode %04o); a profile must be writable by its owner only (chmod go-w %s)",
+                                 st.st_mode & S_IWOTH ? "world-writable" : "group-writable",
+                                 (unsigned) (st.st_mode & 07777), display);
         if (st.st_size > PROFILE_SIZE_MAX)
-                return profile_error_set(e, -EINVAL, display, NULL,
-                                         "larger than 1 MiB (%lld bytes); a profile is at most 1 MiB",
-                                         (long long) st.st_size);
+                return error_set(e, -EINVAL, display, NULL,
+                                 "larger than 1 MiB (%lld bytes); a profile is at most 1 MiB", (long long) st.st_size);
         return 0;
 }
 
 /* Reads what check_trusted() let through, at most PROFILE_SIZE_MAX bytes (the file may grow after
  * the fstat), as text: a NUL byte in it is refused, not silently the end of the profile. */
-static int read_trusted(int fd, const char *display, char **ret_text, ProfileError *e) {
+static int read_trusted(int fd, const char *display, char **ret_text, Error *e) {
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap = 0;
 
@@ -354,16 +316,16 @@ static int read_trusted(int fd, const char *display, char **ret_text, ProfileErr
                 if (r < 0 && errno == EINTR)
                         continue;
                 if (r < 0)
-                        return profile_error_set(e, -errno, display, NULL, "cannot read profile: %s", strerror(errno));
+                        return error_set(e, -errno, display, NULL, "cannot read profile: %s", strerror(errno));
                 if (r == 0)
                         break;
                 len += (size_t) r;
         }
         if (len > PROFILE_SIZE_MAX)
-                return profile_error_set(e, -EINVAL, display, NULL, "larger than 1 MiB; a profile is at most 1 MiB");
+                return error_set(e, -EINVAL, display, NULL, "larger than 1 MiB; a profile is at most 1 MiB");
         const char *nul = memchr(buf ?: "", 0, len);
         if (nul)
-                return profile_error_set(
+                return error_set(
                         e, -EINVAL, display, NULL,
                         "a NUL byte at offset %zu; a profile is JSON text (was the file truncated or overwritten?)",
                         (size_t) (nul - buf));
@@ -377,13 +339,13 @@ static int read_trusted(int fd, const char *display, char **ret_text, ProfileErr
 /* Every profile file and include is read here: rel under root, or with root NULL a path from the
  * current directory. Opening never blocks (a FIFO is refused, not waited on); what is read is
  * what was checked. -ENOENT when there is no such file, with the error set. */
-static int profile_read_file(Root *root, const char *rel, const char *display, char **ret_text, ProfileError *e) {
+static int profile_read_file(Root *root, const char *rel, const char *display, char **ret_text, Error *e) {
         const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
         _cleanup_close_ int fd = root ? root_open(root, rel, flags, 0) : open(rel, flags);
         if (!root && fd < 0)
                 fd = -errno;
         if (fd < 0)
-                return profile_error_set(e, fd, display, NULL, "cannot open profile: %s", strerror(-fd));
+                return error_set(e, fd, display, NULL, "cannot open profile: %s", strerror(-fd));
         int k = check_trusted(fd, display, e);
         if (k < 0)
                 return k;
@@ -426,7 +388,7 @@ static char *file_key(const char *display) {
 }
 
 static int read_profile_text(Root *root, const char *name_or_path, const char *include_dir, char * const *loading,
-                             char **ret_text, char **ret_display, char **ret_dir, ProfileError *e) {
+                             char **ret_text, char **ret_display, char **ret_dir, Error *e) {
         _cleanup_free_ char *text = NULL, *display = NULL, *dir = NULL;
         int k;
 
@@ -447,7 +409,7 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
                 display = TAKE_PTR(path);
         } else {
                 if (!valid_name(name_or_path))
-                        return profile_error_set(
+                        return error_set(
                                 e, -EINVAL, name_or_path, NULL,
                                 "not a profile name; names use letters, digits, '.', '_' and '-' (see rtpartctl list), or give a path to a .json file");
                 /* An include by name from a profile read by path looks beside that file first, so
@@ -499,9 +461,8 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
                 if (k == -ENOENT) {
                         _cleanup_free_ char *a = root_display_path(root, profile_dirs[0]);
                         _cleanup_free_ char *b = root_display_path(root, profile_dirs[1]);
-                        return profile_error_set(e, -ENOENT, name_or_path, NULL,
-                                                 "no such profile in %s or %s; see rtpartctl list", strempty(a),
-                                                 strempty(b));
+                        return error_set(e, -ENOENT, name_or_path, NULL,
+                                         "no such profile in %s or %s; see rtpartctl list", strempty(a), strempty(b));
                 }
         }
         *ret_text = TAKE_PTR(text);
@@ -574,7 +535,7 @@ typedef struct LoadState {
 } LoadState;
 
 /* The schema and the names of one profile document, its vendor overlays included. */
-static int validate_document(const char *file, const json_t *doc, ProfileError *e) {
+static int validate_document(const char *file, const json_t *doc, Error *e) {
         int k = schema_validate(file, "", doc, profile_schema(), e);
         if (k < 0)
                 return k;
@@ -595,7 +556,7 @@ static int validate_document(const char *file, const json_t *doc, ProfileError *
 }
 
 static int load_rec(LoadState *st, const char *name_or_path, const char *include_dir, const char *from_file,
-                    const char *from_ptr, json_t **ret_doc, json_t *origins, char **ret_summary, ProfileError *e) {
+                    const char *from_ptr, json_t **ret_doc, json_t *origins, char **ret_summary, Error *e) {
         _cleanup_free_ char *text = NULL, *display = NULL, *dir = NULL;
         json_error_t jerr;
         int k;
@@ -604,8 +565,8 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
         if (k < 0) {
                 if (from_file && e && e->code == -ENOENT) {
                         _cleanup_free_ char *msg = e->message ? strdup(e->message) : NULL;
-                        return profile_error_set(e, -EINVAL, from_file, from_ptr, "included profile \"%s\": %s",
-                                                 name_or_path, strempty(msg));
+                        return error_set(e, -EINVAL, from_file, from_ptr, "included profile \"%s\": %s", name_or_path,
+                                         strempty(msg));
                 }
                 return k;
         }
@@ -618,19 +579,19 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
                         strbuf_appendf(&chain, "%s -> ", *s);
                 strbuf_append(&chain, display);
                 _cleanup_free_ char *c = strbuf_steal(&chain);
-                return profile_error_set(e, -EINVAL, from_file, from_ptr,
-                                         "include cycle: %s; remove one of these includes", strempty(c));
+                return error_set(e, -EINVAL, from_file, from_ptr, "include cycle: %s; remove one of these includes",
+                                 strempty(c));
         }
         if (strv_length(st->stack) >= MAX_INCLUDE_DEPTH)
-                return profile_error_set(e, -EINVAL, from_file, from_ptr, "includes nest deeper than %d levels",
-                                         MAX_INCLUDE_DEPTH);
+                return error_set(e, -EINVAL, from_file, from_ptr, "includes nest deeper than %d levels",
+                                 MAX_INCLUDE_DEPTH);
 
         _cleanup_(json_decrefp) json_t *doc = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
         if (!doc) {
                 _cleanup_free_ char *where = NULL;
                 if (asprintf(&where, "%s:%d:%d", display, jerr.line, jerr.column) < 0)
                         return -ENOMEM;
-                return profile_error_set(e, -EINVAL, where, NULL, "not valid JSON: %s", jerr.text);
+                return error_set(e, -EINVAL, where, NULL, "not valid JSON: %s", jerr.text);
         }
         k = validate_document(display, doc, e);
         if (k < 0)
@@ -693,7 +654,7 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
         return 0;
 }
 
-int profile_load(Root *root, const char *name_or_path, Profile **ret, ProfileError *ret_error) {
+int profile_load(Root *root, const char *name_or_path, Profile **ret, Error *ret_error) {
         _cleanup_(profile_freep) Profile *p = NULL;
         LoadState st = { .root = root };
         int k;
@@ -716,12 +677,12 @@ int profile_load(Root *root, const char *name_or_path, Profile **ret, ProfileErr
         p->files = st.files;
         size_t n = strv_length(p->files);
         p->path = n ? strdup(p->files[n - 1]) : NULL;
-        profile_error_done(ret_error); /* a name not found in an earlier search directory left one */
+        error_done(ret_error); /* a name not found in an earlier search directory left one */
         *ret = TAKE_PTR(p);
         return 0;
 }
 
-int profile_from_document(const char *name, const json_t *doc, Profile **ret, ProfileError *ret_error) {
+int profile_from_document(const char *name, const json_t *doc, Profile **ret, Error *ret_error) {
         _cleanup_(profile_freep) Profile *p = NULL;
         _cleanup_free_ char *label = NULL;
         int k;
@@ -729,15 +690,13 @@ int profile_from_document(const char *name, const json_t *doc, Profile **ret, Pr
         if (asprintf(&label, "%s (as applied, in the journal)", strempty(name)) < 0)
                 return -ENOMEM;
         if (!name || !*name || !doc)
-                return profile_error_set(ret_error, -EINVAL, label, NULL,
-                                         "no profile document; apply the profile again");
+                return error_set(ret_error, -EINVAL, label, NULL, "no profile document; apply the profile again");
         k = validate_document(label, doc, ret_error);
         if (k < 0)
                 return k;
         if (json_object_get(doc, "include"))
-                return profile_error_set(
-                        ret_error, -EINVAL, label, "/include",
-                        "an applied profile has its includes merged and names none; apply the profile again");
+                return error_set(ret_error, -EINVAL, label, "/include",
+                                 "an applied profile has its includes merged and names none; apply the profile again");
 
         p = calloc(1, sizeof(*p));
         if (!p)

@@ -5,24 +5,12 @@
 #include <stdbool.h>
 
 #include "cpu-set.h"
+#include "error.h"
 #include "host.h"
 #include "root.h"
 
-/* Where a profile went wrong: "FILE: POINTER: MESSAGE", e.g.
- * "lab.json: /irq/rules/0/cpus: CPU 64 does not exist (online: 0-63)". Every field may be NULL. */
-typedef struct ProfileError {
-        char *file;
-        char *pointer;
-        char *message;
-        int code; /* negative errno: -EINVAL invalid profile, -ENOENT not found, other: I/O */
-} ProfileError;
-
-void profile_error_done(ProfileError *e);
-/* The one-line message for the user (caller frees). */
-char *profile_error_format(const ProfileError *e);
-/* Replaces *e (may be NULL) with the error and returns code. */
-int profile_error_set(ProfileError *e, int code, const char *file, const char *pointer, const char *fmt, ...)
-        _printf_(5, 6);
+/* Where a profile went wrong is an Error (error.h) whose pointer is the JSON pointer: "FILE: POINTER:
+ * MESSAGE", e.g. "lab.json: /irq/rules/0/cpus: CPU 64 does not exist (online: 0-63)". */
 
 typedef struct Profile {
         char *name; /* file stem ("realtime-virtual-host") */
@@ -41,12 +29,12 @@ extern const char * const profile_dirs[];
  * file must be a regular file of at most 1 MiB with no NUL byte, owned by root or by the
  * effective uid, and writable by no one else (by its group only when that is gid 0); else
  * -EINVAL naming the file and the fix. */
-int profile_load(Root *root, const char *name_or_path, Profile **ret, ProfileError *ret_error);
+int profile_load(Root *root, const char *name_or_path, Profile **ret, Error *ret_error);
 /* Whether a profile argument names a file (contains '/' or ends ".json"), else a profile name. */
 bool profile_is_path(const char *name_or_path);
 /* A profile from its merged document (Profile.doc of a profile loaded before, as the journal keeps
  * it), checked against the same schema as a file; path and files are NULL. */
-int profile_from_document(const char *name, const json_t *doc, Profile **ret, ProfileError *ret_error);
+int profile_from_document(const char *name, const json_t *doc, Profile **ret, Error *ret_error);
 Profile *profile_free(Profile *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Profile *, profile_free);
 
@@ -72,7 +60,7 @@ typedef struct Resolved {
         Profile *profile; /* not owned */
 } Resolved;
 
-int profile_resolve(Profile *p, const Host *host, Resolved **ret, ProfileError *ret_error);
+int profile_resolve(Profile *p, const Host *host, Resolved **ret, Error *ret_error);
 Resolved *resolved_free(Resolved *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Resolved *, resolved_free);
 

@@ -94,14 +94,13 @@ static const char *json_kind(const json_t *v) {
         return "something else";
 }
 
-static int validate_object(const char *file, const char *ptr, const json_t *v, const SchemaField *fields,
-                           ProfileError *e) {
+static int validate_object(const char *file, const char *ptr, const json_t *v, const SchemaField *fields, Error *e) {
         const char *key;
         json_t *child;
         int k;
 
         if (!json_is_object(v))
-                return profile_error_set(e, -EINVAL, file, ptr, "expected an object, found %s", json_kind(v));
+                return error_set(e, -EINVAL, file, ptr, "expected an object, found %s", json_kind(v));
         json_object_foreach ((json_t *) v, key, child) {
                 const SchemaField *f = NULL;
                 for (const SchemaField *i = fields; i->key; i++)
@@ -123,10 +122,10 @@ static int validate_object(const char *file, const char *ptr, const json_t *v, c
                         const char *hint = schema_closest(key, names, n);
                         _cleanup_free_ char *list = strbuf_steal(&known);
                         if (hint)
-                                return profile_error_set(e, -EINVAL, file, p,
-                                                         "unknown key \"%s\"; did you mean \"%s\"?", key, hint);
-                        return profile_error_set(e, -EINVAL, file, p, "unknown key \"%s\"; known keys here: %s", key,
-                                                 strempty(list));
+                                return error_set(e, -EINVAL, file, p, "unknown key \"%s\"; did you mean \"%s\"?", key,
+                                                 hint);
+                        return error_set(e, -EINVAL, file, p, "unknown key \"%s\"; known keys here: %s", key,
+                                         strempty(list));
                 }
                 k = schema_validate(file, p, child, f->schema, e);
                 if (k < 0)
@@ -135,18 +134,17 @@ static int validate_object(const char *file, const char *ptr, const json_t *v, c
         return 0;
 }
 
-int schema_validate(const char *file, const char *ptr, const json_t *v, const Schema *s, ProfileError *e) {
+int schema_validate(const char *file, const char *ptr, const json_t *v, const Schema *s, Error *e) {
         int k;
 
         switch (s->kind) {
         case SCHEMA_STRING:
         case SCHEMA_CPUS:
                 if (!json_is_string(v))
-                        return profile_error_set(e, -EINVAL, file, ptr, "expected %s, found %s",
-                                                 s->kind == SCHEMA_CPUS
-                                                         ? "a CPU list string such as \"2-7,10\" or \"isolated\""
-                                                         : "a string",
-                                                 json_kind(v));
+                        return error_set(e, -EINVAL, file, ptr, "expected %s, found %s",
+                                         s->kind == SCHEMA_CPUS ? "a CPU list string such as \"2-7,10\" or \"isolated\""
+                                                                : "a string",
+                                         json_kind(v));
                 if (s->choices) {
                         const char *val = json_string_value(v);
                         size_t n = 0;
@@ -161,23 +159,22 @@ int schema_validate(const char *file, const char *ptr, const json_t *v, const Sc
                         _cleanup_free_ char *list = strbuf_steal(&b);
                         const char *hint = schema_closest(val, s->choices, n);
                         if (hint)
-                                return profile_error_set(e, -EINVAL, file, ptr,
-                                                         "\"%s\" is not valid; did you mean \"%s\"?", val, hint);
-                        return profile_error_set(e, -EINVAL, file, ptr, "\"%s\" is not valid; use one of %s", val,
-                                                 strempty(list));
+                                return error_set(e, -EINVAL, file, ptr, "\"%s\" is not valid; did you mean \"%s\"?",
+                                                 val, hint);
+                        return error_set(e, -EINVAL, file, ptr, "\"%s\" is not valid; use one of %s", val,
+                                         strempty(list));
                 }
                 return 0;
         case SCHEMA_INT:
                 if (!json_is_integer(v))
-                        return profile_error_set(e, -EINVAL, file, ptr, "expected an integer, found %s", json_kind(v));
+                        return error_set(e, -EINVAL, file, ptr, "expected an integer, found %s", json_kind(v));
                 if (json_integer_value(v) < s->min || json_integer_value(v) > s->max)
-                        return profile_error_set(e, -EINVAL, file, ptr, "%lld is out of range; use %ld to %ld",
-                                                 (long long) json_integer_value(v), s->min, s->max);
+                        return error_set(e, -EINVAL, file, ptr, "%lld is out of range; use %ld to %ld",
+                                         (long long) json_integer_value(v), s->min, s->max);
                 return 0;
         case SCHEMA_BOOL:
                 if (!json_is_boolean(v))
-                        return profile_error_set(e, -EINVAL, file, ptr, "expected true or false, found %s",
-                                                 json_kind(v));
+                        return error_set(e, -EINVAL, file, ptr, "expected true or false, found %s", json_kind(v));
                 return 0;
         case SCHEMA_SCALAR_OR_NULL:
                 if (json_is_null(v))
@@ -185,13 +182,13 @@ int schema_validate(const char *file, const char *ptr, const json_t *v, const Sc
                 _fallthrough_;
         case SCHEMA_SCALAR:
                 if (!json_is_string(v) && !json_is_number(v) && !json_is_boolean(v))
-                        return profile_error_set(
-                                e, -EINVAL, file, ptr, "expected a string, number or boolean, found %s%s", json_kind(v),
-                                s->kind == SCHEMA_SCALAR_OR_NULL ? " (null removes an inherited value)" : "");
+                        return error_set(e, -EINVAL, file, ptr, "expected a string, number or boolean, found %s%s",
+                                         json_kind(v),
+                                         s->kind == SCHEMA_SCALAR_OR_NULL ? " (null removes an inherited value)" : "");
                 return 0;
         case SCHEMA_BOOTARG:
                 if (!json_is_string(v) && !json_is_boolean(v) && !json_is_null(v))
-                        return profile_error_set(
+                        return error_set(
                                 e, -EINVAL, file, ptr,
                                 "expected a string value, true for a bare flag, or false/null to remove the argument; found %s",
                                 json_kind(v));
@@ -200,12 +197,12 @@ int schema_validate(const char *file, const char *ptr, const json_t *v, const Sc
                 if (json_is_string(v))
                         return 0;
                 if (!json_is_array(v))
-                        return profile_error_set(e, -EINVAL, file, ptr,
-                                                 "expected a string or an array of strings, found %s", json_kind(v));
+                        return error_set(e, -EINVAL, file, ptr, "expected a string or an array of strings, found %s",
+                                         json_kind(v));
                 _fallthrough_;
         case SCHEMA_ARRAY: {
                 if (!json_is_array(v))
-                        return profile_error_set(e, -EINVAL, file, ptr, "expected an array, found %s", json_kind(v));
+                        return error_set(e, -EINVAL, file, ptr, "expected an array, found %s", json_kind(v));
                 size_t i;
                 json_t *item;
                 json_array_foreach (v, i, item) {
@@ -222,7 +219,7 @@ int schema_validate(const char *file, const char *ptr, const json_t *v, const Sc
                 return validate_object(file, ptr, v, s->fields, e);
         case SCHEMA_MAP: {
                 if (!json_is_object(v))
-                        return profile_error_set(e, -EINVAL, file, ptr, "expected an object, found %s", json_kind(v));
+                        return error_set(e, -EINVAL, file, ptr, "expected an object, found %s", json_kind(v));
                 const char *key;
                 json_t *child;
                 json_object_foreach ((json_t *) v, key, child) {
@@ -230,7 +227,7 @@ int schema_validate(const char *file, const char *ptr, const json_t *v, const Sc
                         if (!p)
                                 return -ENOMEM;
                         if (!*key)
-                                return profile_error_set(e, -EINVAL, file, p, "empty key");
+                                return error_set(e, -EINVAL, file, p, "empty key");
                         k = schema_validate(file, p, child, s->items, e);
                         if (k < 0)
                                 return k;

@@ -53,7 +53,7 @@ extern const Schema schema_values;   /* free keys, each a scalar or null (sysctl
 
 /* Checks v, found at ptr in file, against s. On a mismatch returns -EINVAL with the pointer, what
  * was expected and, for a mistyped key or value, the closest allowed one. */
-int schema_validate(const char *file, const char *ptr, const json_t *v, const Schema *s, ProfileError *e);
+int schema_validate(const char *file, const char *ptr, const json_t *v, const Schema *s, Error *e);
 
 /* The schema of key in an object or map of schema s; NULL when s does not know key. */
 const Schema *schema_child(const Schema *s, const char *key);

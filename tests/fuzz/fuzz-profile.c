@@ -79,12 +79,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Profile *p = NULL;
         Resolved *r = NULL;
         Plan *plan = NULL;
-        ProfileError e = {};
+        Error e = {};
         if (profile_load(root, profile_path, &p, &e) >= 0 && profile_resolve(p, host, &r, &e) >= 0)
                 (void) plan_build(r, root, &plan, &e);
-        char *msg = profile_error_format(&e);
+        char *msg = error_format(&e, "invalid profile");
         free(msg);
-        profile_error_done(&e);
+        error_done(&e);
         plan_free(plan);
         resolved_free(r);
         profile_free(p);

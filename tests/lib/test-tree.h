@@ -138,10 +138,10 @@ static inline int tree_apply(const char *root_path, const char *profile, EngineR
         int k = test_resolve(root, host, profile, &p, &r, &err);
         ck_assert_msg(k == 0, "profile: %s", strempty(err));
         Plan *plan = NULL;
-        ProfileError pe = {};
+        Error pe = {};
         k = plan_build(r, root, &plan, &pe);
         ck_assert_msg(k == 0, "plan: %d", k);
-        profile_error_done(&pe);
+        error_done(&pe);
         EngineResult res = {};
         k = engine_apply(root, host, r, plan, &res);
         if (ret)

@@ -92,7 +92,7 @@ void test_fixture_done(Root *root, Host *host, char *host_dir, char *prof_dir) {
 
 int test_resolve(Root *root, const Host *host, const char *profile, Profile **ret_p, Resolved **ret_r,
                  char **ret_error) {
-        ProfileError e = {};
+        Error e = {};
         Profile *p = NULL;
         int r = profile_load(root, profile, &p, &e);
         if (r >= 0) {
@@ -102,8 +102,8 @@ int test_resolve(Root *root, const Host *host, const char *profile, Profile **re
         }
         if (r < 0) {
                 if (ret_error)
-                        *ret_error = profile_error_format(&e);
-                profile_error_done(&e);
+                        *ret_error = error_format(&e, "invalid profile");
+                error_done(&e);
                 return r;
         }
         *ret_p = p;
@@ -115,14 +115,14 @@ int test_resolve(Root *root, const Host *host, const char *profile, Profile **re
 int test_plan(Root *root, const Host *host, const char *profile, Plan **ret_plan, char **ret_error) {
         Profile *p = NULL;
         Resolved *res = NULL;
-        ProfileError e = {};
+        Error e = {};
         int r = test_resolve(root, host, profile, &p, &res, ret_error);
         if (r < 0)
                 return r;
         r = plan_build(res, root, ret_plan, &e);
         if (r < 0 && ret_error)
-                *ret_error = profile_error_format(&e);
-        profile_error_done(&e);
+                *ret_error = error_format(&e, "invalid profile");
+        error_done(&e);
         resolved_free(res);
         profile_free(p);
         return r;

@@ -335,7 +335,7 @@ START_TEST(test_lookup_and_list) {
         test_write(host_dir, "usr/share/rtpart/profiles/README", "not a profile");
 
         Profile *p = NULL;
-        ProfileError e = {};
+        Error e = {};
         ck_assert_int_eq(profile_load(root, "alpha", &p, &e), 0);
         ck_assert_str_eq(p->summary, "user alpha");
         ck_assert_str_eq(p->name, "alpha");
@@ -562,7 +562,7 @@ START_TEST(test_from_document) {
         _cleanup_free_ char *err = NULL;
         Profile *p = NULL, *q = NULL;
         Resolved *r = NULL, *r2 = NULL;
-        ProfileError e = {};
+        Error e = {};
         ck_assert_msg(test_resolve(root, host, top, &p, &r, &err) == 0, "%s", strempty(err));
         ck_assert_ptr_null(json_object_get(p->doc, "include"));
 
@@ -581,13 +581,13 @@ START_TEST(test_from_document) {
         /* A document is checked as a file is: a hand-edited journal gives nothing invalid. */
         json_t *bad = json_pack("{s:{s:i}}", "sysctl", "../../x", 1);
         ck_assert_int_eq(profile_from_document("doctop", bad, &q, &e), -EINVAL);
-        _cleanup_free_ char *msg = profile_error_format(&e);
+        _cleanup_free_ char *msg = error_format(&e, "invalid profile");
         ck_assert_msg(strstr(msg, "/sysctl/..~1..~1x") && strstr(msg, "doctop"), "%s", msg);
-        profile_error_done(&e);
+        error_done(&e);
         json_decref(bad);
         bad = json_pack("{s:s}", "include", "/tmp/x.json");
         ck_assert_int_eq(profile_from_document("doctop", bad, &q, &e), -EINVAL);
-        profile_error_done(&e);
+        error_done(&e);
         json_decref(bad);
         resolved_free(r);
         profile_free(p);
