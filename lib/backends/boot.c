@@ -587,7 +587,7 @@ static int boot_plan(PlanCtx *ctx) {
                         desired = NULL; /* false/null: the argument must not be there */
 
                 /* Both end up in files a shell or a line parser reads (the top of the file, and
-                 * plan.c for the rules). */
+                 * backend.c for the rules). */
                 _cleanup_free_ char *ptr = json_pointer_append("/boot/args", name);
                 if (!ptr)
                         return -ENOMEM;

@@ -57,7 +57,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "backend.h"
+#include "knob.h"
 #include "root.h"
 
 #define JOURNAL_DIR "var/lib/rtpart"

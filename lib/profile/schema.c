@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile.h"
 #include "schema.h"
 #include "strv.h"
 

@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "profile.h"
+#include "error.h"
 
 typedef enum SchemaKind {
         SCHEMA_STRING,
