@@ -55,7 +55,7 @@ static int export_prepare(Root *root, const char *name, Prepared *ret) {
                                   j->profile, jerr.text);
                         return EXIT_FAILED;
                 }
-                r = profile_from_document(j->profile, doc, &profile, &pe.profile);
+                r = profile_from_document(backend_profile_schema(), j->profile, doc, &profile, &pe.profile);
                 if (r < 0) {
                         pe.step = PREPARE_STEP_PROFILE;
                         return ctl_prepare_failure(root, &pe, r);

@@ -170,7 +170,7 @@ static int journal_profile(Manager *m, Profile **ret, ManagerError *e) {
                         return manager_error_set(e, MANAGER_ERROR_FAILED,
                                                  "the journal's copy of %s is not JSON (%s); apply it again", name,
                                                  jerr.text);
-                r = profile_from_document(name, doc, ret, &pe);
+                r = profile_from_document(backend_profile_schema(), name, doc, ret, &pe);
         } else {
                 log_notice(
                         "The journal of %s predates stored profiles: loading %s by name from the profile directories, "
@@ -179,7 +179,7 @@ static int journal_profile(Manager *m, Profile **ret, ManagerError *e) {
                 if (profile_is_path(name))
                         return manager_error_set(e, MANAGER_ERROR_INVALID_PROFILE,
                                                  "%s is no profile name; apply the profile again", name);
-                r = profile_load(m->root, name, ret, &pe);
+                r = profile_load(m->root, backend_profile_schema(), name, ret, &pe);
         }
         return r < 0 ? profile_failure(e, &pe, r) : 0;
 }

@@ -51,6 +51,29 @@ const Backend * const *backend_table(size_t *ret_n) {
         return backends;
 }
 
+/* The document's schema with every backend's section, in Domain order (the order messages list
+ * the known keys in), each with its backend's check. */
+static ProfileSchema profile_schema;
+
+static void profile_schema_compose(void) {
+        SchemaField sections[_DOMAIN_MAX];
+        size_t n = 0;
+        for (Domain d = 0; d < _DOMAIN_MAX; d++) {
+                const Backend *b = backend_for(d);
+                if (!b || !b->schema)
+                        continue;
+                sections[n] = *b->schema;
+                sections[n++].check = b->check;
+        }
+        profile_schema_init(&profile_schema, sections, n);
+}
+
+const Schema *backend_profile_schema(void) {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        (void) pthread_once(&once, profile_schema_compose);
+        return &profile_schema.top;
+}
+
 int knob_read_file(Root *root, const Knob *k, char **ret) {
         if (!k->path)
                 return -ENOENT;

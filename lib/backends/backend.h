@@ -34,8 +34,9 @@ typedef struct Backend {
         const SchemaField *schema;
         /* What the schema cannot say of the section as one profile file writes it (names, required
          * keys, combinations): a profile error at a pointer below `pointer` (the section's, e.g.
-         * "/sysctl" or "/vendor/intel/sysctl"), or 0. NULL: the schema says it all. */
-        int (*check)(const char *file, json_t *section, const char *pointer, Error *e);
+         * "/sysctl" or "/vendor/intel/sysctl"), or 0. NULL: the schema says it all. The section and
+         * this check go into the document's schema (backend_profile_schema()). */
+        SchemaCheck check;
         /* Adds this domain's knobs, with current values, to ctx->plan. */
         int (*plan)(PlanCtx *ctx);
         /* A knob it writes to several files (a boot argument: every BLS entry): the files the knob
@@ -85,6 +86,9 @@ extern const Backend backend_boot, backend_irq, backend_irqbalance, backend_cpus
 const Backend *backend_for(Domain d);
 /* Every backend, in the order of application; *ret_n of them. */
 const Backend * const *backend_table(size_t *ret_n);
+/* The schema of a whole profile document: the core's keys and every backend's section (its schema
+ * and its check), what profile_load() and profile_from_document() check a document against. */
+const Schema *backend_profile_schema(void);
 /* Counts of knobs by domain, as people read them: "11 boot arguments and 2 module parameters"
  * (domains in table order, by their knob_noun); "" when all are 0; NULL on OOM. */
 char *knob_count_phrase(const size_t counts[_DOMAIN_MAX]);

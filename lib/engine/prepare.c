@@ -72,7 +72,7 @@ int prepare_profile(Root *root, const char *name_or_path, PrepareFlags flags, Pr
         int r;
 
         *ret_error = (PrepareError) { .step = _PREPARE_STEP_INVALID };
-        r = profile_load(root, name_or_path, &profile, &ret_error->profile);
+        r = profile_load(root, backend_profile_schema(), name_or_path, &profile, &ret_error->profile);
         if (r < 0)
                 return fail(ret_error, PREPARE_STEP_PROFILE, r);
         return prepare_profile_built(root, profile, flags, ret, ret_error);

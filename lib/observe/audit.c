@@ -639,7 +639,7 @@ static int target_from_journal(Root *root, const Journal *j, AuditTarget *x, Cpu
         if (!j->profile || !j->source)
                 return 0;
         doc = json_loads(j->source, 0, NULL);
-        if (!doc || profile_from_document(j->profile, doc, &profile, &pe) < 0) {
+        if (!doc || profile_from_document(backend_profile_schema(), j->profile, doc, &profile, &pe) < 0) {
                 error_done(&pe);
                 return 0;
         }

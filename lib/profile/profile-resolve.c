@@ -405,7 +405,7 @@ int profile_resolve(Profile *p, const Host *host, Resolved **ret, Error *ret_err
         json_object_foreach_safe (r->doc, tmp, key, v) {
                 if (streq(key, "cpus"))
                         continue;
-                const Schema *s = schema_child(profile_schema(), key);
+                const Schema *s = schema_child(p->schema, key);
                 _cleanup_free_ char *ptr = json_pointer_append("", key);
                 if (!ptr) {
                         k = -ENOMEM;

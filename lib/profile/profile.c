@@ -2,12 +2,12 @@
 /* Profile loading: files and their trust, includes, merge and origins, the document's schema and
  * names; and the list of profiles. Resolution is in profile-resolve.c, CPU expressions in
  * cpu-expr.c, the schema types in schema.c. */
+#include <assert.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend.h"
 #include "config.h"
 #include "profile-internal.h"
 #include "schema.h"
@@ -127,78 +126,15 @@ static const Schema check_schema = { SCHEMA_OBJECT, .fields = check_fields };
 
 static const Schema variables_schema = { SCHEMA_MAP, .items = &schema_scalar };
 
-/* A fragment is what a vendor overlay may carry: everything but include, variables and vendor.
- * Its keys are these, then every backend's section, then the tail. */
-static const SchemaField fragment_head[] = {
-        { "summary", &schema_string }, { "description", &schema_string }, { "cpus", &cpus_schema }, {}
-};
-static const SchemaField fragment_tail[] = { { "drift", &drift_schema }, { "check", &check_schema }, {} };
-static SchemaField fragment_fields[ELEMENTSOF(fragment_head) + _DOMAIN_MAX + ELEMENTSOF(fragment_tail)];
-static const Schema fragment_schema = { SCHEMA_OBJECT, .fields = fragment_fields };
-
-static const SchemaField vendor_fields[] = { { "intel", &fragment_schema }, { "amd", &fragment_schema }, {} };
-static const Schema vendor_schema = { SCHEMA_OBJECT, .fields = vendor_fields };
-
-/* A whole document: these, then a fragment's keys. */
-static const SchemaField top_head[] = {
-        { "include", &schema_strings }, { "variables", &variables_schema }, { "vendor", &vendor_schema }, {}
-};
-static SchemaField top_fields[ELEMENTSOF(top_head) + ELEMENTSOF(fragment_fields)];
-static const Schema top_schema = { SCHEMA_OBJECT, .fields = top_fields };
-
-static size_t fields_append(SchemaField *l, size_t n, const SchemaField *add) {
-        for (; add->key; add++)
-                l[n++] = *add;
-        return n;
-}
-
-static void schema_compose(void) {
-        size_t n = fields_append(fragment_fields, 0, fragment_head);
-        for (Domain d = 0; d < _DOMAIN_MAX; d++) {
-                const Backend *b = backend_for(d);
-                if (b && b->schema)
-                        fragment_fields[n++] = *b->schema;
-        }
-        n = fields_append(fragment_fields, n, fragment_tail);
-        fragment_fields[n] = (SchemaField) {};
-
-        n = fields_append(top_fields, 0, top_head);
-        n = fields_append(top_fields, n, fragment_fields);
-        top_fields[n] = (SchemaField) {};
-}
-
-const Schema *profile_schema(void) {
-        static pthread_once_t once = PTHREAD_ONCE_INIT;
-        (void) pthread_once(&once, schema_compose);
-        return &top_schema;
-}
-
-/* Checks that do not need the host: names and paths that must have a given shape. */
-/* What the schema cannot say: each domain's section is checked by its backend (names, required
- * keys, combinations), the core's own keys here. base: "" or "/vendor/NAME". */
-static int validate_names(const char *file, json_t *doc, const char *base, Error *e) {
-        size_t n;
-        const Backend * const *table = backend_table(&n);
-        for (size_t i = 0; i < n; i++) {
-                const Backend *b = table[i];
-                json_t *section = b->schema ? json_object_get(doc, b->schema->key) : NULL;
-                if (!b->check || !section)
-                        continue;
-                _cleanup_free_ char *p = json_pointer_append(base, b->schema->key);
-                if (!p)
-                        return -ENOMEM;
-                int k = b->check(file, section, p, e);
-                if (k < 0)
-                        return k;
-        }
-
-        size_t ai;
+/* An entry of drift.task_allow must match something. */
+static int check_drift(const char *file, json_t *drift, const char *ptr, Error *e) {
+        size_t i;
         json_t *v;
-        json_array_foreach (json_object_get(json_object_get(doc, "drift"), "task_allow"), ai, v) {
+        json_array_foreach (json_object_get(drift, "task_allow"), i, v) {
                 const char *entry = json_string_value(v);
                 if (entry && (!*entry || streq(entry, "!"))) {
                         _cleanup_free_ char *p = NULL;
-                        if (asprintf(&p, "%s/drift/task_allow/%zu", base, ai) < 0)
+                        if (asprintf(&p, "%s/task_allow/%zu", ptr, i) < 0)
                                 return -ENOMEM;
                         return error_set(e, -EINVAL, file, p,
                                          "an empty entry matches nothing; give a comm pattern (\"qemu-*\"), a cgroup "
@@ -206,6 +142,49 @@ static int validate_names(const char *file, json_t *doc, const char *base, Error
                 }
         }
         return 0;
+}
+
+/* A fragment is what a vendor overlay may carry: everything but include, variables and vendor.
+ * Its keys are these, then the sections, then the tail. */
+static const SchemaField fragment_head[] = {
+        { "summary", &schema_string }, { "description", &schema_string }, { "cpus", &cpus_schema }, {}
+};
+static const SchemaField fragment_tail[] = { { "drift", &drift_schema, check_drift }, { "check", &check_schema }, {} };
+
+/* A whole document: these, then a fragment's keys. */
+static const SchemaField top_head[] = {
+        { "include", &schema_strings }, { "variables", &variables_schema }, { "vendor" }, {}
+};
+
+static size_t fields_append(SchemaField *l, size_t n, const SchemaField *add) {
+        for (; add->key; add++)
+                l[n++] = *add;
+        return n;
+}
+
+void profile_schema_init(ProfileSchema *s, const SchemaField *sections, size_t n_sections) {
+        assert(n_sections <= PROFILE_SECTIONS_MAX);
+        *s = (ProfileSchema) {
+                .top = { SCHEMA_OBJECT, .fields = s->top_fields },
+                .fragment = { SCHEMA_OBJECT, .fields = s->fragment_fields },
+                .vendor = { SCHEMA_OBJECT, .fields = s->vendor_fields },
+        };
+        size_t n = fields_append(s->fragment_fields, 0, fragment_head);
+        for (size_t i = 0; i < n_sections; i++)
+                s->fragment_fields[n++] = sections[i];
+        n = fields_append(s->fragment_fields, n, fragment_tail);
+        s->fragment_fields[n] = (SchemaField) {};
+
+        s->vendor_fields[0] = (SchemaField) { "intel", &s->fragment };
+        s->vendor_fields[1] = (SchemaField) { "amd", &s->fragment };
+        s->vendor_fields[2] = (SchemaField) {};
+
+        n = fields_append(s->top_fields, 0, top_head);
+        for (size_t i = 0; i < n; i++)
+                if (!s->top_fields[i].schema) /* "vendor": overlays of this document's own shape */
+                        s->top_fields[i].schema = &s->vendor;
+        n = fields_append(s->top_fields, n, s->fragment_fields);
+        s->top_fields[n] = (SchemaField) {};
 }
 
 /* ---- loading and merging ---- */
@@ -529,30 +508,18 @@ const char *profile_origin_of(const json_t *origins, const char *ptr, const char
 
 typedef struct LoadState {
         Root *root;
+        const Schema *schema;
         char **stack; /* files being loaded, as displayed */
         char **keys;  /* … and their real paths, for cycle detection */
         char **files;
 } LoadState;
 
-/* The schema and the names of one profile document, its vendor overlays included. */
-static int validate_document(const char *file, const json_t *doc, Error *e) {
-        int k = schema_validate(file, "", doc, profile_schema(), e);
+/* The shape of one profile document and what its checks say (its vendor overlays included). */
+static int validate_document(const char *file, const json_t *doc, const Schema *schema, Error *e) {
+        int k = schema_validate(file, "", doc, schema, e);
         if (k < 0)
                 return k;
-        k = validate_names(file, (json_t *) doc, "", e);
-        if (k < 0)
-                return k;
-        const char *vkey;
-        json_t *vfrag;
-        json_object_foreach (json_object_get(doc, "vendor"), vkey, vfrag) {
-                _cleanup_free_ char *base = NULL;
-                if (asprintf(&base, "/vendor/%s", vkey) < 0)
-                        return -ENOMEM;
-                k = validate_names(file, vfrag, base, e);
-                if (k < 0)
-                        return k;
-        }
-        return 0;
+        return schema_check(file, "", (json_t *) doc, schema, e);
 }
 
 static int load_rec(LoadState *st, const char *name_or_path, const char *include_dir, const char *from_file,
@@ -593,7 +560,7 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
                         return -ENOMEM;
                 return error_set(e, -EINVAL, where, NULL, "not valid JSON: %s", jerr.text);
         }
-        k = validate_document(display, doc, e);
+        k = validate_document(display, doc, st->schema, e);
         if (k < 0)
                 return k;
 
@@ -654,9 +621,9 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
         return 0;
 }
 
-int profile_load(Root *root, const char *name_or_path, Profile **ret, Error *ret_error) {
+int profile_load(Root *root, const Schema *schema, const char *name_or_path, Profile **ret, Error *ret_error) {
         _cleanup_(profile_freep) Profile *p = NULL;
-        LoadState st = { .root = root };
+        LoadState st = { .root = root, .schema = schema };
         int k;
 
         p = calloc(1, sizeof(*p));
@@ -664,6 +631,7 @@ int profile_load(Root *root, const char *name_or_path, Profile **ret, Error *ret
                 return -ENOMEM;
         p->origins = json_object();
         p->name = stem(name_or_path);
+        p->schema = schema;
         if (!p->origins || !p->name)
                 return -ENOMEM;
 
@@ -682,7 +650,7 @@ int profile_load(Root *root, const char *name_or_path, Profile **ret, Error *ret
         return 0;
 }
 
-int profile_from_document(const char *name, const json_t *doc, Profile **ret, Error *ret_error) {
+int profile_from_document(const Schema *schema, const char *name, const json_t *doc, Profile **ret, Error *ret_error) {
         _cleanup_(profile_freep) Profile *p = NULL;
         _cleanup_free_ char *label = NULL;
         int k;
@@ -691,7 +659,7 @@ int profile_from_document(const char *name, const json_t *doc, Profile **ret, Er
                 return -ENOMEM;
         if (!name || !*name || !doc)
                 return error_set(ret_error, -EINVAL, label, NULL, "no profile document; apply the profile again");
-        k = validate_document(label, doc, ret_error);
+        k = validate_document(label, doc, schema, ret_error);
         if (k < 0)
                 return k;
         if (json_object_get(doc, "include"))
@@ -702,6 +670,7 @@ int profile_from_document(const char *name, const json_t *doc, Profile **ret, Er
         if (!p)
                 return -ENOMEM;
         p->name = strdup(name);
+        p->schema = schema;
         p->doc = json_deep_copy(doc);
         p->origins = json_object();
         if (!p->name || !p->doc || !p->origins)

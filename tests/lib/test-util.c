@@ -94,7 +94,7 @@ int test_resolve(Root *root, const Host *host, const char *profile, Profile **re
                  char **ret_error) {
         Error e = {};
         Profile *p = NULL;
-        int r = profile_load(root, profile, &p, &e);
+        int r = profile_load(root, backend_profile_schema(), profile, &p, &e);
         if (r >= 0) {
                 r = profile_resolve(p, host, ret_r, &e);
                 if (r < 0)

@@ -336,7 +336,7 @@ START_TEST(test_lookup_and_list) {
 
         Profile *p = NULL;
         Error e = {};
-        ck_assert_int_eq(profile_load(root, "alpha", &p, &e), 0);
+        ck_assert_int_eq(profile_load(root, backend_profile_schema(), "alpha", &p, &e), 0);
         ck_assert_str_eq(p->summary, "user alpha");
         ck_assert_str_eq(p->name, "alpha");
         ck_assert_uint_eq(strv_length(p->files), 2);
@@ -347,7 +347,7 @@ START_TEST(test_lookup_and_list) {
          * the shipped one, not itself (rtpart.profile(5), INCLUDE). */
         test_write(host_dir, "etc/rtpart/profiles/beta.json", "{\"summary\": \"user beta\", \"include\": \"beta\"}");
         p = NULL;
-        ck_assert_int_eq(profile_load(root, "beta", &p, &e), 0);
+        ck_assert_int_eq(profile_load(root, backend_profile_schema(), "beta", &p, &e), 0);
         ck_assert_str_eq(p->summary, "user beta");
         ck_assert_uint_eq(strv_length(p->files), 2);
         ck_assert(strstr(p->files[0], "usr/share/rtpart/profiles/beta.json"));
@@ -360,7 +360,7 @@ START_TEST(test_lookup_and_list) {
         /* Under a root that does not have it, a name is also looked up among the program's own
          * shipped profiles (rtpartctl(1)): outside the root. */
         p = NULL;
-        ck_assert_int_eq(profile_load(root, "realtime-virtual-host", &p, &e), 0);
+        ck_assert_int_eq(profile_load(root, backend_profile_schema(), "realtime-virtual-host", &p, &e), 0);
         ck_assert(!startswith(p->files[strv_length(p->files) - 1], host_dir));
         profile_free(p);
 
@@ -567,7 +567,7 @@ START_TEST(test_from_document) {
         ck_assert_ptr_null(json_object_get(p->doc, "include"));
 
         /* The merged document makes the same profile again, with no file read. */
-        ck_assert_int_eq(profile_from_document("doctop", p->doc, &q, &e), 0);
+        ck_assert_int_eq(profile_from_document(backend_profile_schema(), "doctop", p->doc, &q, &e), 0);
         ck_assert_str_eq(q->name, "doctop");
         ck_assert_str_eq(q->summary, "top");
         ck_assert_ptr_null(q->path);
@@ -580,13 +580,13 @@ START_TEST(test_from_document) {
 
         /* A document is checked as a file is: a hand-edited journal gives nothing invalid. */
         json_t *bad = json_pack("{s:{s:i}}", "sysctl", "../../x", 1);
-        ck_assert_int_eq(profile_from_document("doctop", bad, &q, &e), -EINVAL);
+        ck_assert_int_eq(profile_from_document(backend_profile_schema(), "doctop", bad, &q, &e), -EINVAL);
         _cleanup_free_ char *msg = error_format(&e, "invalid profile");
         ck_assert_msg(strstr(msg, "/sysctl/..~1..~1x") && strstr(msg, "doctop"), "%s", msg);
         error_done(&e);
         json_decref(bad);
         bad = json_pack("{s:s}", "include", "/tmp/x.json");
-        ck_assert_int_eq(profile_from_document("doctop", bad, &q, &e), -EINVAL);
+        ck_assert_int_eq(profile_from_document(backend_profile_schema(), "doctop", bad, &q, &e), -EINVAL);
         error_done(&e);
         json_decref(bad);
         resolved_free(r);
