@@ -199,6 +199,9 @@ int root_write_each(Root *r, RootWriteItem *items, size_t n);
 int root_cache_fill(Root *r, char * const *rels, size_t n);
 void root_cache_drop(Root *r);
 
+/* What is left to read of fd, NUL-terminated; ret_size optional. Grows as needed (procfs sizes
+ * are lies). */
+int root_read_fd(int fd, char **ret, size_t *ret_size);
 /* Whole file, NUL-terminated; ret_size optional. Grows as needed (procfs sizes are lies). */
 int root_read_file(Root *r, const char *rel, char **ret, size_t *ret_size);
 /* First line without the trailing newline and surrounding whitespace. */
@@ -242,8 +245,12 @@ int root_write_once(Root *r, const char *rel, int flags, const char *data);
 /* Runs command with /bin/sh, RTPART_ROOT set to the root's path and output discarded; -EPROTO
  * unless it exits 0. */
 int root_run_shell(Root *r, const char *command);
-/* Through the root's ops: replaces a regular file atomically (temp file ".#BASE.PID.tmp", fsync,
- * rename, fsync of the directory); its parent directories are made first. */
+/* Through the root's ops: replaces a regular file atomically (a temporary beside it, fsync,
+ * rename, fsync of the directory); its parent directories are made first. The temporary is
+ * ".#BASE.PID.tmp", or ".#BASE.PID-XXXXXXXX.tmp" (random hex) where that name is taken: always a
+ * regular file this process has just made (O_EXCL, O_NOFOLLOW, O_NONBLOCK), never a name that was
+ * there before it (a FIFO, a symlink or a file another user planted in a directory they may
+ * write), so the file rtpart leaves is its own. */
 int root_write_file_atomic(Root *r, const char *rel, const char *data, size_t size, mode_t mode);
 /* Through the root's ops: makes rel a file of size bytes with its blocks allocated
  * (posix_fallocate), so that unlinking it frees room for a write that must not fail for lack of
@@ -254,6 +261,18 @@ int root_unlink(Root *r, const char *rel);
 int root_rmdir(Root *r, const char *rel);
 /* For ops tables: what the ops of the same names do on any filesystem, with system calls. */
 int root_file_replace(Root *r, const char *rel, const char *data, size_t size, mode_t mode);
+/* root_file_replace() in its two halves, for a table that wraps each (the simulator counts both,
+ * so a crash can fall between them): the temporary made, written and synced (_begin), then
+ * renamed over the file and the directory synced (_commit). root_temp_done() removes a temporary
+ * that was not renamed. */
+typedef struct RootTemp {
+        int dfd;    /* the directory; -EBADF: none */
+        char *name; /* the temporary in it; NULL once renamed */
+        char *base; /* the file it replaces */
+} RootTemp;
+int root_file_replace_begin(Root *r, const char *rel, const char *data, size_t size, mode_t mode, RootTemp *ret);
+int root_file_replace_commit(RootTemp *t);
+void root_temp_done(RootTemp *t);
 int root_file_reserve(Root *r, const char *rel, size_t size);
 int root_file_unlink(Root *r, const char *rel);
 int root_file_mkdir(Root *r, const char *rel, mode_t mode);
@@ -261,10 +280,11 @@ int root_file_rmdir(Root *r, const char *rel);
 #define ROOT_FILE_OPS \
         .replace_file = root_file_replace, .reserve_file = root_file_reserve, .unlink_file = root_file_unlink, \
         .make_dir = root_file_mkdir, .remove_dir = root_file_rmdir
-/* Removes what root_write_file_atomic() of rel left behind when its process died between the temp
- * file and the rename: the ".#BASE.PID.tmp" files beside rel, but this process's own. Callers hold
- * the journal lock, so no other rtpart process is writing one. Returns how many it removed; a
- * missing directory is 0. */
+/* Removes what root_write_file_atomic() of rel left behind when its process died between the
+ * temporary and the rename: the temporaries beside rel (both names above), but this process's own.
+ * rel may be a shell pattern ("boot/loader/entries/ *.conf", "*" for every file of a directory; its
+ * directory part is globbed too). Callers hold the journal lock, so no other rtpart process is
+ * writing one. Returns how many it removed; a missing directory is 0. */
 int root_remove_temporaries(Root *r, const char *rel);
 /* rel and its missing parents, each made through the root's ops. */
 int root_mkdir_p(Root *r, const char *rel, mode_t mode);
