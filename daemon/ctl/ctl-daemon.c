@@ -185,8 +185,12 @@ int ctl_get_document(Root *root, const char *method, const char *arg, bool use_d
                         "rtpartd did not take the connection (%s); working on the host directly, as with --no-daemon",
                         reason ?: "out of memory");
         }
-        ctl_recover(root);
-        return local(root, arg, ret_doc);
+        _cleanup_(journal_store_freep) JournalStore *journal = NULL;
+        r = ctl_open_journal(root, &journal);
+        if (r < 0)
+                return r;
+        ctl_recover(root, journal);
+        return local(root, journal, arg, ret_doc);
 }
 
 int ctl_document(const char *method, const char *arg, bool use_daemon, LocalFunc local, Root **ret_root,

@@ -28,11 +28,13 @@ static int export_prepare(Root *root, const char *name, Prepared *ret) {
         }
 
         _cleanup_(journal_freep) Journal *j = NULL;
-        _cleanup_(journal_error_done) JournalError je = {};
-        r = journal_load(root, &j, &je);
-        if (r < 0 && r != -ENOENT)
+        _cleanup_(error_done) Error je = {};
+        r = ctl_read_journal(root, &j, &je);
+        if (r < 0 && r != -ENOENT) {
+                _cleanup_free_ char *why = je.message ? error_format(&je, NULL) : NULL;
                 return log_error_errno(r, "cannot read the journal to find the applied profile: %s; name a profile",
-                                       je.message ?: strerror(-r));
+                                       why ?: strerror(-r));
+        }
         if (r < 0 || !j->profile) {
                 log_error("no profile is applied on this host; name the profile whose split to export "
                           "(rtpartctl export libvirt|nova PROFILE)");
@@ -55,7 +57,7 @@ static int export_prepare(Root *root, const char *name, Prepared *ret) {
                                   j->profile, jerr.text);
                         return EXIT_FAILED;
                 }
-                r = profile_from_document(backend_profile_schema(), j->profile, doc, &profile, &pe.profile);
+                r = profile_from_document(backend_profile_schema(), j->profile, doc, &profile, &pe.error);
                 if (r < 0) {
                         pe.step = PREPARE_STEP_PROFILE;
                         return ctl_prepare_failure(root, &pe, r);

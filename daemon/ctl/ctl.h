@@ -30,6 +30,7 @@
 #include <stdbool.h>
 
 #include "audit.h"
+#include "journal.h"
 #include "log.h"
 #include "prepare.h"
 #include "root.h"
@@ -83,11 +84,16 @@ int ctl_discover(Root *root, Host **ret);
 /* The prepare pipeline's failure said (pe cleared): EXIT_USAGE for the profile's content or a
  * name not found, else r. */
 int ctl_prepare_failure(Root *root, PrepareError *pe, int r);
-/* The journal's lock, waiting (and saying so) while another holder changes the host. */
-int ctl_take_lock(Root *root, int *ret_fd);
+/* The root's journal opened, once per command (a negative errno after a message). */
+int ctl_open_journal(Root *root, JournalStore **ret);
+/* The root's journal read, for a command that reads it once: journal_store_load()'s answer. */
+int ctl_read_journal(Root *root, Journal **ret, Error *ret_error);
+/* The journal's lock, waiting (and saying so) while another holder changes the host; held by the
+ * journal until it is freed. */
+int ctl_take_lock(JournalStore *journal);
 /* Rolls back a transaction a crash left open, before a command works on the host directly
  * (rtpartd does so itself when it serves the command). */
-void ctl_recover(Root *root);
+void ctl_recover(Root *root, JournalStore *journal);
 
 /* ---- ctl-audit.c ---- */
 
@@ -111,7 +117,7 @@ volatile sig_atomic_t *ctl_catch_interrupts(bool on);
 
 /* A command's document made on the host directly: 0 and *ret_doc; or a negative errno or an exit
  * status after a message and, when the failure has one (a failed apply or revert), *ret_doc. */
-typedef int (*LocalFunc)(Root *root, const char *arg, json_t **ret_doc);
+typedef int (*LocalFunc)(Root *root, JournalStore *journal, const char *arg, json_t **ret_doc);
 
 /* The document of a command: from rtpartd when it runs (and use_daemon), else made by local.
  * Returns as LocalFunc does; rtpartd's errors are said as rtpartctl says its own. */

@@ -26,12 +26,6 @@
 #define CORRECT_WINDOW_USEC (60 * 1000000ULL)
 #define DEFAULT_INTERVAL_USEC (60 * 1000000ULL)
 
-static void close_fd(int *fd) {
-        if (*fd >= 0)
-                close(*fd);
-        *fd = -EBADF;
-}
-
 static uint64_t now_usec(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -116,7 +110,7 @@ static int prepare_failure(Manager *m, PrepareError *pe, int r, ManagerError *e)
                                   m->root->path, strerror(-r));
                 break;
         case PREPARE_STEP_PROFILE:
-                r = profile_failure(e, &pe->profile, r);
+                r = profile_failure(e, &pe->error, r);
                 break;
         default:
                 manager_error_set(e, MANAGER_ERROR_FAILED, "cannot build the plan for %s: %s", strempty(pe->name),
@@ -356,15 +350,16 @@ static void watch_refresh(Manager *m) {
 /* Reads state.json again when its bytes changed; what the daemon keeps of it is the Journal. A
  * journal that is refused leaves the one held as it was, and its message in m->journal_error. */
 static int journal_reload(Manager *m, bool *ret_changed) {
-        _cleanup_(journal_error_done) JournalError je = {};
+        _cleanup_(error_done) Error je = {};
         Journal *j = NULL;
-        int r = journal_load_if_changed(m->root, m->journal ? m->journal->digest : 0, &j, &je);
+        int r = journal_store_load_if_changed(m->store, m->journal ? m->journal->digest : 0, &j, &je);
         trim_later(m); /* the file was read, and maybe parsed */
-        if (r == -EBADMSG && je.message && !streq_ptr(je.message, m->journal_error)) {
+        _cleanup_free_ char *why = r == -EBADMSG && je.message ? error_format(&je, NULL) : NULL;
+        if (why && !streq_ptr(why, m->journal_error)) {
                 if (m->journal) /* else the caller refuses to start */
-                        log_warning("%s; keeping the journal as last read, and changing nothing", je.message);
+                        log_warning("%s; keeping the journal as last read, and changing nothing", why);
                 free(m->journal_error);
-                m->journal_error = TAKE_PTR(je.message);
+                m->journal_error = TAKE_PTR(why);
         }
         if (r < 0)
                 return r;
@@ -700,26 +695,29 @@ static bool knob_is_new(Manager *m, const Knob *k) {
                 !journal_find_unmovable(m->journal, k->id);
 }
 
-static int take_lock(Manager *m, int *ret, ManagerError *e) {
-        int fd = engine_lock(m->root, /* wait= */ true);
-        if (fd < 0) {
-                manager_error_set(e, MANAGER_ERROR_FAILED, "cannot take the journal lock: %s", strerror(-fd));
-                return fd;
+/* The journal's lock, held until *ret is unlocked (journal_store_unlockp()). */
+static int take_lock(Manager *m, JournalStore **ret, ManagerError *e) {
+        _cleanup_(error_done) Error le = {};
+        int r = journal_store_lock(m->store, /* wait= */ true, &le);
+        if (r < 0) {
+                _cleanup_free_ char *why = le.message ? error_format(&le, NULL) : NULL;
+                manager_error_set(e, MANAGER_ERROR_FAILED, "cannot take the journal lock: %s", why ?: strerror(-r));
+                return r;
         }
-        *ret = fd;
+        *ret = m->store;
         return 0;
 }
 
 static int engine_failure(ManagerError *e, const EngineResult *res, int r) {
-        if (res->failed_knob)
-                manager_error_set(e, MANAGER_ERROR_FAILED, "writing %s (%s) failed: %s%s%s%s; %s", res->failed_knob,
-                                  res->failed_path ? res->failed_path : "no file", strerror(res->failed_errno),
-                                  res->failed_detail ? " (kernel: " : "", strempty(res->failed_detail),
-                                  res->failed_detail ? ")" : "",
+        const Error *f = &res->error;
+        if (f->pointer)
+                manager_error_set(e, MANAGER_ERROR_FAILED, "writing %s (%s) failed: %s%s%s%s; %s", f->pointer,
+                                  f->file ? f->file : "no file", strerror(-f->code), f->detail ? " (kernel: " : "",
+                                  strempty(f->detail), f->detail ? ")" : "",
                                   res->rollback_incomplete ? "the changes of this run were undone except those noted"
                                                            : "every change of this run was undone");
         else
-                manager_error_set(e, MANAGER_ERROR_FAILED, "%s", res->journal_error.message ?: res->failed_message ?: strerror(-r));
+                manager_error_set(e, MANAGER_ERROR_FAILED, "%s", f->message ?: strerror(-r));
         e->details = document_apply_failure(res, r);
         return r;
 }
@@ -745,7 +743,7 @@ static void knob_use_journal(Manager *m, Knob *k) {
  * to the journal (IRQs of a new device, new kernel threads), through the engine's subset apply:
  * nothing else is touched. ret_listed (optional): the IRQs /proc/interrupts listed for the plan. */
 static int apply_selected(Manager *m, char **ids, size_t *ret_written, IrqSet *ret_listed, ManagerError *e) {
-        _cleanup_close_ int lock = -EBADF;
+        _cleanup_(journal_store_unlockp) JournalStore *lock = NULL;
         _cleanup_strv_free_ char **sel = NULL, **fresh = NULL;
         Prepared p = {};
         EngineResult er = {};
@@ -792,7 +790,7 @@ static int apply_selected(Manager *m, char **ids, size_t *ret_written, IrqSet *r
         }
         r = take_lock(m, &lock, e);
         if (r >= 0) {
-                r = engine_apply_knobs(m->root, p.host, p.plan, sel, strv_length(sel), &er);
+                r = engine_apply_knobs(m->root, m->store, p.host, p.plan, sel, strv_length(sel), &er);
                 if (r == -ESTALE)
                         manager_error_set(e, MANAGER_ERROR_FAILED,
                                           "the applied profile changed meanwhile; nothing written");
@@ -804,7 +802,7 @@ static int apply_selected(Manager *m, char **ids, size_t *ret_written, IrqSet *r
                 log_debug("%s", *n);
         engine_result_done(&er);
         prepared_done(&p);
-        close_fd(&lock);
+        journal_store_unlock(TAKE_PTR(lock));
         (void) journal_reload(m, NULL);
         /* New knobs the engine did not record (their backend cannot write them on this root)
          * are not tried again until the next full apply. */
@@ -818,7 +816,7 @@ static int apply_selected(Manager *m, char **ids, size_t *ret_written, IrqSet *r
 
 /* Applies the profile name, or with name NULL the journal's profile again (at start-up). */
 static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *e) {
-        _cleanup_close_ int lock = -EBADF;
+        _cleanup_(journal_store_unlockp) JournalStore *lock = NULL;
         Prepared p = {};
         EngineResult er = {};
         int r;
@@ -839,8 +837,8 @@ static int apply_full(Manager *m, const char *name, json_t **ret, ManagerError *
         /* The engine loads the journal itself and rewrites it: the copy held here is read again
          * after, and not kept through the apply, the daemon's largest moment. */
         m->journal = journal_free(m->journal);
-        r = engine_apply(m->root, p.host, p.resolved, p.plan, &er);
-        close_fd(&lock);
+        r = engine_apply(m->root, m->store, p.host, p.resolved, p.plan, &er);
+        journal_store_unlock(TAKE_PTR(lock));
         string_set_done(&m->not_owned);
         if (r < 0) {
                 engine_failure(e, &er, r);
@@ -1144,7 +1142,7 @@ int manager_describe(Manager *m, json_t **ret, ManagerError *e) {
 }
 
 int manager_revert(Manager *m, json_t **ret, ManagerError *e) {
-        _cleanup_close_ int lock = -EBADF;
+        _cleanup_(journal_store_unlockp) JournalStore *lock = NULL;
         _cleanup_(host_freep) Host *host = NULL;
         EngineResult er = {};
         int r = host_discover(m->root, 0, &host);
@@ -1155,19 +1153,19 @@ int manager_revert(Manager *m, json_t **ret, ManagerError *e) {
         r = take_lock(m, &lock, e);
         if (r < 0)
                 return r;
-        r = engine_revert(m->root, host, &er);
-        close_fd(&lock);
+        r = engine_revert(m->root, m->store, host, &er);
+        journal_store_unlock(TAKE_PTR(lock));
         json_t *doc = document_revert(&er, r);
         if (r < 0) {
-                if (er.failed_knob)
+                if (er.error.pointer)
                         manager_error_set(e, MANAGER_ERROR_FAILED,
                                           "%zu knob%s could not be restored (first: %s: %s); they stay in "
                                           "the journal and a later revert retries them",
-                                          er.failed, er.failed == 1 ? "" : "s", er.failed_knob,
-                                          strerror(er.failed_errno));
+                                          er.failed, er.failed == 1 ? "" : "s", er.error.pointer,
+                                          strerror(-er.error.code));
                 else
                         manager_error_set(e, MANAGER_ERROR_FAILED, "revert failed: %s",
-                                  er.journal_error.message ?: er.failed_message ?: strerror(-r));
+                                          er.error.message ?: strerror(-r));
                 e->details = doc;
                 doc = NULL;
         } else
@@ -1423,21 +1421,22 @@ static void on_tasks_changed(Watcher *w, const int *pids, size_t n_pids, const i
  * when no run holds the lock (an open transaction is then someone's apply in progress). */
 static int recover_open(Manager *m, bool wait) {
         _cleanup_(host_freep) Host *host = NULL;
-        _cleanup_close_ int lock = -EBADF;
+        _cleanup_(journal_store_unlockp) JournalStore *lock = NULL;
         EngineResult er = {};
         int r;
 
-        if (!engine_needs_recovery(m->root))
+        if (!engine_needs_recovery(m->root, m->store))
                 return 0;
-        lock = engine_lock(m->root, wait);
-        if (lock == -EWOULDBLOCK)
+        r = journal_store_lock(m->store, wait, NULL);
+        if (r == -EWOULDBLOCK)
                 return 0;
-        if (lock < 0)
-                return log_error_errno(lock, "Cannot take the journal lock: %m");
+        if (r < 0)
+                return log_error_errno(r, "Cannot take the journal lock: %m");
+        lock = m->store;
         r = host_discover(m->root, 0, &host);
         if (r < 0)
                 return log_error_errno(r, "Cannot read the host's topology under %s: %m", m->root->path);
-        r = engine_recover(m->root, host, &er);
+        r = engine_recover(m->root, m->store, host, &er);
         if (r < 0)
                 (void) log_error_errno(r, "Cannot roll back the interrupted transaction: %m");
         for (char **n = er.notes; n && *n; n++)
@@ -1508,6 +1507,9 @@ int manager_new(sd_event *event, Root *root, const ManagerOptions *options, Mana
         m->event = sd_event_ref(event);
         m->root = root;
         m->options = *options;
+        int r = journal_store_open(root, &m->store);
+        if (r < 0)
+                return r;
         m->corrections = json_object();
         if (!m->corrections)
                 return -ENOMEM;
@@ -1521,7 +1523,7 @@ int manager_new(sd_event *event, Root *root, const ManagerOptions *options, Mana
                 .journal_changed = on_journal_changed,
                 .cpus_changed = on_cpus_changed,
         };
-        int r = watcher_new(event, root, &cb, m, &m->watcher);
+        r = watcher_new(event, root, &cb, m, &m->watcher);
         if (r < 0)
                 return r;
         r = sd_event_add_post(event, &m->trim_source, on_trim, m);
@@ -1554,6 +1556,7 @@ Manager *manager_free(Manager *m) {
         irq_set_done(&m->irqs_known);
         irq_set_done(&m->irqs_waiting);
         journal_free(m->journal);
+        journal_store_free(m->store);
         free(m->journal_error);
         drift_set_done(&m->drift);
         strv_free(m->live.reboot_pending);
@@ -1609,8 +1612,8 @@ int manager_startup(Manager *m) {
 
         /* 4. Watch. */
         m->starting = false;
-        const char *dir;
-        Root *sr = journal_root(m->root, &dir);
+        Root *sr = journal_store_root(m->store);
+        const char *dir = journal_store_dir(m->store);
         if (root_mkdir_p(sr, dir, 0755) >= 0) {
                 r = watcher_watch_journal(m->watcher, sr, dir);
                 if (r < 0)

@@ -107,6 +107,7 @@ struct Manager {
         Watcher *watcher;
         sd_event_source *trim_source; /* gives the heap back after a call (post source) */
 
+        JournalStore *store; /* the journal's directory, opened once */
         Journal *journal;    /* state.json as last read */
         char *journal_error; /* why state.json as it is now was refused, NULL */
         uint64_t watch_key;  /* digest of the (knob, path) list the watcher has */

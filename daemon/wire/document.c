@@ -87,11 +87,13 @@ char *document_reboot_phrase(json_t *ids) {
 }
 
 static json_t *error_entry(const EngineResult *er, int r) {
-        int err = er->failed_errno ? er->failed_errno : -r;
-        /* A refused journal: the message names the entry and what is wrong with it. */
-        const char *msg = er->journal_error.message ?: er->failed_message ?: strerror(err);
-        return json_pack("{s:s?, s:s?, s:i, s:s, s:s?}", "knob", er->failed_knob, "path", er->failed_path, "errno", err,
-                         "message", msg, "detail", er->failed_detail);
+        const Error *e = &er->error;
+        int err = e->code ? -e->code : -r;
+        /* A knob's write has its knob and errno; anything else (a refused journal: the entry and
+         * what is wrong with it) its message. */
+        const char *msg = e->message ?: strerror(err);
+        return json_pack("{s:s?, s:s?, s:i, s:s, s:s?}", "knob", e->pointer, "path", e->file, "errno", err, "message",
+                         msg, "detail", e->detail);
 }
 
 json_t *document_apply_failure(const EngineResult *er, int r) {

@@ -91,7 +91,7 @@ int knob_write_file(Root *root, const Knob *k, const char *value) {
         return root_write_value(root, k->path, v);
 }
 
-int knob_write_file_verb(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+int knob_write_file_verb(Root *root, const Knob *k, const char *value, const KnobKeep *keep, KnobResult *ret) {
         *ret = (KnobResult) {};
         return knob_result_finish(ret, knob_write_file(root, k, value));
 }

@@ -27,6 +27,14 @@ typedef enum BackendFlags {
                                          * event: read again after a CPU hotplug */
 } BackendFlags;
 
+/* What the engine lends a write to keep what it must put back byte for byte (a bootloader file's
+ * bytes before rtpart first edited it): a directory of the domain's own beside the journal, kept
+ * as long as the journal is. Backends never name the journal; NULL: nothing can be kept. */
+typedef struct KnobKeep {
+        Root *root;      /* where dir is */
+        const char *dir; /* root-relative; made when something is first kept */
+} KnobKeep;
+
 typedef struct Backend {
         Domain domain;
         const char *name;
@@ -49,10 +57,11 @@ typedef struct Backend {
          * 0 with *ret = NULL or -ENOENT: callers treat both alike. */
         int (*read)(Root *root, const Knob *k, char **ret);
         /* Writes value (NULL: make it absent again, e.g. drop a boot argument) to the knob and says
-         * what became of it in *ret (overwritten, not freed: pass a cleared result). Returns
-         * KNOB_DONE, KNOB_REFUSED, KNOB_SKIPPED or the negative errno of ret->error. NULL: the
-         * domain is read-only for now. */
-        int (*write)(Root *root, const Knob *k, const char *value, KnobResult *ret);
+         * what became of it in *ret (overwritten, not freed: pass a cleared result). keep: where
+         * it may keep what it must put back later (NULL: nowhere). Returns KNOB_DONE,
+         * KNOB_REFUSED, KNOB_SKIPPED or the negative errno of ret->error. NULL: the domain is
+         * read-only for now. */
+        int (*write)(Root *root, const Knob *k, const char *value, const KnobKeep *keep, KnobResult *ret);
         /* After a batch of writes to this domain: make them take effect (regenerate grub.cfg).
          * May set *ret_note for the user. NULL: nothing to do. */
         int (*flush)(Root *root, const Host *host, char **ret_note);
@@ -72,6 +81,11 @@ typedef struct Backend {
          * timer or the proc connector sees it). Returns their number and *ret_paths (a strv, NULL
          * when there are none). */
         int (*watch)(const Knob *k, char ***ret_paths);
+        /* The files it replaces whole (root_write_file_atomic()), as root-relative shell patterns,
+         * NULL-terminated (NULL: none): the recovery after a crash removes the temporaries a
+         * replacement killed in the middle left beside them, whether or not the journal names the
+         * files. */
+        const char * const *replaces;
         /* One of its knobs, in counts for people ("13 boot arguments"; the plural adds an "s").
          * NULL: "NAME knob". */
         const char *knob_noun;
@@ -108,7 +122,7 @@ int backend_check_rules(const char *file, json_t *list, const char *list_ptr, co
 /* Writes a knob file (the value as the kernel takes it: a selection unwrapped). NULL: nothing. */
 int knob_write_file(Root *root, const Knob *k, const char *value);
 /* knob_write_file() as a backend's write verb. */
-int knob_write_file_verb(Root *root, const Knob *k, const char *value, KnobResult *ret);
+int knob_write_file_verb(Root *root, const Knob *k, const char *value, const KnobKeep *keep, KnobResult *ret);
 /* Watch verbs: the knob's own file (if it has one), or none. */
 int knob_watch_file(const Knob *k, char ***ret_paths);
 int knob_watch_none(const Knob *k, char ***ret_paths);

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include "backend.h"
-#include "journal.h"
 #include "strv.h"
 
 /* The "boot" section of a profile: kernel arguments, by name. */
@@ -375,32 +374,31 @@ static bool same_args(char **a, char **b) {
         return true;
 }
 
-/* Before rtpart first edits a bootloader file it keeps a copy beside its journal; once the file's
- * arguments are back to the copy's (in any order), the copy itself is put back, byte for byte. */
-static int backup_path(Root *root, const char *path, Root **ret_root, char **ret) {
-        const char *dir;
-        *ret_root = journal_root(root, &dir);
+/* Before rtpart first edits a bootloader file it keeps a copy where the engine lets it keep things
+ * (beside the journal); once the file's arguments are back to the copy's (in any order), the copy
+ * itself is put back, byte for byte. NULL: nowhere to keep it. */
+static char *backup_path(const KnobKeep *keep, const char *path) {
         _cleanup_free_ char *flat = strdup(path);
-        if (!flat)
-                return -ENOMEM;
+        char *s;
+        if (!keep || !flat)
+                return NULL;
         for (char *c = flat; *c; c++)
                 if (*c == '/')
                         *c = '%';
-        return asprintf(ret, "%s/boot-backup/%s", dir, flat) < 0 ? -ENOMEM : 0;
+        return asprintf(&s, "%s/%s", keep->dir, flat) < 0 ? NULL : s;
 }
 
-static int edit_options_file(Root *root, const char *path, bool whole_file, const char *key, const char *value,
-                             KnobResult *ret) {
+static int edit_options_file(Root *root, const KnobKeep *keep, const char *path, bool whole_file, const char *key,
+                             const char *value, KnobResult *ret) {
         _cleanup_free_ char *text = NULL, *bpath = NULL, *backup = NULL;
-        Root *sr;
         int k = root_read_file(root, path, &text, NULL);
         if (k < 0)
                 return k;
-        k = backup_path(root, path, &sr, &bpath);
-        if (k < 0)
-                return k;
-        if (root_read_file(sr, bpath, &backup, NULL) == -ENOENT) {
-                k = root_write_file_atomic(sr, bpath, text, strlen(text), 0600);
+        bpath = backup_path(keep, path);
+        if (keep && !bpath)
+                return -ENOMEM;
+        if (bpath && root_read_file(keep->root, bpath, &backup, NULL) == -ENOENT) {
+                k = root_write_file_atomic(keep->root, bpath, text, strlen(text), 0600);
                 if (k < 0)
                         return k;
         }
@@ -457,14 +455,14 @@ static int edit_options_file(Root *root, const char *path, bool whole_file, cons
                 return -ENOMEM;
 
         /* Back to the original arguments? Then the original bytes. */
-        if (!backup && root_read_file(sr, bpath, &backup, NULL) < 0)
+        if (bpath && !backup && root_read_file(keep->root, bpath, &backup, NULL) < 0)
                 backup = NULL;
         if (backup) {
                 _cleanup_strv_free_ char **now = file_args(out, whole_file), **was = file_args(backup, whole_file);
                 if (now && was && same_args(now, was)) {
                         free(out);
                         out = TAKE_PTR(backup);
-                        (void) root_unlink(sr, bpath);
+                        (void) root_unlink(keep->root, bpath);
                 }
         }
         struct stat st;
@@ -641,7 +639,7 @@ static int boot_read(Root *root, const Knob *k, char **ret) {
         return cmdline_get(cmdline, k->id + strlen("boot/"), ret);
 }
 
-static int boot_write_args(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+static int boot_write_args(Root *root, const Knob *k, const char *value, const KnobKeep *keep, KnobResult *ret) {
         const char *key = k->id + strlen("boot/");
         _cleanup_strv_free_ char **entries = NULL;
         int r;
@@ -657,13 +655,13 @@ static int boot_write_args(Root *root, const Knob *k, const char *value, KnobRes
                 r = boot_file_known(root, k->path);
                 if (r <= 0)
                         return r;
-                return edit_options_file(root, k->path, streq(k->path, KERNEL_CMDLINE), key, value, ret);
+                return edit_options_file(root, keep, k->path, streq(k->path, KERNEL_CMDLINE), key, value, ret);
         }
         switch (host_detect_bootloader(root)) {
         case BOOTLOADER_GRUB:
                 return grub_write(root, key, value, ret);
         case BOOTLOADER_KERNEL_CMDLINE:
-                r = edit_options_file(root, KERNEL_CMDLINE, true, key, value, ret);
+                r = edit_options_file(root, keep, KERNEL_CMDLINE, true, key, value, ret);
                 if (r < 0)
                         return r;
                 _fallthrough_;
@@ -672,7 +670,7 @@ static int boot_write_args(Root *root, const Knob *k, const char *value, KnobRes
                 if (r < 0)
                         return r;
                 for (char **e = entries; *e; e++) {
-                        r = edit_options_file(root, *e, false, key, value, ret);
+                        r = edit_options_file(root, keep, *e, false, key, value, ret);
                         if (r < 0)
                                 return r;
                 }
@@ -682,9 +680,9 @@ static int boot_write_args(Root *root, const Knob *k, const char *value, KnobRes
         }
 }
 
-static int boot_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+static int boot_write(Root *root, const Knob *k, const char *value, const KnobKeep *keep, KnobResult *ret) {
         *ret = (KnobResult) {};
-        return knob_result_finish(ret, boot_write_args(root, k, value, ret));
+        return knob_result_finish(ret, boot_write_args(root, k, value, keep, ret));
 }
 
 static int boot_flush(Root *root, const Host *host, char **ret_note) {
@@ -759,6 +757,12 @@ static int boot_check(const char *file, json_t *section, const char *pointer, Er
         return 0;
 }
 
+/* Replaced whole by its writes: the drop-in, the kernel-install command line, the BLS entries (the
+ * copies kept of them are beside the journal, whose recovery sweeps them). */
+static const char * const boot_replaces[] = {
+        GRUB_DROPIN, KERNEL_CMDLINE, "boot/loader/entries/*.conf", "boot/efi/loader/entries/*.conf", NULL,
+};
+
 const Backend backend_boot = {
         .domain = DOMAIN_BOOT,
         .name = "boot",
@@ -768,6 +772,7 @@ const Backend backend_boot = {
         .files = boot_files,
         .read = boot_read,
         .write = boot_write,
+        .replaces = boot_replaces,
         .flush = boot_flush,
         .flags = BACKEND_REBOOT_ONLY,
         .running = boot_running,

@@ -523,7 +523,7 @@ static int pm_qos_write(Root *root, const Knob *k, const char *value, KnobResult
         return r;
 }
 
-static int cpu_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+static int cpu_write(Root *root, const Knob *k, const char *value, const KnobKeep *keep, KnobResult *ret) {
         *ret = (KnobResult) {};
         if (streq(k->id, "cpu/pm_qos"))
                 return knob_result_finish(ret, pm_qos_write(root, k, value, ret));

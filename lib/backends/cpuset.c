@@ -961,7 +961,7 @@ static int cpuset_read(Root *root, const Knob *k, char **ret) {
         return r;
 }
 
-static int cpuset_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+static int cpuset_write(Root *root, const Knob *k, const char *value, const KnobKeep *keep, KnobResult *ret) {
         *ret = (KnobResult) {};
         int r = cpuset_write_value(root, k, value, ret);
         return knob_result_finish(ret, r);

@@ -145,7 +145,7 @@ static int irq_read(Root *root, const Knob *k, char **ret) {
 
 #define IRQ_REFUSAL "the kernel manages this IRQ's affinity (managed or per-CPU interrupt)"
 
-static int irq_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+static int irq_write(Root *root, const Knob *k, const char *value, const KnobKeep *keep, KnobResult *ret) {
         *ret = (KnobResult) {};
         int r = knob_write_file(root, k, value);
         switch (r) {
@@ -299,7 +299,7 @@ static int irqbalance_write_file(Root *root, const Knob *k, const char *value) {
         return root_write_file_atomic(root, k->path, out, strlen(out), 0644);
 }
 
-static int irqbalance_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+static int irqbalance_write(Root *root, const Knob *k, const char *value, const KnobKeep *keep, KnobResult *ret) {
         *ret = (KnobResult) {};
         return knob_result_finish(ret, irqbalance_write_file(root, k, value));
 }
@@ -318,6 +318,8 @@ static int irqbalance_flush(Root *root, const Host *host, char **ret_note) {
         return 0;
 }
 
+static const char * const irqbalance_replaces[] = { "etc/default/irqbalance", "etc/sysconfig/irqbalance", NULL };
+
 const Backend backend_irqbalance = {
         .domain = DOMAIN_IRQBALANCE,
         .name = "irqbalance",
@@ -325,6 +327,7 @@ const Backend backend_irqbalance = {
         .plan = irqbalance_plan,
         .read = irqbalance_read,
         .write = irqbalance_write,
+        .replaces = irqbalance_replaces,
         .flush = irqbalance_flush,
         .watch = knob_watch_file,
 };

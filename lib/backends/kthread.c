@@ -732,7 +732,7 @@ static int kthread_write_value(Root *root, const Knob *kn, const char *value) {
 #define KTHREAD_REFUSAL "the kernel pins this thread to its CPU"
 #define KTHREAD_NEEDS_HOST "thread scheduling needs the real host"
 
-static int kthread_write(Root *root, const Knob *kn, const char *value, KnobResult *ret) {
+static int kthread_write(Root *root, const Knob *kn, const char *value, const KnobKeep *keep, KnobResult *ret) {
         *ret = (KnobResult) {};
         int r = kthread_write_value(root, kn, value);
         if (r == KNOB_REFUSED)

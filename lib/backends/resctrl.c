@@ -1247,7 +1247,7 @@ static int resctrl_write_value(Root *root, const Knob *k, const char *value, Kno
         return r;
 }
 
-static int resctrl_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+static int resctrl_write(Root *root, const Knob *k, const char *value, const KnobKeep *keep, KnobResult *ret) {
         *ret = (KnobResult) {};
         return knob_result_finish(ret, resctrl_write_value(root, k, value, ret));
 }

@@ -97,8 +97,9 @@ static bool temp_parse(const char *name, const char *base, long *ret_pid) {
         return true;
 }
 
-/* Removes the temporaries of base (a pattern) in the directory dir, but this process's own. */
-static int remove_temporaries_in(Root *r, const char *dir, const char *base) {
+/* Removes (or counts) the temporaries of base (a pattern) in the directory dir, but this
+ * process's own. */
+static int temporaries_in(Root *r, const char *dir, const char *base, bool remove) {
         _cleanup_close_ int dfd = root_open(r, dir, O_RDONLY | O_DIRECTORY, 0);
         if (dfd == -ENOENT || dfd == -ENOTDIR)
                 return 0;
@@ -119,7 +120,7 @@ static int remove_temporaries_in(Root *r, const char *dir, const char *base) {
                 long pid;
                 if (!temp_parse(de->d_name, base, &pid) || pid == (long) getpid())
                         continue;
-                if (unlinkat(dfd, de->d_name, 0) >= 0)
+                if (!remove || unlinkat(dfd, de->d_name, 0) >= 0)
                         removed++;
                 else if (errno != ENOENT && errno != EISDIR) {
                         k = -errno;
@@ -130,26 +131,34 @@ static int remove_temporaries_in(Root *r, const char *dir, const char *base) {
         return k < 0 ? k : removed;
 }
 
-int root_remove_temporaries(Root *r, const char *rel) {
+static int temporaries(Root *r, const char *rel, bool remove) {
         _cleanup_free_ char *dir = NULL;
         const char *base;
         int k = split_parent(rel, &dir, &base);
         if (k < 0)
                 return k;
         if (!strpbrk(dir, "*?["))
-                return remove_temporaries_in(r, dir, base);
+                return temporaries_in(r, dir, base, remove);
         _cleanup_strv_free_ char **dirs = NULL;
         k = root_glob(r, dir, &dirs);
         if (k < 0)
                 return k;
-        int removed = 0;
+        int n = 0;
         for (char **d = dirs; d && *d; d++) {
-                k = remove_temporaries_in(r, *d, base);
+                k = temporaries_in(r, *d, base, remove);
                 if (k < 0)
                         return k;
-                removed += k;
+                n += k;
         }
-        return removed;
+        return n;
+}
+
+int root_remove_temporaries(Root *r, const char *rel) {
+        return temporaries(r, rel, /* remove= */ true);
+}
+
+int root_count_temporaries(Root *r, const char *rel) {
+        return temporaries(r, rel, /* remove= */ false);
 }
 
 int root_file_mkdir(Root *r, const char *rel, mode_t mode) {

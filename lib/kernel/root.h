@@ -286,5 +286,7 @@ int root_file_rmdir(Root *r, const char *rel);
  * directory part is globbed too). Callers hold the journal lock, so no other rtpart process is
  * writing one. Returns how many it removed; a missing directory is 0. */
 int root_remove_temporaries(Root *r, const char *rel);
+/* How many of those there are, removing none. */
+int root_count_temporaries(Root *r, const char *rel);
 /* rel and its missing parents, each made through the root's ops. */
 int root_mkdir_p(Root *r, const char *rel, mode_t mode);

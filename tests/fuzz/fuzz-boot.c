@@ -83,8 +83,9 @@ static int read_arg(const Knob *k, char **ret) {
 }
 
 static int write_arg(const Knob *k, const char *value) {
+        KnobKeep keep = { .root = root, .dir = "var/lib/rtpart/boot-backup" }; /* as the engine lends it */
         KnobResult r = {};
-        int n = backend_boot.write(root, k, value, &r);
+        int n = backend_boot.write(root, k, value, &keep, &r);
         knob_result_done(&r);
         return n;
 }

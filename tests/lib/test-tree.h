@@ -143,7 +143,9 @@ static inline int tree_apply(const char *root_path, const char *profile, EngineR
         ck_assert_msg(k == 0, "plan: %d", k);
         error_done(&pe);
         EngineResult res = {};
-        k = engine_apply(root, host, r, plan, &res);
+        JournalStore *journal = test_journal_locked(root);
+        k = engine_apply(root, journal, host, r, plan, &res);
+        journal_store_free(journal);
         if (ret)
                 *ret = res;
         else
@@ -161,9 +163,7 @@ static inline size_t tree_verify(const char *root_path, char **ret_first) {
         Root *root;
         ck_assert_int_eq(root_new(root_path, &root), 0);
         VerifyResult v = {};
-        Journal *j = NULL;
-        JournalError je = {};
-        ck_assert_int_eq(journal_load(root, &j, &je), 0);
+        Journal *j = test_journal_load(root);
         ck_assert_int_eq(engine_verify(root, j, "", &v), 0);
         journal_free(j);
         size_t n = v.n_drift;
@@ -183,7 +183,9 @@ static inline int tree_revert(const char *root_path) {
         Host *host;
         test_open_host(root_path, &root, &host);
         EngineResult res = {};
-        int k = engine_revert(root, host, &res);
+        JournalStore *journal = test_journal_locked(root);
+        int k = engine_revert(root, journal, host, &res);
+        journal_store_free(journal);
         engine_result_done(&res);
         host_free(host);
         root_free(root);

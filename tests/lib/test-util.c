@@ -253,3 +253,20 @@ char *test_profile(const char *dir, const char *name, const char *json) {
         ck_assert_int_eq(fclose(f), 0);
         return path;
 }
+
+JournalStore *test_journal_locked(Root *root) {
+        JournalStore *s = NULL;
+        ck_assert_int_eq(journal_store_open(root, &s), 0);
+        ck_assert_int_eq(journal_store_lock(s, /* wait= */ true, NULL), 0);
+        return s;
+}
+
+Journal *test_journal_load(Root *root) {
+        _cleanup_(journal_store_freep) JournalStore *s = NULL;
+        _cleanup_(error_done) Error e = {};
+        Journal *j = NULL;
+        ck_assert_int_eq(journal_store_open(root, &s), 0);
+        int k = journal_store_load(s, &j, &e);
+        ck_assert_msg(k == 0, "journal: %s", strempty(e.message));
+        return j;
+}

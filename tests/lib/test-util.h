@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "host.h"
+#include "journal.h"
 #include "profile.h"
 #include "root.h"
 
@@ -60,11 +61,21 @@ char *test_mini_host(unsigned cpus, bool smt, unsigned nodes);
 /* Writes a profile file into dir and returns its path. */
 char *test_profile(const char *dir, const char *name, const char *json);
 
+/* The root's journal opened and locked, as a command that changes the host holds it (free it with
+ * journal_store_free()). */
+JournalStore *test_journal_locked(Root *root);
+/* The root's journal loaded; it must be one rtpart takes. */
+Journal *test_journal_load(Root *root);
+
 /* A backend's write verb, its result checked against its return and then dropped: KNOB_DONE,
- * KNOB_REFUSED, KNOB_SKIPPED or the negative errno. */
+ * KNOB_REFUSED, KNOB_SKIPPED or the negative errno. What it keeps goes where the engine's would,
+ * beside the root's journal (var/lib/rtpart/DOMAIN-backup). */
 static inline int backend_write(const Backend *b, Root *r, const Knob *k, const char *value) {
         KnobResult w = { .reason = (char *) 0x1 };
-        int x = b->write(r, k, value, &w);
+        char dir[64];
+        snprintf(dir, sizeof(dir), "var/lib/rtpart/%s-backup", domain_to_string(b->domain));
+        KnobKeep keep = { .root = r, .dir = dir };
+        int x = b->write(r, k, value, &keep, &w);
         ck_assert_int_eq(x < 0 ? KNOB_FAILED : x, w.status);
         ck_assert_int_eq(x < 0 ? x : 0, w.error);
         knob_result_done(&w);

@@ -398,7 +398,7 @@ START_TEST(test_v2_invalid_partition) {
                 " \"cpuset\": {\"confine\": [], \"partitions\": [{\"name\": \"rtpart-rt\", \"cpus\": \"4-11\"}]}}");
         EngineResult res = {};
         ck_assert_int_eq(tree_apply(host_dir, prof, &res), -EINVAL);
-        ck_assert_str_eq(res.failed_knob, "cpuset/rtpart-rt/partition");
+        ck_assert_str_eq(res.error.pointer, "cpuset/rtpart-rt/partition");
         ck_assert(res.rolled_back && !res.rollback_incomplete);
         engine_result_done(&res);
         _cleanup_free_ char *after = tree_snapshot(host_dir);
@@ -416,12 +416,12 @@ START_TEST(test_v2_invalid_partition) {
         ck_assert_int_eq(backend_write(&backend_cpuset, root, &cpus, "4-11"), 0);
         /* The kernel takes the mode and says why it is invalid when read: the write's reason. */
         _cleanup_(knob_result_done) KnobResult w = {};
-        ck_assert_int_eq(backend_cpuset.write(root, &part, "isolated", &w), -EINVAL);
+        ck_assert_int_eq(backend_cpuset.write(root, &part, "isolated", NULL, &w), -EINVAL);
         ck_assert_int_eq(w.status, KNOB_FAILED);
         ck_assert_int_eq(w.error, -EINVAL);
         ck_assert_str_eq(w.reason, "isolated invalid (Cpu list in cpuset.cpus not exclusive)");
         knob_result_done(&w);
-        ck_assert_int_eq(backend_cpuset.write(root, &cpus, "4-7", &w), 0);
+        ck_assert_int_eq(backend_cpuset.write(root, &cpus, "4-7", NULL, &w), 0);
         ck_assert_int_eq(w.status, KNOB_DONE);
         ck_assert_ptr_null(w.reason);
         ck_assert_int_eq(backend_write(&backend_cpuset, root, &part, "isolated"), 0);
@@ -545,7 +545,7 @@ START_TEST(test_v1_exclusive_conflict) {
                 " \"cpuset\": {\"confine\": [], \"partitions\": [{\"name\": \"rt\", \"cpus\": \"2-3\"}]}}");
         EngineResult res = {};
         ck_assert_int_eq(tree_apply(host_dir, prof, &res), -EINVAL);
-        ck_assert_str_eq(res.failed_knob, "cpuset/rt/cpus");
+        ck_assert_str_eq(res.error.pointer, "cpuset/rt/cpus");
         engine_result_done(&res);
         _cleanup_free_ char *after = tree_snapshot(host_dir);
         tree_assert_same(before, after, "rolled back");

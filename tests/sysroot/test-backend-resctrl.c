@@ -583,7 +583,7 @@ START_TEST(test_kernel_refusal) {
         ck_assert_int_eq(tree_apply(host_dir, prof, &res), -EINVAL);
         ck_assert(res.rolled_back);
         ck_assert(!res.rollback_incomplete);
-        ck_assert_str_eq(res.failed_knob, "resctrl/rt/schemata/L3");
+        ck_assert_str_eq(res.error.pointer, "resctrl/rt/schemata/L3");
         engine_result_done(&res);
         _cleanup_free_ char *after = tree_snapshot(host_dir);
         tree_assert_same(before, after, "rolled back");
@@ -595,12 +595,12 @@ START_TEST(test_kernel_refusal) {
                     .kind = VALUE_SCHEMATA,
                     .path = (char *) "sys/fs/resctrl/rt/schemata" };
         _cleanup_(knob_result_done) KnobResult w = {};
-        ck_assert_int_eq(backend_resctrl.write(root, &rt, "0=300;1=300", &w), -EINVAL);
+        ck_assert_int_eq(backend_resctrl.write(root, &rt, "0=300;1=300", NULL, &w), -EINVAL);
         ck_assert_int_eq(w.status, KNOB_FAILED);
         ck_assert_int_eq(w.error, -EINVAL);
         ck_assert_str_eq(w.reason, "Overlaps with exclusive group");
         knob_result_done(&w);
-        ck_assert_int_eq(backend_resctrl.write(root, &rt, "0=180;1=180", &w), 0);
+        ck_assert_int_eq(backend_resctrl.write(root, &rt, "0=180;1=180", NULL, &w), 0);
         ck_assert_int_eq(w.status, KNOB_DONE);
         ck_assert_ptr_null(w.reason);
         Knob mode = { .id = (char *) "resctrl/rt/mode",
@@ -609,7 +609,7 @@ START_TEST(test_kernel_refusal) {
                       .path = (char *) "sys/fs/resctrl/rt/mode" };
         /* The default group (1ff) still shares 180: exclusive mode is refused until it shrinks. */
         knob_result_done(&w);
-        ck_assert_int_eq(backend_resctrl.write(root, &mode, "exclusive", &w), -EINVAL);
+        ck_assert_int_eq(backend_resctrl.write(root, &mode, "exclusive", NULL, &w), -EINVAL);
         ck_assert_str_eq(w.reason, "Schemata overlaps");
         ck_assert_int_eq(backend_write(&backend_resctrl, root, &mode, NULL), 0);
         ck_assert(!tree_exists(host_dir, "sys/fs/resctrl/rt"));
@@ -630,7 +630,7 @@ START_TEST(test_out_of_closids) {
         ck_assert_int_eq(tree_apply(host_dir, prof, &res), -ENOSPC);
         ck_assert(res.rolled_back);
         /* The engine takes the kernel's reason from the write's result. */
-        ck_assert_str_eq(res.failed_detail, "out of CLOSIDs");
+        ck_assert_str_eq(res.error.detail, "out of CLOSIDs");
         engine_result_done(&res);
         /* As on a real kernel, the refusal's reason stays in last_cmd_status. */
         tree_assert_file(host_dir, "sys/fs/resctrl/info/last_cmd_status", "out of CLOSIDs\n");
@@ -644,7 +644,7 @@ START_TEST(test_out_of_closids) {
                       .path = (char *) "sys/fs/resctrl/rt/cpus_list" };
         /* The group the write made is removed again, and the reason is the mkdir's. */
         _cleanup_(knob_result_done) KnobResult w = {};
-        ck_assert_int_eq(backend_resctrl.write(root, &cpus, "2-5", &w), -ENOSPC);
+        ck_assert_int_eq(backend_resctrl.write(root, &cpus, "2-5", NULL, &w), -ENOSPC);
         ck_assert_int_eq(w.status, KNOB_FAILED);
         ck_assert_str_eq(w.reason, "out of CLOSIDs");
 }

@@ -22,6 +22,12 @@ static void teardown(void) {
         host_dir = NULL;
 }
 
+/* The engine's recovery, as a command runs it: the journal opened and locked. */
+static int recover(Root *root, Host *host, EngineResult *res) {
+        _cleanup_(journal_store_freep) JournalStore *journal = test_journal_locked(root);
+        return engine_recover(root, journal, host, res);
+}
+
 /* Recovers the transaction of `journal` and returns the note it left (caller frees). */
 static char *recover_note(const char *journal) {
         Root *root;
@@ -29,7 +35,7 @@ static char *recover_note(const char *journal) {
         test_write(host_dir, "var/lib/rtpart/state.json", journal);
         test_open_host(host_dir, &root, &host);
         EngineResult res = {};
-        ck_assert_int_eq(engine_recover(root, host, &res), 0);
+        ck_assert_int_eq(recover(root, host, &res), 0);
         ck_assert(res.recovered);
         ck_assert_ptr_nonnull(res.notes);
         char *n = strdup(res.notes[0]);
@@ -57,11 +63,8 @@ END_TEST
 
 static Journal *load_journal(void) {
         Root *root;
-        Journal *j = NULL;
-        JournalError e = {};
         ck_assert_int_eq(root_new(host_dir, &root), 0);
-        int r = journal_load(root, &j, &e);
-        ck_assert_msg(r == 0, "%s", strempty(e.message));
+        Journal *j = test_journal_load(root);
         root_free(root);
         return j;
 }
@@ -155,7 +158,7 @@ START_TEST(test_recovery_removes_stale_temporaries) {
         Host *host;
         test_open_host(host_dir, &root, &host);
         EngineResult res = {};
-        ck_assert_int_eq(engine_recover(root, host, &res), 0);
+        ck_assert_int_eq(recover(root, host, &res), 0);
         for (size_t i = 0; i < ELEMENTSOF(stale); i++)
                 ck_assert_msg(!tree_exists(host_dir, stale[i]), "%s left behind", stale[i]);
         for (size_t i = 0; i < ELEMENTSOF(foreign); i++)
