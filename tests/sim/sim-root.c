@@ -17,8 +17,9 @@
  *
  * Every write to the tree counts as one fault point, numbered from 1 in the order the process
  * makes them: a value written, a kernel object made, written or removed, a whole file replaced
- * (configuration files and the journal, also under --state-dir), a file reserved or unlinked, a
- * directory made or removed, the bootloader updated. Both hooks count the same points:
+ * (configuration files and the journal, also under --state-dir: two points, its temporary written
+ * and its rename), a file reserved or unlinked, a directory made or removed, the bootloader
+ * updated. Both hooks count the same points:
  *
  *   RTPART_TEST_CRASH_AFTER=N   the process kills itself (SIGKILL, as a crash would) right after
  *                               the Nth write (done or failed), so tests can prove recovery at
@@ -199,8 +200,15 @@ static int write_object(Root *r, RootFs fs, const char *mount, const char *name,
                                                    : sim_cgroup_write(r, mount, name, file, value));
 }
 
+/* Two points: the temporary made and written ("replace-temp"), then renamed over the file
+ * ("replace"); a crash after the first leaves the temporary, as one between them on a real host
+ * would, for the recovery to find. */
 static int replace_file(Root *r, const char *rel, const char *data, size_t size, mode_t mode) {
-        return COUNTED_WRITE("replace", rel, root_file_replace(r, rel, data, size, mode));
+        _cleanup_(root_temp_done) RootTemp t = { .dfd = -EBADF };
+        int k = COUNTED_WRITE("replace-temp", rel, root_file_replace_begin(r, rel, data, size, mode, &t));
+        if (k < 0)
+                return k;
+        return COUNTED_WRITE("replace", rel, root_file_replace_commit(&t));
 }
 
 static int reserve_file(Root *r, const char *rel, size_t size) {
