@@ -277,9 +277,8 @@ static int leftovers(JournalStore *s, bool remove) {
         int n = 0;
         for (const char *p = every; p; p = p == every ? below : NULL) {
                 int k = remove ? root_remove_temporaries(s->root, p) : root_count_temporaries(s->root, p);
-                if (k < 0)
-                        return k;
-                n += k;
+                if (k > 0) /* one that cannot be removed (an immutable directory) stops no other */
+                        n += k;
         }
         if (!remove)
                 return n + root_exists(s->root, s->reserve);

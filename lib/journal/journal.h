@@ -238,8 +238,8 @@ int journal_store_write(JournalStore *s, const char *text, size_t size);
 int journal_store_reserve(JournalStore *s, size_t size);
 bool journal_store_release(JournalStore *s);
 /* What a run killed in the middle leaves in the directory: temporaries (the journal's, and those
- * of what is kept beside it) and the reserve. Removes them and returns how many; has_leftovers:
- * whether there are any, removing none. */
+ * of what is kept beside it) and the reserve. Removes what it can and returns how many it removed;
+ * has_leftovers: whether there are any, removing none. */
 int journal_store_remove_temporaries(JournalStore *s);
 bool journal_store_has_leftovers(JournalStore *s);
 

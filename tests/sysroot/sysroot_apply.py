@@ -629,8 +629,17 @@ class Messages(unittest.TestCase):
         root = os.path.join(tmp, "root")
         state = os.path.join(root, STATE)
         try:
+            # Killed right after the journal holds the transaction (its first rename of state.json,
+            # found in the simulator's write log of the same apply on a copy).
+            scratch, log = os.path.join(tmp, "scratch"), os.path.join(tmp, "writes.log")
+            shutil.copytree(self.h.root, scratch, symlinks=True)
+            subprocess.run([CTL, "--root", scratch, "apply", "realtime"], env=dict(os.environ, RTPART_TEST_WRITE_LOG=log),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+            with open(log) as f:
+                k = next(line.split()[0] for line in f
+                         if line.split()[1] == "replace" and line.split()[2].endswith("state.json"))
             shutil.copytree(self.h.root, root, symlinks=True)
-            p = subprocess.run([CTL, "--root", root, "apply", "realtime"], env=dict(os.environ, RTPART_TEST_CRASH_AFTER="3"),
+            p = subprocess.run([CTL, "--root", root, "apply", "realtime"], env=dict(os.environ, RTPART_TEST_CRASH_AFTER=k),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
             self.assertEqual(p.returncode, -9, p.stderr)
             if subprocess.run(["chattr", "+i", state], stderr=subprocess.DEVNULL).returncode != 0:
