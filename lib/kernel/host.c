@@ -937,25 +937,33 @@ static int discover_resctrl(Host *h) {
 
 /* ---- the rest ---- */
 
-BootLoader host_detect_bootloader(Root *r) {
+int host_find_bootloader(Root *r, BootLoader *ret, char ***ret_entries) {
         _cleanup_strv_free_ char **entries = NULL;
-
-        (void) root_glob(r, "boot/loader/entries/*.conf", &entries);
-        if (strv_length(entries) == 0) {
+        int k = root_glob(r, "boot/loader/entries/*.conf", &entries);
+        if (k >= 0 && strv_length(entries) == 0) {
                 strv_free(entries);
                 entries = NULL;
-                (void) root_glob(r, "boot/efi/loader/entries/*.conf", &entries);
+                k = root_glob(r, "boot/efi/loader/entries/*.conf", &entries);
         }
+        if (k < 0)
+                return k;
         bool bls = strv_length(entries) > 0;
         bool kcmd = root_exists(r, "etc/kernel/cmdline");
 
         if (bls)
-                return kcmd ? BOOTLOADER_KERNEL_CMDLINE : BOOTLOADER_BLS;
-        if (root_exists(r, "etc/default/grub") || root_is_dir(r, "etc/default/grub.d"))
-                return BOOTLOADER_GRUB;
-        if (kcmd)
-                return BOOTLOADER_KERNEL_CMDLINE;
-        return BOOTLOADER_NONE;
+                *ret = kcmd ? BOOTLOADER_KERNEL_CMDLINE : BOOTLOADER_BLS;
+        else if (root_exists(r, "etc/default/grub") || root_is_dir(r, "etc/default/grub.d"))
+                *ret = BOOTLOADER_GRUB;
+        else
+                *ret = kcmd ? BOOTLOADER_KERNEL_CMDLINE : BOOTLOADER_NONE;
+        if (ret_entries)
+                *ret_entries = TAKE_PTR(entries);
+        return 0;
+}
+
+BootLoader host_detect_bootloader(Root *r) {
+        BootLoader b;
+        return host_find_bootloader(r, &b, NULL) < 0 ? BOOTLOADER_NONE : b;
 }
 
 static void discover_vendor(Host *h) {
