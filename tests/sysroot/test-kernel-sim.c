@@ -417,6 +417,36 @@ START_TEST(test_plain_tree_ops) {
         ck_assert_int_eq(root_pm_qos_open(root), -EOPNOTSUPP);
         ck_assert_int_eq(root_mount(root, "sys/fs/resctrl", "resctrl", NULL), -EOPNOTSUPP);
         ck_assert_int_eq(root_update_bootloader(root, "true"), -EOPNOTSUPP);
+        ck_assert_int_eq(root_try_restart_unit(root, "irqbalance.service"), -EOPNOTSUPP);
+}
+END_TEST
+
+/* irqbalance reads its banned CPUs only at start: after a write, its backend asks the root to
+ * restart it where systemd runs (the kernel's root: TryRestartUnit over D-Bus), which the simulator
+ * records; where no systemd runs it says so. */
+START_TEST(test_irqbalance_restart_through_root) {
+        W("etc/default/irqbalance", "#IRQBALANCE_ONESHOT=\n");
+        W("run/systemd/system/.keep", "");
+        open_root();
+        size_t before = strv_length((char **) sim_restarted_units());
+        Knob k = { .id = (char *) "irqbalance/banned_cpus",
+                   .domain = DOMAIN_IRQBALANCE,
+                   .kind = VALUE_CPU_LIST,
+                   .path = (char *) "etc/default/irqbalance" };
+        ck_assert_int_eq(backend_write(&backend_irqbalance, root, &k, "2-3"), 0);
+        F("etc/default/irqbalance", "#IRQBALANCE_ONESHOT=\nIRQBALANCE_BANNED_CPULIST=\"2-3\"\n");
+        _cleanup_free_ char *note = NULL, *note2 = NULL;
+        ck_assert_int_eq(backend_irqbalance.flush(root, NULL, &note), 0);
+        ck_assert_ptr_null(note);
+        char * const *units = sim_restarted_units();
+        ck_assert_uint_eq(strv_length((char **) units), before + 1);
+        ck_assert_str_eq(units[before], "irqbalance.service");
+
+        ck_assert_int_eq(root_unlink(root, "run/systemd/system/.keep"), 0);
+        ck_assert_int_eq(root_rmdir(root, "run/systemd/system"), 0);
+        ck_assert_int_eq(backend_irqbalance.flush(root, NULL, &note2), 0);
+        ck_assert_str_eq(note2, "restart irqbalance for its banned CPU list to take effect");
+        ck_assert_uint_eq(strv_length((char **) sim_restarted_units()), before + 1);
 }
 END_TEST
 
@@ -439,6 +469,7 @@ static Suite *suite(void) {
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_ops_chosen_at_link_time);
         tcase_add_test(tc, test_plain_tree_ops);
+        tcase_add_test(tc, test_irqbalance_restart_through_root);
         suite_add_tcase(s, tc);
         return s;
 }
