@@ -314,8 +314,11 @@ static int cpuset_conf_parse(PlanCtx *ctx, json_t *sec, CpusetConf *c) {
 /* ---- cgroup v2 ---- */
 
 /* The confined slices: knobs before the partitions', so that revert takes the partitions away
- * first and a slice given back all CPUs conflicts with none. */
-static int plan_v2_confine(PlanCtx *ctx, const CpusetConf *c) {
+ * first and a slice given back all CPUs conflicts with none. enabling: the root's controller knob
+ * gives its children cpuset first; a slice's cpuset.cpus, absent until then, is what the kernel
+ * makes it then ("": its parent's CPUs), and so what revert writes back before the controller
+ * goes again. */
+static int plan_v2_confine(PlanCtx *ctx, const CpusetConf *c, bool enabling) {
         const Host *h = ctx->host;
         const char *cg = h->cgroup2_mount;
         int k;
@@ -336,6 +339,8 @@ static int plan_v2_confine(PlanCtx *ctx, const CpusetConf *c) {
                 }
                 Knob *kn = NULL;
                 k = add_file(ctx, id, dir, "cpuset.cpus", VALUE_CPU_LIST, c->confine_cpus, &kn);
+                if (k >= 0 && enabling && !kn->current && !(kn->current = strdup("")))
+                        k = -ENOMEM;
                 /* Say how apply will write it: through systemd only where systemd is there to ask. */
                 if (k >= 0 && h->systemd_running &&
                     !(kn->note =
@@ -388,16 +393,19 @@ static int plan_v2(PlanCtx *ctx, const CpusetConf *c) {
         /* cpuset.cpus.exclusive came with cpuset.cpus.isolated (6.7), a file only the root has. */
         bool has_exclusive = root_exists(ctx->root, isolated_file);
 
-        /* The partitions' cpuset files exist only while the root enables cpuset for its children.
-         * Without systemd, enabling it is a knob of its own, before the slices' and partitions',
-         * so that revert disables it again, after them, when apply was what enabled it. Where
-         * systemd owns the tree, systemd keeps cpuset enabled for the slices that ask for it. */
-        if (c->n_parts > 0 && root_read_line(ctx->root, subtree_file, &subtree) >= 0) {
+        /* The partitions' and the slices' cpuset files exist only while the root enables cpuset
+         * for its children. Without systemd, enabling it is a knob of its own, before the slices'
+         * and partitions', so that revert disables it again, after them, when apply was what
+         * enabled it. Where systemd owns the tree, systemd keeps cpuset enabled for the slices
+         * that ask for it. */
+        bool enabling = false;
+        if ((c->n_parts > 0 || c->confine) && root_read_line(ctx->root, subtree_file, &subtree) >= 0) {
                 bool enabled = controller_enabled(subtree, "cpuset");
+                enabling = !enabled && !h->systemd_running;
                 if (!h->systemd_running)
                         k = plan_add(ctx, "cpuset/root/controller", VALUE_AUTO, subtree_file,
                                      enabled ? "+cpuset" : "-cpuset", "+cpuset", false, NULL);
-                else if (!enabled)
+                else if (!enabled && c->n_parts > 0)
                         k = plan_note(ctx,
                                       "cpuset: the root cgroup does not enable cpuset for its children yet; "
                                       "apply writes +cpuset to /%s first",
@@ -406,7 +414,7 @@ static int plan_v2(PlanCtx *ctx, const CpusetConf *c) {
                         return k;
         }
 
-        k = plan_v2_confine(ctx, c);
+        k = plan_v2_confine(ctx, c, enabling);
         if (k < 0)
                 return k;
 

@@ -460,6 +460,42 @@ START_TEST(test_v2_enable_controller) {
 }
 END_TEST
 
+/* A v2 host whose root does not give its children cpuset, and so no cgroup below it has cpuset
+ * files, as the kernel shows it: apply enables the controller (the kernel then makes every
+ * child's cpuset files), confines the slices, makes the partition; revert takes all of it back,
+ * to the byte. */
+START_TEST(test_v2_enable_controller_confined) {
+        copy_host("epyc");
+        _cleanup_free_ char *out = NULL;
+        ck_assert_int_eq(
+                tree_sh(&out,
+                        "cd '%s/sys/fs/cgroup' && rm -r '%s/run/systemd' && "
+                        "find . -mindepth 2 -name 'cpuset.*' -delete && "
+                        "for f in $(find . -mindepth 2 -name cgroup.controllers -o -name cgroup.subtree_control); do "
+                        "sed -i 's/cpuset //; s/^cpuset$//' \"$f\"; done && "
+                        "echo 'cpu io memory pids' > cgroup.subtree_control",
+                        host_dir, host_dir),
+                0);
+        ck_assert(!tree_exists(host_dir, "sys/fs/cgroup/system.slice/cpuset.cpus"));
+        tree_assert_file(host_dir, "sys/fs/cgroup/system.slice/cgroup.controllers", "cpu io memory pids\n");
+        _cleanup_free_ char *before = tree_snapshot(host_dir), *first = NULL;
+        _cleanup_free_ char *prof =
+                test_profile(prof_dir, "lab",
+                             "{\"cpus\": {\"isolated\": \"4-31,36-63\"},"
+                             " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"8-15\"}]}}");
+        ck_assert_int_eq(tree_apply(host_dir, prof, NULL), 0);
+        tree_assert_file(host_dir, "sys/fs/cgroup/cgroup.subtree_control", "cpuset cpu io memory pids\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/system.slice/cgroup.controllers", "cpuset cpu io memory pids\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/system.slice/cpuset.cpus", "0-3,32-35\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/init.scope/cpuset.cpus", "0-3,32-35\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rt/cpuset.cpus.partition", "isolated\n");
+        ck_assert_uint_eq(tree_verify(host_dir, &first), 0);
+        ck_assert_int_eq(tree_revert(host_dir), 0);
+        _cleanup_free_ char *after = tree_snapshot(host_dir);
+        tree_assert_same(before, after, "revert after enabling cpuset");
+}
+END_TEST
+
 static unsigned fixture_task_flags(const char *dir, const char *tid) {
         _cleanup_free_ char *out = NULL;
         ck_assert_int_eq(
@@ -598,6 +634,7 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_apply_v2_intel);
         tcase_add_test(tc, test_v2_invalid_partition);
         tcase_add_test(tc, test_v2_enable_controller);
+        tcase_add_test(tc, test_v2_enable_controller_confined);
         tcase_add_test(tc, test_apply_v1_vm);
         tcase_add_test(tc, test_v1_exclusive_conflict);
         tcase_add_test(tc, test_invalid_changes_nothing);

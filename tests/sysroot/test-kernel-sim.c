@@ -297,6 +297,46 @@ START_TEST(test_v2_before_6_7) {
 }
 END_TEST
 
+/* "+cpuset" in a cgroup's subtree_control gives its existing children the controller: their
+ * cgroup.controllers lists it and they get its files, with the parent's effective CPUs and nodes;
+ * "-cpuset" takes both away, refused while a child still enables it for its own children. A
+ * cgroup other than the root with processes enables no controller (no internal processes). */
+START_TEST(test_v2_subtree_control_children) {
+        v2_tree(true);
+        ck_assert_int_eq(sim_cgroup_mkdir(root, CG, "a"), 0);
+        ck_assert_int_eq(sim_cgroup_mkdir(root, CG "/a", "b"), 0);
+        F(CG "/a/cgroup.controllers", "cpu memory\n");
+        ck_assert(!tree_exists(dir, CG "/a/cpuset.cpus"));
+
+        ck_assert_int_eq(sim_cgroup_write(root, CG, NULL, "cgroup.subtree_control", "+cpuset"), 0);
+        F(CG "/a/cgroup.controllers", "cpuset cpu memory\n");
+        F(CG "/a/cpuset.cpus", "\n");
+        F(CG "/a/cpuset.cpus.effective", "0-7\n");
+        F(CG "/a/cpuset.cpus.exclusive", "\n");
+        F(CG "/a/cpuset.cpus.partition", "member\n");
+        F(CG "/a/cpuset.mems", "\n");
+        F(CG "/a/cpuset.mems.effective", "0-1\n");
+        ck_assert(!tree_exists(dir, CG "/a/b/cpuset.cpus")); /* a does not give it to b */
+        F(CG "/a/b/cgroup.controllers", "\n");
+        ck_assert_int_eq(sim_cgroup_write(root, CG, "a", "cpuset.cpus", "2-3"), 0);
+
+        ck_assert_int_eq(sim_cgroup_write(root, CG, "a", "cgroup.subtree_control", "+cpuset"), 0);
+        F(CG "/a/b/cgroup.controllers", "cpuset\n");
+        F(CG "/a/b/cpuset.cpus.effective", "2-3\n");
+        ck_assert_int_eq(sim_cgroup_write(root, CG, NULL, "cgroup.subtree_control", "-cpuset"), -EBUSY);
+        ck_assert_int_eq(sim_cgroup_write(root, CG, "a", "cgroup.subtree_control", "-cpuset"), 0);
+        ck_assert(!tree_exists(dir, CG "/a/b/cpuset.cpus"));
+        ck_assert_int_eq(sim_cgroup_write(root, CG, NULL, "cgroup.subtree_control", "-cpuset"), 0);
+        F(CG "/cgroup.subtree_control", "cpu memory\n");
+        F(CG "/a/cgroup.controllers", "cpu memory\n");
+        ck_assert(!tree_exists(dir, CG "/a/cpuset.cpus"));
+        ck_assert(!tree_exists(dir, CG "/a/cpuset.cpus.partition"));
+
+        ck_assert_int_eq(sim_cgroup_write(root, CG, "a", "cgroup.procs", "5"), 0);
+        ck_assert_int_eq(sim_cgroup_write(root, CG, "a", "cgroup.subtree_control", "+cpu"), -EBUSY);
+}
+END_TEST
+
 /* ---- cgroup v1 ---- */
 
 #define V1 "sys/fs/cgroup/cpuset"
@@ -462,6 +502,7 @@ static Suite *suite(void) {
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_v2_partition);
         tcase_add_test(tc, test_v2_before_6_7);
+        tcase_add_test(tc, test_v2_subtree_control_children);
         tcase_add_test(tc, test_v1_cpuset);
         tcase_add_test(tc, test_v1_noprefix);
         suite_add_tcase(s, tc);
