@@ -332,6 +332,20 @@ static int v1_update_procs(Root *r, const char *dir) {
         return sim_put_ids(r, dir, "cgroup.procs", &procs);
 }
 
+/* The mount of the hierarchy hier (a cgroup directory) is in: the topmost directory above it that
+ * still has `file` (a task moves from wherever in the hierarchy it is). */
+static char *hierarchy_root(Root *r, const char *hier, const char *file) {
+        char *top = strdup(hier);
+        for (char *slash; top && (slash = strrchr(top, '/'));) {
+                *slash = 0;
+                if (!sim_exists(r, top, file, NULL)) {
+                        *slash = '/';
+                        break;
+                }
+        }
+        return top;
+}
+
 /* Writing an id to tasks (v1) or cgroup.procs (v2): cgroup_procs_write_start() and
  * cpuset_can_attach() refuse threads the kernel pins (EINVAL) and, in v1, a cpuset without
  * CPUs or memory nodes (ENOSPC). */
@@ -355,15 +369,16 @@ static int attach(Root *r, const char *hier, const char *name, const char *file,
                 if (cpu_set_is_empty(&cpus) || cpu_set_is_empty(&mems))
                         return -ENOSPC;
         }
-        _cleanup_free_ char *src = NULL, *dst_dir = sim_path_join(hier, name, NULL);
-        if (!dst_dir)
+        _cleanup_free_ char *src = NULL, *dst_dir = sim_path_join(hier, name, NULL),
+                            *top = hierarchy_root(r, hier, file);
+        if (!dst_dir || !top)
                 return -ENOMEM;
-        k = find_task(r, hier, file, id, &src);
+        k = find_task(r, top, file, id, &src);
         if (k < 0)
                 return k;
-        if (src && streq(src, strempty(name)))
+        _cleanup_free_ char *src_dir = src ? sim_path_join(top, src, NULL) : NULL;
+        if (src_dir && streq(src_dir, dst_dir))
                 return 0;
-        _cleanup_free_ char *src_dir = src ? sim_path_join(hier, src, NULL) : NULL;
         _cleanup_(sim_ids_done) SimIds from = {}, to = {};
         if (src_dir) {
                 k = sim_get_ids(r, src_dir, file, &from);
@@ -590,6 +605,42 @@ static int write_v2(Root *r, const char *hier, const char *name, const char *dir
         return mems ? 0 : recheck_partition(r, hier, name);
 }
 
+/* Whether a v1 cpuset or one below it holds a task. */
+static bool v1_populated(Root *r, const char *dir) {
+        _cleanup_free_ char *tasks = sim_get(r, dir, "tasks", NULL);
+        _cleanup_strv_free_ char **children = NULL;
+        if (tasks && *tasks)
+                return true;
+        if (sim_list_dirs(r, dir, NULL, &children) < 0)
+                return false;
+        for (char **c = children; *c; c++) {
+                _cleanup_free_ char *sub = sim_path_join(dir, *c, NULL);
+                if (sub && v1_populated(r, sub))
+                        return true;
+        }
+        return false;
+}
+
+/* validate_change() on the legacy hierarchy: the cpusets below keep lying in this one's CPUs or
+ * nodes (EBUSY), and one with tasks (there or below) keeps some (ENOSPC). */
+static int v1_check_children(Root *r, const char *hier, const char *dir, const char *key, const CpuSet *s) {
+        _cleanup_strv_free_ char **children = NULL;
+        if (cpu_set_is_empty(s) && v1_populated(r, dir))
+                return -ENOSPC;
+        int k = sim_list_dirs(r, dir, NULL, &children);
+        if (k < 0)
+                return k;
+        for (char **c = children; *c; c++) {
+                CpuSet cs = {};
+                _cleanup_free_ char *f = v1_file(r, hier, key);
+                if (!f)
+                        return -ENOMEM;
+                if (sim_get_set(r, dir, *c, f, &cs) && !cpu_set_is_subset(&cs, s))
+                        return -EBUSY;
+        }
+        return 0;
+}
+
 static int write_v1(Root *r, const char *hier, const char *name, const char *dir, const char *file, const char *value) {
         const char *pre = v1_prefix(r, hier);
         const char *key = startswith(file, pre) ? file + strlen(pre) : file;
@@ -625,6 +676,9 @@ static int write_v1(Root *r, const char *hier, const char *name, const char *dir
         (void) v1_get_set(r, hier, NULL, key, &parent);
         if (!cpu_set_is_subset(&s, &parent))
                 return -EINVAL; /* validate_change(): a cpuset's CPUs and nodes lie in its parent's */
+        k = v1_check_children(r, hier, dir, key, &s);
+        if (k < 0)
+                return k;
         if (streq(key, "cpus")) {
                 _cleanup_free_ char *excl_file = v1_file(r, hier, "cpu_exclusive"), *mine_excl = NULL;
                 if (!excl_file)

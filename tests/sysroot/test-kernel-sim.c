@@ -386,6 +386,22 @@ START_TEST(test_v1_cpuset) {
         F(V1 "/cgroup.procs", "1\n2\n");
         ck_assert_int_eq(sim_cgroup_rmdir(root, V1, "x"), -EBUSY);
 
+        /* A cpuset below another: its CPUs lie in its parent's, which cannot shrink below them
+         * (EBUSY); a task moves in from wherever in the hierarchy it is; one with tasks keeps CPUs. */
+        ck_assert_int_eq(sim_cgroup_mkdir(root, V1 "/x", "z"), 0);
+        ck_assert_int_eq(sim_cgroup_write(root, V1 "/x", "z", "cpuset.cpus", "3"), 0);
+        ck_assert_int_eq(sim_cgroup_write(root, V1 "/x", "z", "cpuset.mems", "0"), 0);
+        ck_assert_int_eq(sim_cgroup_write(root, V1, "x", "cpuset.cpus", "2"), -EBUSY);
+        ck_assert_int_eq(sim_cgroup_write(root, V1 "/x", "z", "tasks", "1"), 0);
+        F(V1 "/tasks", "2\n");
+        F(V1 "/x/z/tasks", "1\n");
+        ck_assert_int_eq(sim_cgroup_write(root, V1 "/x", "z", "cpuset.cpus", ""), -ENOSPC);
+        ck_assert_int_eq(sim_cgroup_write(root, V1, NULL, "tasks", "1"), 0);
+        F(V1 "/x/z/tasks", "");
+        ck_assert_int_eq(sim_cgroup_write(root, V1 "/x", "z", "cpuset.cpus", ""), 0);
+        ck_assert_int_eq(sim_cgroup_write(root, V1, "x", "cpuset.cpus", ""), -ENOSPC); /* x has tasks */
+        ck_assert_int_eq(sim_cgroup_rmdir(root, V1 "/x", "z"), 0);
+
         /* Exclusive siblings do not overlap. */
         ck_assert_int_eq(sim_cgroup_write(root, V1, "x", "cpuset.cpu_exclusive", "1"), 0);
         ck_assert_int_eq(sim_cgroup_mkdir(root, V1, "y"), 0);
