@@ -48,16 +48,17 @@ static int base_value(const ShellEnv *env, const char *var, char **ret, char **r
         int k = shell_env_get(env, var, &v, &why);
         if (k == -EBADMSG)
                 return asprintf(ret_why,
-                                "%s: %s's value cannot be known without running the file (%s); write the kernel "
-                                "arguments there literally",
-                                why, var, "rtpart never runs it") < 0
+                                "%s: %s's value cannot be known without running the file, which rtpart never does; "
+                                "write the kernel arguments there literally",
+                                why, var) < 0
                         ? -ENOMEM
                         : -EBADMSG;
         *ret = strdup(k > 0 ? v : "");
         return *ret ? 0 : -ENOMEM;
 }
 
-/* etc/default/grub, then the drop-ins that sort before rtpart's, as grub-mkconfig sources them. */
+/* etc/default/grub, then the drop-ins that sort before rtpart's, as grub-mkconfig sources them
+ * (one sorting after it could still change the variables: none of rtpart's business). */
 static int grub_load_base(Root *root, Grub *g, char **ret_why) {
         _cleanup_(shell_env_done) ShellEnv env = {};
         _cleanup_strv_free_ char **dropins = NULL;
@@ -222,15 +223,14 @@ static char **takes_of(char **takes, bool linux_) {
 /* s without one space at its start (lead) and one at its end (trail), where there is one: the
  * shell's ${v# } and ${v% }. */
 static char *trim_one(const char *s, bool lead, bool trail) {
-        size_t n = strlen(s);
-        if (lead && n > 0 && s[0] == ' ')
-                s++, n--;
-        if (trail && n > 0 && s[n - 1] == ' ')
+        bool l = lead && s[0] == ' ';
+        size_t n = strlen(s + l);
+        if (trail && n > 0 && s[l + n - 1] == ' ')
                 n--;
-        return strndup(s, n);
+        return strndup(s + l, n);
 }
 
-/* value as the drop-in's shell (grub_dropin_text()) leaves it, byte for byte: each word in words
+/* value as the drop-in's shell (dropin_text()) leaves it, byte for byte: each word in words
  * taken out where a space stands on either side (" w " becomes " ", again until none is left:
  * ${v%%' w '*}' '${v#*' w '}), then, for GRUB_CMDLINE_LINUX (linux_), args added before the first
  * " -- " or at the end, after a space where anything is before them (${v:+$v }). */

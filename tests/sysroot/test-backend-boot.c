@@ -377,6 +377,56 @@ START_TEST(test_grub_later_edits) {
 }
 END_TEST
 
+/* What rtpart cannot take out or know without running the file is refused, with the reason, before
+ * anything is written: a value from a command substitution, an argument separated by a tab. */
+START_TEST(test_grub_refusals) {
+        Knob k = { .id = (char *) "boot/isolcpus", .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
+        KnobResult w = {};
+        test_write(host_dir, "etc/default/grub", "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"$(cat /etc/cmdline) quiet\"\n");
+        _cleanup_(plan_freep) Plan *p = plan_ok("{\"boot\": {\"args\": {\"isolcpus\": \"1-3\"}}}");
+        ck_assert(plan_has_note(p,
+                                "/etc/default/grub, line 2: a command substitution ($(…)): GRUB_CMDLINE_LINUX's "
+                                "value cannot be known without running the file"));
+        ck_assert_int_eq(backend_boot.write(root, &k, "1-3", &w), -EBADMSG);
+        ck_assert_ptr_nonnull(strstr(w.reason, "write the kernel arguments there literally"));
+        knob_result_done(&w);
+        ck_assert(!exists_rel("etc/default/grub.d/rtpart.cfg"));
+
+        test_write(host_dir, "etc/default/grub", "GRUB_CMDLINE_LINUX=\"quiet\tisolcpus=7\"\n");
+        ck_assert_int_eq(backend_boot.write(root, &k, "1-3", &w), -EBADMSG);
+        ck_assert_ptr_nonnull(strstr(w.reason, "separate the arguments with spaces"));
+        knob_result_done(&w);
+        ck_assert(!exists_rel("etc/default/grub.d/rtpart.cfg"));
+}
+END_TEST
+
+/* A drop-in an older rtpart wrote, which restated the variables: read as it was, and rewritten
+ * in the new form by the next write; revert takes it away. */
+START_TEST(test_grub_older_dropin) {
+        test_write(host_dir, "etc/default/grub.d/rtpart.cfg",
+                   "# Kernel arguments managed by rtpart; 'rtpartctl revert' removes this file.\n"
+                   "# Do not edit: rtpart rewrites it. The lines below record what rtpart set.\n"
+                   "# rtpart-set: isolcpus=1-3\n"
+                   "# rtpart-unset: quiet\n"
+                   "GRUB_CMDLINE_LINUX=\"isolcpus=1-3\"\n"
+                   "GRUB_CMDLINE_LINUX_DEFAULT=\"\"\n");
+        _cleanup_free_ char *iso = read_arg("isolcpus"), *quiet = read_arg("quiet");
+        ck_assert_str_eq(iso, "1-3");
+        ck_assert_ptr_null(quiet);
+        Knob k = { .id = (char *) "boot/nohz_full", .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
+        ck_assert_int_eq(backend_write(&backend_boot, root, &k, "1-3"), 0);
+        _cleanup_free_ char *sourced = grub_source(), *drop = read_rel("etc/default/grub.d/rtpart.cfg");
+        ck_assert_str_eq(sourced, "L[isolcpus=1-3 nohz_full=1-3]\nD[]\n");
+        ck_assert_ptr_nonnull(strstr(drop, "# rtpart-format: 2\n"));
+        Knob ki = { .id = (char *) "boot/isolcpus", .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
+        Knob kq = { .id = (char *) "boot/quiet", .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
+        ck_assert_int_eq(backend_write(&backend_boot, root, &k, NULL), 0);
+        ck_assert_int_eq(backend_write(&backend_boot, root, &ki, NULL), 0);
+        ck_assert_int_eq(backend_write(&backend_boot, root, &kq, ""), 0);
+        ck_assert(!exists_rel("etc/default/grub.d/rtpart.cfg"));
+}
+END_TEST
+
 /* The same through rtpartctl on a fake GRUB host: apply, a later edit of the user's that takes
  * effect (verify in sync), one that conflicts with an argument rtpart owns (verify 3, naming it),
  * revert (the user's file as they left it, rtpart's drop-in gone). */
@@ -496,6 +546,8 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_grub_user_quoting);
         tcase_add_test(tc, test_grub_later_edits);
         tcase_add_test(tc, test_grub_verify_drift);
+        tcase_add_test(tc, test_grub_refusals);
+        tcase_add_test(tc, test_grub_older_dropin);
         tcase_add_test(tc, test_write_refuses_unsafe);
         tcase_add_test(tc, test_edit_init_args_and_quotes);
         suite_add_tcase(s, tc);
