@@ -305,14 +305,16 @@ static int irqbalance_write(Root *root, const Knob *k, const char *value, const 
 }
 
 static int irqbalance_flush(Root *root, const Host *host, char **ret_note) {
-        /* irqbalance reads its environment only at start. */
-        if (!root_can(root, ROOT_CAN_ASK_SYSTEMD) || !root_is_dir(root, "run/systemd/system"))
+        /* irqbalance reads its environment only at start: systemd restarts it if it runs. */
+        if (!root_can(root, ROOT_CAN_RESTART_UNITS) || !root_is_dir(root, "run/systemd/system"))
                 return asprintf(ret_note, "restart irqbalance for its banned CPU list to take effect") < 0 ? -ENOMEM
                                                                                                            : 0;
-        int r = system("systemctl -q try-restart irqbalance.service >/dev/null 2>&1");
-        if (r != 0)
+        int r = root_try_restart_unit(root, "irqbalance.service");
+        if (r < 0)
                 return asprintf(ret_note,
-                                "could not restart irqbalance; restart it for its banned CPU list to take effect") < 0
+                                "could not restart irqbalance.service (%s); restart it for its banned CPU list to "
+                                "take effect",
+                                strerror(-r)) < 0
                         ? -ENOMEM
                         : 0;
         return 0;

@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "root.h"
+#include "systemd.h"
 #include "task.h"
 
 /* The kernel's ops (root.h): what rtpart asks of the running kernel, for the root "/" only. */
@@ -79,6 +80,10 @@ int root_run_shell(Root *r, const char *command) {
         return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EPROTO;
 }
 
+static int kernel_try_restart_unit(Root *r, const char *unit) {
+        return systemd_try_restart_unit(NULL, unit, NULL);
+}
+
 static int kernel_mount(Root *r, const char *rel, const char *fstype, const char *options) {
         _cleanup_free_ char *abs = NULL;
         if (asprintf(&abs, "/%s", rel) < 0)
@@ -96,7 +101,7 @@ static int kernel_umount(Root *r, const char *rel) {
 const RootOps root_kernel_ops = {
         .name = "kernel",
         .can = ROOT_CAN_SCHEDULE | ROOT_CAN_ASK_SYSTEMD | ROOT_CAN_UPDATE_BOOTLOADER | ROOT_CAN_HOLD_PM_QOS |
-                ROOT_CAN_MOUNT | ROOT_CAN_WATCH_PROCESSES,
+                ROOT_CAN_MOUNT | ROOT_CAN_WATCH_PROCESSES | ROOT_CAN_RESTART_UNITS,
         .write_value = kernel_write_value,
         .mkdir_object = kernel_mkdir_object,
         .rmdir_object = kernel_rmdir_object,
@@ -105,6 +110,7 @@ const RootOps root_kernel_ops = {
         .set_scheduler = kernel_set_scheduler,
         .pm_qos_open = kernel_pm_qos_open,
         .update_bootloader = root_run_shell,
+        .try_restart_unit = kernel_try_restart_unit,
         .mount = kernel_mount,
         .umount = kernel_umount,
         ROOT_FILE_OPS,

@@ -83,6 +83,9 @@ typedef enum RootCan {
         ROOT_CAN_MOUNT = 1u << 4,
         /* The kernel's process events (the proc connector) are about the tasks in the root's proc/. */
         ROOT_CAN_WATCH_PROCESSES = 1u << 5,
+        /* root_try_restart_unit() restarts a unit of the service manager that runs for this root
+         * (where the root also has run/systemd/system). */
+        ROOT_CAN_RESTART_UNITS = 1u << 6,
 } RootCan;
 
 /* Which kernel filesystem holds an object made with root_mkdir_object(). */
@@ -123,6 +126,9 @@ struct RootOps {
         /* ROOT_CAN_UPDATE_BOOTLOADER: runs the shell command that regenerates the bootloader's
          * configuration; -EPROTO if it failed. */
         int (*update_bootloader)(Root *r, const char *command);
+        /* ROOT_CAN_RESTART_UNITS: restarts the unit if it is running, as systemd's TryRestartUnit
+         * (a daemon that reads its configuration only at start: irqbalance). */
+        int (*try_restart_unit)(Root *r, const char *unit);
         /* ROOT_CAN_MOUNT */
         int (*mount)(Root *r, const char *rel, const char *fstype, const char *options);
         int (*umount)(Root *r, const char *rel);
@@ -237,6 +243,9 @@ int root_set_affinity(Root *r, int tid, const CpuSet *cpus);
 int root_set_scheduler(Root *r, int tid, unsigned policy, unsigned priority);
 int root_pm_qos_open(Root *r);
 int root_update_bootloader(Root *r, const char *command);
+static inline int root_try_restart_unit(Root *r, const char *unit) {
+        return root_can(r, ROOT_CAN_RESTART_UNITS) ? r->ops->try_restart_unit(r, unit) : -EOPNOTSUPP;
+}
 int root_mount(Root *r, const char *rel, const char *fstype, const char *options);
 int root_umount(Root *r, const char *rel);
 

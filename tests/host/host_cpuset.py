@@ -10,6 +10,13 @@ sched_load_balance is as before. It ends only its own sleep, by PID. "confine" i
 "every movable task" knob would move other processes, which a test never does on a real host
 (that knob is tested on fake trees). The journal goes to a temporary --state-dir.
 
+A second test stands in for libvirt's "machine" cpuset, which holds every CPU on a libvirt host:
+it creates a test-unique sibling cpuset with every CPU of the root and one below it, applies the
+same profile (the partition exclusive: cgroup v1 lets no sibling share its CPUs), checks that both
+were shrunk off the partition's CPU, reverts, checks that both have every CPU again, and removes
+the two cpusets it made. It skips when a cpuset it did not make already holds the partition's CPU
+(the test changes only what it created and rtpart's own).
+
 Skips (77) when not root, without a v1 cpuset hierarchy, or with a single CPU.
 """
 import json
@@ -49,7 +56,9 @@ def cpu_list(s):
 
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root to create cpusets")
-class RealCpusetV1(unittest.TestCase):
+class V1Base(unittest.TestCase):
+    """A test-unique partition (the last CPU, isolated) under the real v1 cpuset hierarchy."""
+
     @classmethod
     def setUpClass(cls):
         cls.mnt = v1_cpuset_mount()
@@ -101,6 +110,9 @@ class RealCpusetV1(unittest.TestCase):
         return subprocess.run([CTL, "--no-daemon", "--state-dir", self.state, *args], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
 
+
+class RealCpusetV1(V1Base):
+
     def test_isolated_cpuset(self):
         p = self.run_ctl("apply", self.profile)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
@@ -131,6 +143,56 @@ class RealCpusetV1(unittest.TestCase):
         self.assertEqual(os.sched_getaffinity(self.sleep.pid), self.root_cpus)
         self.assertEqual(read(self.balance_path), self.balance)
         self.assertEqual(self.sleep.poll(), None, "the sleep died")
+
+
+class RealCpusetV1Sibling(V1Base):
+    """A sibling holding the partition's CPU is shrunk off it and given it back by revert."""
+
+    def setUp(self):
+        cpu = max(self.root_cpus)
+        for name in os.listdir(self.mnt):
+            path = os.path.join(self.mnt, name)
+            if os.path.isdir(path) and cpu in cpu_list(read(os.path.join(path, self.prefix + "cpus"))):
+                self.skipTest(f"cpuset {path} (not made by this test) holds CPU {cpu}")
+        super().setUp()
+        self.sib = os.path.join(self.mnt, f"rtpart-test-machine-{os.getpid()}")
+        self.sib_child = os.path.join(self.sib, "vm")
+        self.made = []
+        mems = read(os.path.join(self.mnt, self.prefix + "mems"))
+        cpus = read(os.path.join(self.mnt, self.prefix + "cpus"))
+        for d in (self.sib, self.sib_child):
+            os.mkdir(d)
+            self.made.append(d)
+            for f, v in (("cpus", cpus), ("mems", mems)):
+                with open(os.path.join(d, self.prefix + f), "w") as fh:
+                    fh.write(v)
+
+    def tearDown(self):
+        for d in reversed(self.made):
+            try:
+                os.rmdir(d)
+            except OSError as e:
+                print(f"could not remove {d}: {e}", file=sys.stderr)
+        super().tearDown()
+
+    def test_sibling_shrunk(self):
+        all_cpus = cpu_list(read(os.path.join(self.sib, self.prefix + "cpus")))
+        p = self.run_ctl("plan", self.profile)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn(f"the cpuset {os.path.basename(self.sib)} holds CPUs of the exclusive partitions", p.stdout)
+        p = self.run_ctl("apply", self.profile)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        for d in (self.sib, self.sib_child):
+            self.assertEqual(cpu_list(read(os.path.join(d, self.prefix + "cpus"))), all_cpus - {self.cpu}, d)
+        self.assertEqual(read(os.path.join(self.dir, self.prefix + "cpu_exclusive")), "1")
+        p = self.run_ctl("verify")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        p = self.run_ctl("revert")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertFalse(os.path.exists(self.dir), "revert left the cpuset behind")
+        for d in (self.sib, self.sib_child):
+            self.assertEqual(cpu_list(read(os.path.join(d, self.prefix + "cpus"))), all_cpus, d)
+        self.assertEqual(read(self.balance_path), self.balance)
 
 
 if __name__ == "__main__":
