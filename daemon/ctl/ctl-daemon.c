@@ -121,7 +121,7 @@ int ctl_daemon_connect(Root *root, bool needed, VarlinkClient **ret) {
         return 1;
 }
 
-static int daemon_error(const char *error, json_t *params, const ProfileArg *pa, json_t **ret_doc) {
+static int daemon_error(const char *method, const char *error, json_t *params, const ProfileArg *pa, json_t **ret_doc) {
         const char *msg = jstr(params, "message");
         if (streq(error, CTL_VARLINK_INTERFACE ".InvalidProfile")) {
                 _cleanup_free_ char *m = profile_arg_message(pa, msg);
@@ -132,6 +132,11 @@ static int daemon_error(const char *error, json_t *params, const ProfileArg *pa,
                 return log_error_errno(-EACCES, "rtpartd refused: %s; run rtpartctl as root",
                                        msg ? msg : "permission denied");
         if (streq(error, CTL_VARLINK_INTERFACE ".Failed") && json_is_object(json_object_get(params, "details"))) {
+                /* A failed apply's or revert's document, printed as rtpartctl prints its own. */
+                int r = ctl_reply_check(streq(method, "Apply") ? "ApplyFailure" : method,
+                                        json_object_get(params, "details"));
+                if (r < 0)
+                        return r;
                 *ret_doc = json_incref(json_object_get(params, "details"));
                 return -EIO;
         }
@@ -143,8 +148,8 @@ static int daemon_error(const char *error, json_t *params, const ProfileArg *pa,
         return log_error_errno(-EIO, "rtpartd answered %s", error);
 }
 
-int ctl_daemon_error(const char *error, json_t *params, json_t **ret_doc) {
-        return daemon_error(error, params, NULL, ret_doc);
+int ctl_daemon_error(const char *method, const char *error, json_t *params, json_t **ret_doc) {
+        return daemon_error(method, error, params, NULL, ret_doc);
 }
 
 /* 0 and the document; a negative errno or an exit status after a message (and, for a failed apply
@@ -173,10 +178,13 @@ static int daemon_call(VarlinkClient *c, const char *method, const ProfileArg *p
                 return log_error_errno(r == -ECONNREFUSED ? -EIO : r, "lost the connection to rtpartd: %s",
                                        strerror(-r));
         if (error)
-                return daemon_error(error, params, pa, ret_doc);
+                return daemon_error(method, error, params, pa, ret_doc);
         json_t *doc = unwrap ? json_object_get(params, unwrap) : params;
         if (!doc)
                 return log_error_errno(-EBADMSG, "rtpartd answered %s without \"%s\"", method, unwrap);
+        r = ctl_reply_check(method, doc);
+        if (r < 0)
+                return r;
         *ret_doc = json_incref(doc);
         return 0;
 }

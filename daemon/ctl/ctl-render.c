@@ -22,7 +22,7 @@ static int flushed(void) {
 }
 
 int render_json(json_t *doc) {
-        int r = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        int r = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
         fputc('\n', stdout);
         return r < 0 ? -EIO : flushed();
 }
@@ -355,7 +355,7 @@ int render_watch_event(json_t *p) {
                 if (arg_json) {
                         _cleanup_(json_decrefp) json_t *o = json_pack("{s:s, s:s, s:s?}", "time", time, "event", event,
                                                                       "profile", jstr(p, "profile"));
-                        if (!o || json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0)
+                        if (!o || json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII) < 0)
                                 return -EIO;
                         fputc('\n', stdout);
                 } else if (streq(event, "applied"))
@@ -373,7 +373,8 @@ int render_watch_event(json_t *p) {
                                                   corrected ? "corrected" : "drift", "knob", jstr(d, "knob"), "domain",
                                                   jstr(d, "domain"), "expected", json_object_get(d, "expected"),
                                                   "actual", json_object_get(d, "actual"));
-                                if (!o || json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0)
+                                if (!o ||
+                                    json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII) < 0)
                                         return -EIO;
                                 fputc('\n', stdout);
                         } else

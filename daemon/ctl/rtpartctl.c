@@ -25,7 +25,6 @@ bool arg_no_osnoise = false;
 unsigned arg_vcpus = 0;
 const char *arg_domain = NULL;
 const char *arg_output = NULL;
-static bool arg_seconds_set = false;
 static bool arg_help = false;
 
 /* The options, in the order help lists them; a verb's help lists those it takes. */
@@ -73,6 +72,9 @@ static const struct {
         { OPTION_VERSION, "      --version     Show the version\n" },
 };
 
+/* The options given on the command line. */
+static CtlOption arg_given = 0;
+
 #define OPTIONS_DAEMON (OPTION_ROOT | OPTION_JSON | OPTION_NO_DAEMON | OPTION_VARLINK_SOCKET | OPTION_STATE_DIR)
 
 /* One verb: how it is called, what it does, and the function that does it. */
@@ -84,6 +86,7 @@ typedef struct Verb {
         const char *help;            /* VERB --help, between the usage and the options */
         CtlOption options;           /* the options it takes, listed in its help */
         int (*run)(int argc, char **argv);
+        bool prints_document; /* its output is a document (JSON, XML) for programs, not text */
 } Verb;
 
 static int verb_help(int argc, char **argv);
@@ -112,6 +115,7 @@ static const Verb verbs[] = {
                 "replaced by CPU lists.\n",
                 OPTION_ROOT | OPTION_STATE_DIR,
                 verb_show,
+                /* prints_document= */ true,
         },
         {
                 "plan",
@@ -230,6 +234,7 @@ static const Verb verbs[] = {
                 "The split is PROFILE's planned for this host, else the applied profile's.\n",
                 OPTION_ROOT | OPTION_STATE_DIR | OPTION_VCPUS | OPTION_DOMAIN,
                 verb_export,
+                /* prints_document= */ true,
         },
         {
                 "import-tuned",
@@ -244,6 +249,7 @@ static const Verb verbs[] = {
                 "and why), and the exit status is then 2; the profile has the rest.\n",
                 OPTION_ROOT | OPTION_OUTPUT,
                 verb_import_tuned,
+                /* prints_document= */ true,
         },
         {
                 "help",
@@ -342,13 +348,16 @@ static int dispatch(int argc, char **argv) {
                 log_error("unknown command '%s'; try 'rtpartctl --help'", argv[0]);
                 return EXIT_USAGE;
         }
+        /* Text for people is escaped on its way out (ctl-text.c); documents are printed as they are. */
+        if (!arg_json && !v->prints_document && ctl_text_stdout() < 0)
+                return log_oom();
         if (arg_help) {
                 verb_print_help(v);
                 return 0;
         }
-        if ((arg_seconds_set && !(v->options & OPTION_SECONDS)) || (arg_cpus && !(v->options & OPTION_CPUS)) ||
-            (arg_svg && !(v->options & OPTION_SVG)) || (arg_no_osnoise && !(v->options & OPTION_NO_OSNOISE)) ||
-            (arg_output && !(v->options & OPTION_OUTPUT))) {
+        if ((arg_given & OPTION_SECONDS && !(v->options & OPTION_SECONDS)) ||
+            (arg_cpus && !(v->options & OPTION_CPUS)) || (arg_svg && !(v->options & OPTION_SVG)) ||
+            (arg_no_osnoise && !(v->options & OPTION_NO_OSNOISE)) || (arg_output && !(v->options & OPTION_OUTPUT))) {
                 log_error(
                         "%s takes none of --seconds, --cpus, --svg, --no-osnoise, --output (they are audit's, check's and import-tuned's)",
                         v->name);
@@ -427,9 +436,11 @@ static int parse_argv(int argc, char **argv) {
                         break;
                 case 'j':
                         arg_json = true;
+                        arg_given |= OPTION_JSON;
                         break;
                 case 'a':
                         arg_all = true;
+                        arg_given |= OPTION_ALL;
                         break;
                 case ARG_NO_DAEMON:
                         arg_no_daemon = true;
@@ -449,28 +460,34 @@ static int parse_argv(int argc, char **argv) {
                                 log_error("--seconds takes whole seconds from 1 to 86400, not '%s'", optarg);
                                 return EXIT_USAGE;
                         }
-                        arg_seconds_set = true;
+                        arg_given |= OPTION_SECONDS;
                         break;
                 case ARG_CPUS:
                         arg_cpus = optarg;
+                        arg_given |= OPTION_CPUS;
                         break;
                 case ARG_SVG:
                         arg_svg = optarg;
+                        arg_given |= OPTION_SVG;
                         break;
                 case ARG_NO_OSNOISE:
                         arg_no_osnoise = true;
+                        arg_given |= OPTION_NO_OSNOISE;
                         break;
                 case ARG_VCPUS:
                         if (!parse_count(optarg, 4096, &arg_vcpus)) {
                                 log_error("--vcpus takes a number of vCPUs from 1 to 4096, not '%s'", optarg);
                                 return EXIT_USAGE;
                         }
+                        arg_given |= OPTION_VCPUS;
                         break;
                 case ARG_DOMAIN:
                         arg_domain = optarg;
+                        arg_given |= OPTION_DOMAIN;
                         break;
                 case 'o':
                         arg_output = optarg;
+                        arg_given |= OPTION_OUTPUT;
                         break;
                 case 'h':
                         arg_help = true;
@@ -502,6 +519,8 @@ int main(int argc, char **argv) {
         int r;
 
         log_setup_tool("rtpartctl");
+        if (ctl_text_stderr() < 0)
+                return EXIT_FAILED;
         r = parse_argv(argc, argv);
         if (r != 0)
                 return r < 0 ? EXIT_OK : r;

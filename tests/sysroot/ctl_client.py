@@ -121,9 +121,124 @@ class ClientTest(unittest.TestCase):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def serve(self, path, replies, uid=None):
+        if os.path.exists(path):
+            os.unlink(path)
         s = FakeDaemon(path, replies, uid)
         self.servers.append(s)
         return s
+
+
+def status_doc(profile):
+    return {"profile": profile, "applied_at": "2024-01-01T00:00:00Z", "knobs": 2, "drift": 1,
+            "drifted": [{"knob": "sysctl/kernel.panic", "domain": "sysctl", "expected": "0", "actual": "77"}],
+            "reboot_required": False, "reboot_pending": [], "unmovable": [], "originals": 2, "last_error": None,
+            "transaction_open": False}
+
+
+def verify_doc():
+    return {"profile": "p", "in_sync": True, "reboot_required": False, "drift": [], "reboot_pending": [],
+            "unmovable": [], "checked": 1, "transaction_open": False}
+
+
+def apply_doc():
+    return {"ok": True, "profile": "p", "host_changed": True, "changed": 1, "unchanged": 0, "unmovable": 0,
+            "skipped": 0, "restored": 0, "reboot_required": False, "reboot_changes": 0, "reboot_knobs": [],
+            "recovered": False, "notes": []}
+
+
+def revert_doc():
+    return {"ok": True, "restored": 1, "failed": 0, "skipped": 0, "recovered": False, "error": None, "notes": []}
+
+
+# Each verb, the method it calls, and answers of the wrong shape, with the first member named.
+WRONG = [
+    ("plan", "Plan", {"parameters": {"changes": [{}]}}, "/profile: missing"),  # the crash of issue 22
+    ("plan", "Plan", {"parameters": dict(plan_doc("x"), changes=[{}])}, "/changes/0/knob: missing"),
+    ("plan", "Plan", {"parameters": dict(plan_doc("x"), changes=[{"knob": "sysctl/a"}])}, "/changes/0/domain: missing"),
+    ("plan", "Plan", {"parameters": dict(plan_doc("x"), changes=[{"knob": "sysctl/a", "domain": "nosuch"}])},
+     "/changes/0/domain: a knob domain's name belongs here"),
+    ("plan", "Plan", {"parameters": dict(plan_doc("x"), summary={"changes": "1", "reboot": 0, "unchanged": 0})},
+     "/summary/changes: an integer belongs here"),
+    ("list", "ListProfiles", {"parameters": {"profiles": [{"summary": "no name"}]}}, "/0/name: missing"),
+    ("list", "ListProfiles", {"parameters": {"profiles": "x"}}, "/: an array belongs here"),
+    ("apply", "Apply", {"parameters": dict(apply_doc(), profile=3)}, "/profile: a string belongs here"),
+    ("apply", "Apply", {"error": IFACE + ".Failed", "parameters": {"message": "m", "details": {"ok": False}}},
+     "/error: missing"),
+    ("verify", "Verify", {"parameters": dict(verify_doc(), drift=[{"knob": 1}])}, "/drift/0/knob: a string belongs here"),
+    ("status", "Status", {"parameters": {}}, "/knobs: missing"),
+    ("status", "Status", {"parameters": dict(status_doc("p"), drifted=[{"knob": "k"}])}, "/drifted/0/domain: missing"),
+    ("revert", "Revert", {"parameters": dict(revert_doc(), ok="yes")}, "/ok: true or false belongs here"),
+    ("revert", "Revert", {"error": IFACE + ".Failed", "parameters": {"message": "m", "details": {"ok": False}}},
+     "/restored: missing"),
+    ("watch", "Watch", [{"parameters": {"event": 5}, "continues": True}], "/event: a string belongs here"),
+]
+
+ESC = "\u001b]0;pwned\u0007\u001b[2J\u009b31m"
+
+
+class Shape(ClientTest):
+    def test_wrong_shape_is_exit_1_named(self):
+        for verb, method, reply, pointer in WRONG:
+            with self.subTest(verb=verb, reply=reply):
+                server = self.serve(os.path.join(self.root, SOCKET), {method: reply})
+                p = ctl(self.root, verb, *(["realtime"] if verb in ("plan", "apply") else []))
+                self.assertEqual(server.calls(), [f"{IFACE}.{method}"])
+                self.assertEqual(p.returncode, 1, p.stderr)
+                self.assertEqual(p.stdout, b"")
+                self.assertIn(f"rtpartd's answer to {method} is not what rtpartctl reads ({pointer}".encode(),
+                              p.stderr)
+
+
+class Escapes(ClientTest):
+    def check(self, p):
+        for stream in (p.stdout, p.stderr):
+            for byte in (b"\x1b", b"\x07", b"\xc2\x9b"):
+                self.assertNotIn(byte, stream)
+        self.assertIn(b"\\x1b]0;pwned\\x07\\x1b[2J\\xc2\\x9b31m", p.stdout + p.stderr)
+
+    def test_control_characters_printed_escaped(self):
+        plan = plan_doc(ESC)
+        plan["notes"] = [ESC]
+        plan["changes"] = [{"knob": "sysctl/kernel.panic", "domain": "sysctl", "current": ESC, "desired": "0",
+                            "kind": "auto", "note": ESC}]
+        replies = {
+            "Plan": {"parameters": plan},
+            "ListProfiles": {"parameters": {"profiles": [{"name": "x", "summary": ESC, "origin": "user"}]}},
+            "Status": {"parameters": dict(status_doc(ESC), unmovable=[ESC], last_error={"message": ESC, "at": ESC})},
+            "Verify": {"parameters": {"profile": ESC, "in_sync": False, "reboot_required": False, "checked": 1,
+                                      "drift": [{"knob": ESC, "domain": "sysctl", "expected": ESC, "actual": ESC}],
+                                      "reboot_pending": [], "unmovable": [], "transaction_open": False}},
+            "Apply": {"error": IFACE + ".InvalidProfile", "parameters": {"message": ESC}},
+            "Revert": {"error": IFACE + ".Failed", "parameters": {"message": ESC}},
+            "Watch": [{"parameters": {"event": "status", "profile": ESC, "drift_count": 1,
+                                      "drift": [{"knob": ESC, "domain": "sysctl", "expected": ESC}]},
+                       "continues": True}],
+        }
+        self.serve(os.path.join(self.root, SOCKET), replies)
+        for args in (["plan", "realtime"], ["list"], ["status"], ["verify"], ["apply", "realtime"], ["revert"],
+                     ["watch"]):
+            with self.subTest(args=args):
+                p = ctl(self.root, *args)
+                self.assertIn(p.returncode, (0, 1, 2, 3), p.stderr)
+                self.check(p)
+        # A profile's own strings, printed by rtpartctl itself.
+        d = os.path.join(self.root, "etc", "rtpart", "profiles")
+        os.makedirs(d)
+        with open(os.path.join(d, "evil.json"), "w") as f:
+            json.dump({"summary": ESC, "include": "realtime"}, f)
+        with open(os.path.join(d, "bad.json"), "w") as f:
+            json.dump({"cpus": {"isolated": ESC}}, f)
+        p = ctl(self.root, "--no-daemon", "list")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.check(p)
+        p = ctl(self.root, "--no-daemon", "plan", "bad")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.check(p)
+        # JSON escapes them as JSON does, C1 too.
+        p = ctl(self.root, "--no-daemon", "--json", "list")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(all(0x20 <= b < 0x7f or b == 0x0a for b in p.stdout))
+        self.assertEqual([e["summary"] for e in json.loads(p.stdout) if e["name"] == "evil"], [ESC])
 
 
 class SocketInRoot(ClientTest):
