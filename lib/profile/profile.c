@@ -764,6 +764,18 @@ static int profile_info_add(Root *root, const char *dir, bool user, const char *
         return 0;
 }
 
+/* A file's name without ".json" (n bytes) is listed only when it is a name plan and apply take as
+ * one: "$(touch x).json" is no profile's name (and completing it must not run it), "a.json.json"
+ * would be read as the path "a.json". */
+static bool listed_name(const char *file, size_t n) {
+        char name[129];
+        if (n >= sizeof(name))
+                return false;
+        memcpy(name, file, n);
+        name[n] = 0;
+        return valid_name(name) && !profile_is_path(name);
+}
+
 int profile_list(Root *root, ProfileInfo **ret, size_t *ret_n) {
         ProfileInfo *l = NULL;
         size_t n = 0;
@@ -782,7 +794,7 @@ int profile_list(Root *root, ProfileInfo **ret, size_t *ret_n) {
                 for (int i = 0; i < k; i++) {
                         const char *f = entries[i]->d_name;
                         size_t len = strlen(f);
-                        if (r >= 0 && len > 5 && streq(f + len - 5, ".json") && f[0] != '.')
+                        if (r >= 0 && len > 5 && streq(f + len - 5, ".json") && listed_name(f, len - 5))
                                 r = profile_info_add(sp.d[di].root, sp.d[di].dir, sp.d[di].user, f, &l, &n);
                         free(entries[i]);
                 }
