@@ -230,9 +230,10 @@ static const Verb verbs[] = {
                 "pages when the host has some) of a realtime guest with --vcpus vCPUs; with\n"
                 "--domain, merged into that domain XML, printed whole. Exits with status 2\n"
                 "when the vCPUs do not fit the isolated CPUs. nova: nova.conf's [compute]\n"
-                "cpu_dedicated_set and cpu_shared_set, and kubelet's reservedSystemCPUs.\n"
-                "The split is PROFILE's planned for this host, else the applied profile's.\n",
-                OPTION_ROOT | OPTION_STATE_DIR | OPTION_VCPUS | OPTION_DOMAIN,
+                "cpu_dedicated_set and cpu_shared_set, and kubelet's reservedSystemCPUs (with\n"
+                "--json, as one JSON document). The split is PROFILE's planned for this host,\n"
+                "else the applied profile's.\n",
+                OPTION_ROOT | OPTION_JSON | OPTION_STATE_DIR | OPTION_VCPUS | OPTION_DOMAIN,
                 verb_export,
                 /* prints_document= */ true,
         },
