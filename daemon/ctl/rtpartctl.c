@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "ctl.h"
+#include "strv.h"
 
 /* rtpartctl: the options, the verb table, help, dispatch and the exit status. The verbs live in
  * ctl-*.c (see ctl.h). */
@@ -74,6 +75,16 @@ static const struct {
 
 /* The options given on the command line. */
 static CtlOption arg_given = 0;
+
+/* The options only some verbs take, as a refusal names them. */
+static const struct {
+        CtlOption option;
+        const char *name;
+} option_names[] = {
+        { OPTION_ALL, "--all" },       { OPTION_SECONDS, "--seconds" },       { OPTION_CPUS, "--cpus" },
+        { OPTION_SVG, "--svg" },       { OPTION_NO_OSNOISE, "--no-osnoise" }, { OPTION_VCPUS, "--vcpus" },
+        { OPTION_DOMAIN, "--domain" }, { OPTION_OUTPUT, "--output" },
+};
 
 #define OPTIONS_DAEMON (OPTION_ROOT | OPTION_JSON | OPTION_NO_DAEMON | OPTION_VARLINK_SOCKET | OPTION_STATE_DIR)
 
@@ -340,6 +351,32 @@ static int verb_help(int argc, char **argv) {
         return 0;
 }
 
+/* "status does not take --seconds (audit's and check's), --output (import-tuned's)": each option
+ * given that v does not take, and the verbs that do. */
+static void refuse_options(const Verb *v, CtlOption wrong) {
+        StrBuf b = {};
+        for (size_t i = 0; i < ELEMENTSOF(option_names); i++) {
+                CtlOption o = option_names[i].option;
+                size_t n_takers = 0, k = 0;
+                if (!(wrong & o))
+                        continue;
+                for (size_t j = 0; j < ELEMENTSOF(verbs); j++)
+                        n_takers += !!(verbs[j].options & o);
+                strbuf_appendf(&b, "%s%s (", b.len > 0 ? ", " : "", option_names[i].name);
+                for (size_t j = 0; j < ELEMENTSOF(verbs); j++)
+                        if (verbs[j].options & o)
+                                strbuf_appendf(&b, "%s%s's",
+                                               k == 0                      ? ""
+                                                       : k + 1 == n_takers ? " and "
+                                                                           : ", ",
+                                               verbs[j].name),
+                                        k++;
+                strbuf_append(&b, ")");
+        }
+        _cleanup_free_ char *list = strbuf_steal(&b);
+        log_error("%s does not take %s", v->name, strempty(list));
+}
+
 /* The verb's argument count is checked here, once, for every verb. */
 static int dispatch(int argc, char **argv) {
         const Verb *v = verb_find(argv[0]);
@@ -356,16 +393,12 @@ static int dispatch(int argc, char **argv) {
                 verb_print_help(v);
                 return 0;
         }
-        if ((arg_given & OPTION_SECONDS && !(v->options & OPTION_SECONDS)) ||
-            (arg_cpus && !(v->options & OPTION_CPUS)) || (arg_svg && !(v->options & OPTION_SVG)) ||
-            (arg_no_osnoise && !(v->options & OPTION_NO_OSNOISE)) || (arg_output && !(v->options & OPTION_OUTPUT))) {
-                log_error(
-                        "%s takes none of --seconds, --cpus, --svg, --no-osnoise, --output (they are audit's, check's and import-tuned's)",
-                        v->name);
-                return EXIT_USAGE;
-        }
-        if ((arg_vcpus && !(v->options & OPTION_VCPUS)) || (arg_domain && !(v->options & OPTION_DOMAIN))) {
-                log_error("%s takes neither --vcpus nor --domain (they are export libvirt's)", v->name);
+        CtlOption wrong = 0;
+        for (size_t i = 0; i < ELEMENTSOF(option_names); i++)
+                if (arg_given & option_names[i].option & ~v->options)
+                        wrong |= option_names[i].option;
+        if (wrong) {
+                refuse_options(v, wrong);
                 return EXIT_USAGE;
         }
         if (n < v->min_args || n > v->max_args) {
