@@ -274,6 +274,13 @@ static int resolve_cpus(ResolveCtx *c, json_t *doc) {
                                        : msg);
         }
 
+        /* The split the host gets when the profile names neither class: what "isolated" and
+         * "housekeeping" stand for within the two expressions that define the classes ("node:1,
+         * !housekeeping" is node 1 without its first core). */
+        unsigned per_node_n = per_node ? (unsigned) json_integer_value(per_node) : 1;
+        CpuSet def_iso = {}, def_hk = {};
+        host_default_split(h, per_node_n, &def_hk, &def_iso);
+
         CpuSet iso = {}, hk = {};
         const char *which[2] = { "isolated", "housekeeping" };
         json_t *vals[2] = { iso_v, hk_v };
@@ -287,7 +294,7 @@ static int resolve_cpus(ResolveCtx *c, json_t *doc) {
                 k = expand(&c->x, json_string_value(vals[i]), &exp, &msg);
                 if (k < 0)
                         return k == -ENOMEM ? k : fail_at(c, p, k, msg);
-                k = cpu_expr_parse(exp, h, NULL, NULL, sets[i], &msg);
+                k = cpu_expr_parse(exp, h, &def_iso, &def_hk, sets[i], &msg);
                 if (k < 0)
                         return k == -ENOMEM ? k : fail_at(c, p, k, msg);
         }
@@ -311,8 +318,8 @@ static int resolve_cpus(ResolveCtx *c, json_t *doc) {
                 iso = h->online;
                 cpu_set_andnot(&iso, &hk);
         } else {
-                unsigned n = per_node ? (unsigned) json_integer_value(per_node) : 1;
-                host_default_split(h, n, &hk, &iso);
+                iso = def_iso;
+                hk = def_hk;
         }
 
         if (cpu_set_is_empty(&hk)) {
