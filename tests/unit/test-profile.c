@@ -282,6 +282,28 @@ START_TEST(test_default_split) {
         expect_split("split7", "{\"cpus\": {\"isolated\": \"isolated,!node:0\", \"housekeeping\": \"node:0\"}}",
                      "5-7,13-15", "0-3,8-11");
 
+        /* SMT siblings (CPU c and c+8 here) split between the classes: a note per core, which the
+         * plan carries first; the default split and whole cores make none. */
+        r = resolve_ok("smt", "{\"cpus\": {\"isolated\": \"1,8,2-3,10-11\"}}", &p);
+        ck_assert_uint_eq(strv_length(r->notes), 2);
+        ck_assert(startswith(r->notes[0], "cpus: CPU 1 (isolated) and CPU 9 (housekeeping) are SMT siblings"));
+        ck_assert(startswith(r->notes[1], "cpus: CPU 8 (isolated) and CPU 0 (housekeeping) are SMT siblings"));
+        Plan *plan = NULL;
+        ck_assert_int_eq(plan_build(r, root, &plan, NULL), 0);
+        ck_assert_str_eq(plan->notes[0], r->notes[0]);
+        ck_assert_str_eq(plan->notes[1], r->notes[1]);
+        plan_free(plan);
+        resolved_free(r);
+        profile_free(p);
+        r = resolve_ok("smt2", "{\"cpus\": {\"isolated\": \"node:1,!housekeeping\"}}", &p);
+        ck_assert_ptr_null(r->notes);
+        resolved_free(r);
+        profile_free(p);
+        r = resolve_ok("smt3", "{}", &p);
+        ck_assert_ptr_null(r->notes);
+        resolved_free(r);
+        profile_free(p);
+
         /* rtpartd's task settings pass through resolution as written. */
         r = resolve_ok("tasks",
                        "{\"drift\": {\"task_allow\": [\"qemu-*\", \"/machine.slice\", \"!qemu-bad\"], "
