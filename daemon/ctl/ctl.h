@@ -54,6 +54,7 @@ extern const char *arg_state_dir;
 extern const char *arg_varlink_socket;
 extern bool arg_json;
 extern bool arg_all;
+extern bool arg_summary;
 extern bool arg_no_daemon;
 extern unsigned arg_seconds;
 extern const char *arg_cpus;

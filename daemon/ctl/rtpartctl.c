@@ -18,6 +18,7 @@ const char *arg_state_dir = NULL;
 const char *arg_varlink_socket = NULL;
 bool arg_json = false;
 bool arg_all = false;
+bool arg_summary = false;
 bool arg_no_daemon = false;
 unsigned arg_seconds = 5;
 const char *arg_cpus = NULL;
@@ -45,6 +46,7 @@ typedef enum CtlOption {
         OPTION_VCPUS = 1 << 12,
         OPTION_DOMAIN = 1 << 13,
         OPTION_OUTPUT = 1 << 14,
+        OPTION_SUMMARY = 1 << 15,
 } CtlOption;
 
 static const struct {
@@ -54,6 +56,7 @@ static const struct {
         { OPTION_ROOT, "  -r, --root=DIR    Operate on the host tree under DIR instead of /\n" },
         { OPTION_JSON, "  -j, --json        Print one JSON document (watch: one object per line)\n" },
         { OPTION_ALL, "  -a, --all         plan: also list knobs already at their desired value\n" },
+        { OPTION_SUMMARY, "      --summary     plan: a line of counts per domain instead of every knob\n" },
         { OPTION_NO_DAEMON, "      --no-daemon   Do not contact rtpartd; work on the host directly\n" },
         { OPTION_VARLINK_SOCKET,
           "      --varlink-socket=PATH\n"
@@ -81,9 +84,9 @@ static const struct {
         CtlOption option;
         const char *name;
 } option_names[] = {
-        { OPTION_ALL, "--all" },       { OPTION_SECONDS, "--seconds" },       { OPTION_CPUS, "--cpus" },
-        { OPTION_SVG, "--svg" },       { OPTION_NO_OSNOISE, "--no-osnoise" }, { OPTION_VCPUS, "--vcpus" },
-        { OPTION_DOMAIN, "--domain" }, { OPTION_OUTPUT, "--output" },
+        { OPTION_ALL, "--all" },     { OPTION_SUMMARY, "--summary" }, { OPTION_SECONDS, "--seconds" },
+        { OPTION_CPUS, "--cpus" },   { OPTION_SVG, "--svg" },         { OPTION_NO_OSNOISE, "--no-osnoise" },
+        { OPTION_VCPUS, "--vcpus" }, { OPTION_DOMAIN, "--domain" },   { OPTION_OUTPUT, "--output" },
 };
 
 #define OPTIONS_DAEMON (OPTION_ROOT | OPTION_JSON | OPTION_NO_DAEMON | OPTION_VARLINK_SOCKET | OPTION_STATE_DIR)
@@ -135,8 +138,8 @@ static const Verb verbs[] = {
                 "PROFILE",
                 "Show what applying PROFILE would change; changes nothing",
                 "Shows what applying PROFILE would change, one line per knob under a heading per\n"
-                "domain, and changes nothing.\n",
-                OPTIONS_DAEMON | OPTION_ALL,
+                "domain (with --summary, a line of counts per domain), and changes nothing.\n",
+                OPTIONS_DAEMON | OPTION_ALL | OPTION_SUMMARY,
                 verb_plan,
         },
         {
@@ -443,10 +446,12 @@ static int parse_argv(int argc, char **argv) {
                 ARG_NO_OSNOISE,
                 ARG_VCPUS,
                 ARG_DOMAIN,
+                ARG_SUMMARY,
         };
         static const struct option options[] = { { "root", required_argument, NULL, 'r' },
                                                  { "json", no_argument, NULL, 'j' },
                                                  { "all", no_argument, NULL, 'a' },
+                                                 { "summary", no_argument, NULL, ARG_SUMMARY },
                                                  { "no-daemon", no_argument, NULL, ARG_NO_DAEMON },
                                                  { "varlink-socket", required_argument, NULL, ARG_VARLINK },
                                                  { "state-dir", required_argument, NULL, ARG_STATE_DIR },
@@ -475,6 +480,10 @@ static int parse_argv(int argc, char **argv) {
                 case 'a':
                         arg_all = true;
                         arg_given |= OPTION_ALL;
+                        break;
+                case ARG_SUMMARY:
+                        arg_summary = true;
+                        arg_given |= OPTION_SUMMARY;
                         break;
                 case ARG_NO_DAEMON:
                         arg_no_daemon = true;
@@ -540,6 +549,10 @@ static int parse_argv(int argc, char **argv) {
         }
         if (optind >= argc) {
                 log_error("missing command; try 'rtpartctl --help'");
+                return EXIT_USAGE;
+        }
+        if (arg_all && arg_summary && !arg_help) {
+                log_error("--all lists every knob and --summary none; give one of them");
                 return EXIT_USAGE;
         }
         if (arg_no_daemon && arg_varlink_socket && !arg_help) {

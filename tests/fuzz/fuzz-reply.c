@@ -27,6 +27,7 @@
 const char *arg_root = "/";
 bool arg_json = false;
 bool arg_all = false;
+bool arg_summary = false;
 
 static const char * const names[] = { "ListProfiles", "Plan",   "Apply", "ApplyFailure", "Revert",
                                       "Verify",       "Status", "Watch", "Audit",        "Latency" };
@@ -163,6 +164,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         stdout = text;
         arg_json = false;
         arg_all = (size & 1) != 0;
+        arg_summary = (size & 2) != 0;
         render(which, doc);
         char *t = taken(text, text_fd, &n);
         check_text(t, n);
