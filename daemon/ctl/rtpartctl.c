@@ -434,114 +434,124 @@ static bool parse_count(const char *s, unsigned long max, unsigned *ret) {
         return true;
 }
 
-static int parse_argv(int argc, char **argv) {
-        enum {
-                ARG_NO_DAEMON = 0x100,
-                ARG_VERSION,
-                ARG_STATE_DIR,
-                ARG_VARLINK,
-                ARG_SECONDS,
-                ARG_CPUS,
-                ARG_SVG,
-                ARG_NO_OSNOISE,
-                ARG_VCPUS,
-                ARG_DOMAIN,
-                ARG_SUMMARY,
-        };
-        static const struct option options[] = { { "root", required_argument, NULL, 'r' },
-                                                 { "json", no_argument, NULL, 'j' },
-                                                 { "all", no_argument, NULL, 'a' },
-                                                 { "summary", no_argument, NULL, ARG_SUMMARY },
-                                                 { "no-daemon", no_argument, NULL, ARG_NO_DAEMON },
-                                                 { "varlink-socket", required_argument, NULL, ARG_VARLINK },
-                                                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
-                                                 { "help", no_argument, NULL, 'h' },
-                                                 { "version", no_argument, NULL, ARG_VERSION },
-                                                 { "seconds", required_argument, NULL, ARG_SECONDS },
-                                                 { "cpus", required_argument, NULL, ARG_CPUS },
-                                                 { "svg", required_argument, NULL, ARG_SVG },
-                                                 { "no-osnoise", no_argument, NULL, ARG_NO_OSNOISE },
-                                                 { "vcpus", required_argument, NULL, ARG_VCPUS },
-                                                 { "domain", required_argument, NULL, ARG_DOMAIN },
-                                                 { "output", required_argument, NULL, 'o' },
-                                                 {} };
-        int c;
+/* getopt_long()'s values for the long options that have no short one. */
+enum {
+        ARG_NO_DAEMON = 0x100,
+        ARG_VERSION,
+        ARG_STATE_DIR,
+        ARG_VARLINK,
+        ARG_SECONDS,
+        ARG_CPUS,
+        ARG_SVG,
+        ARG_NO_OSNOISE,
+        ARG_VCPUS,
+        ARG_DOMAIN,
+        ARG_SUMMARY,
+};
 
-        /* GNU getopt permutes: options may come before or after the command. */
-        while ((c = getopt_long(argc, argv, "r:jaho:", options, NULL)) >= 0)
-                switch (c) {
-                case 'r':
-                        arg_root = optarg;
-                        break;
-                case 'j':
-                        arg_json = true;
-                        arg_given |= OPTION_JSON;
-                        break;
-                case 'a':
-                        arg_all = true;
-                        arg_given |= OPTION_ALL;
-                        break;
-                case ARG_SUMMARY:
-                        arg_summary = true;
-                        arg_given |= OPTION_SUMMARY;
-                        break;
-                case ARG_NO_DAEMON:
-                        arg_no_daemon = true;
-                        break;
-                case ARG_VARLINK:
-                        if (optarg[0] != '/') {
-                                log_error("--varlink-socket needs an absolute path, not '%s'", optarg);
-                                return EXIT_USAGE;
-                        }
-                        arg_varlink_socket = optarg;
-                        break;
-                case ARG_STATE_DIR:
-                        arg_state_dir = optarg;
-                        break;
-                case ARG_SECONDS:
-                        if (!parse_count(optarg, 86400, &arg_seconds)) {
-                                log_error("--seconds takes whole seconds from 1 to 86400, not '%s'", optarg);
-                                return EXIT_USAGE;
-                        }
-                        arg_given |= OPTION_SECONDS;
-                        break;
-                case ARG_CPUS:
-                        arg_cpus = optarg;
-                        arg_given |= OPTION_CPUS;
-                        break;
-                case ARG_SVG:
-                        arg_svg = optarg;
-                        arg_given |= OPTION_SVG;
-                        break;
-                case ARG_NO_OSNOISE:
-                        arg_no_osnoise = true;
-                        arg_given |= OPTION_NO_OSNOISE;
-                        break;
-                case ARG_VCPUS:
-                        if (!parse_count(optarg, 4096, &arg_vcpus)) {
-                                log_error("--vcpus takes a number of vCPUs from 1 to 4096, not '%s'", optarg);
-                                return EXIT_USAGE;
-                        }
-                        arg_given |= OPTION_VCPUS;
-                        break;
-                case ARG_DOMAIN:
-                        arg_domain = optarg;
-                        arg_given |= OPTION_DOMAIN;
-                        break;
-                case 'o':
-                        arg_output = optarg;
-                        arg_given |= OPTION_OUTPUT;
-                        break;
-                case 'h':
-                        arg_help = true;
-                        break;
-                case ARG_VERSION:
-                        printf("rtpartctl %s\n", PACKAGE_VERSION);
-                        return -1; /* done */
-                default:
-                        fprintf(stderr, "Try 'rtpartctl --help'.\n");
+static const struct option long_options[] = { { "root", required_argument, NULL, 'r' },
+                                              { "json", no_argument, NULL, 'j' },
+                                              { "all", no_argument, NULL, 'a' },
+                                              { "summary", no_argument, NULL, ARG_SUMMARY },
+                                              { "no-daemon", no_argument, NULL, ARG_NO_DAEMON },
+                                              { "varlink-socket", required_argument, NULL, ARG_VARLINK },
+                                              { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+                                              { "help", no_argument, NULL, 'h' },
+                                              { "version", no_argument, NULL, ARG_VERSION },
+                                              { "seconds", required_argument, NULL, ARG_SECONDS },
+                                              { "cpus", required_argument, NULL, ARG_CPUS },
+                                              { "svg", required_argument, NULL, ARG_SVG },
+                                              { "no-osnoise", no_argument, NULL, ARG_NO_OSNOISE },
+                                              { "vcpus", required_argument, NULL, ARG_VCPUS },
+                                              { "domain", required_argument, NULL, ARG_DOMAIN },
+                                              { "output", required_argument, NULL, 'o' },
+                                              {} };
+
+/* One option of getopt_long(): 0, -1 when done (--version), or EXIT_USAGE after a message. */
+static int parse_option(int c) {
+        switch (c) {
+        case 'r':
+                arg_root = optarg;
+                break;
+        case 'j':
+                arg_json = true;
+                arg_given |= OPTION_JSON;
+                break;
+        case 'a':
+                arg_all = true;
+                arg_given |= OPTION_ALL;
+                break;
+        case ARG_SUMMARY:
+                arg_summary = true;
+                arg_given |= OPTION_SUMMARY;
+                break;
+        case ARG_NO_DAEMON:
+                arg_no_daemon = true;
+                break;
+        case ARG_VARLINK:
+                if (optarg[0] != '/') {
+                        log_error("--varlink-socket needs an absolute path, not '%s'", optarg);
                         return EXIT_USAGE;
                 }
+                arg_varlink_socket = optarg;
+                break;
+        case ARG_STATE_DIR:
+                arg_state_dir = optarg;
+                break;
+        case ARG_SECONDS:
+                if (!parse_count(optarg, 86400, &arg_seconds)) {
+                        log_error("--seconds takes whole seconds from 1 to 86400, not '%s'", optarg);
+                        return EXIT_USAGE;
+                }
+                arg_given |= OPTION_SECONDS;
+                break;
+        case ARG_CPUS:
+                arg_cpus = optarg;
+                arg_given |= OPTION_CPUS;
+                break;
+        case ARG_SVG:
+                arg_svg = optarg;
+                arg_given |= OPTION_SVG;
+                break;
+        case ARG_NO_OSNOISE:
+                arg_no_osnoise = true;
+                arg_given |= OPTION_NO_OSNOISE;
+                break;
+        case ARG_VCPUS:
+                if (!parse_count(optarg, 4096, &arg_vcpus)) {
+                        log_error("--vcpus takes a number of vCPUs from 1 to 4096, not '%s'", optarg);
+                        return EXIT_USAGE;
+                }
+                arg_given |= OPTION_VCPUS;
+                break;
+        case ARG_DOMAIN:
+                arg_domain = optarg;
+                arg_given |= OPTION_DOMAIN;
+                break;
+        case 'o':
+                arg_output = optarg;
+                arg_given |= OPTION_OUTPUT;
+                break;
+        case 'h':
+                arg_help = true;
+                break;
+        case ARG_VERSION:
+                printf("rtpartctl %s\n", PACKAGE_VERSION);
+                return -1; /* done */
+        default:
+                fprintf(stderr, "Try 'rtpartctl --help'.\n");
+                return EXIT_USAGE;
+        }
+        return 0;
+}
+
+static int parse_argv(int argc, char **argv) {
+        int c, r;
+
+        /* GNU getopt permutes: options may come before or after the command. */
+        while ((c = getopt_long(argc, argv, "r:jaho:", long_options, NULL)) >= 0)
+                if ((r = parse_option(c)) != 0)
+                        return r;
 
         if (arg_help && optind >= argc) {
                 help_overview();
