@@ -14,6 +14,8 @@
  *   ctl-daemon.c   the documents asked of rtpartd, and working without it when it refuses
  *   ctl-local.c    working on the host directly: the root, the prepare pipeline, the lock
  *   ctl-render.c   the documents printed, as text or JSON
+ *   ctl-reply.c    the shape of rtpartd's answers, checked before they are printed
+ *   ctl-text.c     text for people: control characters escaped on the way out
  *
  * Every command that rtpartd serves is a document: built here (working on the host directly) or
  * by rtpartd (daemon/wire/document.c either way), then printed by the same renderer, as JSON or as
@@ -28,6 +30,7 @@
 #include <jansson.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "audit.h"
 #include "journal.h"
@@ -52,6 +55,7 @@ extern const char *arg_state_dir;
 extern const char *arg_varlink_socket;
 extern bool arg_json;
 extern bool arg_all;
+extern bool arg_summary;
 extern bool arg_no_daemon;
 extern unsigned arg_seconds;
 extern const char *arg_cpus;
@@ -135,7 +139,37 @@ typedef struct VarlinkClient VarlinkClient;
 int ctl_daemon_connect(Root *root, bool needed, VarlinkClient **ret);
 /* A varlink error of rtpartd's said: EXIT_USAGE for an invalid profile, else -EIO (or, for a
  * failed apply or revert, -EIO and its document in *ret_doc, to be printed). */
-int ctl_daemon_error(const char *error, json_t *params, json_t **ret_doc);
+int ctl_daemon_error(const char *method, const char *error, json_t *params, json_t **ret_doc);
+
+/* ---- ctl-reply.c: the shape of rtpartd's answers ---- */
+
+/* The shape rtpartctl reads of rtpartd's answer named name (the method's: "Plan", "Watch" for an
+ * event of its stream, "ApplyFailure" for the details of a failed Apply), NULL for none. */
+const char *ctl_reply_shape(const char *name);
+/* 0 when doc has shape; -EBADMSG and "POINTER: what is wrong" in *ret_message; -ENOMEM; -EINVAL
+ * when shape is none. */
+int ctl_reply_check_shape(const char *shape, json_t *doc, char **ret_message);
+/* 0 when rtpartd's answer name has its shape; else a negative errno after a message naming the
+ * member. */
+int ctl_reply_check(const char *name, json_t *doc);
+
+/* ---- ctl-text.c: text for people ---- */
+
+/* The most one step of text_escape_step() writes, with its NUL. */
+#define TEXT_ESCAPE_MAX 16
+/* One character of s (n bytes, n > 0) as a person's terminal may show it: a control character
+ * (C0 but newline and tab, DEL, C1) or a byte that is not valid UTF-8 as "\xNN" (a C1 character's
+ * two bytes so), anything else as it is. Returns the bytes taken from s, and the bytes written to
+ * out in *ret_len; 0 (nothing written) when s ends inside a sequence that may still be valid and
+ * final is false. */
+size_t text_escape_step(const char *s, size_t n, bool final, char out[static TEXT_ESCAPE_MAX], size_t *ret_len);
+/* The whole of s so, NUL-terminated; NULL on OOM. */
+char *text_escape(const char *s);
+/* A stream writing to fd what is written to it, escaped so. */
+FILE *text_stream_new(int fd);
+/* Makes stderr, or stdout, such a stream for the rest of the run (closed at exit). */
+int ctl_text_stderr(void);
+int ctl_text_stdout(void);
 
 /* ---- ctl-render.c: each prints a document, as text or (--json) as JSON ---- */
 

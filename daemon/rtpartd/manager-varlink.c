@@ -127,6 +127,7 @@ const char manager_varlink_description[] =
         "  applied_at: ?string,\n"
         "  knobs: int,\n"
         "  drift: int,\n"
+        "  drifted: []Drift,\n"
         "  reboot_required: bool,\n"
         "  reboot_pending: []string,\n"
         "  unmovable: []string,\n"

@@ -114,12 +114,17 @@ json_t *document_drift(const char *knob, Domain d, const char *expected, const c
                          "actual", actual);
 }
 
-json_t *document_verify(const VerifyResult *v) {
+static json_t *drift_entries(const VerifyResult *v) {
         json_t *drift = json_array();
         for (size_t i = 0; drift && i < v->n_drift; i++)
                 json_array_append_new(
                         drift,
                         document_drift(v->drift[i].knob, v->drift[i].domain, v->drift[i].expected, v->drift[i].actual));
+        return drift;
+}
+
+json_t *document_verify(const VerifyResult *v) {
+        json_t *drift = drift_entries(v);
         return json_pack("{s:s?, s:b, s:b, s:o, s:o, s:o, s:I, s:b}", "profile", v->profile, "in_sync", v->n_drift == 0,
                          "reboot_required", strv_length(v->reboot_pending) > 0, "drift", drift, "reboot_pending",
                          document_strv(v->reboot_pending), "unmovable", document_strv(v->unmovable), "checked",
@@ -127,10 +132,10 @@ json_t *document_verify(const VerifyResult *v) {
 }
 
 json_t *document_status(const VerifyResult *v, const Journal *j) {
-        return json_pack("{s:s?, s:s?, s:I, s:I, s:b, s:o, s:o, s:I, s:o, s:b}", "profile", v->profile, "applied_at",
-                         v->applied_at, "knobs", (json_int_t) v->checked, "drift", (json_int_t) v->n_drift,
-                         "reboot_required", strv_length(v->reboot_pending) > 0, "reboot_pending",
-                         document_strv(v->reboot_pending), "unmovable", document_strv(v->unmovable), "originals",
-                         (json_int_t) journal_count_originals(j), "last_error", journal_last_error_to_json(j),
-                         "transaction_open", v->transaction_open);
+        return json_pack("{s:s?, s:s?, s:I, s:I, s:o, s:b, s:o, s:o, s:I, s:o, s:b}", "profile", v->profile,
+                         "applied_at", v->applied_at, "knobs", (json_int_t) v->checked, "drift",
+                         (json_int_t) v->n_drift, "drifted", drift_entries(v), "reboot_required",
+                         strv_length(v->reboot_pending) > 0, "reboot_pending", document_strv(v->reboot_pending),
+                         "unmovable", document_strv(v->unmovable), "originals", (json_int_t) journal_count_originals(j),
+                         "last_error", journal_last_error_to_json(j), "transaction_open", v->transaction_open);
 }

@@ -30,8 +30,9 @@ json_t *document_revert(const EngineResult *er, int r);
 /* verify: {profile, in_sync, reboot_required, drift, reboot_pending, unmovable, checked,
  * transaction_open}. */
 json_t *document_verify(const VerifyResult *v);
-/* status: {profile, applied_at, knobs, drift, reboot_required, reboot_pending, unmovable, originals,
- * last_error, transaction_open}; j is the journal. */
+/* status: {profile, applied_at, knobs, drift (how many), drifted (the drift entries, as verify's
+ * drift), reboot_required, reboot_pending, unmovable, originals, last_error, transaction_open}; j is
+ * the journal. */
 json_t *document_status(const VerifyResult *v, const Journal *j);
 /* One drift entry: {knob, domain, expected, actual}. */
 json_t *document_drift(const char *knob, Domain d, const char *expected, const char *actual);

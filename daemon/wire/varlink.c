@@ -1189,6 +1189,17 @@ int varlink_client_connect(const char *path, VarlinkClient **ret) {
         return 0;
 }
 
+int varlink_client_new(int fd, VarlinkClient **ret) {
+        VarlinkClient *c = calloc(1, sizeof(*c));
+        if (!c) {
+                close(fd);
+                return -ENOMEM;
+        }
+        c->fd = fd;
+        *ret = c;
+        return 0;
+}
+
 int varlink_client_send(VarlinkClient *c, const char *method, json_t *parameters, VarlinkCallFlags flags) {
         _cleanup_(json_decrefp) json_t *msg =
                 json_pack("{s:s, s:o}", "method", method, "parameters", params_or_empty(parameters));

@@ -168,6 +168,8 @@ typedef struct VarlinkClient VarlinkClient;
 /* Connects to the unix socket at path (absolute; a path longer than sockaddr_un allows goes
  * through its directory's fd). -ENOENT, -ECONNREFUSED …: nobody listens there. */
 int varlink_client_connect(const char *path, VarlinkClient **ret);
+/* A client on fd, a stream socket already connected (taken in every case). */
+int varlink_client_new(int fd, VarlinkClient **ret);
 VarlinkClient *varlink_client_free(VarlinkClient *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(VarlinkClient *, varlink_client_free);
 int varlink_client_get_fd(VarlinkClient *c);

@@ -226,6 +226,12 @@ int root_canonicalize(Root *r, const char *rel, char **ret);
 /* For messages: the path as the user would see it ("/proc/cmdline", or "ROOT/proc/cmdline"). */
 char *root_display_path(Root *r, const char *rel);
 
+/* Connects a stream socket to the AF_UNIX socket rel of the root, found as root_open() finds a
+ * file (a symlink on the way resolves inside the root): 0 and the connected fd (O_CLOEXEC), or a
+ * negative errno: -ENOTSOCK when rel is no socket, connect(2)'s errno (-ECONNREFUSED when nobody
+ * listens). */
+int root_connect_unix(Root *r, const char *rel, int *ret_fd);
+
 /* The root is this system's "/" (messages say "this host" rather than the root's path). */
 bool root_is_system(Root *r);
 static inline bool root_can(Root *r, RootCan what) {

@@ -93,7 +93,7 @@ class SysrootAudit(unittest.TestCase):
             self.assertRegex(p.stderr, r"--(seconds|cpus)")
         p = run("verify", "--seconds", "2", root=self.root)
         self.assertEqual(p.returncode, 2)
-        self.assertIn("they are audit's", p.stderr)
+        self.assertIn("verify does not take --seconds (audit's and check's)", p.stderr)
 
     def make_tracefs(self, tracers):
         files = {"available_tracers": tracers + "\n", "current_tracer": "nop\n", "tracing_on": "1\n",
