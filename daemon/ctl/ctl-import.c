@@ -11,7 +11,7 @@
 #include "host.h"
 #include "tuned-import.h"
 
-/* import-tuned: a tuned profile (lib/interop/tuned-import.c) as an rtpart profile, evaluated on the host
+/* import-tuned: a tuned profile (lib/interop/tuned-*.c) as an rtpart profile, evaluated on the host
  * of --root. */
 
 typedef struct ImportHost {
@@ -88,7 +88,7 @@ int verb_import_tuned(int argc, char **argv) {
         _cleanup_(root_freep) Root *root = NULL;
         _cleanup_(host_freep) Host *host = NULL;
         _cleanup_(tuned_import_done) TunedImport t = {};
-        TunedError e = {};
+        _cleanup_(error_done) Error e = {};
         int r;
 
         if ((r = ctl_open_root(&root)) != 0)
@@ -109,11 +109,10 @@ int verb_import_tuned(int argc, char **argv) {
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0) {
-                if (e.line > 0)
-                        log_error("%s:%u: %s", e.file, e.line, strempty(e.message));
-                else
-                        log_error("%s: %s", strempty(e.file), strempty(e.message));
-                tuned_error_done(&e);
+                _cleanup_free_ char *m = error_format(&e, "cannot import");
+                if (!m)
+                        return log_oom();
+                log_error("%s", m);
                 /* A profile tuned would not load either is bad usage; a file unreadable, a failure. */
                 return r == -EINVAL ? EXIT_USAGE : r;
         }

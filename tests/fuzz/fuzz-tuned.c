@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for the tuned profile reader (lib/interop/tuned-import.c): the input is a tuned.conf
+/* libFuzzer target for the tuned profile reader (lib/interop/tuned-*.c): the input is a tuned.conf
  * that may include a fixed profile ("base") and a variables file; it is parsed, merged, its
  * variables and functions expanded, and mapped. What must hold: an import either fails with a
  * message naming a file, or gives a JSON object that serialises, with at most as many unsupported
@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         cpu_set_add_range(&env.online, 0, 7);
         cpu_set_add_range(&env.present, 0, 9);
         TunedImport t = {};
-        TunedError e = {};
+        Error e = {};
         int r = tuned_import(&env, "f", /* dir= */ false, &t, &e);
         if (r == 0) {
                 if (!json_is_object(t.profile) || t.n_unsupported > t.n_notes)
@@ -65,12 +65,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         } else if (r == -EINVAL && (!e.file || !e.message))
                 abort();
         tuned_import_done(&t);
-        tuned_error_done(&e);
+        error_done(&e);
 
         TunedIni ini = {};
         if (tuned_ini_parse(s, "v.conf", /* allow_no_value= */ true, &ini, &e) == 0)
                 tuned_ini_done(&ini);
-        tuned_error_done(&e);
+        error_done(&e);
 
         CpuSet set;
         (void) tuned_cpulist_parse(s, &set);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* tuned profiles read as tuned reads them (lib/interop/tuned-import.c): the INI syntax, include chains,
+/* tuned profiles read as tuned reads them (lib/interop/tuned-*.c): the INI syntax, include chains,
  * variables, every built-in function, the kernel command line's "+" and "-", the mapping onto
  * rtpart's schema, and errors that name the file and the line. The files live in memory. */
 #include <errno.h>
@@ -42,7 +42,7 @@ static TunedEnv mem_env(void) {
         return env;
 }
 
-static int import(const MemFile *files, const char *name, TunedImport *ret, TunedError *ret_error) {
+static int import(const MemFile *files, const char *name, TunedImport *ret, Error *ret_error) {
         TunedEnv env = mem_env();
         mem_files = files;
         return tuned_import(&env, name, /* dir= */ strchr(name, '/') != NULL, ret, ret_error);
@@ -50,7 +50,7 @@ static int import(const MemFile *files, const char *name, TunedImport *ret, Tune
 
 static TunedImport import_ok(const MemFile *files, const char *name) {
         TunedImport t = {};
-        TunedError e = {};
+        Error e = {};
         int r = import(files, name, &t, &e);
         ck_assert_msg(r == 0, "import %s: %d %s:%u: %s", name, r, strempty(e.file), e.line, strempty(e.message));
         return t;
@@ -58,12 +58,12 @@ static TunedImport import_ok(const MemFile *files, const char *name) {
 
 static void import_err(const MemFile *files, const char *name, const char *file, unsigned line, const char *msg) {
         TunedImport t = {};
-        TunedError e = {};
+        Error e = {};
         ck_assert_int_eq(import(files, name, &t, &e), -EINVAL);
         ck_assert_str_eq(e.file, file);
         ck_assert_uint_eq(e.line, line);
         ck_assert_msg(strstr(e.message, msg), "'%s' has no '%s'", e.message, msg);
-        tuned_error_done(&e);
+        error_done(&e);
 }
 
 /* A value of the profile as text: a string as it is, a number in decimal, true as "true". */
@@ -99,7 +99,7 @@ static bool has_note(const TunedImport *t, const char *file, unsigned line, cons
 
 START_TEST(test_ini) {
         TunedIni ini = {};
-        TunedError e = {};
+        Error e = {};
         static const char text[] = "# comment\n"
                                    "; also a comment\n"
                                    "[main]\n"
@@ -142,7 +142,7 @@ START_TEST(test_ini) {
                 ck_assert_str_eq(e.file, "bad.conf");
                 ck_assert_uint_eq(e.line, bad[i].line);
                 ck_assert_msg(strstr(e.message, bad[i].msg), "%s", e.message);
-                tuned_error_done(&e);
+                error_done(&e);
         }
         /* A variables file: no header, keys without values. */
         ck_assert_int_eq(tuned_ini_parse("x=1\nflag\n", "v.conf", true, &ini, &e), 0);
@@ -443,11 +443,11 @@ START_TEST(test_dir) {
                                                   { "/home/u/vars", "/etc/tuned/locked.conf" } };
         for (size_t i = 0; i < ELEMENTSOF(locked); i++) {
                 TunedImport x = {};
-                TunedError e = {};
+                Error e = {};
                 ck_assert_int_eq(import(files, locked[i][0], &x, &e), -EACCES);
                 ck_assert_str_eq(e.file, locked[i][1]);
                 ck_assert(strstr(e.message, "cannot read: Permission denied"));
-                tuned_error_done(&e);
+                error_done(&e);
         }
 }
 END_TEST
