@@ -134,7 +134,7 @@ int verb_import_tuned(int argc, char **argv) {
                         "%zu tuned option%s not imported (listed above as unsupported); the profile %s has "
                         "the rest\n",
                         t.n_unsupported, t.n_unsupported == 1 ? " was" : "s were", arg_output ?: "written");
-                return EXIT_USAGE;
+                return EXIT_PARTIAL;
         }
         return 0;
 }

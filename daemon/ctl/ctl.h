@@ -36,11 +36,12 @@
 
 /* The contract of rtpartctl(1), EXIT STATUS. */
 typedef enum ExitStatus {
-        EXIT_OK = 0,     /* done; in sync */
-        EXIT_FAILED = 1, /* the operation failed */
-        EXIT_USAGE = 2,  /* bad usage or invalid profile */
-        EXIT_DRIFT = 3,  /* verify found drift */
-        EXIT_REBOOT = 4, /* in sync, but boot-time knobs need a reboot */
+        EXIT_OK = 0,      /* done; in sync */
+        EXIT_FAILED = 1,  /* the operation failed */
+        EXIT_USAGE = 2,   /* bad usage or invalid profile */
+        EXIT_DRIFT = 3,   /* verify found drift */
+        EXIT_REBOOT = 4,  /* in sync, but boot-time knobs need a reboot */
+        EXIT_PARTIAL = 5, /* import-tuned: written, without the options listed as not imported */
         _EXIT_STATUS_MAX,
         _EXIT_STATUS_INVALID = -EINVAL,
 } ExitStatus;

@@ -241,7 +241,7 @@ static const Verb verbs[] = {
                 "--root) or the one in directory DIR, with its includes, variables and functions\n"
                 "evaluated on the host, and prints it as an rtpart profile. Every option that has\n"
                 "no place in an rtpart profile is listed on stderr (file, line, section, option\n"
-                "and why), and the exit status is then 2; the profile has the rest.\n",
+                "and why), and the exit status is then 5; the profile has the rest.\n",
                 OPTION_ROOT | OPTION_OUTPUT,
                 verb_import_tuned,
         },
@@ -303,7 +303,8 @@ static void help_overview(void) {
         print_options(~0U);
         printf("\n"
                "Exit status: 0 done, 1 failed, 2 bad usage or invalid profile,\n"
-               "3 verify found drift, 4 a reboot is needed for boot-time knobs.\n"
+               "3 verify found drift, 4 a reboot is needed for boot-time knobs,\n"
+               "5 import-tuned wrote the profile without the options it listed.\n"
                "See rtpartctl(1), rtpart.profile(5) and rtpartd(8).\n");
 }
 

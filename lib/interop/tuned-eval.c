@@ -155,8 +155,8 @@ char *tuned_format_hex(const CpuSet *s) {
 
 /* ---- notes, variables ---- */
 
-int tuned_note_add(TunedImport *t, const char *file, unsigned line, const char *section, const char *option,
-                   bool unsupported, const char *fmt, ...) {
+int tuned_note_addv(TunedImport *t, const char *file, unsigned line, const char *section, const char *option,
+                    bool unsupported, const char *fmt, va_list ap) {
         if (!t)
                 return 0;
         TunedNote *n = realloc(t->notes, (t->n_notes + 1) * sizeof(TunedNote));
@@ -169,17 +169,23 @@ int tuned_note_add(TunedImport *t, const char *file, unsigned line, const char *
                            .section = strdup(strempty(section)),
                            .option = option ? strdup(option) : NULL,
                            .unsupported = unsupported };
-        va_list ap;
-        va_start(ap, fmt);
         if (vasprintf(&x->message, fmt, ap) < 0)
                 x->message = NULL;
-        va_end(ap);
         t->n_notes++;
         if (unsupported)
                 t->n_unsupported++;
         if (!x->file || !x->section || (option && !x->option) || !x->message)
                 return -ENOMEM;
         return 0;
+}
+
+int tuned_note_add(TunedImport *t, const char *file, unsigned line, const char *section, const char *option,
+                   bool unsupported, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        int r = tuned_note_addv(t, file, line, section, option, unsupported, fmt, ap);
+        va_end(ap);
+        return r;
 }
 
 static const char *var_get(Eval *ev, const char *name, size_t n) {

@@ -86,6 +86,9 @@ void tuned_ini_done(TunedIni *ini);
  * error, an include not found, a failed assertion); -ENOMEM; or another negative errno from
  * read_file (a file that exists but cannot be read) with *ret_error naming the file. */
 int tuned_import(const TunedEnv *env, const char *name, bool dir, TunedImport *ret, Error *ret_error);
+/* The same for the profiles names (separated by blanks, as /etc/tuned/active_profile holds them:
+ * tuned-adm profile a b), merged in order as tuned merges them. */
+int tuned_import_names(const TunedEnv *env, const char *names, TunedImport *ret, Error *ret_error);
 void tuned_import_done(TunedImport *t);
 
 /* The tuned CPU list syntax ("1-3,5", "0x0f", "^2", with ",," between a mask and a list), as

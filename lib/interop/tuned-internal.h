@@ -8,9 +8,12 @@
  *   tuned-eval.c        the values: ${name}, tuned's ${f:...} functions, CPU lists as tuned
  *                       reads and writes them, and the notes
  *   tuned-map.c         tuned's options onto rtpart's profile keys, and tuned_import() itself
- *   tuned-map-sched.c   the [scheduler] plugin's options (group.*, ps_blacklist, …) */
+ *   tuned-map-sched.c   the [scheduler] plugin's options (group.*, ps_blacklist, …)
+ *   tuned-script.c      the [script] plugin: what a profile's script does, read from its start()
+ *                       and mapped where it calls tuned's own shell functions, never run */
 
 #include <jansson.h>
+#include <stdarg.h>
 
 #include "error.h"
 #include "tuned-import.h"
@@ -66,6 +69,8 @@ int tuned_load_variables(Eval *ev, Loader *l, TunedSection *vars);
 
 int tuned_note_add(TunedImport *t, const char *file, unsigned line, const char *section, const char *option,
                    bool unsupported, const char *fmt, ...) _printf_(7, 8);
+int tuned_note_addv(TunedImport *t, const char *file, unsigned line, const char *section, const char *option,
+                    bool unsupported, const char *fmt, va_list ap) _printf_(7, 0);
 #define EV_NOTE(ev, unsupported, ...) \
         ((ev) ? tuned_note_add((ev)->out, (ev)->file, (ev)->line, (ev)->section, (ev)->option, (unsupported), \
                                __VA_ARGS__) \
@@ -93,6 +98,7 @@ void tuned_eval_done(Eval *ev);
 typedef struct Mapper {
         Eval *ev;
         json_t *profile;
+        const char *user_dir; /* the directory the user gave (its files are in the user's namespace) */
         bool have_isolated;
         CpuSet isolated, housekeeping, online;
 } Mapper;
@@ -124,3 +130,8 @@ int tuned_set_cpus(Mapper *m, json_t *o, const char *key, const char *value, Cpu
 /* ---- tuned-map-sched.c ---- */
 
 int tuned_map_scheduler(Mapper *m, TunedSection *u);
+
+/* ---- tuned-script.c ---- */
+
+/* [script] script=PATH…: what each script's start() does. */
+int tuned_map_script(Mapper *m, TunedSection *u);

@@ -149,6 +149,29 @@ static int map_boot_arg(Mapper *m, json_t *args, const char *tok) {
         return JSET(args, name, json_string(v));
 }
 
+/* What later tuned releases put on network-latency's command line (as rtpart's shipped profiles
+ * do) and an older tuned's profile lacks: imported as it is, with a note that says so. */
+static int note_newer_tuned(Mapper *m, const char *key, const char *v) {
+        static const char * const newer[] = { "rcupdate.rcu_normal_after_boot=1",
+                                              "rcutree.nohz_full_patience_delay=1000" };
+        if (!streq(key, "cmdline_network_latency"))
+                return 0;
+        StrBuf b = {};
+        strbuf_append(&b, "");
+        for (size_t i = 0; i < ELEMENTSOF(newer); i++)
+                if (!strstr(v, newer[i]))
+                        strbuf_appendf(&b, "%s%s", b.len ? " " : "", newer[i]);
+        _cleanup_free_ char *missing = strbuf_steal(&b);
+        if (!missing)
+                return -ENOMEM;
+        if (!*missing)
+                return 0;
+        return NOTE(m,
+                    "later tuned releases also put %s here, and so do rtpart's shipped profiles; this tuned's "
+                    "network-latency does not: add them to boot.args for the same command line",
+                    missing);
+}
+
 /* The kernel command line of every cmdline* option in order: "+" appends, "-" takes away the
  * arguments written after it, anything else appends. */
 static int map_bootloader(Mapper *m, TunedSection *u) {
@@ -172,6 +195,8 @@ static int map_bootloader(Mapper *m, TunedSection *u) {
                 _cleanup_free_ char *v = NULL;
                 int r = tuned_expand(m->ev, strempty(o->value), &v);
                 if (r < 0)
+                        return r;
+                if ((r = note_newer_tuned(m, o->key, v)) < 0)
                         return r;
                 if (!*v)
                         continue;
@@ -318,95 +343,124 @@ static int set_sysfs(Mapper *m, const char *path, const char *v) {
         return JSET(sysfs, path, tuned_scalar(v));
 }
 
+/* tuned's "<N" and ">N" (at most N, at least N): tuned writes N only where the host's value is
+ * above (below) N when tuned starts, and leaves it else; rtpart's profile sets one value, always.
+ * 1 after an "unsupported" note (the option is left out, never written as that text), 0 for any
+ * other value. */
+static int map_comparison(Mapper *m, const char *type, const char *key, const char *v) {
+        if ((v[0] != '<' && v[0] != '>') || !v[1])
+                return 0;
+        const char *what = v[0] == '>' ? "at least" : "at most";
+        int r;
+        if (streq(type, "sysfs"))
+                /* tuned's sysfs plugin has no such operator: it writes the text as it is. */
+                r = UNSUPPORTED(m,
+                                "'%s' is no value a sysfs file takes (tuned writes it as it is, and the kernel "
+                                "refuses it); left out: set %s to a number if wanted",
+                                v, key);
+        else
+                r = UNSUPPORTED(m,
+                                "'%s' is tuned's \"%s %s\": tuned writes %s only where the host's value is %s "
+                                "when tuned starts; an rtpart profile sets one value on every host: left out, "
+                                "add {\"%s\": %s} to %s if this host needs it (rtpartctl plan shows the "
+                                "current value)",
+                                v, what, v + 1, v + 1, v[0] == '>' ? "lower" : "higher", key, v + 1, type);
+        return r < 0 ? r : 1;
+}
+
+/* modules: "kvm = +r halt_poll_ns=0", parameters of the module key. */
+static int map_module(Mapper *m, const char *module, const char *v) {
+        _cleanup_free_ char *copy = strdup(v);
+        json_t *mod = NULL;
+        int r = 0;
+        if (!copy)
+                return -ENOMEM;
+        for (char *sp = NULL, *t = strtok_r(copy, " \t", &sp); t && r >= 0; t = strtok_r(NULL, " \t", &sp)) {
+                char *eq = strchr(t, '=');
+                if (streq(t, "+r")) {
+                        r = NOTE(m,
+                                 "+r: rtpart sets parameters at runtime where the module allows, else in "
+                                 "/etc/modprobe.d for its next load");
+                        continue;
+                }
+                if (!eq || eq == t) {
+                        r = UNSUPPORTED(m, "'%s' is not parameter=value", t);
+                        continue;
+                }
+                *eq = 0;
+                if (!boot_value_ok(eq + 1)) {
+                        r = UNSUPPORTED(m,
+                                        "parameter %s: value '%s' has characters rtpart refuses in module "
+                                        "parameters",
+                                        t, eq + 1);
+                        continue;
+                }
+                if (!mod && !(mod = tuned_obj(tuned_obj(m->profile, "modules"), module)))
+                        return -ENOMEM;
+                r = JSET(mod, t, tuned_scalar(eq + 1));
+        }
+        if (r >= 0 && !mod)
+                r = UNSUPPORTED(m,
+                                "loading module %s: rtpart sets the parameters of loaded modules only (load it "
+                                "with /etc/modules-load.d)",
+                                module);
+        return r;
+}
+
+/* sysctl, sysfs, vm and selinux: files under /proc/sys and /sys. */
+static int map_file_option(Mapper *m, const char *type, const char *key, const char *v) {
+        int r = map_comparison(m, type, key, v);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        if (streq(type, "sysctl"))
+                return streq(key, "reapply_sys_config") ? NOTE(m, "rtpart leaves /etc/sysctl.d alone")
+                                                        : JSET(tuned_obj(m->profile, "sysctl"), key, tuned_scalar(v));
+        if (streq(type, "sysfs"))
+                return startswith(key, "/sys/") ? set_sysfs(m, key, v) : UNSUPPORTED(m, "'%s' is not under /sys", key);
+        if (streq(type, "vm")) {
+                if (streq(key, "transparent_hugepages") || streq(key, "transparent_hugepage"))
+                        return set_sysfs(m, "/sys/kernel/mm/transparent_hugepage/enabled", v);
+                if (streq(key, "transparent_hugepage.defrag"))
+                        return set_sysfs(m, "/sys/kernel/mm/transparent_hugepage/defrag", v);
+                return UNSUPPORTED(m, "%s is not a vm setting rtpart knows", key);
+        }
+        if (streq(key, "avc_cache_threshold"))
+                return set_sysfs(m, "/sys/fs/selinux/avc/cache_threshold", v);
+        return UNSUPPORTED(m, "%s is not a selinux setting rtpart knows", key);
+}
+
+static int map_option(Mapper *m, const char *type, const char *key, const char *v) {
+        if (streq(key, "devices"))
+                return UNSUPPORTED(m, "devices: rtpart's %s settings are host-wide", type);
+        if (streq(type, "sysctl") || streq(type, "sysfs") || streq(type, "vm") || streq(type, "selinux"))
+                return map_file_option(m, type, key, v);
+        if (streq(type, "irqbalance"))
+                return streq(key, "banned_cpus")
+                        ? tuned_set_cpus(m, tuned_obj(m->profile, "irqbalance"), "banned_cpus", v, FORM_CLASS)
+                        : UNSUPPORTED(m, "%s is not an irqbalance setting rtpart has", key);
+        if (streq(type, "modules"))
+                return map_module(m, key, v);
+        if (streq(type, "systemd") && streq(key, "cpu_affinity"))
+                return UNSUPPORTED(m,
+                                   "CPUAffinity= for every service: rtpart confines cgroups instead (cpuset.confine "
+                                   "and cpuset.confine_cpus \"housekeeping\"), which also forbids moving a service "
+                                   "onto isolated CPUs; add it by hand where that is wanted");
+        if (streq(type, "systemd"))
+                return UNSUPPORTED(m, "%s is not a systemd setting rtpart has", key);
+        return UNSUPPORTED(m, "unsupported");
+}
+
 static int map_options(Mapper *m, TunedSection *u, const char *type) {
         for (size_t i = 0; i < u->n_options; i++) {
                 TunedOption *o = &u->options[i];
                 _cleanup_free_ char *v = NULL;
-                int r;
-                m->ev->file = o->file;
-                m->ev->line = o->line;
-                m->ev->option = o->key;
+                tuned_map_at(m, u->name, o);
                 if (streq(o->key, "type") || streq(o->key, "enabled") || streq(o->key, "priority") ||
                     (streq(o->key, "devices") && o->value && streq(o->value, "*")))
                         continue;
-                if ((r = tuned_expand(m->ev, strempty(o->value), &v)) < 0)
-                        return r;
-                if (streq(o->key, "devices"))
-                        r = UNSUPPORTED(m, "devices: rtpart's %s settings are host-wide", type);
-                else if (streq(type, "sysctl")) {
-                        if (streq(o->key, "reapply_sys_config"))
-                                r = NOTE(m, "rtpart leaves /etc/sysctl.d alone");
-                        else
-                                r = JSET(tuned_obj(m->profile, "sysctl"), o->key, tuned_scalar(v));
-                } else if (streq(type, "sysfs")) {
-                        if (!startswith(o->key, "/sys/"))
-                                r = UNSUPPORTED(m, "'%s' is not under /sys", o->key);
-                        else
-                                r = set_sysfs(m, o->key, v);
-                } else if (streq(type, "vm")) {
-                        if (streq(o->key, "transparent_hugepages") || streq(o->key, "transparent_hugepage"))
-                                r = set_sysfs(m, "/sys/kernel/mm/transparent_hugepage/enabled", v);
-                        else if (streq(o->key, "transparent_hugepage.defrag"))
-                                r = set_sysfs(m, "/sys/kernel/mm/transparent_hugepage/defrag", v);
-                        else
-                                r = UNSUPPORTED(m, "%s is not a vm setting rtpart knows", o->key);
-                } else if (streq(type, "selinux")) {
-                        if (streq(o->key, "avc_cache_threshold"))
-                                r = set_sysfs(m, "/sys/fs/selinux/avc/cache_threshold", v);
-                        else
-                                r = UNSUPPORTED(m, "%s is not a selinux setting rtpart knows", o->key);
-                } else if (streq(type, "irqbalance")) {
-                        if (streq(o->key, "banned_cpus"))
-                                r = tuned_set_cpus(m, tuned_obj(m->profile, "irqbalance"), "banned_cpus", v,
-                                                   FORM_CLASS);
-                        else
-                                r = UNSUPPORTED(m, "%s is not an irqbalance setting rtpart has", o->key);
-                } else if (streq(type, "modules")) {
-                        _cleanup_free_ char *copy = strdup(v);
-                        json_t *mod = NULL;
-                        if (!copy)
-                                return -ENOMEM;
-                        for (char *sp = NULL, *t = strtok_r(copy, " \t", &sp); t && r >= 0;
-                             t = strtok_r(NULL, " \t", &sp)) {
-                                char *eq = strchr(t, '=');
-                                if (streq(t, "+r")) {
-                                        r = NOTE(m,
-                                                 "+r: rtpart sets parameters at runtime where the module allows, "
-                                                 "else in /etc/modprobe.d for its next load");
-                                        continue;
-                                }
-                                if (!eq || eq == t) {
-                                        r = UNSUPPORTED(m, "'%s' is not parameter=value", t);
-                                        continue;
-                                }
-                                *eq = 0;
-                                if (!boot_value_ok(eq + 1)) {
-                                        r = UNSUPPORTED(m,
-                                                        "parameter %s: value '%s' has characters rtpart refuses "
-                                                        "in module parameters",
-                                                        t, eq + 1);
-                                        continue;
-                                }
-                                if (!mod && !(mod = tuned_obj(tuned_obj(m->profile, "modules"), o->key)))
-                                        return -ENOMEM;
-                                r = JSET(mod, t, tuned_scalar(eq + 1));
-                        }
-                        if (r >= 0 && !mod)
-                                r = UNSUPPORTED(m,
-                                                "loading module %s: rtpart sets the parameters of loaded modules "
-                                                "only (load it with /etc/modules-load.d)",
-                                                o->key);
-                } else if (streq(type, "systemd")) {
-                        if (streq(o->key, "cpu_affinity"))
-                                r = UNSUPPORTED(m,
-                                                "CPUAffinity= for every service: rtpart confines cgroups instead "
-                                                "(cpuset.confine and cpuset.confine_cpus \"housekeeping\"), which "
-                                                "also forbids moving a service onto isolated CPUs; add it by hand "
-                                                "where that is wanted");
-                        else
-                                r = UNSUPPORTED(m, "%s is not a systemd setting rtpart has", o->key);
-                } else
-                        r = UNSUPPORTED(m, "unsupported");
+                int r = tuned_expand(m->ev, strempty(o->value), &v);
+                if (r >= 0)
+                        r = map_option(m, type, o->key, v);
                 if (r < 0)
                         return r;
         }
@@ -417,7 +471,6 @@ static const char *plugin_reason(const char *type) {
         static const struct {
                 const char *type, *why;
         } reasons[] = {
-                { "script", "rtpart runs no scripts; express what the script does in the profile" },
                 { "net", "NIC settings (ethtool) have no section in rtpart's profile" },
                 { "disk", "disk settings (elevator, readahead, APM) have no section in rtpart's profile" },
                 { "scsi_host", "SCSI host link power management has no section in rtpart's profile" },
@@ -476,6 +529,8 @@ static int map_unit(Mapper *m, TunedSection *u) {
                 return tuned_map_scheduler(m, u);
         if (streq(type, "cpu"))
                 return map_cpu(m, u);
+        if (streq(type, "script"))
+                return tuned_map_script(m, u);
         if (streq(type, "sysctl") || streq(type, "sysfs") || streq(type, "vm") || streq(type, "selinux") ||
             streq(type, "irqbalance") || streq(type, "modules") || streq(type, "systemd"))
                 return map_options(m, u, type);
@@ -610,74 +665,102 @@ void tuned_import_done(TunedImport *t) {
         *t = (TunedImport) {};
 }
 
-int tuned_import(const TunedEnv *env, const char *name, bool dir, TunedImport *ret, Error *ret_error) {
+typedef enum ImportFrom {
+        IMPORT_NAME,  /* one profile name */
+        IMPORT_DIR,   /* the profile in a directory */
+        IMPORT_NAMES, /* names separated by blanks, as /etc/tuned/active_profile holds them */
+} ImportFrom;
+
+/* The profile's files read; several names are merged in order, as tuned does. */
+static int load_profile(Loader *l, const char *name, ImportFrom from) {
+        if (from == IMPORT_DIR)
+                return tuned_load_dir(l, name);
+        bool safe = strspn(name, " ") < strlen(name);
+        for (const char *p = name; *p; p++)
+                safe = safe && (isalnum((unsigned char) *p) || strchr(from == IMPORT_NAMES ? "_.- " : "_.-", *p));
+        if (!safe)
+                return error_set_line(l->error, -EINVAL, name, 0,
+                                      "a tuned profile name is letters, digits and _.- only; give a directory with "
+                                      "a path containing '/'");
+        _cleanup_free_ char *names = strdup(name);
+        if (!names)
+                return -ENOMEM;
+        for (char *p = names; *p; p++)
+                if (*p == ' ')
+                        *p = ',';
+        return tuned_load_names(l, names, /* from_file= */ NULL, 0);
+}
+
+/* The directory's name, or the names, for the description. */
+static char *profile_name(const char *name, bool dir) {
+        if (!dir)
+                return strdup(name);
+        size_t n = strlen(name);
+        while (n > 1 && name[n - 1] == '/')
+                n--;
+        const char *s = name + n;
+        while (s > name && s[-1] != '/')
+                s--;
+        return strndup(s, (size_t) (name + n - s));
+}
+
+static int map_profile(Mapper *m, TunedIni *merged, const char *pname) {
+        int r = map_main(m, tuned_ini_section(merged, "main"), pname);
+        if (r >= 0)
+                r = map_cpus(m, merged);
+        for (size_t i = 0; r >= 0 && i < merged->n_sections; i++) {
+                TunedSection *u = &merged->sections[i];
+                if (!streq(u->name, "main") && !streq(u->name, "variables"))
+                        r = map_unit(m, u);
+        }
+        return r;
+}
+
+static int import_profile(const TunedEnv *env, const char *name, ImportFrom from, TunedImport *ret, Error *ret_error) {
+        bool dir = from == IMPORT_DIR;
         _cleanup_(tuned_import_done) TunedImport out = {};
         Eval ev = { .env = env, .out = &out, .error = ret_error };
         Loader l = { .env = env, .ev = &ev, .error = ret_error };
         Mapper m = { .ev = &ev, .online = env->online };
-        _cleanup_free_ char *pname = NULL;
+        _cleanup_free_ char *pname = profile_name(name, dir), *user_dir = NULL;
         int r;
 
-        if (dir)
-                r = tuned_load_dir(&l, name);
-        else {
-                bool safe = *name != 0;
-                for (const char *p = name; *p; p++)
-                        safe = safe && (isalnum((unsigned char) *p) || strchr("_.-", *p));
-                if (!safe)
-                        r = error_set_line(ret_error, -EINVAL, name, 0,
-                                           "a tuned profile name is letters, digits and _.- only; give a directory "
-                                           "with a path containing '/'");
-                else {
-                        r = tuned_load_names(&l, name, /* from_file= */ NULL, 0);
-                }
-        }
-        if (r < 0)
-                goto finish;
-
-        out.profile = json_object();
-        if (!out.profile) {
+        if (!pname)
+                return -ENOMEM;
+        r = load_profile(&l, name, from);
+        if (r >= 0 && !(out.profile = json_object()))
                 r = -ENOMEM;
-                goto finish;
-        }
-        r = tuned_load_variables(&ev, &l, tuned_ini_section(&l.merged, "variables"));
-        if (r < 0)
-                goto finish;
-
-        m.profile = out.profile;
-        const char *base = strrchr(name, '/');
-        if (dir) {
+        if (r >= 0)
+                r = tuned_load_variables(&ev, &l, tuned_ini_section(&l.merged, "variables"));
+        if (r >= 0 && dir) {
+                /* ${i:PROFILE_DIR} of the directory's own files, which are the user's. */
                 size_t n = strlen(name);
                 while (n > 1 && name[n - 1] == '/')
                         n--;
-                const char *s = name + n;
-                while (s > name && s[-1] != '/')
-                        s--;
-                pname = strndup(s, (size_t) (name + n - s));
-        } else
-                pname = strdup(base ? base + 1 : name);
-        if (!pname) {
-                r = -ENOMEM;
-                goto finish;
+                if (!(user_dir = strndup(name, n)))
+                        r = -ENOMEM;
         }
-        if ((r = map_main(&m, tuned_ini_section(&l.merged, "main"), pname)) < 0)
-                goto finish;
-        if ((r = map_cpus(&m, &l.merged)) < 0)
-                goto finish;
-        for (size_t i = 0; i < l.merged.n_sections; i++) {
-                TunedSection *u = &l.merged.sections[i];
-                if (streq(u->name, "main") || streq(u->name, "variables"))
-                        continue;
-                if ((r = map_unit(&m, u)) < 0)
-                        goto finish;
+        if (r >= 0) {
+                m.profile = out.profile;
+                m.user_dir = user_dir;
+                out.files = TAKE_PTR(l.files); /* the scripts read are added */
+                r = map_profile(&m, &l.merged, pname);
         }
-        out.files = TAKE_PTR(l.files);
-        *ret = out;
-        out = (TunedImport) {};
-        r = 0;
-finish:
+        if (r >= 0) {
+                *ret = out;
+                out = (TunedImport) {};
+                r = 0;
+        }
         tuned_eval_done(&ev);
         tuned_ini_done(&l.merged);
         strv_free(l.files);
         return r;
+}
+
+int tuned_import(const TunedEnv *env, const char *name, bool dir, TunedImport *ret, Error *ret_error) {
+        return import_profile(env, name, dir ? IMPORT_DIR : IMPORT_NAME, ret, ret_error);
+}
+
+int tuned_import_names(const TunedEnv *env, const char *names, TunedImport *ret, Error *ret_error) {
+        return import_profile(env, names, IMPORT_NAMES, ret, ret_error);
 }

@@ -64,9 +64,11 @@ static int section_remove(TunedSection *s, const char *key) {
         return 0;
 }
 
-/* Sets key (a repeated key keeps its first place and takes the new value, as a Python dict does). */
-static int section_set(TunedSection *s, const char *key, const char *value, const char *file, unsigned line) {
-        TunedOption *o = tuned_section_option(s, key);
+/* Sets key (a repeated key keeps its first place and takes the new value, as a Python dict does;
+ * with append, a repeated key is added again after the others). */
+static int section_put(TunedSection *s, const char *key, const char *value, const char *file, unsigned line,
+                       bool append) {
+        TunedOption *o = append ? NULL : tuned_section_option(s, key);
         char *v = value ? strdup(value) : NULL, *f = strdup(file);
         if ((value && !v) || !f) {
                 free(v);
@@ -96,6 +98,10 @@ static int section_set(TunedSection *s, const char *key, const char *value, cons
         o->file = f;
         o->line = line;
         return 0;
+}
+
+static int section_set(TunedSection *s, const char *key, const char *value, const char *file, unsigned line) {
+        return section_put(s, key, value, file, line, /* append= */ false);
 }
 
 static TunedSection *ini_add_section(TunedIni *ini, const char *name, const char *file, unsigned line) {
@@ -276,7 +282,9 @@ static int merge_ini(TunedIni *into, TunedIni *add) {
                         if (!streq(s->name, "main") && !streq(s->name, "variables") &&
                             (streq(o->key, "replace") || streq(o->key, "drop")))
                                 continue;
-                        int r = section_set(d, o->key, o->value, o->file, o->line);
+                        /* [script] script: the included profile's scripts run first, then this one's. */
+                        bool append = streq(s->name, "script") && streq(o->key, "script");
+                        int r = section_put(d, o->key, o->value, o->file, o->line, append);
                         if (r < 0)
                                 return r;
                 }
