@@ -25,6 +25,8 @@ bool arg_no_osnoise = false;
 unsigned arg_vcpus = 0;
 const char *arg_domain = NULL;
 const char *arg_output = NULL;
+bool arg_force = false;
+bool arg_active = false;
 static bool arg_seconds_set = false;
 static bool arg_help = false;
 
@@ -45,6 +47,8 @@ typedef enum CtlOption {
         OPTION_VCPUS = 1 << 12,
         OPTION_DOMAIN = 1 << 13,
         OPTION_OUTPUT = 1 << 14,
+        OPTION_FORCE = 1 << 15,
+        OPTION_ACTIVE = 1 << 16,
 } CtlOption;
 
 static const struct {
@@ -69,6 +73,10 @@ static const struct {
         { OPTION_VCPUS, "      --vcpus=N     export libvirt: pin N vCPUs\n" },
         { OPTION_DOMAIN, "      --domain=FILE export libvirt: merge into this domain XML and print it\n" },
         { OPTION_OUTPUT, "  -o, --output=FILE import-tuned: write the profile to FILE, not stdout\n" },
+        { OPTION_ACTIVE, "      --active      import-tuned: the profile tuned has active, not NAME\n" },
+        { OPTION_FORCE,
+          "      --force       apply: even while tuned runs with a profile that sets\n"
+          "                    some of the same knobs\n" },
         { OPTION_HELP, "  -h, --help        Show this help\n" },
         { OPTION_VERSION, "      --version     Show the version\n" },
 };
@@ -131,8 +139,10 @@ static const Verb verbs[] = {
                 "PROFILE",
                 "Apply PROFILE: all or nothing, originals journalled",
                 "Makes the host what PROFILE says, all or nothing: the original value of every\n"
-                "knob is journalled before the first write, and a failed write undoes the run.\n",
-                OPTIONS_DAEMON,
+                "knob is journalled before the first write, and a failed write undoes the run.\n"
+                "Refuses (status 2) while tuned runs with a profile that sets some of the same\n"
+                "knobs, unless --force.\n",
+                OPTIONS_DAEMON | OPTION_FORCE,
                 verb_apply,
         },
         {
@@ -233,16 +243,17 @@ static const Verb verbs[] = {
         },
         {
                 "import-tuned",
-                1,
+                0,
                 1,
                 "NAME|DIR",
                 "Convert a tuned profile into an rtpart profile",
                 "Reads the tuned profile NAME (/etc/tuned/NAME, then /usr/lib/tuned/NAME, under\n"
                 "--root) or the one in directory DIR, with its includes, variables and functions\n"
-                "evaluated on the host, and prints it as an rtpart profile. Every option that has\n"
+                "evaluated on the host, and prints it as an rtpart profile; with --active, the\n"
+                "profile tuned has active (/etc/tuned/active_profile). Every option that has\n"
                 "no place in an rtpart profile is listed on stderr (file, line, section, option\n"
                 "and why), and the exit status is then 5; the profile has the rest.\n",
-                OPTION_ROOT | OPTION_OUTPUT,
+                OPTION_ROOT | OPTION_OUTPUT | OPTION_ACTIVE,
                 verb_import_tuned,
         },
         {
@@ -334,6 +345,44 @@ static int verb_help(int argc, char **argv) {
         return 0;
 }
 
+/* The options only some verbs take: one given to another verb is named, with the verbs that take it
+ * ("audit does not take --svg; it is an option of check"). */
+static int check_verb_options(const Verb *v) {
+        const struct {
+                CtlOption option;
+                bool given;
+                const char *name;
+        } given[] = {
+                { OPTION_SECONDS, arg_seconds_set, "--seconds" },
+                { OPTION_CPUS, arg_cpus, "--cpus" },
+                { OPTION_SVG, arg_svg, "--svg" },
+                { OPTION_NO_OSNOISE, arg_no_osnoise, "--no-osnoise" },
+                { OPTION_OUTPUT, arg_output, "--output" },
+                { OPTION_VCPUS, arg_vcpus > 0, "--vcpus" },
+                { OPTION_DOMAIN, arg_domain, "--domain" },
+                { OPTION_FORCE, arg_force, "--force" },
+                { OPTION_ACTIVE, arg_active, "--active" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(given); i++) {
+                if (!given[i].given || (v->options & given[i].option))
+                        continue;
+                char owners[128] = "";
+                size_t n = 0, total = 0;
+                for (size_t j = 0; j < ELEMENTSOF(verbs); j++)
+                        total += (verbs[j].options & given[i].option) != 0;
+                for (size_t j = 0; j < ELEMENTSOF(verbs); j++)
+                        if (verbs[j].options & given[i].option)
+                                snprintf(owners + strlen(owners), sizeof(owners) - strlen(owners), "%s%s",
+                                         n++ == 0             ? ""
+                                                 : n == total ? " and "
+                                                              : ", ",
+                                         verbs[j].name);
+                log_error("%s does not take %s; it is an option of %s", v->name, given[i].name, owners);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 /* The verb's argument count is checked here, once, for every verb. */
 static int dispatch(int argc, char **argv) {
         const Verb *v = verb_find(argv[0]);
@@ -347,18 +396,8 @@ static int dispatch(int argc, char **argv) {
                 verb_print_help(v);
                 return 0;
         }
-        if ((arg_seconds_set && !(v->options & OPTION_SECONDS)) || (arg_cpus && !(v->options & OPTION_CPUS)) ||
-            (arg_svg && !(v->options & OPTION_SVG)) || (arg_no_osnoise && !(v->options & OPTION_NO_OSNOISE)) ||
-            (arg_output && !(v->options & OPTION_OUTPUT))) {
-                log_error(
-                        "%s takes none of --seconds, --cpus, --svg, --no-osnoise, --output (they are audit's, check's and import-tuned's)",
-                        v->name);
+        if (check_verb_options(v) < 0)
                 return EXIT_USAGE;
-        }
-        if ((arg_vcpus && !(v->options & OPTION_VCPUS)) || (arg_domain && !(v->options & OPTION_DOMAIN))) {
-                log_error("%s takes neither --vcpus nor --domain (they are export libvirt's)", v->name);
-                return EXIT_USAGE;
-        }
         if (n < v->min_args || n > v->max_args) {
                 if (v->max_args == 0)
                         log_error("%s takes no argument", v->name);
@@ -389,19 +428,95 @@ static bool parse_count(const char *s, unsigned long max, unsigned *ret) {
         return true;
 }
 
+/* getopt_long()'s values for the long options without a short one. */
+enum {
+        ARG_NO_DAEMON = 0x100,
+        ARG_VERSION,
+        ARG_STATE_DIR,
+        ARG_VARLINK,
+        ARG_SECONDS,
+        ARG_CPUS,
+        ARG_SVG,
+        ARG_NO_OSNOISE,
+        ARG_VCPUS,
+        ARG_DOMAIN,
+        ARG_FORCE,
+        ARG_ACTIVE,
+};
+
+/* One option getopt_long() returned: 0, -1 when done (--version), or EXIT_USAGE after a message. */
+static int parse_option(int c) {
+        switch (c) {
+        case 'r':
+                arg_root = optarg;
+                break;
+        case 'j':
+                arg_json = true;
+                break;
+        case 'a':
+                arg_all = true;
+                break;
+        case ARG_NO_DAEMON:
+                arg_no_daemon = true;
+                break;
+        case ARG_VARLINK:
+                if (optarg[0] != '/') {
+                        log_error("--varlink-socket needs an absolute path, not '%s'", optarg);
+                        return EXIT_USAGE;
+                }
+                arg_varlink_socket = optarg;
+                break;
+        case ARG_STATE_DIR:
+                arg_state_dir = optarg;
+                break;
+        case ARG_SECONDS:
+                if (!parse_count(optarg, 86400, &arg_seconds)) {
+                        log_error("--seconds takes whole seconds from 1 to 86400, not '%s'", optarg);
+                        return EXIT_USAGE;
+                }
+                arg_seconds_set = true;
+                break;
+        case ARG_CPUS:
+                arg_cpus = optarg;
+                break;
+        case ARG_SVG:
+                arg_svg = optarg;
+                break;
+        case ARG_NO_OSNOISE:
+                arg_no_osnoise = true;
+                break;
+        case ARG_VCPUS:
+                if (!parse_count(optarg, 4096, &arg_vcpus)) {
+                        log_error("--vcpus takes a number of vCPUs from 1 to 4096, not '%s'", optarg);
+                        return EXIT_USAGE;
+                }
+                break;
+        case ARG_DOMAIN:
+                arg_domain = optarg;
+                break;
+        case 'o':
+                arg_output = optarg;
+                break;
+        case ARG_FORCE:
+                arg_force = true;
+                break;
+        case ARG_ACTIVE:
+                arg_active = true;
+                break;
+        case 'h':
+                arg_help = true;
+                break;
+        case ARG_VERSION:
+                printf("rtpartctl %s\n", PACKAGE_VERSION);
+                return -1; /* done */
+        default:
+                fprintf(stderr, "Try 'rtpartctl --help'.\n");
+                return EXIT_USAGE;
+        }
+        return 0;
+}
+
 static int parse_argv(int argc, char **argv) {
-        enum {
-                ARG_NO_DAEMON = 0x100,
-                ARG_VERSION,
-                ARG_STATE_DIR,
-                ARG_VARLINK,
-                ARG_SECONDS,
-                ARG_CPUS,
-                ARG_SVG,
-                ARG_NO_OSNOISE,
-                ARG_VCPUS,
-                ARG_DOMAIN,
-        };
         static const struct option options[] = { { "root", required_argument, NULL, 'r' },
                                                  { "json", no_argument, NULL, 'j' },
                                                  { "all", no_argument, NULL, 'a' },
@@ -417,72 +532,15 @@ static int parse_argv(int argc, char **argv) {
                                                  { "vcpus", required_argument, NULL, ARG_VCPUS },
                                                  { "domain", required_argument, NULL, ARG_DOMAIN },
                                                  { "output", required_argument, NULL, 'o' },
+                                                 { "force", no_argument, NULL, ARG_FORCE },
+                                                 { "active", no_argument, NULL, ARG_ACTIVE },
                                                  {} };
-        int c;
+        int c, r;
 
         /* GNU getopt permutes: options may come before or after the command. */
         while ((c = getopt_long(argc, argv, "r:jaho:", options, NULL)) >= 0)
-                switch (c) {
-                case 'r':
-                        arg_root = optarg;
-                        break;
-                case 'j':
-                        arg_json = true;
-                        break;
-                case 'a':
-                        arg_all = true;
-                        break;
-                case ARG_NO_DAEMON:
-                        arg_no_daemon = true;
-                        break;
-                case ARG_VARLINK:
-                        if (optarg[0] != '/') {
-                                log_error("--varlink-socket needs an absolute path, not '%s'", optarg);
-                                return EXIT_USAGE;
-                        }
-                        arg_varlink_socket = optarg;
-                        break;
-                case ARG_STATE_DIR:
-                        arg_state_dir = optarg;
-                        break;
-                case ARG_SECONDS:
-                        if (!parse_count(optarg, 86400, &arg_seconds)) {
-                                log_error("--seconds takes whole seconds from 1 to 86400, not '%s'", optarg);
-                                return EXIT_USAGE;
-                        }
-                        arg_seconds_set = true;
-                        break;
-                case ARG_CPUS:
-                        arg_cpus = optarg;
-                        break;
-                case ARG_SVG:
-                        arg_svg = optarg;
-                        break;
-                case ARG_NO_OSNOISE:
-                        arg_no_osnoise = true;
-                        break;
-                case ARG_VCPUS:
-                        if (!parse_count(optarg, 4096, &arg_vcpus)) {
-                                log_error("--vcpus takes a number of vCPUs from 1 to 4096, not '%s'", optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case ARG_DOMAIN:
-                        arg_domain = optarg;
-                        break;
-                case 'o':
-                        arg_output = optarg;
-                        break;
-                case 'h':
-                        arg_help = true;
-                        break;
-                case ARG_VERSION:
-                        printf("rtpartctl %s\n", PACKAGE_VERSION);
-                        return -1; /* done */
-                default:
-                        fprintf(stderr, "Try 'rtpartctl --help'.\n");
-                        return EXIT_USAGE;
-                }
+                if ((r = parse_option(c)) != 0)
+                        return r;
 
         if (arg_help && optind >= argc) {
                 help_overview();

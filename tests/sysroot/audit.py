@@ -93,7 +93,11 @@ class SysrootAudit(unittest.TestCase):
             self.assertRegex(p.stderr, r"--(seconds|cpus)")
         p = run("verify", "--seconds", "2", root=self.root)
         self.assertEqual(p.returncode, 2)
-        self.assertIn("they are audit's", p.stderr)
+        self.assertIn("verify does not take --seconds; it is an option of audit and check", p.stderr)
+        # audit takes --seconds and --cpus: the message names the option it does not take, and whose it is.
+        p = run("audit", "--seconds", "1", "--cpus", "1", "--svg", "x.svg", root=self.root)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stderr.strip(), "rtpartctl: audit does not take --svg; it is an option of check")
 
     def make_tracefs(self, tracers):
         files = {"available_tracers": tracers + "\n", "current_tracer": "nop\n", "tracing_on": "1\n",
