@@ -33,18 +33,25 @@ void export_split_done(ExportSplit *s) {
                 free(s->groups[i].caches);
         }
         free(s->groups);
+        strv_free(s->notes);
         *s = (ExportSplit) {};
 }
 
 /* ---- the split, from the plan ---- */
 
-/* The size of L3 cache `id` in KiB, from the sysfs of one of its CPUs ("11264K"); 0 if unknown. */
-static uint64_t l3_size_kib(Root *root, const Host *h, unsigned id) {
+/* The size of L3 cache `id` in KiB, from the sysfs of one of its CPUs ("11264K"); 0 if unknown,
+ * with the file that says it in ret_file (NULL when no CPU of the host has that cache). */
+static uint64_t l3_size_kib(Root *root, const Host *h, unsigned id, char **ret_file) {
         CpuSet cpus;
+        *ret_file = NULL;
         if (!host_l3_cpus(h, id, &cpus) || cpu_set_is_empty(&cpus))
                 return 0;
         _cleanup_free_ char *v = NULL;
-        if (root_read_linef(root, &v, "sys/devices/system/cpu/cpu%d/cache/index3/size", cpu_set_next(&cpus, 0)) < 0)
+        if (asprintf(ret_file, "/sys/devices/system/cpu/cpu%d/cache/index3/size", cpu_set_next(&cpus, 0)) < 0) {
+                *ret_file = NULL;
+                return 0;
+        }
+        if (root_read_line(root, *ret_file + 1, &v) < 0)
                 return 0;
         char *end;
         unsigned long long n = strtoull(v, &end, 10);
@@ -71,6 +78,39 @@ static ExportCatGroup *group_get(ExportSplit *s, const char *name, size_t len) {
                 return NULL;
         s->n_groups++;
         return g;
+}
+
+static int split_note(ExportSplit *s, const char *fmt, ...) _printf_(2, 3);
+static int split_note(ExportSplit *s, const char *fmt, ...) {
+        char *m = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vasprintf(&m, fmt, ap);
+        va_end(ap);
+        return k < 0 ? -ENOMEM : strv_push(&s->notes, m);
+}
+
+/* 1 when cache id's size in the group can be told; else 0, after a note that says why not. */
+static int cache_note(ExportSplit *s, const char *group, unsigned id, unsigned cbm_bits, uint64_t size,
+                      const char *file) {
+        if (cbm_bits == 0)
+                return split_note(s,
+                                  "no <cache id='%u'> in <cachetune> for resctrl group %s: the width of the L3 "
+                                  "cache masks is unknown (/sys/fs/resctrl/info/L3/cbm_mask)",
+                                  id, group);
+        if (size == 0 && !file)
+                return split_note(s,
+                                  "no <cache id='%u'> in <cachetune> for resctrl group %s: no CPU of this host has "
+                                  "L3 cache %u",
+                                  id, group, id);
+        if (size == 0)
+                return split_note(s,
+                                  "no <cache id='%u'> in <cachetune> for resctrl group %s: the size of L3 cache %u "
+                                  "is unknown (%s is missing or not a size such as \"32768K\"), so its ways cannot "
+                                  "be given in KiB; add the element by hand (the group's ways times the cache size "
+                                  "divided by %u)",
+                                  id, group, id, file, cbm_bits);
+        return 1;
 }
 
 /* One knob of the plan's resctrl groups: "resctrl/G/cpus" or "resctrl/G/schemata/L3…". */
@@ -114,8 +154,12 @@ static int split_add_knob(Root *root, const Host *h, ExportSplit *s, const Knob 
                 _cleanup_free_ char *m = strndup(v, (size_t) (semi - v));
                 if (!m)
                         return -ENOMEM;
-                uint64_t size = l3_size_kib(root, h, (unsigned) id);
-                if (resctrl_mask_parse(m, &mask) >= 0 && rr->cbm_bits > 0 && size > 0) {
+                _cleanup_free_ char *file = NULL;
+                uint64_t size = l3_size_kib(root, h, (unsigned) id, &file);
+                int known = cache_note(s, g->name, (unsigned) id, rr->cbm_bits, size, file);
+                if (known < 0)
+                        return known;
+                if (resctrl_mask_parse(m, &mask) >= 0 && known > 0) {
                         ExportCache *c = realloc(g->caches, (g->n_caches + 1) * sizeof(ExportCache));
                         if (!c)
                                 return -ENOMEM;
@@ -152,7 +196,7 @@ static uint64_t hugepage_kib(Root *root) {
 int export_split_from_plan(Root *root, const Host *h, const Plan *plan, const json_t *doc, ExportSplit *ret) {
         ExportSplit s = { .isolated = plan->isolated, .housekeeping = plan->housekeeping };
         const char *sib = json_string_value(json_object_get(json_object_get(doc, "cpus"), "vcpu_siblings"));
-        int r;
+        int r = 0;
 
         s.siblings = sib ? export_siblings_from_string(sib) : EXPORT_SIBLINGS_APART;
         if (s.siblings < 0)
@@ -166,14 +210,23 @@ int export_split_from_plan(Root *root, const Host *h, const Plan *plan, const js
         }
         /* Only groups that give the L3 cache a mask make a <cachetune>. */
         size_t w = 0;
-        for (size_t i = 0; i < s.n_groups; i++)
-                if (s.groups[i].n_caches > 0 && !cpu_set_is_empty(&s.groups[i].cpus))
-                        s.groups[w++] = s.groups[i];
-                else {
-                        free(s.groups[i].name);
-                        free(s.groups[i].caches);
+        for (size_t i = 0; i < s.n_groups; i++) {
+                ExportCatGroup *g = &s.groups[i];
+                if (g->n_caches > 0 && !cpu_set_is_empty(&g->cpus)) {
+                        s.groups[w++] = *g;
+                        continue;
                 }
+                if (g->n_caches > 0 &&
+                    split_note(&s, "no <cachetune> for resctrl group %s: the plan gives it no CPUs", g->name) < 0)
+                        r = -ENOMEM;
+                free(g->name);
+                free(g->caches);
+        }
         s.n_groups = w;
+        if (r < 0) {
+                export_split_done(&s);
+                return r;
+        }
         s.hugepage_kib = hugepage_kib(root);
         *ret = s;
         return 0;
