@@ -83,6 +83,8 @@ typedef enum RootCan {
         ROOT_CAN_MOUNT = 1u << 4,
         /* The kernel's process events (the proc connector) are about the tasks in the root's proc/. */
         ROOT_CAN_WATCH_PROCESSES = 1u << 5,
+        /* root_run_program() runs a program (a measuring tool: cyclictest) on the root's host. */
+        ROOT_CAN_RUN_PROGRAMS = 1u << 6,
 } RootCan;
 
 /* Which kernel filesystem holds an object made with root_mkdir_object(). */
@@ -123,6 +125,10 @@ struct RootOps {
         /* ROOT_CAN_UPDATE_BOOTLOADER: runs the shell command that regenerates the bootloader's
          * configuration; -EPROTO if it failed. */
         int (*update_bootloader)(Root *r, const char *command);
+        /* ROOT_CAN_RUN_PROGRAMS: runs argv (argv[0] looked up in PATH), its standard output into
+         * *ret_output (NUL-terminated), standard error discarded. -ENOENT when the program is not
+         * installed, -EPROTO when it does not exit with status 0. */
+        int (*run_program)(Root *r, char * const *argv, char **ret_output);
         /* ROOT_CAN_MOUNT */
         int (*mount)(Root *r, const char *rel, const char *fstype, const char *options);
         int (*umount)(Root *r, const char *rel);
@@ -234,6 +240,7 @@ int root_set_affinity(Root *r, int tid, const CpuSet *cpus);
 int root_set_scheduler(Root *r, int tid, unsigned policy, unsigned priority);
 int root_pm_qos_open(Root *r);
 int root_update_bootloader(Root *r, const char *command);
+int root_run_program(Root *r, char * const *argv, char **ret_output);
 int root_mount(Root *r, const char *rel, const char *fstype, const char *options);
 int root_umount(Root *r, const char *rel);
 

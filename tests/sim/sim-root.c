@@ -29,7 +29,9 @@
  *   RTPART_TEST_WRITE_LOG=FILE  a line "N OP PATH RESULT" is appended to FILE for every write, so
  *                               that a test knows how many points a run has and what each is.
  *   RTPART_BOOTLOADER_UPDATE=C  the root can update its bootloader, and the command C (run with
- *                               RTPART_ROOT set to the tree) stands in for update-grub. */
+ *                               RTPART_ROOT set to the tree) stands in for update-grub.
+ *
+ * Programs run (root_run_program()) are stand-ins, where the tree has them: sim-programs.c. */
 
 int sim_unshare_file(Root *r, const char *rel) {
         struct stat st;
@@ -236,20 +238,20 @@ static int update_bootloader(Root *r, const char *command) {
 #define SIM_OPS \
         .write_value = write_value, .mkdir_object = mkdir_object, .rmdir_object = rmdir_object, \
         .write_object = write_object, .pm_qos_open = pm_qos_open, .update_bootloader = update_bootloader, \
-        .replace_file = replace_file, .reserve_file = reserve_file, .unlink_file = unlink_file, .make_dir = make_dir, \
-        .remove_dir = remove_dir
+        .run_program = sim_run_program, .replace_file = replace_file, .reserve_file = reserve_file, \
+        .unlink_file = unlink_file, .make_dir = make_dir, .remove_dir = remove_dir
 
 /* No ROOT_CAN_SCHEDULE, _WATCH_PROCESSES, _ASK_SYSTEMD or _MOUNT: a tree's PIDs are nobody's
  * threads, and no systemd or mount table stands behind it. */
 const RootOps sim_root_ops = {
         .name = "simulator",
-        .can = ROOT_CAN_HOLD_PM_QOS,
+        .can = ROOT_CAN_HOLD_PM_QOS | ROOT_CAN_RUN_PROGRAMS,
         SIM_OPS,
 };
 
 static const RootOps sim_root_ops_bootloader = {
         .name = "simulator",
-        .can = ROOT_CAN_HOLD_PM_QOS | ROOT_CAN_UPDATE_BOOTLOADER,
+        .can = ROOT_CAN_HOLD_PM_QOS | ROOT_CAN_UPDATE_BOOTLOADER | ROOT_CAN_RUN_PROGRAMS,
         SIM_OPS,
 };
 
