@@ -13,6 +13,7 @@
 
 #include "audit-advice.h"
 #include "audit.h"
+#include "interrupts.h"
 #include "journal.h"
 #include "prepare.h"
 #include "proc.h"
@@ -67,27 +68,11 @@ int counter_table_parse(const char *text, CounterTable *ret) {
         size_t n_columns = 0, cap = 0;
         const char *eol = strchrnul(text, '\n');
 
-        for (const char *q = text; q < eol;) {
-                while (q < eol && (*q == ' ' || *q == '\t'))
-                        q++;
-                if (q >= eol)
-                        break;
-                if (eol - q < 4 || strncmp(q, "CPU", 3) != 0 || !isdigit((unsigned char) q[3]))
-                        return -EBADMSG;
-                unsigned long cpu = strtoul(q + 3, NULL, 10);
-                if (cpu >= CPU_SET_MAX)
-                        return -EBADMSG;
-                int *n = realloc(columns, (n_columns + 1) * sizeof(int));
-                if (!n)
-                        return -ENOMEM;
-                columns = n;
-                columns[n_columns++] = (int) cpu;
-                t.n_cpus = MAX(t.n_cpus, (unsigned) cpu + 1);
-                while (q < eol && *q != ' ' && *q != '\t')
-                        q++;
-        }
-        if (n_columns == 0)
-                return -EBADMSG;
+        int r = interrupts_header_parse(text, (size_t) (eol - text), &columns, &n_columns);
+        if (r < 0)
+                return r;
+        for (size_t c = 0; c < n_columns; c++)
+                t.n_cpus = MAX(t.n_cpus, (unsigned) columns[c] + 1);
 
         for (const char *p = *eol ? eol + 1 : eol; *p; p = *eol ? eol + 1 : eol) {
                 eol = strchrnul(p, '\n');

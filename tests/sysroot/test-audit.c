@@ -72,6 +72,14 @@ START_TEST(test_counter_table) {
         ck_assert_uint_eq(counter_table_find(&t, "7")->counts[5], 2);
         counter_table_done(&t);
 
+        /* The header parsed as host discovery parses it (interrupts.h): tabs between columns, and
+         * nothing but "CPUn" words. */
+        ck_assert_int_eq(counter_table_parse("\tCPU0\tCPU2\n 7:  1  2  chip 3-edge x\n", &t), 0);
+        ck_assert_uint_eq(t.n_cpus, 3);
+        ck_assert_uint_eq(counter_table_find(&t, "7")->counts[2], 2);
+        counter_table_done(&t);
+        ck_assert_int_eq(counter_table_parse("  CPU0x  CPU1\n", &t), -EBADMSG);
+
         ck_assert_int_eq(counter_table_parse("", &t), -EBADMSG);
         ck_assert_int_eq(counter_table_parse("hello\n 1: 2\n", &t), -EBADMSG);
         ck_assert_int_eq(counter_table_parse("CPU99999\n", &t), -EBADMSG);
