@@ -3,8 +3,8 @@
  * that may include a fixed profile ("base") and a variables file; it is parsed, merged, its
  * variables and functions expanded, and mapped. What must hold: an import either fails with a
  * message naming a file, or gives a JSON object that serialises, with at most as many unsupported
- * options as notes, each note with a file and a message. The input is also read as a variables
- * file and as a tuned CPU list. */
+ * options as notes, each note with a file and a message. The input is also the profile's script
+ * (its start() mapped), and read as a variables file and as a tuned CPU list. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,7 +32,8 @@ static void split(void *userdata, unsigned cores_per_node, CpuSet *ret) {
 
 static int read_file(void *userdata, const char *path, bool host_path, char **ret) {
         const char *text = NULL;
-        if (streq(path, "/usr/lib/tuned/f/tuned.conf"))
+        /* The input is also its own script ([script] script=${i:PROFILE_DIR}/script.sh). */
+        if (streq(path, "/usr/lib/tuned/f/tuned.conf") || streq(path, "/usr/lib/tuned/f/script.sh"))
                 text = input;
         for (size_t i = 0; i < ELEMENTSOF(files); i++)
                 if (streq(path, files[i].path))
