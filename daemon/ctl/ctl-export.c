@@ -155,6 +155,18 @@ static int read_domain(const char *path, char **ret, size_t *ret_size) {
         return 0;
 }
 
+/* Why the elements have no <cachetune>, or less of one, where the profile has resctrl groups. */
+static void note_cachetune(const ExportSplit *s, const ExportPins *pins) {
+        for (char **n = s->notes; n && *n; n++)
+                log_info("note: %s", *n);
+        if (s->n_groups == 0 || pins->cat)
+                return;
+        _cleanup_free_ char *cpus = cpu_set_format_list(&s->groups[0].cpus);
+        log_info("note: no <cachetune>: the vCPUs are not all on the CPUs of one resctrl group of the profile "
+                 "(%s has %s); give fewer vCPUs, or the group more CPUs",
+                 s->groups[0].name, cpus ? cpus : "no CPUs");
+}
+
 static int export_libvirt(const Prepared *p, ExportSplit *s) {
         _cleanup_free_ char *text = NULL, *xml = NULL, *out = NULL, *error = NULL;
         _cleanup_(export_domain_done) ExportDomain d = {};
@@ -194,6 +206,7 @@ static int export_libvirt(const Prepared *p, ExportSplit *s) {
                 return refuse_vcpus(p, s, n, capacity);
         if (r < 0)
                 return log_oom();
+        note_cachetune(s, &pins);
 
         ExportXmlOptions o = {
                 .indent = arg_domain ? d.indent : "  ",

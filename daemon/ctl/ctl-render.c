@@ -473,6 +473,28 @@ static void audit_line(const char *head, const char *what, json_int_t count, dou
                 printf("  %-11s → %s\n", "", fix);
 }
 
+/* The threads that may run on a CPU: those pinned to the audited CPUs first, every one of them,
+ * then the first others (--json lists every thread, in the document's "may_run"). */
+static void render_may_run(json_t *may) {
+        json_t *pinned = json_object_get(may, "pinned"), *first = json_object_get(may, "first"), *e;
+        json_int_t n = json_integer_value(json_object_get(may, "count"));
+        size_t j, shown = json_array_size(pinned) + json_array_size(first);
+        if (n <= 0)
+                return;
+        printf("  %-11s %lld thread%s outside the profile's partitions may run here", "may run", (long long) n,
+               n == 1 ? "" : "s");
+        json_array_foreach (pinned, j, e)
+                printf("%s %s (%lld)", j ? "," : "; pinned to the audited CPUs:", strempty(jstr(e, "comm")),
+                       (long long) json_integer_value(json_object_get(e, "tid")));
+        json_array_foreach (first, j, e)
+                printf("%s %s (%lld)",
+                       j                                 ? ","
+                               : json_array_size(pinned) ? "; others:"
+                                                         : ":",
+                       strempty(jstr(e, "comm")), (long long) json_integer_value(json_object_get(e, "tid")));
+        printf("%s\n", (size_t) n > shown ? ", … (--json lists every one)" : "");
+}
+
 int render_audit(json_t *doc) {
         json_t *cpu, *e;
         size_t i, j;
@@ -536,15 +558,7 @@ int render_audit(json_t *doc) {
                                (long long) json_integer_value(json_object_get(on, "irq")),
                                (long long) json_integer_value(json_object_get(on, "softirq")),
                                (long long) json_integer_value(json_object_get(on, "thread")));
-                json_int_t n = json_integer_value(json_object_get(may, "count"));
-                if (n > 0) {
-                        printf("  %-11s %lld thread%s outside the profile's partitions may run here:", "may run",
-                               (long long) n, n == 1 ? "" : "s");
-                        json_array_foreach (json_object_get(may, "first"), j, e)
-                                printf("%s %s (%lld)", j ? "," : "", strempty(jstr(e, "comm")),
-                                       (long long) json_integer_value(json_object_get(e, "tid")));
-                        printf("%s\n", (size_t) n > json_array_size(json_object_get(may, "first")) ? ", …" : "");
-                }
+                render_may_run(may);
         }
         int r = flushed();
         return r != 0 ? r : noisy;

@@ -40,11 +40,12 @@
 
 /* The contract of rtpartctl(1), EXIT STATUS. */
 typedef enum ExitStatus {
-        EXIT_OK = 0,     /* done; in sync */
-        EXIT_FAILED = 1, /* the operation failed */
-        EXIT_USAGE = 2,  /* bad usage or invalid profile */
-        EXIT_DRIFT = 3,  /* verify found drift */
-        EXIT_REBOOT = 4, /* in sync, but boot-time knobs need a reboot */
+        EXIT_OK = 0,      /* done; in sync */
+        EXIT_FAILED = 1,  /* the operation failed */
+        EXIT_USAGE = 2,   /* bad usage or invalid profile */
+        EXIT_DRIFT = 3,   /* verify found drift */
+        EXIT_REBOOT = 4,  /* in sync, but boot-time knobs need a reboot */
+        EXIT_PARTIAL = 5, /* import-tuned: written, without the options listed as not imported */
         _EXIT_STATUS_MAX,
         _EXIT_STATUS_INVALID = -EINVAL,
 } ExitStatus;
@@ -64,6 +65,8 @@ extern bool arg_no_osnoise;
 extern unsigned arg_vcpus;
 extern const char *arg_domain;
 extern const char *arg_output;
+extern bool arg_force;
+extern bool arg_active;
 
 /* The verbs: argv[0] is the verb's name; the argument count is checked before. */
 int verb_list(int argc, char **argv);
@@ -104,6 +107,12 @@ void ctl_recover(Root *root, JournalStore *journal);
 /* The CPUs audit and check observe (audit_target()), the journal read for it; EXIT_USAGE after a
  * message when there are none or cpus is no CPU list. */
 int ctl_scope(Root *root, const char *cpus, AuditTarget *ret);
+
+/* ---- ctl-import.c ---- */
+
+/* Before apply: EXIT_USAGE after a message when tuned runs with a profile that sets knobs of
+ * PROFILE's plan too (or which it sets cannot be told), else 0 (also with --force). */
+int ctl_tuned_check(const char *profile);
 
 /* ---- ctl-check.c ---- */
 

@@ -27,6 +27,8 @@ bool arg_no_osnoise = false;
 unsigned arg_vcpus = 0;
 const char *arg_domain = NULL;
 const char *arg_output = NULL;
+bool arg_force = false;
+bool arg_active = false;
 static bool arg_help = false;
 
 /* The options, in the order help lists them; a verb's help lists those it takes. */
@@ -47,6 +49,8 @@ typedef enum CtlOption {
         OPTION_DOMAIN = 1 << 13,
         OPTION_OUTPUT = 1 << 14,
         OPTION_SUMMARY = 1 << 15,
+        OPTION_FORCE = 1 << 16,
+        OPTION_ACTIVE = 1 << 17,
 } CtlOption;
 
 static const struct {
@@ -72,6 +76,10 @@ static const struct {
         { OPTION_VCPUS, "      --vcpus=N     export libvirt: pin N vCPUs\n" },
         { OPTION_DOMAIN, "      --domain=FILE export libvirt: merge into this domain XML and print it\n" },
         { OPTION_OUTPUT, "  -o, --output=FILE import-tuned: write the profile to FILE, not stdout\n" },
+        { OPTION_ACTIVE, "      --active      import-tuned: the profile tuned has active, not NAME\n" },
+        { OPTION_FORCE,
+          "      --force       apply: even while tuned runs with a profile that sets\n"
+          "                    some of the same knobs\n" },
         { OPTION_HELP, "  -h, --help        Show this help\n" },
         { OPTION_VERSION, "      --version     Show the version\n" },
 };
@@ -87,6 +95,7 @@ static const struct {
         { OPTION_ALL, "--all" },     { OPTION_SUMMARY, "--summary" }, { OPTION_SECONDS, "--seconds" },
         { OPTION_CPUS, "--cpus" },   { OPTION_SVG, "--svg" },         { OPTION_NO_OSNOISE, "--no-osnoise" },
         { OPTION_VCPUS, "--vcpus" }, { OPTION_DOMAIN, "--domain" },   { OPTION_OUTPUT, "--output" },
+        { OPTION_FORCE, "--force" }, { OPTION_ACTIVE, "--active" },
 };
 
 #define OPTIONS_DAEMON (OPTION_ROOT | OPTION_JSON | OPTION_NO_DAEMON | OPTION_VARLINK_SOCKET | OPTION_STATE_DIR)
@@ -149,8 +158,10 @@ static const Verb verbs[] = {
                 "PROFILE",
                 "Apply PROFILE: all or nothing, originals journalled",
                 "Makes the host what PROFILE says, all or nothing: the original value of every\n"
-                "knob is journalled before the first write, and a failed write undoes the run.\n",
-                OPTIONS_DAEMON,
+                "knob is journalled before the first write, and a failed write undoes the run.\n"
+                "Refuses (status 2) while tuned runs with a profile that sets some of the same\n"
+                "knobs, unless --force.\n",
+                OPTIONS_DAEMON | OPTION_FORCE,
                 verb_apply,
         },
         {
@@ -253,16 +264,17 @@ static const Verb verbs[] = {
         },
         {
                 "import-tuned",
-                1,
+                0,
                 1,
                 "NAME|DIR",
                 "Convert a tuned profile into an rtpart profile",
                 "Reads the tuned profile NAME (/etc/tuned/NAME, then /usr/lib/tuned/NAME, under\n"
                 "--root) or the one in directory DIR, with its includes, variables and functions\n"
-                "evaluated on the host, and prints it as an rtpart profile. Every option that has\n"
+                "evaluated on the host, and prints it as an rtpart profile; with --active, the\n"
+                "profile tuned has active (/etc/tuned/active_profile). Every option that has\n"
                 "no place in an rtpart profile is listed on stderr (file, line, section, option\n"
-                "and why), and the exit status is then 2; the profile has the rest.\n",
-                OPTION_ROOT | OPTION_OUTPUT,
+                "and why), and the exit status is then 5; the profile has the rest.\n",
+                OPTION_ROOT | OPTION_OUTPUT | OPTION_ACTIVE,
                 verb_import_tuned,
                 /* prints_document= */ true,
         },
@@ -324,7 +336,8 @@ static void help_overview(void) {
         print_options(~0U);
         printf("\n"
                "Exit status: 0 done, 1 failed, 2 bad usage or invalid profile,\n"
-               "3 verify found drift, 4 a reboot is needed for boot-time knobs.\n"
+               "3 verify found drift, 4 a reboot is needed for boot-time knobs,\n"
+               "5 import-tuned wrote the profile without the options it listed.\n"
                "See rtpartctl(1), rtpart.profile(5) and rtpartd(8).\n");
 }
 
@@ -447,6 +460,8 @@ enum {
         ARG_VCPUS,
         ARG_DOMAIN,
         ARG_SUMMARY,
+        ARG_FORCE,
+        ARG_ACTIVE,
 };
 
 static const struct option long_options[] = { { "root", required_argument, NULL, 'r' },
@@ -465,6 +480,8 @@ static const struct option long_options[] = { { "root", required_argument, NULL,
                                               { "vcpus", required_argument, NULL, ARG_VCPUS },
                                               { "domain", required_argument, NULL, ARG_DOMAIN },
                                               { "output", required_argument, NULL, 'o' },
+                                              { "force", no_argument, NULL, ARG_FORCE },
+                                              { "active", no_argument, NULL, ARG_ACTIVE },
                                               {} };
 
 /* One option of getopt_long(): 0, -1 when done (--version), or EXIT_USAGE after a message. */
@@ -531,6 +548,14 @@ static int parse_option(int c) {
         case 'o':
                 arg_output = optarg;
                 arg_given |= OPTION_OUTPUT;
+                break;
+        case ARG_FORCE:
+                arg_force = true;
+                arg_given |= OPTION_FORCE;
+                break;
+        case ARG_ACTIVE:
+                arg_active = true;
+                arg_given |= OPTION_ACTIVE;
                 break;
         case 'h':
                 arg_help = true;

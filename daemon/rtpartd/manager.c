@@ -19,6 +19,7 @@
 #include "profile.h"
 #include "strv.h"
 #include "task.h"
+#include "tuned-active.h"
 
 /* How often one knob is written back per CORRECT_WINDOW before rtpartd stops fighting whoever
  * keeps changing it (irqbalance, tuned, a script) and only reports. */
@@ -901,6 +902,8 @@ int manager_plan(Manager *m, const char *profile, json_t **ret, ManagerError *e)
                 return r;
         /* The journal as the daemon holds it: refused knobs are no change. */
         r = engine_mark_refused(p.plan, m->journal);
+        if (r >= 0) /* and the knobs tuned sets too, where it has a profile */
+                r = tuned_overlap_mark(m->root, p.host, p.plan);
         json_t *doc = r >= 0 ? document_plan(p.plan, p.host) : NULL;
         prepared_done(&p);
         trim_later(m);

@@ -9,6 +9,7 @@
 
 #include "host-internal.h"
 #include "host.h"
+#include "interrupts.h"
 #include "strv.h"
 
 /* Host discovery, IRQs: /proc/interrupts (or /sys/kernel/irq on large hosts) and each IRQ's
@@ -25,24 +26,10 @@ static int irq_cmp(const void *a, const void *b) {
 }
 
 static int parse_interrupts_header(Host *h, const char *p, const char *eol) {
-        for (const char *q = p; q < eol;) {
-                while (q < eol && *q == ' ')
-                        q++;
-                if (q >= eol)
-                        break;
-                /* By hand: sscanf would strlen() the whole (huge) text for every column. */
-                if (eol - q < 4 || strncmp(q, "CPU", 3) != 0 || !isdigit((unsigned char) q[3]))
-                        return -EBADMSG;
-                unsigned long cpu = strtoul(q + 3, NULL, 10);
-                int *n = realloc(h->irq_columns, (h->n_irq_columns + 1) * sizeof(int));
-                if (!n)
-                        return -ENOMEM;
-                h->irq_columns = n;
-                h->irq_columns[h->n_irq_columns++] = (int) cpu;
-                while (q < eol && *q != ' ')
-                        q++;
-        }
-        return h->n_irq_columns > 0 ? 0 : -EBADMSG;
+        free(h->irq_columns);
+        h->irq_columns = NULL;
+        h->n_irq_columns = 0;
+        return interrupts_header_parse(p, (size_t) (eol - p), &h->irq_columns, &h->n_irq_columns);
 }
 
 /* The kernel prints each count column as "%10u ". When every column boundary of the row is where

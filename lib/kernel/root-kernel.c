@@ -84,6 +84,67 @@ static int kernel_try_restart_unit(Root *r, const char *unit) {
         return systemd_try_restart_unit(NULL, unit, NULL);
 }
 
+/* The child's standard output, read to its end. */
+static int read_all(int fd, char **ret) {
+        _cleanup_free_ char *text = NULL;
+        size_t n = 0, cap = 0;
+        for (;;) {
+                if (n + 4096 > cap) {
+                        char *t = realloc(text, cap = cap * 2 + 8192);
+                        if (!t)
+                                return -ENOMEM;
+                        text = t;
+                }
+                ssize_t k = read(fd, text + n, cap - n - 1);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        text[n] = 0;
+        *ret = TAKE_PTR(text);
+        return 0;
+}
+
+static int kernel_run_program(Root *r, char * const *argv, char **ret_output) {
+        int pipefd[2];
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                close(pipefd[0]);
+                close(pipefd[1]);
+                return -errno;
+        }
+        if (pid == 0) {
+                (void) dup2(pipefd[1], STDOUT_FILENO);
+                int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+                if (null >= 0)
+                        (void) dup2(null, STDERR_FILENO);
+                execvp(argv[0], argv);
+                _exit(errno == ENOENT ? 127 : 126);
+        }
+        close(pipefd[1]);
+        _cleanup_free_ char *text = NULL;
+        int k = read_all(pipefd[0], &text);
+        close(pipefd[0]);
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+                return -ENOENT;
+        if (k < 0)
+                return k;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return -EPROTO;
+        *ret_output = TAKE_PTR(text);
+        return 0;
+}
+
 static int kernel_mount(Root *r, const char *rel, const char *fstype, const char *options) {
         _cleanup_free_ char *abs = NULL;
         if (asprintf(&abs, "/%s", rel) < 0)
@@ -101,7 +162,7 @@ static int kernel_umount(Root *r, const char *rel) {
 const RootOps root_kernel_ops = {
         .name = "kernel",
         .can = ROOT_CAN_SCHEDULE | ROOT_CAN_ASK_SYSTEMD | ROOT_CAN_UPDATE_BOOTLOADER | ROOT_CAN_HOLD_PM_QOS |
-                ROOT_CAN_MOUNT | ROOT_CAN_WATCH_PROCESSES | ROOT_CAN_RESTART_UNITS,
+                ROOT_CAN_MOUNT | ROOT_CAN_WATCH_PROCESSES | ROOT_CAN_RESTART_UNITS | ROOT_CAN_RUN_PROGRAMS,
         .write_value = kernel_write_value,
         .mkdir_object = kernel_mkdir_object,
         .rmdir_object = kernel_rmdir_object,
@@ -111,6 +172,7 @@ const RootOps root_kernel_ops = {
         .pm_qos_open = kernel_pm_qos_open,
         .update_bootloader = root_run_shell,
         .try_restart_unit = kernel_try_restart_unit,
+        .run_program = kernel_run_program,
         .mount = kernel_mount,
         .umount = kernel_umount,
         ROOT_FILE_OPS,

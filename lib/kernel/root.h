@@ -86,6 +86,8 @@ typedef enum RootCan {
         /* root_try_restart_unit() restarts a unit of the service manager that runs for this root
          * (where the root also has run/systemd/system). */
         ROOT_CAN_RESTART_UNITS = 1u << 6,
+        /* root_run_program() runs a program (a measuring tool: cyclictest) on the root's host. */
+        ROOT_CAN_RUN_PROGRAMS = 1u << 7,
 } RootCan;
 
 /* Which kernel filesystem holds an object made with root_mkdir_object(). */
@@ -129,6 +131,10 @@ struct RootOps {
         /* ROOT_CAN_RESTART_UNITS: restarts the unit if it is running, as systemd's TryRestartUnit
          * (a daemon that reads its configuration only at start: irqbalance). */
         int (*try_restart_unit)(Root *r, const char *unit);
+        /* ROOT_CAN_RUN_PROGRAMS: runs argv (argv[0] looked up in PATH), its standard output into
+         * *ret_output (NUL-terminated), standard error discarded. -ENOENT when the program is not
+         * installed, -EPROTO when it does not exit with status 0. */
+        int (*run_program)(Root *r, char * const *argv, char **ret_output);
         /* ROOT_CAN_MOUNT */
         int (*mount)(Root *r, const char *rel, const char *fstype, const char *options);
         int (*umount)(Root *r, const char *rel);
@@ -252,6 +258,7 @@ int root_update_bootloader(Root *r, const char *command);
 static inline int root_try_restart_unit(Root *r, const char *unit) {
         return root_can(r, ROOT_CAN_RESTART_UNITS) ? r->ops->try_restart_unit(r, unit) : -EOPNOTSUPP;
 }
+int root_run_program(Root *r, char * const *argv, char **ret_output);
 int root_mount(Root *r, const char *rel, const char *fstype, const char *options);
 int root_umount(Root *r, const char *rel);
 

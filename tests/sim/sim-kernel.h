@@ -45,6 +45,8 @@
 int sim_unshare_file(Root *r, const char *rel);
 /* After a value was written to rel: what tracefs does (sim-tracefs.c). */
 void sim_tracefs_written(Root *r, const char *rel, const char *value);
+/* root_run_program() on a fake host (sim-programs.c). */
+int sim_run_program(Root *r, char * const *argv, char **ret_output);
 
 /* The simulator's ops table (sim-root.c), which root_new() gives every root other than "/" in the
  * programs linked with the simulator. */

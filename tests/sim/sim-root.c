@@ -32,7 +32,9 @@
  *   RTPART_BOOTLOADER_UPDATE=C  the root can update its bootloader, and the command C (run with
  *                               RTPART_ROOT set to the tree) stands in for update-grub.
  *   RTPART_TEST_UNIT_LOG=FILE   a line "try-restart UNIT" is appended to FILE for every unit the
- *                               process asks the root to restart (no write: not a fault point). */
+ *                               process asks the root to restart (no write: not a fault point).
+ *
+ * Programs run (root_run_program()) are stand-ins, where the tree has them: sim-programs.c. */
 
 int sim_unshare_file(Root *r, const char *rel) {
         struct stat st;
@@ -264,19 +266,19 @@ static int try_restart_unit(Root *r, const char *unit) {
         .write_value = write_value, .mkdir_object = mkdir_object, .rmdir_object = rmdir_object, \
         .write_object = write_object, .pm_qos_open = pm_qos_open, .update_bootloader = update_bootloader, \
         .replace_file = replace_file, .reserve_file = reserve_file, .unlink_file = unlink_file, .make_dir = make_dir, \
-        .remove_dir = remove_dir, .try_restart_unit = try_restart_unit
+        .remove_dir = remove_dir, .try_restart_unit = try_restart_unit, .run_program = sim_run_program
 
 /* No ROOT_CAN_SCHEDULE, _WATCH_PROCESSES, _ASK_SYSTEMD or _MOUNT: a tree's PIDs are nobody's
  * threads, and no systemd or mount table stands behind it. A unit restarted is recorded. */
 const RootOps sim_root_ops = {
         .name = "simulator",
-        .can = ROOT_CAN_HOLD_PM_QOS | ROOT_CAN_RESTART_UNITS,
+        .can = ROOT_CAN_HOLD_PM_QOS | ROOT_CAN_RESTART_UNITS | ROOT_CAN_RUN_PROGRAMS,
         SIM_OPS,
 };
 
 static const RootOps sim_root_ops_bootloader = {
         .name = "simulator",
-        .can = ROOT_CAN_HOLD_PM_QOS | ROOT_CAN_UPDATE_BOOTLOADER | ROOT_CAN_RESTART_UNITS,
+        .can = ROOT_CAN_HOLD_PM_QOS | ROOT_CAN_UPDATE_BOOTLOADER | ROOT_CAN_RESTART_UNITS | ROOT_CAN_RUN_PROGRAMS,
         SIM_OPS,
 };
 

@@ -12,6 +12,7 @@ profile is exported.
 
 Run by meson (suite sysroot) with RTPARTCTL and RTPART_SOURCE_DIR set.
 """
+import glob
 import json
 import os
 import re
@@ -257,6 +258,26 @@ class ExportTest(unittest.TestCase):
             validate(self, doc, "fragment with huge pages")
             page = ET.fromstring(doc).find("memoryBacking/hugepages/page")
             self.assertEqual((page.get("size"), page.get("unit")), ("2048", "KiB"))
+        finally:
+            h.close()
+
+    def test_cachetune_unknown_l3_size(self):
+        """Where the L3 size is unknown, export says why it has no <cachetune> (it was left out silently)."""
+        h = Host("intel-2s")
+        try:
+            rc, out, err = h.run("export", "libvirt", "--vcpus", "2", PROFILE)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("<cachetune", out)
+            self.assertNotIn("note:", err)
+            for d in glob.glob(os.path.join(h.root, "sys/devices/system/cpu/cpu*/cache/index3")):
+                os.unlink(os.path.join(d, "size"))
+            rc, out, err = h.run("export", "libvirt", "--vcpus", "2", PROFILE)
+            self.assertEqual(rc, 0, err)
+            validate(self, in_minimal_domain(out), "fragment without cachetune")
+            self.assertNotIn("<cachetune", out)
+            self.assertRegex(err, r"note: no <cache id='\d+'> in <cachetune> for resctrl group rt: the size of L3 "
+                                  r"cache \d+ is unknown \(/sys/devices/system/cpu/cpu\d+/cache/index3/size is "
+                                  r"missing")
         finally:
             h.close()
 
