@@ -107,7 +107,7 @@ int verb_audit(int argc, char **argv) {
 
         /* A run of check latency or audit killed before it put tracefs back: put it back first. */
         _cleanup_free_ char *recovered = NULL;
-        r = latency_recover(root, &recovered);
+        r = tracefs_recover(root, &recovered);
         if (r < 0)
                 return log_error_errno(r, "cannot put back tracefs as an interrupted run left it (%s): %m",
                                        "run/rtpart/tracefs.json");
@@ -118,7 +118,7 @@ int verb_audit(int argc, char **argv) {
         bool mounted = false;
         const char *dir = arg_no_osnoise ? NULL : ctl_tracefs(root, &mounted);
         _cleanup_free_ char *why = NULL;
-        bool osnoise = dir && latency_has_tracer(root, dir, "osnoise");
+        bool osnoise = dir && tracefs_has_tracer(root, dir, "osnoise");
         if (arg_no_osnoise)
                 why = strdup("--no-osnoise");
         else if (!osnoise)

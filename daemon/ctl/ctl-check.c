@@ -20,12 +20,12 @@ static void on_signal(int sig) {
 }
 
 const char *ctl_tracefs(Root *root, bool *ret_mounted) {
-        const char *dir = latency_tracefs(root);
+        const char *dir = tracefs_find(root);
         *ret_mounted = false;
         /* Not mounted: mounted for the run, unmounted after it (ctl_tracefs_done). */
         if (!dir && root_can(root, ROOT_CAN_MOUNT) && root_is_dir(root, "sys/kernel/tracing") &&
             root_mount(root, "sys/kernel/tracing", "tracefs", NULL) >= 0) {
-                dir = latency_tracefs(root);
+                dir = tracefs_find(root);
                 *ret_mounted = dir != NULL;
         }
         return dir;
@@ -70,7 +70,7 @@ static int measure(Root *root, const AuditTarget *x, LatencyResult *res) {
         const char *dir = ctl_tracefs(root, &mounted);
         int r;
 
-        if (dir && latency_has_tracer(root, dir, "timerlat")) {
+        if (dir && tracefs_has_tracer(root, dir, "timerlat")) {
                 volatile sig_atomic_t *stopped = ctl_catch_interrupts(true);
                 if (isatty(STDERR_FILENO))
                         fprintf(stderr, "Measuring with timerlat for %u s…\n", arg_seconds);
@@ -122,7 +122,7 @@ int verb_check(int argc, char **argv) {
         if (r != 0)
                 return r;
         /* A run killed before it could put tracefs back (kill -9, a power cut): put it back now. */
-        r = latency_recover(root, &recovered);
+        r = tracefs_recover(root, &recovered);
         if (r < 0)
                 return log_error_errno(r, "cannot put back tracefs as an interrupted check left it (%s): %m",
                                        "run/rtpart/tracefs.json");

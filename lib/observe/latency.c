@@ -14,27 +14,6 @@
 #include "latency.h"
 #include "strv.h"
 
-#define SAVED "run/rtpart/tracefs.json"
-
-/* The tracefs files a timerlat run changes, in the order they are put back: the tracer stopped
- * first, started again (if it was another) last. */
-static const char * const saved_files[] = {
-        "osnoise/cpus",
-        "osnoise/timerlat_period_us",
-        "osnoise/stop_tracing_us",
-        "osnoise/stop_tracing_total_us",
-        "tracing_on",
-        "current_tracer",
-        NULL,
-};
-
-/* dir/file in buf (tracefs paths are short); one path at a time. */
-static char pbuf[128];
-static const char *tpath(char buf[static 128], const char *dir, const char *file) {
-        snprintf(buf, 128, "%s/%s", dir, file);
-        return buf;
-}
-
 /* ---- results ---- */
 
 void latency_result_done(LatencyResult *r) {
@@ -89,29 +68,12 @@ uint64_t latency_stats_percentile_us(const LatencyStats *s, double p) {
 
 /* ---- trace lines ---- */
 
-/* A trace line's CPU: the first "[NNN]" after the task; *ret_end at its ']'. False for a comment,
- * an empty line or a line without one. */
-static bool trace_line_cpu(const char *line, unsigned *ret_cpu, char **ret_end) {
-        const char *p = line;
-        while (*p == ' ' || *p == '\t')
-                p++;
-        if (*p == '#' || !*p)
-                return false;
-        const char *b = strchr(p, '[');
-        if (!b || !isdigit((unsigned char) b[1]))
-                return false;
-        errno = 0;
-        unsigned long cpu = strtoul(b + 1, ret_end, 10);
-        if (errno || **ret_end != ']' || cpu >= CPU_SET_MAX)
-                return false;
-        *ret_cpu = (unsigned) cpu;
-        return true;
-}
+/* ---- trace lines ---- */
 
 int latency_parse_timerlat_line(const char *line, unsigned *ret_cpu, bool *ret_thread, uint64_t *ret_ns) {
         char *end;
         unsigned cpu;
-        if (!trace_line_cpu(line, &cpu, &end))
+        if (!tracefs_line_cpu(line, &cpu, &end))
                 return 0;
         const char *c = strstr(end, " context ");
         if (!c)
@@ -154,233 +116,27 @@ int latency_parse_timerlat_line(const char *line, unsigned *ret_cpu, bool *ret_t
         return 1;
 }
 
-/* ---- tracefs ---- */
-
-const char *latency_tracefs(Root *root) {
-        if (root_exists(root, "sys/kernel/tracing/available_tracers"))
-                return "sys/kernel/tracing";
-        if (root_exists(root, "sys/kernel/debug/tracing/available_tracers"))
-                return "sys/kernel/debug/tracing";
-        return NULL;
-}
-
-bool latency_has_tracer(Root *root, const char *dir, const char *tracer) {
-        _cleanup_free_ char *text = NULL;
-        if (root_read_file(root, tpath(pbuf, dir, "available_tracers"), &text, NULL) < 0)
-                return false;
-        for (char *save = NULL, *t = strtok_r(text, " \n", &save); t; t = strtok_r(NULL, " \n", &save))
-                if (streq(t, tracer))
-                        return true;
-        return false;
-}
-
-static char *read_value(Root *root, const char *dir, const char *file) {
-        _cleanup_free_ char *text = NULL;
-        if (root_read_file(root, tpath(pbuf, dir, file), &text, NULL) < 0)
-                return NULL;
-        size_t n = strlen(text);
-        while (n > 0 && text[n - 1] == '\n')
-                text[--n] = 0;
-        return TAKE_PTR(text);
-}
-
-/* Puts back every file of saved (an object: file → value) under dir: the tracer stopped first. */
-static int restore(Root *root, const char *dir, json_t *files) {
-        int r = 0, k;
-        if (json_object_get(files, "current_tracer")) {
-                k = root_write_value(root, tpath(pbuf, dir, "current_tracer"), "nop");
-                if (k < 0 && r == 0)
-                        r = k;
-        }
-        for (const char * const *f = saved_files; *f; f++) {
-                const char *v = json_string_value(json_object_get(files, *f));
-                if (!v)
-                        continue;
-                /* An empty CPU list reads back as "" but is written as a newline. */
-                k = root_write_value(root, tpath(pbuf, dir, *f), v);
-                if (k < 0 && r == 0)
-                        r = k;
-        }
-        return r;
-}
-
-int latency_recover(Root *root, char **ret_message) {
-        _cleanup_free_ char *text = NULL;
-        *ret_message = NULL;
-        int r = root_read_file(root, SAVED, &text, NULL);
-        if (r == -ENOENT)
-                return 0;
-        if (r < 0)
-                return r;
-        _cleanup_(json_decrefp) json_t *doc = json_loads(text, 0, NULL);
-        const char *dir = json_string_value(json_object_get(doc, "tracefs"));
-        if (!dir || (!streq(dir, "sys/kernel/tracing") && !streq(dir, "sys/kernel/debug/tracing")))
-                return -EBADMSG;
-        r = restore(root, dir, json_object_get(doc, "files"));
-        if (r < 0)
-                return r;
-        if (json_is_true(json_object_get(doc, "mounted")))
-                (void) root_umount(root, dir);
-        (void) root_unlink(root, SAVED);
-        if (asprintf(ret_message, "put tracefs back as an interrupted latency check (pid %lld, started %s) found it",
-                     (long long) json_integer_value(json_object_get(doc, "pid")),
-                     strempty(json_string_value(json_object_get(doc, "started")))) < 0)
-                return -ENOMEM;
-        return 1;
-}
-
-static char *now_iso8601(void) {
-        time_t t = time(NULL);
-        struct tm tm;
-        char buf[32];
-        if (!gmtime_r(&t, &tm) || strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-                return NULL;
-        return strdup(buf);
-}
-
-static int save(Root *root, const char *dir, bool mounted, json_t **ret_files) {
-        _cleanup_(json_decrefp) json_t *files = json_object(), *doc = NULL;
-        _cleanup_free_ char *started = now_iso8601(), *text = NULL;
-        if (!files || !started)
-                return -ENOMEM;
-        for (const char * const *f = saved_files; *f; f++) {
-                _cleanup_free_ char *v = read_value(root, dir, *f);
-                if (!v) {
-                        if (!root_exists(root, tpath(pbuf, dir, *f)))
-                                continue; /* an older kernel's tracefs */
-                        return -EIO;
-                }
-                if (json_object_set_new(files, *f, json_string(v)) < 0)
-                        return -ENOMEM;
-        }
-        doc = json_pack("{s:s, s:b, s:I, s:s, s:O}", "tracefs", dir, "mounted", mounted, "pid", (json_int_t) getpid(),
-                        "started", started, "files", files);
-        text = doc ? json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
-        if (!text)
-                return -ENOMEM;
-        int r = root_mkdir_p(root, "run/rtpart", 0755);
-        if (r < 0)
-                return r;
-        r = root_write_file_atomic(root, SAVED, text, strlen(text), 0600);
-        if (r < 0)
-                return r;
-        *ret_files = TAKE_PTR(files);
-        return 0;
-}
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
-}
-
-typedef void (*LineFunc)(const char *line, void *userdata);
-
-/* Feeds every complete line of buf[0..*len) to f, keeps the rest at the start of buf. */
-static void take_lines(char *buf, size_t *len, LineFunc f, void *userdata) {
-        char *p = buf, *end = buf + *len, *nl;
-        while ((nl = memchr(p, '\n', (size_t) (end - p)))) {
-                *nl = 0;
-                f(p, userdata);
-                p = nl + 1;
-        }
-        *len = (size_t) (end - p);
-        memmove(buf, p, *len);
-}
-
-/* Runs `tracer` (timerlat, osnoise) on cpus for `seconds`, every line of trace_pipe to f; tracefs
- * saved first and put back after, whatever happens. *ret_seconds: how long it ran. */
+/* Runs timerlat or osnoise on cpus: only there, a 1 ms timerlat period, never stopped on a
+ * threshold. */
 static int run_tracer(Root *root, const char *dir, bool mounted, const char *tracer, const CpuSet *cpus,
-                      unsigned seconds, volatile sig_atomic_t *stop, LineFunc f, void *userdata,
-                      LatencyWindowFunc window, void *window_data, double *ret_seconds) {
-        _cleanup_(json_decrefp) json_t *files = NULL;
+                      unsigned seconds, volatile sig_atomic_t *stop, TracefsLineFunc f, void *userdata,
+                      TracefsWindowFunc window, void *window_data, double *ret_seconds) {
         _cleanup_free_ char *list = cpu_set_format_list(cpus);
-        int r;
-
         if (!list)
                 return -ENOMEM;
-        r = save(root, dir, mounted, &files);
-        if (r < 0)
-                return r;
-
-        /* Set up: stopped, only these CPUs, a 1 ms timerlat period, never stop on a threshold. */
-        const struct {
-                const char *file, *value;
-        } setup[] = {
-                { "current_tracer", "nop" },
+        const TracefsSetting setup[] = {
                 { "osnoise/cpus", list },
                 { "osnoise/timerlat_period_us", "1000" },
                 { "osnoise/stop_tracing_us", "0" },
                 { "osnoise/stop_tracing_total_us", "0" },
-                { "tracing_on", "1" },
-                { "current_tracer", tracer },
         };
-        for (size_t i = 0; i < ELEMENTSOF(setup); i++) {
-                if (!json_object_get(files, setup[i].file))
-                        continue;
-                r = root_write_value(root, tpath(pbuf, dir, setup[i].file), setup[i].value);
-                if (r < 0)
-                        goto finish;
-        }
-
-        {
-                _cleanup_close_ int fd = root_open(root, tpath(pbuf, dir, "trace_pipe"), O_RDONLY | O_NONBLOCK, 0);
-                if (fd < 0) {
-                        r = fd;
-                        goto finish;
-                }
-                /* The window is the tracer's running time: what setting it up and taking it down
-                 * cost the CPUs (ftrace's code patching sends IPIs to every CPU) is outside. */
-                if (window) {
-                        r = window(true, window_data);
-                        if (r < 0)
-                                goto finish;
-                }
-                uint64_t start = now_usec(), end = start + (uint64_t) seconds * 1000000ULL;
-                static char buf[1 << 16];
-                size_t len = 0;
-                for (uint64_t now = start; now < end && !(stop && *stop); now = now_usec()) {
-                        struct pollfd p = { .fd = fd, .events = POLLIN };
-                        int left = (int) MIN((end - now) / 1000 + 1, (uint64_t) 200);
-                        int k = poll(&p, 1, left);
-                        if (k < 0 && errno != EINTR) {
-                                r = -errno;
-                                goto finish;
-                        }
-                        if (k <= 0)
-                                continue;
-                        ssize_t n = read(fd, buf + len, sizeof(buf) - 1 - len);
-                        if (n < 0 && errno != EAGAIN && errno != EINTR) {
-                                r = -errno;
-                                goto finish;
-                        }
-                        if (n == 0) {
-                                /* A regular file (a host tree) is at its end: wait for more. */
-                                (void) poll(NULL, 0, left);
-                                continue;
-                        }
-                        if (n > 0) {
-                                len += (size_t) n;
-                                take_lines(buf, &len, f, userdata);
-                                if (len == sizeof(buf) - 1)
-                                        len = 0; /* a line longer than the buffer is no sample */
-                        }
-                }
-                if (ret_seconds)
-                        *ret_seconds = (double) (now_usec() - start) / 1e6;
-                if (window) {
-                        r = window(false, window_data);
-                        if (r < 0)
-                                goto finish;
-                }
-        }
-        r = 0;
-
-finish:;
-        int k = restore(root, dir, files);
-        if (k >= 0)
-                (void) root_unlink(root, SAVED);
-        return r < 0 ? r : k;
+        const TracefsRun run = {
+                .tracer = tracer,
+                .by = streq(tracer, "timerlat") ? "latency check" : "noise measurement",
+                .setup = setup,
+                .n_setup = ELEMENTSOF(setup),
+        };
+        return tracefs_run(root, dir, mounted, &run, seconds, stop, f, userdata, window, window_data, ret_seconds);
 }
 
 static void timerlat_line(const char *line, void *userdata) {
@@ -417,7 +173,7 @@ int latency_run_timerlat(Root *root, const char *dir, bool mounted, const CpuSet
 int latency_parse_osnoise_line(const char *line, unsigned *ret_cpu, OsnoiseSample *ret) {
         char *end;
         unsigned cpu;
-        if (!trace_line_cpu(line, &cpu, &end))
+        if (!tracefs_line_cpu(line, &cpu, &end))
                 return 0;
         /* After "TIMESTAMP:": runtime noise %available max-single hw nmi irq softirq thread. */
         const char *colon = strchr(end, ':');
@@ -501,7 +257,7 @@ static void osnoise_line(const char *line, void *userdata) {
 }
 
 int latency_run_osnoise(Root *root, const char *dir, bool mounted, const CpuSet *cpus, unsigned seconds,
-                        volatile sig_atomic_t *stop, LatencyWindowFunc window, void *window_data, OsnoiseResult *ret) {
+                        volatile sig_atomic_t *stop, TracefsWindowFunc window, void *window_data, OsnoiseResult *ret) {
         OsnoiseResult res = {};
         res.cpus = calloc(MAX(cpu_set_count(cpus), 1U), sizeof(OsnoiseCpu));
         if (!res.cpus)

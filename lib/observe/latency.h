@@ -9,10 +9,9 @@
  *   <idle>-0     [003] d.h1.  54.029328: #1     context    irq timer_latency       932 ns
  *   <...>-867    [003] .....  54.029339: #1     context thread timer_latency     11700 ns
  *
- * The tracefs files changed are saved first, into run/rtpart/tracefs.json under the root, and put
- * back byte for byte afterwards; a run killed before it could put them back leaves that file, and
- * the next one restores from it first. Where the kernel has no timerlat, cyclictest (rt-tests) is
- * run instead when it is installed. */
+ * The tracefs files changed are saved first and put back byte for byte afterwards, also after a
+ * crash (tracefs.h). Where the kernel has no timerlat, cyclictest (rt-tests) is run instead when
+ * it is installed. */
 
 #include <jansson.h>
 #include <signal.h>
@@ -20,6 +19,7 @@
 
 #include "cpu-set.h"
 #include "root.h"
+#include "tracefs.h"
 
 #define LATENCY_HIST_US 1000U /* 1 µs buckets up to this; above: overflow */
 
@@ -51,16 +51,6 @@ uint64_t latency_stats_percentile_us(const LatencyStats *s, double p);
 /* One line of timerlat's trace: 1 and its CPU, context (false: irq, true: thread) and latency;
  * 0 for a line that is no timerlat sample (headers, other contexts); -EINVAL never. */
 int latency_parse_timerlat_line(const char *line, unsigned *ret_cpu, bool *ret_thread, uint64_t *ret_ns);
-
-/* Where tracefs is under the root ("sys/kernel/tracing", or "sys/kernel/debug/tracing"), NULL
- * when it is not mounted. */
-const char *latency_tracefs(Root *root);
-/* Whether the tracefs at dir lists `tracer` in available_tracers. */
-bool latency_has_tracer(Root *root, const char *dir, const char *tracer);
-
-/* Restores what a run killed before it could left in run/rtpart/tracefs.json: 1 when it did
- * (and says so in *ret_message), 0 when there was nothing to restore. */
-int latency_recover(Root *root, char **ret_message);
 
 /* Runs timerlat on cpus for `seconds` (interruptible: *stop set from a signal handler ends the
  * window early, and the state is put back all the same). mounted: the caller mounted tracefs for
@@ -94,11 +84,9 @@ typedef struct OsnoiseResult {
 
 /* 1 and the line's CPU and figures, 0 for a line that is none. */
 int latency_parse_osnoise_line(const char *line, unsigned *ret_cpu, OsnoiseSample *ret);
-/* Called once the tracer runs (begin) and once more before it is taken down: a caller's own
- * measurement of the same window (audit's snapshots). A negative errno ends the run. */
-typedef int (*LatencyWindowFunc)(bool begin, void *userdata);
+/* window: a caller's own measurement of the same window (audit's snapshots), see tracefs_run(). */
 int latency_run_osnoise(Root *root, const char *tracefs, bool mounted, const CpuSet *cpus, unsigned seconds,
-                        volatile sig_atomic_t *stop, LatencyWindowFunc window, void *window_data, OsnoiseResult *ret);
+                        volatile sig_atomic_t *stop, TracefsWindowFunc window, void *window_data, OsnoiseResult *ret);
 const OsnoiseCpu *osnoise_cpu(const OsnoiseResult *r, unsigned cpu);
 void osnoise_result_done(OsnoiseResult *r);
 
