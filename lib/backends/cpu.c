@@ -13,12 +13,27 @@
 #include "pm-qos.h"
 #include "strv.h"
 
-/* The "cpu" section of a profile: frequency, idle states and the PM QoS latency. */
+/* A resume latency limit for some CPUs: "value" µs, 0 for none at all (the file's "n/a"). */
+static const Schema resume_value_schema = { SCHEMA_INT, .min = 0, .max = INT32_MAX - 1 };
+static const SchemaField resume_fields[] = { { "cpus", &schema_cpus }, { "value", &resume_value_schema }, {} };
+static const Schema resume_schema = { SCHEMA_OBJECT, .fields = resume_fields };
+
+static int check_resume_latency(const char *file, json_t *v, const char *ptr, Error *e) {
+        if (json_object_get(v, "value"))
+                return 0;
+        return error_set(e, -EINVAL, file, ptr,
+                         "\"value\" is missing: the resume latency in µs the CPUs may take to leave an idle state "
+                         "(0: none, they only poll)");
+}
+
+/* The "cpu" section of a profile: frequency, idle states and the PM QoS latency, global and per
+ * CPU. */
 static const SchemaField cpu_fields[] = { { "cpus", &schema_cpus },
                                           { "governor", &schema_string },
                                           { "energy_perf_bias", &schema_string },
                                           { "idle_max_latency_us", &schema_nonneg },
                                           { "pm_qos_latency_us", &schema_nonneg },
+                                          { "resume_latency_us", &resume_schema, check_resume_latency },
                                           { "no_turbo", &schema_bool },
                                           {} };
 static const Schema cpu_schema = { SCHEMA_OBJECT, .fields = cpu_fields };
@@ -30,6 +45,7 @@ static const SchemaField cpu_section = { "cpu", &cpu_schema };
  *   cpu/<N>/energy_perf_bias        cpuN/power/energy_perf_bias             "0" … "15" (names mapped)
  *   cpu/<N>/idle/<state>/disable    cpuN/cpuidle/stateK/disable             "1"
  *   cpu/pm_qos                      dev/cpu_dma_latency (held open)         µs, decimal
+ *   cpu/<N>/resume_latency_us       cpuN/power/pm_qos_resume_latency_us     "n/a" or µs
  *   cpu/no_turbo                    intel_pstate/no_turbo "1", else cpufreq/boost "0"
  *
  * Desired values are what the file takes, and the read verb returns what the file shows, which the
@@ -413,6 +429,40 @@ static int plan_pm_qos(PlanCtx *ctx, json_t *pm_qos) {
         return kn->note ? 0 : -ENOMEM;
 }
 
+/* Each selected CPU's PM QoS resume latency limit (Documentation/ABI/testing/sysfs-devices-power):
+ * the cpuidle governors pick no idle state of that CPU whose exit latency is above it, so that
+ * the isolated CPUs stay out of deep C-states while the housekeeping ones keep theirs (the global
+ * cpu/pm_qos holds every CPU). The file's words are the kernel's: it reads "0" for no constraint
+ * (PM_QOS_RESUME_LATENCY_NO_CONSTRAINT) and "n/a" for no latency at all, which is what a profile's
+ * 0 asks for; writing "0" lifts the limit, which is what revert writes back on most hosts. */
+static int plan_resume_latency(PlanCtx *ctx, json_t *o) {
+        const char *list = json_string_value(json_object_get(o, "cpus"));
+        json_int_t us = json_integer_value(json_object_get(o, "value"));
+        Missing missing = {};
+        char want[16];
+        CpuSet cpus;
+
+        if (list && cpu_set_parse_list(list, &cpus, NULL) < 0)
+                return plan_fail(ctx, "/cpu/resume_latency_us/cpus", "\"%s\" is not a CPU list", list);
+        if (!list)
+                cpus = ctx->resolved->isolated;
+        cpu_set_and(&cpus, &ctx->host->online);
+        if (cpu_set_is_empty(&cpus))
+                return plan_note(ctx, "cpu: resume_latency_us selects no online CPU%s; skipped",
+                                 list ? "" : " (the profile isolates none)");
+        if (us == 0)
+                snprintf(want, sizeof(want), "n/a");
+        else
+                snprintf(want, sizeof(want), "%lld", (long long) us);
+        CPU_SET_FOREACH (cpu, &cpus) {
+                int k = plan_cpu_file(ctx, cpu, "resume_latency_us", "power/pm_qos_resume_latency_us", want, &missing);
+                if (k < 0)
+                        return k;
+        }
+        return note_missing(ctx, &missing, "power/pm_qos_resume_latency_us (per-CPU PM QoS, CONFIG_PM)",
+                            "resume_latency_us");
+}
+
 static int plan_no_turbo(PlanCtx *ctx, bool off) {
         const char *file, *want, *note;
         _cleanup_free_ char *cur = NULL;
@@ -453,6 +503,8 @@ static int cpu_plan(PlanCtx *ctx) {
                 k = plan_per_cpu(ctx, sec, &cpus, epb_want);
         if (k >= 0 && json_object_get(sec, "pm_qos_latency_us"))
                 k = plan_pm_qos(ctx, json_object_get(sec, "pm_qos_latency_us"));
+        if (k >= 0 && json_object_get(sec, "resume_latency_us"))
+                k = plan_resume_latency(ctx, json_object_get(sec, "resume_latency_us"));
         if (k >= 0 && json_object_get(sec, "no_turbo"))
                 k = plan_no_turbo(ctx, json_is_true(json_object_get(sec, "no_turbo")));
         return k;
