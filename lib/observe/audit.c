@@ -593,7 +593,7 @@ void audit_target_done(AuditTarget *x) {
 }
 
 /* The applied profile as the journal holds it, resolved for this host: its isolated CPUs, the
- * cgroups of its partitions, its latency limit. 0 when there is none to use. */
+ * cgroups of its partitions, its check limits. 0 when there is none to use. */
 static int target_from_journal(Root *root, const Journal *j, AuditTarget *x, CpuSet *ret_isolated) {
         _cleanup_(json_decrefp) json_t *doc = NULL;
         Profile *profile = NULL;
@@ -615,9 +615,12 @@ static int target_from_journal(Root *root, const Journal *j, AuditTarget *x, Cpu
                 return 0;
         }
         *ret_isolated = p.resolved->isolated;
-        json_int_t limit =
-                json_integer_value(json_object_get(json_object_get(p.resolved->doc, "check"), "latency_max_us"));
+        json_t *check = json_object_get(p.resolved->doc, "check");
+        json_int_t limit = json_integer_value(json_object_get(check, "latency_max_us"));
         x->limit_us = limit > 0 ? (unsigned) limit : 0;
+        limit = json_integer_value(json_object_get(check, "hwlat_max_us"));
+        x->hwlat_max_us = limit > 0 ? (unsigned) limit : 0;
+        x->noise_max_percent = MAX(json_number_value(json_object_get(check, "noise_max_percent")), 0.0);
         json_array_foreach (json_object_get(json_object_get(p.resolved->doc, "cpuset"), "partitions"), i, v) {
                 const char *name = json_string_value(json_object_get(v, "name"));
                 _cleanup_free_ char *slice = name ? systemd_partition_slice(name) : NULL;

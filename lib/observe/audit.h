@@ -89,12 +89,15 @@ typedef struct AuditScope {
  * audit-advice.c's. */
 int audit_document(const AuditScope *scope, const AuditSnapshot *a, const AuditSnapshot *b, json_t **ret);
 
-/* What audit_target() found: the AuditScope, the strings it points to, the latency limit. */
+/* What audit_target() found: the AuditScope, the strings it points to, the applied profile's
+ * limits (its check section). */
 typedef struct AuditTarget {
         AuditScope s;
         char *source;
         char *profile;
-        unsigned limit_us; /* check.latency_max_us, 0: none */
+        unsigned limit_us;        /* check.latency_max_us, 0: none */
+        unsigned hwlat_max_us;    /* check.hwlat_max_us, 0: none */
+        double noise_max_percent; /* check.noise_max_percent, 0: none */
 } AuditTarget;
 
 void audit_target_done(AuditTarget *t);
@@ -102,7 +105,7 @@ void audit_target_done(AuditTarget *t);
 /* The CPUs to observe and what the applied profile (the journal j, may be NULL) says of them:
  * cpus (a CPU list, may be NULL), else the profile's isolated CPUs, else the running kernel's
  * isolated and nohz_full ones; the profile's partitions, the IRQs it placed and those the kernel
- * refused, its check.latency_max_us. -EINVAL when cpus is no CPU list, -ENOENT when there are no
+ * refused, its check limits. -EINVAL when cpus is no CPU list, -ENOENT when there are no
  * CPUs to observe, each with *ret_error. */
 struct Journal;
 int audit_target(Root *root, const struct Journal *j, const char *cpus, AuditTarget *ret, char **ret_error);

@@ -108,7 +108,20 @@ static const SchemaField drift_fields[] = { { "policy", &drift_policy_schema },
 static const Schema drift_schema = { SCHEMA_OBJECT, .fields = drift_fields };
 
 static const Schema latency_limit_schema = { SCHEMA_INT, .min = 1, .max = 1000000 };
-static const SchemaField check_fields[] = { { "latency_max_us", &latency_limit_schema }, {} };
+static const Schema noise_limit_schema = { SCHEMA_NUMBER, .min = 0, .max = 100 };
+
+/* A noise limit of 0 % no CPU ever meets: osnoise counts some noise in every period. */
+static int check_noise_limit(const char *file, json_t *v, const char *ptr, Error *e) {
+        if (json_number_value(v) > 0)
+                return 0;
+        return error_set(e, -EINVAL, file, ptr,
+                         "0 %% is a limit no CPU meets (every period has some noise); use e.g. 0.1");
+}
+
+static const SchemaField check_fields[] = { { "hwlat_max_us", &latency_limit_schema },
+                                            { "latency_max_us", &latency_limit_schema },
+                                            { "noise_max_percent", &noise_limit_schema, check_noise_limit },
+                                            {} };
 static const Schema check_schema = { SCHEMA_OBJECT, .fields = check_fields };
 
 static const Schema variables_schema = { SCHEMA_MAP, .items = &schema_scalar };

@@ -192,6 +192,13 @@ int schema_validate(const char *file, const char *ptr, const json_t *v, const Sc
                         return error_set(e, -EINVAL, file, ptr, "%lld is out of range; use %ld to %ld",
                                          (long long) json_integer_value(v), s->min, s->max);
                 return 0;
+        case SCHEMA_NUMBER:
+                if (!json_is_number(v))
+                        return error_set(e, -EINVAL, file, ptr, "expected a number, found %s", json_kind(v));
+                if (json_number_value(v) < (double) s->min || json_number_value(v) > (double) s->max)
+                        return error_set(e, -EINVAL, file, ptr, "%g is out of range; use %ld to %ld",
+                                         json_number_value(v), s->min, s->max);
+                return 0;
         case SCHEMA_BOOL:
                 if (!json_is_boolean(v))
                         return error_set(e, -EINVAL, file, ptr, "expected true or false, found %s", json_kind(v));

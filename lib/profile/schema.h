@@ -14,6 +14,7 @@ typedef enum SchemaKind {
         SCHEMA_STRING,
         SCHEMA_CPUS, /* a CPU expression (string) */
         SCHEMA_INT,
+        SCHEMA_NUMBER, /* an integer or a real, from min to max */
         SCHEMA_BOOL,
         SCHEMA_SCALAR, /* string, number or boolean (sysctl and sysfs values) */
         SCHEMA_SCALAR_OR_NULL,
@@ -45,7 +46,7 @@ struct Schema {
         const SchemaField *fields;   /* SCHEMA_OBJECT, NULL-key terminated */
         const Schema *items;         /* SCHEMA_ARRAY, SCHEMA_MAP */
         const char * const *choices; /* SCHEMA_STRING: allowed values */
-        long min, max;               /* SCHEMA_INT */
+        long min, max;               /* SCHEMA_INT, SCHEMA_NUMBER */
 };
 
 /* The building blocks every section uses. */

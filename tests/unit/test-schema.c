@@ -114,12 +114,43 @@ START_TEST(test_shipped_profiles_are_declared) {
 }
 END_TEST
 
+/* A number is an integer or a real within the range; the message names the pointer. */
+START_TEST(test_number) {
+        const Schema percent = { SCHEMA_NUMBER, .min = 0, .max = 100 };
+        const struct {
+                const char *json, *message;
+        } cases[] = {
+                { "0.05", NULL },
+                { "100", NULL },
+                { "0", NULL },
+                { "100.5", "f: /x: 100.5 is out of range; use 0 to 100" },
+                { "-1", "f: /x: -1 is out of range; use 0 to 100" },
+                { "\"1\"", "f: /x: expected a number, found a string" },
+                { "true", "f: /x: expected a number, found a boolean" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_(json_decrefp) json_t *v = json_loads(cases[i].json, JSON_DECODE_ANY, NULL);
+                _cleanup_(error_done) Error e = {};
+                ck_assert_ptr_nonnull(v);
+                int r = schema_validate("f", "/x", v, &percent, &e);
+                if (!cases[i].message) {
+                        ck_assert_msg(r == 0, "%s: %s", cases[i].json, strempty(e.message));
+                        continue;
+                }
+                ck_assert_int_eq(r, -EINVAL);
+                _cleanup_free_ char *m = error_format(&e, NULL);
+                ck_assert_str_eq(m, cases[i].message);
+        }
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("schema");
         TCase *tc = tcase_create("sections");
         tcase_add_test(tc, test_every_backend_has_a_section);
         tcase_add_test(tc, test_top_level_order);
         tcase_add_test(tc, test_shipped_profiles_are_declared);
+        tcase_add_test(tc, test_number);
         suite_add_tcase(s, tc);
         return test_run(s);
 }
