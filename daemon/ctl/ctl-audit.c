@@ -20,7 +20,7 @@
 /* audit: what disturbed the isolated CPUs over a window (lib/observe/audit.h). Works on the host
  * directly: it only reads, and the window is the caller's own time. */
 
-int ctl_scope(Root *root, const char *cpus, AuditTarget *x) {
+int ctl_scope(Root *root, const char *cpus, bool or_online, AuditTarget *x) {
         _cleanup_(journal_freep) Journal *j = NULL;
         _cleanup_(error_done) Error je = {};
         _cleanup_free_ char *error = NULL, *why = NULL;
@@ -34,6 +34,16 @@ int ctl_scope(Root *root, const char *cpus, AuditTarget *x) {
         if (r == -EINVAL && cpus) {
                 log_error("--cpus=%s: %s; give the CPUs to observe", cpus, error);
                 return EXIT_USAGE;
+        }
+        if (r == -ENOENT && or_online) {
+                /* The hardware is the whole machine's: without isolated CPUs, every CPU. */
+                free(x->source);
+                x->source = strdup("every online CPU: none is isolated");
+                x->s.source = x->source;
+                x->s.profile = x->profile;
+                r = x->source ? root_read_cpu_list(root, "sys/devices/system/cpu/online", &x->s.cpus) : -ENOMEM;
+                if (r < 0 && r != -ENOMEM)
+                        return log_error_errno(r, "cannot read the online CPUs (/sys/devices/system/cpu/online): %m");
         }
         if (r == -ENOENT) {
                 log_error("%s; give them with --cpus=LIST", error);
@@ -87,37 +97,17 @@ static int take_snapshot(bool begin, void *userdata) {
         return r;
 }
 
-int verb_audit(int argc, char **argv) {
-        _cleanup_(root_freep) Root *root = NULL;
-        _cleanup_(audit_target_done) AuditTarget x = {};
+int ctl_audit_measure(Root *root, AuditTarget *x, json_t **ret_doc) {
         _cleanup_(audit_snapshot_done) AuditSnapshot a = {}, b = {};
-        _cleanup_(json_decrefp) json_t *doc = NULL;
         _cleanup_(osnoise_result_done) OsnoiseResult noise = {};
+        _cleanup_free_ char *list = cpu_set_format_list(&x->s.cpus), *why = NULL;
         int r;
 
-        r = ctl_open_root(&root);
-        if (r != 0)
-                return r;
-        r = ctl_scope(root, arg_cpus, &x);
-        if (r != 0)
-                return r;
-        _cleanup_free_ char *list = cpu_set_format_list(&x.s.cpus);
         if (!list)
                 return log_oom();
-
-        /* A run of check latency or audit killed before it put tracefs back: put it back first. */
-        _cleanup_free_ char *recovered = NULL;
-        r = tracefs_recover(root, &recovered);
-        if (r < 0)
-                return log_error_errno(r, "cannot put back tracefs as an interrupted run left it (%s): %m",
-                                       "run/rtpart/tracefs.json");
-        if (recovered)
-                fprintf(stderr, "%s\n", recovered);
-
         /* The window: the osnoise tracer's, where the kernel has it; else a plain wait. */
         bool mounted = false;
         const char *dir = arg_no_osnoise ? NULL : ctl_tracefs(root, &mounted);
-        _cleanup_free_ char *why = NULL;
         bool osnoise = dir && tracefs_has_tracer(root, dir, "osnoise");
         if (arg_no_osnoise)
                 why = strdup("--no-osnoise");
@@ -136,7 +126,7 @@ int verb_audit(int argc, char **argv) {
                 if (isatty(STDERR_FILENO))
                         fprintf(stderr, "Observing CPUs %s for %u s (the osnoise tracer runs on them)…\n", list,
                                 arg_seconds);
-                r = latency_run_osnoise(root, dir, mounted, &x.s.cpus, arg_seconds, stopped, take_snapshot, &snaps,
+                r = latency_run_osnoise(root, dir, mounted, &x->s.cpus, arg_seconds, stopped, take_snapshot, &snaps,
                                         &noise);
                 (void) ctl_catch_interrupts(false);
                 ctl_tracefs_done(root, mounted);
@@ -150,7 +140,6 @@ int verb_audit(int argc, char **argv) {
                         log_error("interrupted: nothing observed; tracefs is as it was");
                         return EXIT_FAILED;
                 }
-                x.s.osnoise = &noise;
         } else {
                 r = audit_snapshot(root, 0, &a);
                 if (r < 0)
@@ -163,9 +152,32 @@ int verb_audit(int argc, char **argv) {
                 if (r < 0)
                         return log_error_errno(r, "cannot read the host's counters (/proc/interrupts): %m");
         }
-        x.s.osnoise_reason = why;
-        r = audit_document(&x.s, &a, &b, &doc);
-        if (r < 0)
-                return log_oom();
+        x->s.osnoise = osnoise ? &noise : NULL;
+        x->s.osnoise_reason = why;
+        r = audit_document(&x->s, &a, &b, ret_doc);
+        x->s.osnoise = NULL;
+        x->s.osnoise_reason = NULL;
+        return r < 0 ? log_oom() : 0;
+}
+
+int verb_audit(int argc, char **argv) {
+        _cleanup_(root_freep) Root *root = NULL;
+        _cleanup_(audit_target_done) AuditTarget x = {};
+        _cleanup_(json_decrefp) json_t *doc = NULL;
+        int r;
+
+        r = ctl_open_root(&root);
+        if (r != 0)
+                return r;
+        r = ctl_scope(root, arg_cpus, /* or_online= */ false, &x);
+        if (r != 0)
+                return r;
+        /* A run of check or audit killed before it put tracefs back: put it back first. */
+        r = ctl_tracefs_recover(root);
+        if (r != 0)
+                return r;
+        r = ctl_audit_measure(root, &x, &doc);
+        if (r != 0)
+                return r;
         return render_audit(doc);
 }

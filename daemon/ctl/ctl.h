@@ -8,7 +8,7 @@
  *   ctl-change.c   apply, revert
  *   ctl-state.c    verify, status, watch
  *   ctl-audit.c    audit (and the CPUs it and check observe)
- *   ctl-check.c    check latency
+ *   ctl-check.c    check hardware, check latency, check (the three in one report)
  *   ctl-export.c   export libvirt, export nova
  *   ctl-import.c   import-tuned
  *   ctl-daemon.c   the documents asked of rtpartd, and working without it when it refuses
@@ -61,6 +61,7 @@ extern bool arg_no_daemon;
 extern unsigned arg_seconds;
 extern const char *arg_cpus;
 extern const char *arg_svg;
+extern const char *arg_html;
 extern bool arg_no_osnoise;
 extern unsigned arg_vcpus;
 extern const char *arg_domain;
@@ -105,8 +106,11 @@ void ctl_recover(Root *root, JournalStore *journal);
 /* ---- ctl-audit.c ---- */
 
 /* The CPUs audit and check observe (audit_target()), the journal read for it; EXIT_USAGE after a
- * message when there are none or cpus is no CPU list. */
-int ctl_scope(Root *root, const char *cpus, AuditTarget *ret);
+ * message when there are none (or_online: then every online CPU) or cpus is no CPU list. */
+int ctl_scope(Root *root, const char *cpus, bool or_online, AuditTarget *ret);
+/* What disturbed x's CPUs over --seconds (audit_document()), with osnoise's figures where the
+ * kernel has the tracer (and not --no-osnoise); a failure or an interruption is said and returned. */
+int ctl_audit_measure(Root *root, AuditTarget *x, json_t **ret_doc);
 
 /* ---- ctl-import.c ---- */
 
@@ -120,6 +124,8 @@ int ctl_tuned_check(const char *profile);
  * root can mount: *ret_mounted, and ctl_tracefs_done() unmounts it), NULL when there is none. */
 const char *ctl_tracefs(Root *root, bool *ret_mounted);
 void ctl_tracefs_done(Root *root, bool mounted);
+/* Puts tracefs back as a killed run left it (and says so): 0, or a failure said. */
+int ctl_tracefs_recover(Root *root);
 /* SIGINT and SIGTERM set the flag returned (cleared first) instead of ending the process, until
  * called with false. */
 volatile sig_atomic_t *ctl_catch_interrupts(bool on);

@@ -23,6 +23,7 @@ bool arg_no_daemon = false;
 unsigned arg_seconds = 5;
 const char *arg_cpus = NULL;
 const char *arg_svg = NULL;
+const char *arg_html = NULL;
 bool arg_no_osnoise = false;
 unsigned arg_vcpus = 0;
 const char *arg_domain = NULL;
@@ -51,6 +52,7 @@ typedef enum CtlOption {
         OPTION_SUMMARY = 1 << 15,
         OPTION_FORCE = 1 << 16,
         OPTION_ACTIVE = 1 << 17,
+        OPTION_HTML = 1 << 18,
 } CtlOption;
 
 static const struct {
@@ -72,6 +74,7 @@ static const struct {
         { OPTION_SECONDS, "      --seconds=N   audit, check: observe for N seconds (default 5)\n" },
         { OPTION_CPUS, "      --cpus=LIST   audit, check: these CPUs instead of the isolated ones\n" },
         { OPTION_SVG, "      --svg=FILE    check latency: also draw the histograms into FILE\n" },
+        { OPTION_HTML, "      --html=FILE   check: also write the report as one HTML file\n" },
         { OPTION_NO_OSNOISE, "      --no-osnoise  audit: do not run the osnoise tracer in the window\n" },
         { OPTION_VCPUS, "      --vcpus=N     export libvirt: pin N vCPUs\n" },
         { OPTION_DOMAIN, "      --domain=FILE export libvirt: merge into this domain XML and print it\n" },
@@ -95,7 +98,7 @@ static const struct {
         { OPTION_ALL, "--all" },     { OPTION_SUMMARY, "--summary" }, { OPTION_SECONDS, "--seconds" },
         { OPTION_CPUS, "--cpus" },   { OPTION_SVG, "--svg" },         { OPTION_NO_OSNOISE, "--no-osnoise" },
         { OPTION_VCPUS, "--vcpus" }, { OPTION_DOMAIN, "--domain" },   { OPTION_OUTPUT, "--output" },
-        { OPTION_FORCE, "--force" }, { OPTION_ACTIVE, "--active" },
+        { OPTION_FORCE, "--force" }, { OPTION_ACTIVE, "--active" },   { OPTION_HTML, "--html" },
 };
 
 #define OPTIONS_DAEMON (OPTION_ROOT | OPTION_JSON | OPTION_NO_DAEMON | OPTION_VARLINK_SOCKET | OPTION_STATE_DIR)
@@ -230,17 +233,26 @@ static const Verb verbs[] = {
         },
         {
                 "check",
+                0,
                 1,
-                1,
-                "latency",
-                "Measure wake-up latency on the isolated CPUs (timerlat);\n"
-                "exit 3 over the profile's check.latency_max_us",
-                "Measures wake-up latency on the isolated CPUs (as audit chooses them) for\n"
-                "--seconds with the kernel's timerlat tracer, or cyclictest where the kernel has\n"
-                "none: per CPU the samples and min/avg/p99/max of IRQ and thread latency.\n"
-                "tracefs is put back as it was, also when interrupted. Exits with status 3\n"
-                "when a CPU's maximum exceeds the profile's check.latency_max_us.\n",
-                OPTION_ROOT | OPTION_JSON | OPTION_STATE_DIR | OPTION_SECONDS | OPTION_CPUS | OPTION_SVG,
+                "hardware|latency",
+                "Check the isolated CPUs: hardware, audit and latency in one\n"
+                "report; exit 3 over the profile's check limits",
+                "check hardware: the kernel's hwlat tracer on the CPUs for --seconds (the largest\n"
+                "gap the hardware or firmware took, SMIs counted through MSR_SMI_COUNT), and the\n"
+                "settings that limit latency (SMT, idle states, turbo, the frequency driver and\n"
+                "governor, the TSC and clocksource, the NMI watchdog, irqbalance, transparent\n"
+                "hugepages, PREEMPT_RT, kvm.nx_huge_pages), each with a verdict and its fix.\n"
+                "check latency: wake-up latency with the kernel's timerlat tracer, or cyclictest\n"
+                "where the kernel has none: per CPU min/avg/p99/max of IRQ and thread latency.\n"
+                "check: hardware, then audit, then latency, one report (--html: also as one HTML\n"
+                "file), against check.hwlat_max_us, check.noise_max_percent and\n"
+                "check.latency_max_us (defaults where the profile sets none). The CPUs are the\n"
+                "isolated ones, as audit chooses them. tracefs is put back as it was, also when\n"
+                "interrupted. Exits with status 3 when a limit is passed (or a setting is bad),\n"
+                "1 when a measurement could not run (the report says why); check latency only\n"
+                "against the profile's check.latency_max_us.\n",
+                OPTION_ROOT | OPTION_JSON | OPTION_STATE_DIR | OPTION_SECONDS | OPTION_CPUS | OPTION_SVG | OPTION_HTML,
                 verb_check,
         },
         {
@@ -462,6 +474,7 @@ enum {
         ARG_SUMMARY,
         ARG_FORCE,
         ARG_ACTIVE,
+        ARG_HTML,
 };
 
 static const struct option long_options[] = { { "root", required_argument, NULL, 'r' },
@@ -476,6 +489,7 @@ static const struct option long_options[] = { { "root", required_argument, NULL,
                                               { "seconds", required_argument, NULL, ARG_SECONDS },
                                               { "cpus", required_argument, NULL, ARG_CPUS },
                                               { "svg", required_argument, NULL, ARG_SVG },
+                                              { "html", required_argument, NULL, ARG_HTML },
                                               { "no-osnoise", no_argument, NULL, ARG_NO_OSNOISE },
                                               { "vcpus", required_argument, NULL, ARG_VCPUS },
                                               { "domain", required_argument, NULL, ARG_DOMAIN },
@@ -529,6 +543,10 @@ static int parse_option(int c) {
         case ARG_SVG:
                 arg_svg = optarg;
                 arg_given |= OPTION_SVG;
+                break;
+        case ARG_HTML:
+                arg_html = optarg;
+                arg_given |= OPTION_HTML;
                 break;
         case ARG_NO_OSNOISE:
                 arg_no_osnoise = true;

@@ -226,6 +226,10 @@ static int pm_qos_read(Root *root, const char *path, char **ret) {
         return asprintf(ret, "%" PRId32, v) < 0 ? -ENOMEM : 0;
 }
 
+int cpu_pm_qos_read(Root *root, char **ret) {
+        return pm_qos_read(root, "dev/cpu_dma_latency", ret);
+}
+
 /* "C1E" as an id component: no '/' or spaces. */
 static void sanitize_name(char *s) {
         for (char *c = s; *c; c++)

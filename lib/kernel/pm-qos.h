@@ -60,3 +60,6 @@ int cpu_pm_qos_hold(Root *root, int32_t us);
 void cpu_pm_qos_release(void);
 /* The value held now: true and *ret_us, or false if none. ret_us may be NULL. */
 bool cpu_pm_qos_held(int32_t *ret_us);
+/* The kernel's CPU latency target now, in µs as text (*ret NULL where the root has no
+ * dev/cpu_dma_latency), with this process's request counted as the kernel counts it. */
+int cpu_pm_qos_read(Root *root, char **ret);

@@ -25,6 +25,20 @@ static const AuditSetting settings[] = {
         { "partitions", "/cpuset/partitions",
           "[{\"name\": \"rtpart-rt\", \"cpus\": \"isolated\", \"mode\": \"isolated\"}]", true },
         { "task_allow", "/drift/task_allow", "[\"myapp\"]", true },
+        /* check hardware's */
+        { "tsc", "/boot/args/tsc", "\"reliable\"", false },
+        { "thp", "/sysfs/~1sys~1kernel~1mm~1transparent_hugepage~1enabled", "\"never\"", false },
+        { "nx_huge_pages", "/modules/kvm/nx_huge_pages", "false", false },
+        { "irqbalance_banned", "/irqbalance/banned_cpus", "\"isolated\"", false },
+        { "intel_pstate", "/vendor/intel/boot/args/intel_pstate", "\"disable\"", false },
+        { "amd_pstate", "/vendor/amd/boot/args/amd_pstate", "\"disable\"", false },
+        { "governor", "/cpu/governor", "\"performance\"", false },
+        { "pm_qos", "/cpu/pm_qos_latency_us", "3", false },
+        { "resume_latency", "/cpu/resume_latency_us", "{\"cpus\": \"isolated\", \"value\": 0}", true },
+        { "no_turbo", "/cpu/no_turbo", "true", true },
+        { "nosmt", "/boot/args/nosmt", "true", true },
+        { "max_cstate", "/boot/args/intel_idle.max_cstate", "\"1\"", true },
+        { "clocksource", "/boot/args/clocksource", "\"tsc\"", true },
 };
 
 const AuditSetting *audit_settings(size_t *ret_n) {
@@ -147,6 +161,43 @@ static const Advice kthread_advice[] = {
         {},
 };
 
+/* What removes each hardware setting check hardware finds wanting (hardware.c's ids). */
+static const Advice hardware_advice[] = {
+        { "smt",
+          "turn SMT (Hyper-Threading) off in the BIOS, or set @nosmt@ to true: a sibling thread shares the "
+          "isolated CPU's core, its caches and its execution units" },
+        { "idle",
+          "@pm_qos@ keeps every CPU out of deeper C-states while rtpartd holds it, @resume_latency@ only the "
+          "isolated ones; or limit the C-states in the BIOS (C1 only), or set @max_cstate@ to \"1\"" },
+        { "turbo",
+          "set @no_turbo@ to true, or turn Turbo Boost (AMD: Core Performance Boost) off in the BIOS: a turbo "
+          "frequency follows the load on the other cores" },
+        { "intel_pstate",
+          "@intel_pstate@: the plain acpi-cpufreq driver holds the frequency the governor asks for, where "
+          "intel_pstate in active mode picks its own" },
+        { "amd_pstate",
+          "@amd_pstate@: the plain acpi-cpufreq driver holds the frequency the governor asks for, where "
+          "amd_pstate in active mode picks its own" },
+        { "governor", "@governor@ holds the highest frequency" },
+        { "tsc_flags",
+          "the TSC changes its rate or stops in deep C-states on this CPU (no constant_tsc or nonstop_tsc): "
+          "no setting fixes it; a CPU with an invariant TSC does, or the BIOS's setting for it" },
+        { "tsc_reliable", "@tsc@ keeps the kernel from checking the TSC against a slower clock and leaving it" },
+        { "clocksource",
+          "reading a clocksource other than the TSC costs microseconds: @tsc@, or set @clocksource@ to "
+          "\"tsc\"" },
+        { "nmi_watchdog", "@nmi_watchdog@ stops the NMI watchdog's perf interrupts on every CPU" },
+        { "irqbalance", "@irqbalance_banned@ keeps irqbalance from moving IRQs onto the isolated CPUs" },
+        { "thp", "@thp@: no khugepaged scans, no compaction stalls at page faults" },
+        { "preempt",
+          "install a PREEMPT_RT kernel and boot it (Debian: linux-image-rt-amd64): the other preemption "
+          "models keep sections of the kernel that nothing preempts" },
+        { "nx_huge_pages",
+          "@nx_huge_pages@: KVM's splitting of executable huge pages and its recovery thread stall vCPUs for "
+          "~100 µs (tuned#363); this gives up the iTLB multihit mitigation, for trusted guests only" },
+        {},
+};
+
 #define IRQ_MANAGED \
         "the kernel manages IRQ %s's affinity (it refused rtpart's): managed_irq in @isolcpus@ keeps managed " \
         "IRQs off isolated CPUs"
@@ -212,11 +263,16 @@ char *audit_advice_tick(bool nohz_full) {
         return advise(nohz_full ? TICK_NOHZ : TICK_NOT_NOHZ);
 }
 
+char *audit_advice_hardware(const char *id) {
+        const char *t = advice_for(hardware_advice, id, false);
+        return t ? expand(t) : NULL;
+}
+
 char **audit_advice_texts(void) {
         static const char * const templates[] = { IRQ_MANAGED,    IRQ_PLACED,   IRQ_UNPLACED,
                                                   IRQ_NO_PROFILE, THREAD_BOUND, THREAD_KTHREAD,
                                                   THREAD_TASK,    TICK_NOHZ,    TICK_NOT_NOHZ };
-        const Advice * const tables[] = { arch_advice, softirq_advice, kthread_advice };
+        const Advice * const tables[] = { arch_advice, softirq_advice, kthread_advice, hardware_advice };
         char **l = NULL;
         for (size_t i = 0; i < ELEMENTSOF(tables); i++)
                 for (const Advice *a = tables[i]; a->label; a++)

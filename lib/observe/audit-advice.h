@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* What audit advises for each source that disturbed a CPU: the "fix" of its document. A fix that
+/* What audit advises for each source that disturbed a CPU: the "fix" of its document; and what
+ * check hardware advises for a setting of the host that limits latency. A fix that
  * names a profile setting names it from one table (AuditSetting), the same settings, with the
  * same values, as the shipped profiles (profiles/NAME.json) have: a test checks every one of them
  * against those files, so the advice cannot say what the profiles contradict. */
@@ -33,6 +34,10 @@ char *audit_advice_softirq(const char *kind);
 char *audit_advice_irq(const AuditScope *scope, const char *label, const char *name, unsigned cpu);
 char *audit_advice_thread(const AuditThread *t, unsigned cpu);
 char *audit_advice_tick(bool nohz_full);
+/* The fix of a hardware setting check hardware finds wanting, by its id ("smt", "idle", "turbo",
+ * "intel_pstate", "amd_pstate", "governor", "tsc_flags", "tsc_reliable", "clocksource",
+ * "nmi_watchdog", "irqbalance", "thp", "preempt", "nx_huge_pages"). */
+char *audit_advice_hardware(const char *id);
 
 /* t may run on cpu alone (a per-CPU kernel thread, where t is one). */
 bool audit_thread_bound(const AuditThread *t, unsigned cpu);

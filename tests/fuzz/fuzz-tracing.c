@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for what audit and check latency read: counter tables (/proc/interrupts and
- * /proc/softirqs as lib/observe/audit.c parses them), timerlat and osnoise trace lines, and cyclictest's
- * histogram output (lib/observe/latency.c). What must hold: a table's rows have counts for every CPU
+/* libFuzzer target for what audit and check read: counter tables (/proc/interrupts and
+ * /proc/softirqs as lib/observe/audit.c parses them), timerlat, osnoise and hwlat trace lines, and
+ * cyclictest's histogram output (lib/observe/latency.c, hwlat.c). What must hold: a table's rows have counts for every CPU
  * column it declares and a label; a sample's CPU is below CPU_SET_MAX; statistics built from
  * parsed samples keep min ≤ max and a percentile within [min, max] rounded up to the µs. */
 #include <stdint.h>
@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "audit.h"
+#include "hwlat.h"
 #include "latency.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -38,6 +39,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         latency_stats_add(&st, ns);
                 }
                 if (latency_parse_osnoise_line(line, &cpu, &o) > 0 && cpu >= CPU_SET_MAX)
+                        abort();
+                HwlatSample h;
+                if (hwlat_parse_line(line, &cpu, &h) > 0 && cpu >= CPU_SET_MAX)
                         abort();
         }
         if (st.samples > 0) {

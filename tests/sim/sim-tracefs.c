@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "sim-internal.h"
 #include "sim-kernel.h"
 #include "strv.h"
 
@@ -12,21 +16,73 @@
  *   irq     (1000 + 100·i + CPU) ns,   thread  (3000 + 500·i + CPU) ns,   i = 0 … 19
  *
  * so a CPU's thread latency runs from 3.0 µs to 12.5 µs, between them a "user-ret" line and a
- * header, which are no samples. "osnoise" puts three periods per CPU (see below). */
+ * header, which are no samples. "osnoise" puts three periods per CPU (see below), "hwlat" three
+ * windows per CPU of tracing_cpumask (see sim_hwlat()). */
+
+/* Adds n to MSR_SMI_COUNT in the tree's dev/cpu/CPU/msr, where there is one. */
+static void smi_add(Root *r, int cpu, uint64_t n) {
+        _cleanup_close_ int fd = root_openf(r, O_RDWR | O_NOCTTY, "dev/cpu/%d/msr", cpu);
+        uint64_t v;
+        if (fd >= 0 && pread(fd, &v, sizeof(v), 0x34) == (ssize_t) sizeof(v)) {
+                v += n;
+                (void) !pwrite(fd, &v, sizeof(v), 0x34);
+        }
+}
+
+/* hwlat with tracing on: for each CPU of tracing_cpumask three windows whose gaps are, for
+ * i = 0 … 2, inner (3 + 5·i + CPU) µs and outer (2 + 5·i) µs (the largest 13 + CPU), the last
+ * with an NMI; only those above tracing_thresh are written, as the kernel writes them. Two SMIs
+ * come on each of those CPUs while it runs, and tracing_max_latency is the largest gap written. */
+static void sim_hwlat(Root *r, const char *dir, StrBuf *b) {
+        char path[300];
+        CpuSet cpus = {};
+        unsigned thresh = 0, max = 0;
+        _cleanup_free_ char *on = NULL;
+        snprintf(path, sizeof(path), "%s/tracing_on", dir);
+        if (root_read_line(r, path, &on) < 0 || !streq(on, "1"))
+                return;
+        snprintf(path, sizeof(path), "%s/tracing_cpumask", dir);
+        if (root_read_cpu_mask(r, path, &cpus) < 0)
+                return;
+        snprintf(path, sizeof(path), "%s/tracing_thresh", dir);
+        (void) root_read_uint(r, path, &thresh);
+        thresh = thresh ?: 10; /* the kernel's default when it is 0 */
+        strbuf_append(b, "# tracer: hwlat\n#\n");
+        for (unsigned i = 0; i < 3; i++)
+                CPU_SET_FOREACH (c, &cpus) {
+                        unsigned inner = 3 + 5 * i + (unsigned) c, outer = 2 + 5 * i;
+                        if (MAX(inner, outer) <= thresh)
+                                continue;
+                        max = MAX(max, MAX(inner, outer));
+                        strbuf_appendf(b,
+                                       "           <...>-1729    [%03d] d...   67%u.473449: #%u     inner/outer(us): "
+                                       "%4u/%-5u ts:1581527483.343962693 count:%u%s\n",
+                                       c, i, i * cpu_set_count(&cpus) + 1, inner, outer, i + 1,
+                                       i == 2 ? " nmi-total:5000 nmi-count:1" : "");
+                }
+        CPU_SET_FOREACH (c, &cpus)
+                smi_add(r, c, 2);
+        if (max > 0)
+                (void) sim_putf(r, dir, "tracing_max_latency", 0644, "%u\n", max);
+}
 
 void sim_tracefs_written(Root *r, const char *rel, const char *value) {
         size_t n = strlen(rel);
         const char *tail = "tracing/current_tracer";
         if (n < strlen(tail) || !streq(rel + n - strlen(tail), tail) ||
-            (!streq(value, "timerlat") && !streq(value, "osnoise")))
+            (!streq(value, "timerlat") && !streq(value, "osnoise") && !streq(value, "hwlat")))
                 return;
         char dir[256], path[300];
         snprintf(dir, sizeof(dir), "%.*s", (int) (n - strlen("current_tracer") - 1), rel);
+        StrBuf b = {};
+        if (streq(value, "hwlat")) {
+                sim_hwlat(r, dir, &b);
+                goto write;
+        }
         CpuSet cpus = {};
         snprintf(path, sizeof(path), "%s/osnoise/cpus", dir);
         if (root_read_cpu_list(r, path, &cpus) < 0)
                 return;
-        StrBuf b = {};
         if (streq(value, "osnoise")) {
                 /* Three periods per CPU: 1 s of runtime, (100 + CPU) µs of noise each, the largest
                  * single one 9 µs in the last; hw 1, nmi 0, irq 1000, softirq 18, thread 2 each. */

@@ -111,7 +111,7 @@ class Completion(unittest.TestCase):
         self.assertEqual(complete("audit", "--seconds", ""), set())  # N: nothing to offer
 
     def test_arguments(self):
-        self.assertEqual(complete("check", ""), {"latency"})
+        self.assertEqual(complete("check", ""), {"hardware", "latency"})
         self.assertEqual(complete("check", "latency", ""), set())
         self.assertEqual(complete("help", ""), COMMANDS)
         self.assertEqual(complete("help", "pl"), {"plan"})

@@ -18,8 +18,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sysroot_apply import files_state, run_interrupted, write_files  # noqa: E402
 
 SRC = os.environ.get("RTPART_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
 BUILD = os.environ.get("RTPART_BUILD_DIR") or os.path.join(SRC, "build")
@@ -54,20 +56,11 @@ class Latency(unittest.TestCase):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def make_tracefs(self):
-        for rel, text in TRACEFS.items():
-            path = os.path.join(self.tracefs, rel)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w") as f:
-                f.write(text)
+        write_files(self.tracefs, TRACEFS)
 
     def tracefs_state(self):
         """Every file but trace_pipe (the samples are consumed), as bytes."""
-        out = {}
-        for rel in TRACEFS:
-            if rel != "trace_pipe":
-                with open(os.path.join(self.tracefs, rel), "rb") as f:
-                    out[rel] = f.read()
-        return out
+        return files_state(self.tracefs, TRACEFS)
 
     def ctl(self, *args, **kw):
         return subprocess.run([CTL, "--root", self.root] + list(args), capture_output=True, text=True, timeout=60,
@@ -131,22 +124,8 @@ class Latency(unittest.TestCase):
         self.assertIn("/check/latency_max_us", p.stderr)
 
     def run_interrupted(self, sig):
-        proc = subprocess.Popen([CTL, "--root", self.root, "check", "latency", "--cpus", "0-3", "--seconds", "30"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # Wait until the tracer runs (the simulator filled trace_pipe), then interrupt.
-        end = time.monotonic() + 20
-        while time.monotonic() < end:
-            with open(os.path.join(self.tracefs, "current_tracer")) as f:
-                if f.read().strip() == "timerlat":
-                    break
-            time.sleep(0.02)
-        else:
-            proc.kill()
-            self.fail("the tracer never started")
-        time.sleep(0.3)
-        proc.send_signal(sig)
-        out, err = proc.communicate(timeout=30)
-        return proc.returncode, out, err
+        return run_interrupted([CTL, "--root", self.root, "check", "latency", "--cpus", "0-3", "--seconds", "30"],
+                               self.tracefs, "timerlat", sig)
 
     def test_sigint_puts_tracefs_back(self):
         self.make_tracefs()
@@ -197,7 +176,7 @@ class Latency(unittest.TestCase):
             self.assertEqual(c["thread"]["max_us"], 10 + c["cpu"])
 
     def test_usage(self):
-        for args in (["check"], ["check", "noise"], ["check", "latency", "--seconds", "0"],
+        for args in (["check", "latency", "hardware"], ["check", "noise"], ["check", "latency", "--seconds", "0"],
                      ["check", "latency", "--cpus", "x"], ["plan", "realtime", "--svg", "x.svg"]):
             p = self.ctl(*args)
             self.assertEqual(p.returncode, 2, (args, p.stderr))

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 # The sim build (the real program linked with the kernel simulator), as meson passes it.
@@ -71,6 +72,45 @@ def copy_host(name, root, profiles=True):
                    check=True)
     if profiles:
         install_profiles(root)
+
+
+def write_files(top, files):
+    """files ({relative path: text}) written below top, their directories made."""
+    for rel, text in files.items():
+        path = os.path.join(top, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+
+def files_state(top, files):
+    """The bytes of every file of files below top that is there, but trace_pipe (what a tracer wrote)."""
+    out = {}
+    for rel in files:
+        if rel != "trace_pipe" and os.path.exists(os.path.join(top, rel)):
+            with open(os.path.join(top, rel), "rb") as f:
+                out[rel] = f.read()
+    return out
+
+
+def run_interrupted(argv, tracefs, tracer, sig):
+    """Runs argv until tracefs's current_tracer reads tracer (the window has begun), then sends it
+    sig: (its exit status, stdout, stderr)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        with open(os.path.join(tracefs, "current_tracer")) as f:
+            if f.read().strip() == tracer:
+                break
+        time.sleep(0.02)
+    else:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError(f"the tracer {tracer} never started")
+    time.sleep(0.3)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    return proc.returncode, out, err
 
 
 class Host:

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hwlat.h"
 #include "latency.h"
 #include "test-util.h"
 
@@ -169,6 +170,49 @@ START_TEST(test_osnoise_lines) {
 }
 END_TEST
 
+/* hwlat's lines (kernel/trace/trace_output.c, trace_hwlat_print()): before 5.x without count, with
+ * NMIs' count (and their time where sched_clock is NMI-safe) after it. */
+START_TEST(test_hwlat_lines) {
+        unsigned cpu;
+        HwlatSample s;
+        ck_assert_int_eq(hwlat_parse_line("           <...>-1729    [001] d...   678.473449: #1     inner/outer(us):   "
+                                          "11/12    ts:1581527483.343962693 count:6",
+                                          &cpu, &s),
+                         1);
+        ck_assert_uint_eq(cpu, 1);
+        ck_assert_uint_eq(s.inner_us, 11);
+        ck_assert_uint_eq(s.outer_us, 12);
+        ck_assert_uint_eq(s.count, 6);
+        ck_assert_uint_eq(s.nmi_count, 0);
+        ck_assert_int_eq(hwlat_parse_line("          <...>-1729  [017] dn..  1.473449: #23    inner/outer(us): 1234/0"
+                                          "     ts:1581527483.343962693 count:1 nmi-total:5 nmi-count:2",
+                                          &cpu, &s),
+                         1);
+        ck_assert_uint_eq(cpu, 17);
+        ck_assert_uint_eq(s.inner_us, 1234);
+        ck_assert_uint_eq(s.outer_us, 0);
+        ck_assert_uint_eq(s.nmi_count, 2);
+        /* 4.x kernels: no count. */
+        ck_assert_int_eq(hwlat_parse_line("   <...>-1729 [003] d... 678.473449: #1     inner/outer(us):    9/0    "
+                                          "ts:1581527483.343962693",
+                                          &cpu, &s),
+                         1);
+        ck_assert_uint_eq(s.inner_us, 9);
+        ck_assert_uint_eq(s.count, 0);
+        const char *no[] = {
+                "# tracer: hwlat",
+                "           <...>-1729    [001] d...   678.473449: #1     inner/outer(us):   11 12    ts:1",
+                "           <...>-1729    [001] d...   678.473449: #1     inner/outer(us):   -1/12    ts:1",
+                "           <...>-1729    [001] d...   678.473449: #1     inner/outer(us):   11/x     ts:1",
+                "           <...>-1729    [x01] d...   678.473449: #1     inner/outer(us):   11/12    ts:1",
+                "           <...>-1729    [001] d...   678.473449: #1     inner(us):   11/12    ts:1",
+                "           <...>-1729    [001] d...   678.473449: #1     inner/outer(us): 99999999999999999999/1",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(no); i++)
+                ck_assert_msg(hwlat_parse_line(no[i], &cpu, &s) == 0, "%s", no[i]);
+}
+END_TEST
+
 /* Programs run through the root's ops (root_run_program(), the kernel's table for "/"): their
  * output, a program not installed, one that fails; a plain tree runs none. */
 START_TEST(test_run_program) {
@@ -199,6 +243,7 @@ static Suite *latency_suite(void) {
         tcase_add_test(tc, test_stats);
         tcase_add_test(tc, test_cyclictest);
         tcase_add_test(tc, test_osnoise_lines);
+        tcase_add_test(tc, test_hwlat_lines);
         tcase_add_test(tc, test_run_program);
         suite_add_tcase(s, tc);
         return s;
