@@ -287,6 +287,11 @@ static CheckLimits check_limits(const AuditTarget *x, char **ret_from) {
         return l;
 }
 
+/* A figure of the report with its unit: whole from 100 on, else three digits ("0.0103 %"). */
+static void number(char buf[static 64], double v, const char *unit) {
+        snprintf(buf, 64, v >= 100 ? "%.0f %s" : "%.3g %s", v, unit);
+}
+
 static void render_check_text(json_t *report) {
         json_t *host = json_object_get(report, "host"), *c;
         size_t i;
@@ -297,8 +302,8 @@ static void render_check_text(json_t *report) {
                 const char *unit = strempty(jstr(c, "unit"));
                 char value[64] = "-", limit[64];
                 if (!jstr(c, "reason"))
-                        snprintf(value, sizeof(value), "%.4g %s", json_number_value(json_object_get(c, "value")), unit);
-                snprintf(limit, sizeof(limit), "%g %s", json_number_value(json_object_get(c, "limit")), unit);
+                        number(value, json_number_value(json_object_get(c, "value")), unit);
+                number(limit, json_number_value(json_object_get(c, "limit")), unit);
                 printf("  %-9s ", strempty(jstr(c, "check")));
                 print_padded(value, 12);
                 printf("limit ");

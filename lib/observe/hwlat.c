@@ -258,15 +258,15 @@ int smi_counts_begin(Root *root, const CpuSet *cpus, const char *vendor, bool vi
         unsigned n = cpu_set_count(cpus);
         int k = 0;
 
-        if (!vendor || !streq(vendor, "GenuineIntel"))
+        if (virtual)
+                k = asprintf(&c.reason,
+                             "a virtual machine: its MSR_SMI_COUNT counts only what the hypervisor "
+                             "emulates, not the host's SMIs (run check hardware on the host)");
+        else if (!vendor || !streq(vendor, "GenuineIntel"))
                 k = asprintf(&c.reason, "%s CPU has no SMI counter (MSR_SMI_COUNT is Intel's)",
                              vendor && (streq(vendor, "AuthenticAMD") || streq(vendor, "HygonGenuine")) ? "an AMD"
                                      : vendor                                                           ? "this"
                                                                                                         : "an unknown");
-        else if (virtual)
-                k = asprintf(&c.reason,
-                             "a virtual machine: its MSR_SMI_COUNT counts only what the hypervisor "
-                             "emulates, not the host's SMIs (run check hardware on the host)");
         if (k < 0)
                 return -ENOMEM;
         if (c.reason) {

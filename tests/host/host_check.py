@@ -86,10 +86,10 @@ def check_settings(p, doc, before, after):
         ("the virtual machine as /proc/cpuinfo says", doc["host"]["virtual"] == ("hypervisor" in flags)),
     ]
     smi = doc["smi"]
-    if vendor != "GenuineIntel":
-        checks.append(("no SMI count on a CPU that is not Intel's, said", not smi["available"] and "SMI counter" in smi["reason"]))
-    elif "hypervisor" in flags:
+    if "hypervisor" in flags:
         checks.append(("no SMI count in a virtual machine, said", not smi["available"] and "virtual machine" in smi["reason"]))
+    elif vendor != "GenuineIntel":
+        checks.append(("no SMI count on a CPU that is not Intel's, said", not smi["available"] and "SMI counter" in smi["reason"]))
     else:
         checks.append(("an SMI count, or why not", smi["available"] or bool(smi["reason"])))
     bad = any(s["verdict"] == "bad" for s in doc["settings"])

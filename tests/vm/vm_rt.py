@@ -12,12 +12,16 @@ rcu_nocbs=2-3 irqaffinity=0-1`. In the guest:
   3. audit while the serial port's IRQ is moved onto CPU 2 and written to, and a busy loop is
      pinned to CPU 3: CPU 2 names that IRQ, CPU 3 names the loop, both are noisy, and the osnoise
      tracer's figures are there for both (its own threads not listed).
+  4. check hardware --json: hwlat on CPUs 2-3 and every setting judged, no SMI count in a VM (said
+     why); check --html: the file holds the hardware, audit and latency sections and their SVG
+     charts and names nothing outside itself (2 s windows each).
 
 Latency figures under TCG mean nothing: printed, never checked. The kernel package is downloaded
 (apt-get download, Debian's registry) into /var/cache/rtpart-test/rt once and only its vmlinuz
 is unpacked; nothing is installed. Exits 77 with the reason when qemu, busybox or the package is
 not to be had. $RTPART_VM_RT_KERNEL names a kernel image to use instead.
 """
+import base64
 import glob
 import json
 import os
@@ -82,6 +86,14 @@ kill $B $W 2>/dev/null
 wait $B $W 2>/dev/null
 j audit /tmp/audit.json
 sed 's/^/@@ERR /' /tmp/audit.err
+
+rtpartctl --json check hardware --seconds 2 > /tmp/hw.json 2>/tmp/hw.err; r hw_rc $?
+j hw /tmp/hw.json
+sed 's/^/@@ERR /' /tmp/hw.err
+rtpartctl check --seconds 2 --html /tmp/check.html > /tmp/check.txt 2>&1; r check_rc $?
+sed 's/^/@@CHECK /' /tmp/check.txt
+r html "$(base64 -w 0 /tmp/check.html)"
+r tracefs_end "$(grep -c tracefs /proc/mounts)"
 """ + GUEST_END
 
 
@@ -199,6 +211,10 @@ def main():
               (f"; osnoise {c['osnoise']['available_percent']:.2f}% available, max single "
                f"{c['osnoise']['max_single_us']} µs" if c.get("osnoise") else ""))
 
+    hw = docs.get("hw", {})
+    html = base64.b64decode(res.get("html", "")).decode(errors="replace")
+    print(f"check hardware: {hw.get('verdict')}; hwlat {hw.get('hwlat')}; smi {hw.get('smi', {}).get('reason')}")
+    print(f"check --html: {len(html)} bytes (exit {res.get('check_rc')}; TCG figures are no measurement)")
     checks = [
         ("the guest runs the PREEMPT_RT kernel", "rt" in res.get("kernel", "") and res.get("realtime") == "1"),
         ("the kernel isolates CPUs 2-3", res.get("isolated") == "2-3" and res.get("nohz_full") == "2-3"),
@@ -223,6 +239,19 @@ def main():
          all((c.get("osnoise") or {}).get("periods", 0) > 0 for c in (c2, c3))),
         ("and left none of its threads in the lists",
          not any(t["comm"].startswith("osnoise/") for c in (c2, c3) for t in c.get("threads", []))),
+        ("check hardware ran hwlat on CPUs 2-3, every setting judged",
+         res.get("hw_rc") in ("0", "3") and hw.get("cpus") == "2-3" and hw.get("hwlat", {}).get("ran") is True and
+         sorted(c["cpu"] for c in hw["hwlat"]["cpu"]) == [2, 3] and len(hw.get("settings", [])) == 13 and
+         all(s["verdict"] in ("ok", "warn", "bad") for s in hw["settings"])),
+        ("and said why there is no SMI count in a virtual machine",
+         hw.get("smi", {}).get("available") is False and bool(hw["smi"].get("reason"))),
+        ("check --html: exit 0 or 3, the three sections and their charts",
+         res.get("check_rc") in ("0", "3") and all(f'<h2 id="{x}">' in html for x in ("hardware", "audit", "latency"))
+         and html.count("<svg ") >= 3),
+        ("and the file names nothing outside itself",
+         html.startswith("<!DOCTYPE html>") and
+         not re.search(r"(?i)https?:|<script|<link|<img|<iframe|src=|href=|url\(|@import", html)),
+        ("tracefs unmounted after check", res.get("tracefs_end") == "0"),
     ]
     failed = [name for name, ok in checks if not ok]
     for name, ok in checks:
