@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "root-cgroup.h"
 #include "root.h"
 #include "systemd.h"
 #include "task.h"
@@ -30,19 +31,26 @@ static int kernel_write_value(Root *r, const char *rel, const char *value) {
         return root_write_once(r, rel, 0, data);
 }
 
-/* Kernel objects, cgroup v2 and v1 alike, and resctrl's groups: mkdir(2) and rmdir(2) as on a
- * tree (the kernel makes and removes the files; cgroup_rmdir() has moved the tasks out first), and
- * one write(2) of the value to the object's file, whose errno is the kernel's answer to it. */
+/* Kernel objects, cgroup v2 and v1 alike, and resctrl's groups. A cgroup's go through libcgroup
+ * (root-cgroup.c) unless it answers ROOT_CGROUP_DIRECT; resctrl's, and those, are mkdir(2) and
+ * rmdir(2) as on a tree (the kernel makes and removes the files; cgroup_rmdir() has moved the tasks
+ * out first) and one write(2) of the value to the object's file, whose errno is the kernel's
+ * answer to it. */
 static int kernel_mkdir_object(Root *r, RootFs fs, const char *mount, const char *name) {
-        return root_plain_tree_ops.mkdir_object(r, fs, mount, name);
+        int k = fs == ROOT_FS_CGROUP ? root_cgroup_mkdir(r, mount, name) : ROOT_CGROUP_DIRECT;
+        return k == ROOT_CGROUP_DIRECT ? root_plain_tree_ops.mkdir_object(r, fs, mount, name) : k;
 }
 
 static int kernel_rmdir_object(Root *r, RootFs fs, const char *mount, const char *name) {
-        return root_plain_tree_ops.rmdir_object(r, fs, mount, name);
+        int k = fs == ROOT_FS_CGROUP ? root_cgroup_rmdir(r, mount, name) : ROOT_CGROUP_DIRECT;
+        return k == ROOT_CGROUP_DIRECT ? root_plain_tree_ops.rmdir_object(r, fs, mount, name) : k;
 }
 
 static int kernel_write_object(Root *r, RootFs fs, const char *mount, const char *name, const char *file,
                                const char *value) {
+        int k = fs == ROOT_FS_CGROUP ? root_cgroup_write(r, mount, name, file, value) : ROOT_CGROUP_DIRECT;
+        if (k != ROOT_CGROUP_DIRECT)
+                return k;
         _cleanup_free_ char *p = object_path(mount, name, file);
         return p ? kernel_write_value(r, p, value) : -ENOMEM;
 }

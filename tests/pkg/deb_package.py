@@ -182,8 +182,8 @@ def main():
         check("the package is rtpart, meson.build's version, this architecture",
               fields == {"Package": "rtpart", "Version": version, "Architecture": arch}, fields)
         deps = debbuild.depends_packages(deb)
-        check("it depends on the libraries the programs load (libc6, libsystemd0, libjansson4)",
-              {"libc6", "libsystemd0", "libjansson4"} <= set(deps), deps)
+        check("it depends on the libraries the programs load (libc6, libsystemd0, libjansson4, libcgroup2)",
+              {"libc6", "libsystemd0", "libjansson4", "libcgroup2"} <= set(deps), deps)
 
         # The files.
         members = deb_members(deb)
