@@ -21,7 +21,7 @@ import unittest
 # The sim build (the real program linked with the kernel simulator), as meson passes it.
 CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "tests", "sim", "rtpartctl")
 SRC = os.environ.get("RTPART_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-HOSTS = os.path.join(SRC, "tests", "fixtures", "hosts")
+HOSTS = os.environ.get("RTPART_HOSTS_DIR") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "tests", "fixtures", "hosts")
 PROFILES = os.path.join(SRC, "profiles")
 STATE = os.path.join("var", "lib", "rtpart")
 
@@ -64,11 +64,9 @@ def install_profiles(root):
 
 
 def copy_host(name, root, profiles=True):
-    """A copy of the fixture host name at root, with the modes its .modes file gives (git keeps
-    none) and, with profiles, the shipped profiles installed in it."""
+    """A copy of the fixture host name at root, its files' modes kept (the build gave the bundled
+    hosts those of tests/fixtures/modes) and, with profiles, the shipped profiles installed in it."""
     shutil.copytree(os.path.join(HOSTS, name), root, symlinks=True)
-    subprocess.run([sys.executable, os.path.join(SRC, "tests", "fixtures", "apply-modes.py"), "--from", name, root],
-                   check=True)
     if profiles:
         install_profiles(root)
 
