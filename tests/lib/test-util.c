@@ -208,18 +208,71 @@ unsigned test_slow(void) {
         return v > 0 ? v : 1;
 }
 
-int test_run(Suite *s) {
+/* What test_skip() recorded, in memory shared with the processes Check forks for its tests. */
+typedef struct SkipLog {
+        unsigned n;
+        size_t len;
+        char text[8192];
+} SkipLog;
+static SkipLog *skips;
+
+void test_skip(const char *fmt, ...) {
+        ck_assert_msg(skips, "test_skip() outside test_run()");
+        va_list ap;
+        va_start(ap, fmt);
+        char *reason = NULL;
+        int k = vasprintf(&reason, fmt, ap);
+        va_end(ap);
+        ck_assert_int_ge(k, 0);
+        skips->n++;
+        size_t room = sizeof(skips->text) - skips->len;
+        int w = snprintf(skips->text + skips->len, room, "SKIP: %s\n", reason);
+        if (w > 0)
+                skips->len += (size_t) w < room ? (size_t) w : room - 1;
+        free(reason);
+}
+
+static int run(Suite *s, const char *tcase, bool fork) {
+        if (!skips) {
+                /* no ck_assert here: it works only inside a test */
+                skips = mmap(NULL, sizeof(SkipLog), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+                if (skips == MAP_FAILED) {
+                        perror("mmap");
+                        abort();
+                }
+        }
         SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
+        if (fork)
+                srunner_set_fork_status(sr, CK_FORK);
+        srunner_run(sr, NULL, tcase, CK_NORMAL);
         int failed = srunner_ntests_failed(sr);
+        int ran = srunner_ntests_run(sr);
         srunner_free(sr);
         if (failed > 0)
                 return EXIT_FAILURE;
-        if (root_skipped > 0) {
-                printf("SKIP: not root: %u test case(s) left out: %s\n", root_skipped, root_skip_reason);
+        if (tcase && ran == 0) {
+                printf("no test case '%s' in this program\n", tcase);
+                return EXIT_FAILURE;
+        }
+        if (skips->n > 0 || root_skipped > 0) {
+                fputs(skips->text, stdout);
+                if (root_skipped > 0)
+                        printf("SKIP: not root: %u test case(s) left out: %s\n", root_skipped, root_skip_reason);
                 return 77;
         }
         return EXIT_SUCCESS;
+}
+
+int test_run(Suite *s) {
+        return run(s, NULL, false);
+}
+
+int test_run_case(Suite *s, const char *tcase) {
+        return run(s, tcase, false);
+}
+
+int test_run_forked(Suite *s) {
+        return run(s, NULL, true);
 }
 
 char *test_mini_host(unsigned cpus, bool smt, unsigned nodes) {

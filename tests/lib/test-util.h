@@ -57,8 +57,19 @@ void test_plan_err(Root *root, const Host *host, const char *dir, const char *na
  * valgrind sets it), else 1. */
 unsigned test_slow(void);
 
-/* Runs a suite, returns the exit status for main(). */
+/* Runs a suite, returns the exit status for main(): failure when a test failed, else 77 (skip)
+ * when a test called test_skip() or a root-only test case was left out, else success. */
 int test_run(Suite *s);
+/* Runs only the test case named tcase of s (every one when NULL): a program whose cases may be
+ * skipped one by one is registered in meson once per case, so that a skip hides no pass. */
+int test_run_case(Suite *s, const char *tcase);
+/* Runs s with each test in a process of its own even where CK_FORK=no (meson's valgrind setup):
+ * for tests that leave their process changed for good (a seccomp filter). */
+int test_run_forked(Suite *s);
+/* In a test: it did not check what it is for, because of what the reason says (the machine lacks
+ * a device, another program holds a value). The test returns after it; test_run() prints the
+ * reason and returns 77 unless a test failed. Works with and without CK_FORK. */
+void test_skip(const char *fmt, ...) _printf_(1, 2);
 /* Adds tc, whose tests need root, to s when running as root. Otherwise leaves it out and records
  * why: test_run() then runs the rest and, if none of it failed, prints the reason and returns 77
  * (skip), so that a run without root is never reported as a pass. */
