@@ -331,6 +331,7 @@ class ApplyVerifyRevert(unittest.TestCase):
 
     def test_crash_at_every_step(self):
         probe = self.host("vm")
+        before = snapshot(probe.root)  # a fresh copy of the vm host, the same for every point
         p = probe.run("apply", "realtime-virtual-host", json_out=True)
         self.assertEqual(p.returncode, 0, p.stderr)
         changes = json.loads(p.stdout)["changed"]
@@ -338,34 +339,46 @@ class ApplyVerifyRevert(unittest.TestCase):
         applied = snapshot(probe.root)
         # The simulator crashes after the Nth write to the tree (a value, a cgroup, a resctrl
         # group, a configuration file, the journal): every knob write is one or more of them.
-        # Crash at every one, until the apply runs past the last.
-        for n in range(1, 10 * changes):
-            with self.subTest(crash_after=n):
-                h = Host("vm")
-                try:
-                    before = snapshot(h.root)
-                    p = h.run("apply", "realtime-virtual-host", env={"RTPART_TEST_CRASH_AFTER": str(n)})
+        # Crash at every one, until the apply runs past the last. A point that left the tree the
+        # original (rolled back, or killed before it changed anything) hands it to the next point
+        # without its journal, as a fresh copy would be; any other gets a fresh copy.
+        h = None
+        try:
+            for n in range(1, 10 * changes):
+                reusable = False
+                with self.subTest(crash_after=n):
+                    if h is None:
+                        h = Host("vm")
+                    shutil.rmtree(os.path.join(h.root, STATE), ignore_errors=True)
+                    t = h
+                    p = t.run("apply", "realtime-virtual-host", env={"RTPART_TEST_CRASH_AFTER": str(n)})
                     if p.returncode == 0:
                         self.assertGreater(n, changes, "fewer crash points than knobs written")
                         return
                     self.assertEqual(p.returncode, -9, p.stdout + p.stderr)
-                    path = os.path.join(h.root, STATE, "state.json")
-                    st = h.state() if os.path.exists(path) else None
-                    p = h.run("status")  # any next run rolls back first
+                    path = os.path.join(t.root, STATE, "state.json")
+                    st = t.state() if os.path.exists(path) else None
+                    p = t.run("status")  # any next run rolls back first
                     self.assertEqual(p.returncode, 0, p.stderr)
                     if st and st["transaction"] is not None:
                         self.assertIn("rolled back", p.stderr)
-                        self.assertIsNone(h.state()["transaction"])
-                        self.assertEqual(diff(before, snapshot(h.root)), [])
+                        self.assertIsNone(t.state()["transaction"])
+                        self.assertEqual(diff(before, snapshot(t.root)), [])
+                        reusable = True
                     elif st and st["profile"]:
                         # killed after its commit, the journal's last write: the apply is done
                         self.assertIn("realtime-virtual-host", p.stdout)
-                        self.assertEqual(diff(applied, snapshot(h.root)), [])
+                        self.assertEqual(diff(applied, snapshot(t.root)), [])
                     else:
                         # killed before the journal held the transaction: nothing was changed
-                        self.assertEqual(diff(before, snapshot(h.root)), [])
-                finally:
+                        self.assertEqual(diff(before, snapshot(t.root)), [])
+                        reusable = True
+                if not reusable and h:
                     h.close()
+                    h = None
+        finally:
+            if h:
+                h.close()
         self.fail("the apply never ran past its last change")
 
     def test_crash_during_revert(self):
