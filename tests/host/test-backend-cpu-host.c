@@ -66,16 +66,26 @@ static const Knob pm_qos = {
         .path = (char *) "dev/cpu_dma_latency",
 };
 
+/* The PM QoS target as read before a case changes it, also as seen from another process; NULL
+ * (the case skipped) without /dev/cpu_dma_latency. */
+static char *pm_qos_original(const char *what, long long *ret) {
+        if (!root_exists(root, "dev/cpu_dma_latency")) {
+                test_skip("no /dev/cpu_dma_latency on this machine (CONFIG_CPU_IDLE): %s not tested", what);
+                return NULL;
+        }
+        char *orig = read_value(&pm_qos);
+        ck_assert_ptr_nonnull(orig);
+        *ret = atoll(orig);
+        ck_assert_int_eq(target_elsewhere(), *ret);
+        return orig;
+}
+
 /* rtpartctl reads the target and does not hold a request: its write is skipped. */
 START_TEST(test_pm_qos) {
-        if (!root_exists(root, "dev/cpu_dma_latency")) {
-                test_skip("no /dev/cpu_dma_latency on this machine (CONFIG_CPU_IDLE): PM QoS not tested");
+        long long o;
+        _cleanup_free_ char *orig = pm_qos_original("PM QoS", &o);
+        if (!orig)
                 return;
-        }
-        _cleanup_free_ char *orig = read_value(&pm_qos);
-        ck_assert_ptr_nonnull(orig);
-        long long o = atoll(orig);
-        ck_assert_int_eq(target_elsewhere(), o);
 
         ck_assert_int_eq(backend_write(&backend_cpu, root, &pm_qos, "20"), KNOB_SKIPPED);
         ck_assert_int_eq(target_elsewhere(), o);
@@ -84,13 +94,10 @@ END_TEST
 
 /* rtpartd holds the request: visible to every other process while it lives, then dropped. */
 START_TEST(test_pm_qos_hold) {
-        if (!root_exists(root, "dev/cpu_dma_latency")) {
-                test_skip("no /dev/cpu_dma_latency on this machine (CONFIG_CPU_IDLE): PM QoS hold not tested");
+        long long o;
+        _cleanup_free_ char *orig = pm_qos_original("PM QoS hold", &o);
+        if (!orig)
                 return;
-        }
-        _cleanup_free_ char *orig = read_value(&pm_qos);
-        ck_assert_ptr_nonnull(orig);
-        long long o = atoll(orig);
         if (o <= 20) {
                 test_skip("the PM QoS target is already %lld µs (another process holds a request): a hold of 20 and "
                           "7 µs would not show; stop that holder to test it",
