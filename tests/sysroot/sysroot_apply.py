@@ -441,19 +441,29 @@ class ApplyVerifyRevert(unittest.TestCase):
         self.assertEqual(diff(before, snapshot(h.root)), [])
         self.assertFalse(os.path.exists(os.path.join(h.root, STATE, "state.json")))
 
-        # Files that are no profile, or not one root may apply: exit 2 at once, naming the file.
+        # Files that are no profile: exit 2 at once, naming the file.
         fifo = os.path.join(h.tmp, "fifo.json")
         os.mkfifo(fifo)
+        for path, why in ((fifo, "not a regular file (a FIFO)"), (h.tmp, "not a regular file (a directory)"),
+                          ("/dev/zero", "not a regular file (a character device)")):
+            p = h.run("apply", path)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(f"{path}: {why}", p.stderr)
+        self.assertEqual(diff(before, snapshot(h.root)), [])
+
+    @unittest.skipUnless(os.geteuid() == 0, "root refuses a profile another user owns; as a user, every profile "
+                         "is one's own to apply (and chown to another uid needs root)")
+    def test_foreign_profile_refused_to_root(self):
+        # A profile not one root may apply: exit 2 at once, naming the file.
+        h = self.host("vm")
+        before = snapshot(h.root)
         theirs = os.path.join(h.tmp, "theirs.json")
         with open(theirs, "w") as f:
             f.write('{"include": "realtime"}')
         os.chown(theirs, 65534, 65534)
-        for path, why in ((fifo, "not a regular file (a FIFO)"), (h.tmp, "not a regular file (a directory)"),
-                          ("/dev/zero", "not a regular file (a character device)"),
-                          (theirs, "owned by uid 65534, not by root")):
-            p = h.run("apply", path)
-            self.assertEqual(p.returncode, 2, p.stderr)
-            self.assertIn(f"{path}: {why}", p.stderr)
+        p = h.run("apply", theirs)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(f"{theirs}: owned by uid 65534, not by root", p.stderr)
         self.assertEqual(diff(before, snapshot(h.root)), [])
 
     def test_boot_arg_injection_refused(self):
