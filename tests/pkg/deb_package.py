@@ -156,8 +156,10 @@ def main():
                     for line in f:
                         if line.strip():
                             t = json.loads(line)
-                            # "rtpart:unit / test-cpu-set": the project and suite, then the test
-                            suites.add(t.get("name", "").split(" / ")[0])
+                            # "rtpart:unit / test-cpu-set": the project and suite, then the test;
+                            # "rtpart:unit+shipped / …" for a test of two suites: unit is the one
+                            project, _, names = t.get("name", "").split(" / ")[0].partition(":")
+                            suites.add(f"{project}:unit" if "unit" in names.split("+") else f"{project}:{names}")
                             ran += 1
                             if t.get("result") not in ("OK", "SKIP", "EXPECTEDFAIL"):
                                 bad.append(t.get("name"))

@@ -52,7 +52,7 @@ BUILD = os.environ.get("RTPART_BUILD_DIR", os.path.join(SRC, "build"))
 # The sim builds (the real programs linked with the kernel simulator), as meson passes them.
 DAEMON = os.environ.get("RTPARTD") or os.path.join(BUILD, "tests", "sim", "rtpartd")
 CTL = os.environ.get("RTPARTCTL") or os.path.join(BUILD, "tests", "sim", "rtpartctl")
-HOSTS = os.path.join(SRC, "tests", "fixtures", "hosts")
+HOSTS = os.environ.get("RTPART_HOSTS_DIR") or os.path.join(BUILD, "tests", "fixtures", "hosts")
 # RTPART_VALGRIND=1 (meson test --setup valgrind): rtpartd and rtpartctl run under memcheck, which
 # logs to build/meson-logs/valgrind/PID.log and exits 99 on an error or a definite leak; every
 # wait is SLOW times longer.
@@ -1441,7 +1441,7 @@ if __name__ == "__main__":
     if not os.access(DAEMON, os.X_OK) or not os.access(CTL, os.X_OK):
         skip(f"{DAEMON} or {CTL} not built")
     if not os.path.isdir(os.path.join(HOSTS, "vm")):
-        skip("fixture host tests/fixtures/hosts/vm missing")
+        skip(f"fixture host {HOSTS}/vm missing (the build makes it)")
     if os.geteuid() != 0:
         skip("Apply over varlink needs a root peer (SO_PEERCRED uid 0); run as root")
     unittest.main(verbosity=2)

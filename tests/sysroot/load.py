@@ -461,7 +461,7 @@ if __name__ == "__main__":
     if not os.access(DAEMON, os.X_OK):
         skip(f"{DAEMON} not built")
     if not os.path.isdir(os.path.join(HOSTS, "vm")):
-        skip("fixture host tests/fixtures/hosts/vm missing")
+        skip(f"fixture host {HOSTS}/vm missing (the build makes it)")
     if os.geteuid() != 0:
         skip("the clients run as several uids (setpriv) and Apply needs root; run as root")
     if not shutil.which("setpriv"):
