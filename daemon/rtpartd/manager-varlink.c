@@ -477,7 +477,7 @@ static void on_detach(Manager *m, void *userdata) {
 
 int manager_varlink_attach(Manager *m, VarlinkServer *server) {
         int r = varlink_server_add_interface(server, MANAGER_VARLINK_INTERFACE, manager_varlink_description,
-                                             manager_methods);
+                                             manager_methods, m);
         if (r < 0)
                 return r;
         r = manager_add_listener(m,
@@ -490,7 +490,6 @@ int manager_varlink_attach(Manager *m, VarlinkServer *server) {
                                  });
         if (r < 0)
                 return r;
-        varlink_server_set_userdata(server, m);
         varlink_server_set_refused(server, on_refused, m);
         m->varlink = server;
         return 0;

@@ -76,7 +76,7 @@ static void setup(void) {
         if (sd_event_new(&event) < 0 || varlink_server_new(event, &server) < 0 ||
             varlink_server_set_info(server, "rtpart", "rtpartd", "fuzz", "https://example.org") < 0 ||
             varlink_server_add_interface(server, "org.rtpart.Fuzz", "interface org.rtpart.Fuzz\nmethod Echo() -> ()\n",
-                                         methods) < 0)
+                                         methods, NULL) < 0)
                 abort();
 
         /* A socket the client connects to, served by hand. */
