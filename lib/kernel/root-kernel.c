@@ -54,6 +54,10 @@ static int kernel_set_scheduler(Root *r, int tid, unsigned policy, unsigned prio
         return task_set_scheduler(tid, policy, priority);
 }
 
+static int kernel_pin_self(Root *r, const CpuSet *cpus) {
+        return task_set_affinity(0, cpus);
+}
+
 static int kernel_pm_qos_open(Root *r) {
         return root_open(r, "dev/cpu_dma_latency", O_WRONLY | O_NOCTTY, 0);
 }
@@ -103,6 +107,7 @@ const RootOps root_kernel_ops = {
         .write_object = kernel_write_object,
         .set_affinity = kernel_set_affinity,
         .set_scheduler = kernel_set_scheduler,
+        .pin_self = kernel_pin_self,
         .pm_qos_open = kernel_pm_qos_open,
         .update_bootloader = root_run_shell,
         .mount = kernel_mount,

@@ -29,7 +29,9 @@
  *   RTPART_TEST_WRITE_LOG=FILE  a line "N OP PATH RESULT" is appended to FILE for every write, so
  *                               that a test knows how many points a run has and what each is.
  *   RTPART_BOOTLOADER_UPDATE=C  the root can update its bootloader, and the command C (run with
- *                               RTPART_ROOT set to the tree) stands in for update-grub. */
+ *                               RTPART_ROOT set to the tree) stands in for update-grub.
+ *   RTPART_TEST_PIN_LOG=FILE    rtpartd pinning itself (no fault point: nothing of the tree is
+ *                               written) appends the CPU list to FILE. */
 
 int sim_unshare_file(Root *r, const char *rel) {
         struct stat st;
@@ -228,6 +230,20 @@ static int pm_qos_open(Root *r) {
         return fd < 0 ? -errno : fd;
 }
 
+/* The daemon's CPUs are the machine's, not the tree's: the pinning is shown, not made. */
+static int pin_self(Root *r, const CpuSet *cpus) {
+        const char *log = getenv("RTPART_TEST_PIN_LOG");
+        _cleanup_free_ char *list = cpu_set_format_list(cpus);
+        if (!list)
+                return -ENOMEM;
+        if (log && *log) {
+                _cleanup_close_ int fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+                if (fd < 0 || dprintf(fd, "%s\n", list) < 0)
+                        return -errno;
+        }
+        return 0;
+}
+
 static int update_bootloader(Root *r, const char *command) {
         const char *stand_in = getenv("RTPART_BOOTLOADER_UPDATE");
         return COUNTED_WRITE("update-bootloader", "", root_run_shell(r, stand_in && *stand_in ? stand_in : command));
@@ -235,9 +251,9 @@ static int update_bootloader(Root *r, const char *command) {
 
 #define SIM_OPS \
         .write_value = write_value, .mkdir_object = mkdir_object, .rmdir_object = rmdir_object, \
-        .write_object = write_object, .pm_qos_open = pm_qos_open, .update_bootloader = update_bootloader, \
-        .replace_file = replace_file, .reserve_file = reserve_file, .unlink_file = unlink_file, .make_dir = make_dir, \
-        .remove_dir = remove_dir
+        .write_object = write_object, .pm_qos_open = pm_qos_open, .pin_self = pin_self, \
+        .update_bootloader = update_bootloader, .replace_file = replace_file, .reserve_file = reserve_file, \
+        .unlink_file = unlink_file, .make_dir = make_dir, .remove_dir = remove_dir
 
 /* No ROOT_CAN_SCHEDULE, _WATCH_PROCESSES, _ASK_SYSTEMD or _MOUNT: a tree's PIDs are nobody's
  * threads, and no systemd or mount table stands behind it. */

@@ -240,10 +240,10 @@ class Daemon:
         self.log = open(os.path.join(self.tmp, "rtpartd.log"), "w+")
         self.proc = None
 
-    def start(self, *args):
+    def start(self, *args, env=None):
         sock = [] if self.default_socket else ["--varlink-socket", self.sock]
         self.proc = subprocess.Popen(VG + [DAEMON, "--root", self.root, "--no-dbus"] + sock + list(args),
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+                                     stdout=self.log, stderr=subprocess.STDOUT, env=dict(os.environ, **(env or {})))
         end = time.monotonic() + 10 * SLOW
         while time.monotonic() < end:
             if self.proc.poll() is not None:
@@ -624,9 +624,14 @@ class DaemonTest(unittest.TestCase):
         if not os.path.isdir(d.path(f"sys/kernel/irq/{n}")):
             shutil.copytree(d.path("sys/kernel/irq/50"), d.path(f"sys/kernel/irq/{n}"))
             d.write(f"sys/kernel/irq/{n}/actions", "\n")
-        shutil.copytree(d.path("proc/irq/50"), d.path(f"proc/irq/{n}"))
-        d.write(f"proc/irq/{n}/smp_affinity_list", "0-3\n")
-        d.write(f"proc/irq/{n}/smp_affinity", "f\n")
+        # Made whole beside proc/irq and renamed into it, as the kernel shows it at once: a daemon
+        # that looks while a copy is half written would place it, and the write after undo that.
+        tmp = d.path(f"proc/.irq-{n}")
+        shutil.copytree(d.path("proc/irq/50"), tmp)
+        for name, value in (("smp_affinity_list", "0-3\n"), ("smp_affinity", "f\n")):
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(value)
+        os.rename(tmp, d.path(f"proc/irq/{n}"))
 
     def interrupts_line(self, d, n):
         """The handler half: request_irq() adds the action, which both files show."""
@@ -799,6 +804,18 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(d.read("proc/sys/vm/stat_interval"), "77")
         self.assertEqual(d.read("proc/irq/51/smp_affinity_list"), "0-3")
         self.assertNotEqual(housekeeping, "0-3")
+
+    def test_pins_itself_through_the_root(self):
+        # rtpartd pins itself to the applied profile's housekeeping CPUs through the root's ops:
+        # the kernel's move it, the simulator's show it (RTPART_TEST_PIN_LOG).
+        d = Daemon()
+        self.d = d
+        log = os.path.join(d.tmp, "pins")
+        d.start(env={"RTPART_TEST_PIN_LOG": log})
+        self.apply("realtime")
+        plan = call_ok(d.sock, "Plan", {"profile": "realtime"})
+        with open(log) as f:
+            self.assertEqual(f.read().split()[-1], plan["cpus"]["housekeeping"])
 
     def test_profile_that_never_ends_is_refused_at_once(self):
         d = self.daemon()
