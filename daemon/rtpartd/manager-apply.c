@@ -77,7 +77,7 @@ int manager_apply_selected(Manager *m, char **ids, size_t *ret_written, Host **r
         *ret_written = 0;
         if (!m->journal || !m->journal->profile)
                 return 0;
-        r = manager_prepare_journal(m, /* want_plan= */ true, /* check_hash= */ true, &p, e);
+        r = manager_prepare_journal(m, /* want_plan= */ true, &p, e);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < p.plan->n_knobs; i++) {
@@ -137,12 +137,12 @@ int manager_apply_full(Manager *m, const char *name, json_t **ret, ManagerError 
         EngineResult er = {};
         int r;
 
-        /* The journal's own document is root's and applies to the host as it is now; a profile
-         * found by name for an older journal must be the one that was applied. */
+        /* The journal's document (or, for an older journal, the profile of its name) only as it was
+         * applied: one that does not resolve to the journal's hash is not written. */
         if (name)
                 r = manager_prepare(m, name, /* want_plan= */ true, &p, e);
         else
-                r = manager_prepare_journal(m, /* want_plan= */ true, /* check_hash= */ !m->journal->source, &p, e);
+                r = manager_prepare_journal(m, /* want_plan= */ true, &p, e);
         if (r < 0)
                 return r;
         r = take_lock(m, &lock, e);

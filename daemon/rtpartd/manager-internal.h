@@ -25,9 +25,9 @@ void manager_emit_reverted(Manager *m);
  * journal that is refused leaves the one held as it was, and its message in m->journal_error. */
 int manager_journal_reload(Manager *m, bool *ret_changed);
 /* Host, resolution and (with want_plan) plan of a profile named by a caller, or of the journal's
- * own profile (with check_hash: refused unless it resolves to the journal's hash). */
+ * own profile: refused unless it resolves to the journal's hash. */
 int manager_prepare(Manager *m, const char *name, bool want_plan, Prepared *ret, ManagerError *e);
-int manager_prepare_journal(Manager *m, bool want_plan, bool check_hash, Prepared *ret, ManagerError *e);
+int manager_prepare_journal(Manager *m, bool want_plan, Prepared *ret, ManagerError *e);
 /* The drift settings of no profile, and of a resolution just applied (the daemon pins itself to
  * its housekeeping CPUs). */
 void manager_settings_reset(Manager *m);

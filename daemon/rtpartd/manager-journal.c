@@ -100,10 +100,12 @@ static int journal_profile(Manager *m, Profile **ret, ManagerError *e) {
         return r < 0 ? profile_failure(e, &pe, r) : 0;
 }
 
-/* Host, resolution and plan of the journal's profile. With check_hash, a resolution whose hash is
- * not the journal's (the profile directories' file edited since, a hand-edited journal) is refused:
- * what the host holds is then only compared, never written, until the profile is applied again. */
-int manager_prepare_journal(Manager *m, bool want_plan, bool check_hash, Prepared *ret, ManagerError *e) {
+/* Host, resolution and plan of the journal's profile. A resolution whose hash is not the journal's
+ * (its stored document edited by hand, the profile directories' file edited since for an older
+ * journal, a host whose CPUs changed) is refused, wherever it is asked for (the start-up re-apply,
+ * corrections, new objects, the settings): what the host holds is then only compared, never
+ * written, until the profile is applied again. */
+int manager_prepare_journal(Manager *m, bool want_plan, Prepared *ret, ManagerError *e) {
         Profile *profile = NULL;
         Prepared p = {};
         int r = journal_profile(m, &profile, e);
@@ -117,7 +119,7 @@ int manager_prepare_journal(Manager *m, bool want_plan, bool check_hash, Prepare
                 prepared_done(&p);
                 return -ENOMEM;
         }
-        if (check_hash && !streq_ptr(hash, m->journal->hash)) {
+        if (!streq_ptr(hash, m->journal->hash)) {
                 manager_error_set(
                         e, MANAGER_ERROR_FAILED, -ESTALE,
                         "%s resolves to %s, not to the journal's %s: nothing is written, drift is only reported; "
@@ -202,7 +204,7 @@ static void settings_refresh(Manager *m) {
         if (m->journal && m->journal->profile) {
                 Prepared p = {};
                 ManagerError e = {};
-                if (manager_prepare_journal(m, /* want_plan= */ false, /* check_hash= */ true, &p, &e) >= 0) {
+                if (manager_prepare_journal(m, /* want_plan= */ false, &p, &e) >= 0) {
                         settings_from_resolved(m, p.resolved);
                         pin_self(m, &p.resolved->housekeeping);
                 } else {
@@ -290,6 +292,21 @@ int manager_journal_reload(Manager *m, bool *ret_changed) {
         Journal *j = NULL;
         int r = journal_load_if_changed(m->root, m->journal ? m->journal->digest : 0, &j, &je);
         manager_trim_later(m); /* the file was read, and maybe parsed */
+        if (r == -EBADFD) {
+                /* Refused as a journal that is not one: held as it was, and said once. */
+                const char *dir;
+                Root *sr = journal_root(m->root, &dir);
+                _cleanup_free_ char *rel = NULL, *path = NULL;
+                if (asprintf(&rel, "%s/state.json", dir) >= 0)
+                        path = root_display_path(sr, rel);
+                free(je.message);
+                if (asprintf(&je.message,
+                             "%s is not a regular file (a FIFO or a device): rtpartd does not read it; remove it, and "
+                             "apply the profile again",
+                             strempty(path)) < 0)
+                        je.message = NULL;
+                r = -EBADMSG;
+        }
         if (r == -EBADMSG && je.message && !streq_ptr(je.message, m->journal_error)) {
                 if (m->journal) /* else the caller refuses to start */
                         log_warning("%s; keeping the journal as last read, and changing nothing", je.message);

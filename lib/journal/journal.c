@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "journal.h"
@@ -909,11 +911,19 @@ int journal_read(Root *root, char **ret_text, size_t *ret_size) {
                 return -ENOMEM;
         char *text = NULL;
         size_t size = 0;
-        int k = root_read_file(sr, file, &text, &size);
-        if (k == -ENOENT) {
-                text = NULL;
-                size = 0;
-        } else if (k < 0)
+        /* Non-blocking: a FIFO (or a device) there is refused at once, never waited on. */
+        _cleanup_close_ int fd = root_open(sr, file, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+        struct stat st;
+        if (fd == -ENOENT)
+                fd = -EBADF;
+        else if (fd < 0)
+                return fd;
+        else if (fstat(fd, &st) < 0)
+                return -errno;
+        else if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        int k = fd >= 0 ? root_read_fd(fd, &text, &size) : 0;
+        if (k < 0)
                 return k;
         *ret_text = text;
         if (ret_size)

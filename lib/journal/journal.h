@@ -181,7 +181,8 @@ int journal_new(Journal **ret);
 Journal *journal_free(Journal *j);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Journal *, journal_free);
 
-/* The file's bytes (NULL and size 0 when there is no journal yet). */
+/* The file's bytes (NULL and size 0 when there is no journal yet). -EBADFD when it is not a regular
+ * file (a FIFO, a device: opened without waiting, and never read). */
 int journal_read(Root *root, char **ret_text, size_t *ret_size);
 /* The journal those bytes make (an empty one for NULL); name is the file as messages call it. A
  * document that is not a journal, or has a wrong entry, is -EBADMSG and e says what and where;

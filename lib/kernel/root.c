@@ -382,6 +382,10 @@ static int read_fd_all(int fd, char **ret, size_t *ret_size) {
         return 0;
 }
 
+int root_read_fd(int fd, char **ret, size_t *ret_size) {
+        return read_fd_all(fd, ret, ret_size);
+}
+
 /* ---- the read cache (root_cache_fill) ---- */
 
 typedef struct RootCacheEntry {

@@ -204,6 +204,8 @@ void root_cache_drop(Root *r);
 
 /* Whole file, NUL-terminated; ret_size optional. Grows as needed (procfs sizes are lies). */
 int root_read_file(Root *r, const char *rel, char **ret, size_t *ret_size);
+/* The same, of a file opened already (from root_open()). */
+int root_read_fd(int fd, char **ret, size_t *ret_size);
 /* First line without the trailing newline and surrounding whitespace. */
 int root_read_line(Root *r, const char *rel, char **ret);
 int root_read_linef(Root *r, char **ret, const char *fmt, ...) _printf_(3, 4);

@@ -777,33 +777,64 @@ class DaemonTest(unittest.TestCase):
             self.assertIn("source", json.load(f))  # stored by the re-apply
 
     def test_journal_hash_disagrees_nothing_written(self):
-        # A journal whose "source" does not resolve to its "hash" is not acted on: drift only.
-        d = self.daemon()
-        self.apply("realtime")
+        # A journal whose stored document does not resolve to its hash (edited by hand, or by
+        # whoever could write the file) is never acted on: not by the start-up re-apply, nor a
+        # correction, nor for a new IRQ, nor at SIGHUP, and the file is never rewritten. Drift is
+        # only reported. (It used to re-apply the edited document at start and rewrite the journal
+        # with its hash.)
+        d = self.daemon(extra_profiles={"rt-correct": {"include": "realtime", "drift": {"policy": "correct"}}})
+        self.apply("rt-correct")
+        applied = d.read("proc/sys/vm/stat_interval")
         self.assertEqual(d.stop(), 0, d.logtext())
-        with open(d.path("var/lib/rtpart/state.json")) as f:
+        journal = d.path("var/lib/rtpart/state.json")
+        with open(journal) as f:
             st = json.load(f)
         st["source"].setdefault("sysctl", {})["vm.stat_interval"] = 77
-        with open(d.path("var/lib/rtpart/state.json"), "w") as f:
+        with open(journal, "w") as f:
             json.dump(st, f)
+        with open(journal, "rb") as f:
+            edited = f.read()
+        d.write("proc/sys/vm/swappiness", "60\n")  # drift of a knob the journal holds
         d.start()
-        housekeeping = d.read("proc/irq/50/smp_affinity_list")
-        # The restart applies the journal's document (root's own); a later hand edit of it is seen
-        # by the hash and not written.
-        with open(d.path("var/lib/rtpart/state.json")) as f:
-            st = json.load(f)
-        st["source"]["sysctl"]["vm.stat_interval"] = 88
-        with open(d.path("var/lib/rtpart/state.json"), "w") as f:
-            json.dump(st, f)
+        self.assertIn("resolves to", d.logtext())
+        self.assertIn("nothing is written", d.logtext())
+        self.assertEqual(d.read("proc/sys/vm/stat_interval"), applied)
+        v = call_ok(d.sock, "Verify")
+        self.assertIn("sysctl/vm.swappiness", [x["knob"] for x in v["drift"]])
         self.new_irq(d, 51)
         d.proc.send_signal(signal.SIGHUP)
         end = time.monotonic() + 10 * SLOW
-        while "resolves to" not in d.logtext() and time.monotonic() < end:
+        while "SIGHUP" not in d.logtext() and time.monotonic() < end:
             time.sleep(0.05)
-        self.assertIn("nothing is written", d.logtext())
-        self.assertEqual(d.read("proc/sys/vm/stat_interval"), "77")
+        call_ok(d.sock, "Status")  # answered once the SIGHUP's look is over
+        self.assertEqual(d.read("proc/sys/vm/swappiness"), "60")
+        self.assertEqual(d.read("proc/sys/vm/stat_interval"), applied)
         self.assertEqual(d.read("proc/irq/51/smp_affinity_list"), "0-3")
-        self.assertNotEqual(housekeeping, "0-3")
+        with open(journal, "rb") as f:
+            self.assertEqual(f.read(), edited, "the journal was rewritten")
+
+    def test_journal_that_is_no_file_never_hangs(self):
+        # state.json a FIFO is opened without waiting and refused: while rtpartd runs (the journal
+        # as last read is kept and every call answered, Verify with the reason) and at its start
+        # (exit 1, naming the file and the fix). The timeouts only detect a hang.
+        d = self.daemon()
+        self.apply("realtime")
+        journal = d.path("var/lib/rtpart/state.json")
+        fifo = d.path("var/lib/rtpart/fifo")
+        os.mkfifo(fifo)
+        os.rename(fifo, journal)
+        c = Varlink(d.sock, timeout=10 * SLOW)
+        r = c.call(IFACE + ".Verify")
+        self.assertEqual(r.get("error"), IFACE + ".Failed", r)
+        self.assertIn("state.json is not a regular file", json.dumps(r))
+        self.assertIn("parameters", c.call(IFACE + ".Describe"))
+        c.close()
+        self.assertEqual(d.stop(), 0, d.logtext())
+        p = subprocess.run(VG + [DAEMON, "--root", d.root, "--no-dbus", "--varlink-socket", d.sock + "2"],
+                           capture_output=True, text=True, timeout=30 * SLOW)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("state.json is not a regular file", p.stderr)
+        self.assertIn("remove it", p.stderr)
 
     def test_pins_itself_through_the_root(self):
         # rtpartd pins itself to the applied profile's housekeeping CPUs through the root's ops:
