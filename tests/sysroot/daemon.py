@@ -218,11 +218,14 @@ def call_ok(sock, method, parameters=None, timeout=60 * SLOW):
 
 
 class Daemon:
-    def __init__(self, host="vm", extra_profiles=None, default_socket=False):
+    def __init__(self, host="vm", extra_profiles=None, default_socket=False, make_host=None):
         self.tmp = tempfile.mkdtemp(prefix="rtpart-daemon-")
         os.chmod(self.tmp, 0o755)  # the non-root peer must reach the socket
         self.root = os.path.join(self.tmp, "root")
-        shutil.copytree(os.path.join(HOSTS, host), self.root, symlinks=True)
+        if make_host:  # made in place (a large host is not copied)
+            make_host(self.root)
+        else:
+            shutil.copytree(os.path.join(HOSTS, host), self.root, symlinks=True)
         pdir = os.path.join(self.root, "usr", "share", "rtpart", "profiles")
         os.makedirs(pdir, exist_ok=True)
         for f in os.listdir(PROFILES):
