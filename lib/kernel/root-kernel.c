@@ -63,6 +63,10 @@ static int kernel_set_scheduler(Root *r, int tid, unsigned policy, unsigned prio
         return task_set_scheduler(tid, policy, priority);
 }
 
+static int kernel_pin_self(Root *r, const CpuSet *cpus) {
+        return task_set_affinity(0, cpus);
+}
+
 static int kernel_pm_qos_open(Root *r) {
         return root_open(r, "dev/cpu_dma_latency", O_WRONLY | O_NOCTTY, 0);
 }
@@ -170,13 +174,15 @@ static int kernel_umount(Root *r, const char *rel) {
 const RootOps root_kernel_ops = {
         .name = "kernel",
         .can = ROOT_CAN_SCHEDULE | ROOT_CAN_ASK_SYSTEMD | ROOT_CAN_UPDATE_BOOTLOADER | ROOT_CAN_HOLD_PM_QOS |
-                ROOT_CAN_MOUNT | ROOT_CAN_WATCH_PROCESSES | ROOT_CAN_RESTART_UNITS | ROOT_CAN_RUN_PROGRAMS,
+                ROOT_CAN_MOUNT | ROOT_CAN_WATCH_PROCESSES | ROOT_CAN_RESTART_UNITS | ROOT_CAN_RUN_PROGRAMS |
+                ROOT_CAN_PIN_SELF,
         .write_value = kernel_write_value,
         .mkdir_object = kernel_mkdir_object,
         .rmdir_object = kernel_rmdir_object,
         .write_object = kernel_write_object,
         .set_affinity = kernel_set_affinity,
         .set_scheduler = kernel_set_scheduler,
+        .pin_self = kernel_pin_self,
         .pm_qos_open = kernel_pm_qos_open,
         .update_bootloader = root_run_shell,
         .try_restart_unit = kernel_try_restart_unit,
