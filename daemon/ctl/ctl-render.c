@@ -7,6 +7,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "audit.h"
 #include "backend.h"
 #include "config.h"
 #include "ctl.h"
@@ -516,13 +517,7 @@ int render_audit(json_t *doc) {
                        strempty(jstr(cpu, "verdict")), jtrue(cpu, "nohz_full") ? " (nohz_full)" : "");
                 json_array_foreach (json_object_get(cpu, "interrupts"), j, e) {
                         char what[64];
-                        if (streq_ptr(jstr(e, "source"), "irq"))
-                                snprintf(what, sizeof(what), "IRQ %lld %s",
-                                         (long long) json_integer_value(json_object_get(e, "irq")),
-                                         strempty(jstr(e, "name")));
-                        else
-                                snprintf(what, sizeof(what), "%s %s", strempty(jstr(e, "row")),
-                                         strempty(jstr(e, "name")));
+                        audit_interrupt_label(e, what, sizeof(what));
                         audit_line(j == 0 ? "interrupts" : "", what, json_integer_value(json_object_get(e, "count")),
                                    json_real_value(json_object_get(e, "rate")), jstr(e, "fix"));
                 }

@@ -546,6 +546,14 @@ static int may_run_document(const AuditScope *scope, const AuditSnapshot *b, jso
         return 0;
 }
 
+void audit_interrupt_label(const json_t *e, char *buf, size_t size) {
+        const char *name = strempty(json_string_value(json_object_get(e, "name")));
+        if (streq_ptr(json_string_value(json_object_get(e, "source")), "irq"))
+                snprintf(buf, size, "IRQ %lld %s", (long long) json_integer_value(json_object_get(e, "irq")), name);
+        else
+                snprintf(buf, size, "%s %s", strempty(json_string_value(json_object_get(e, "row"))), name);
+}
+
 int audit_document(const AuditScope *scope, const AuditSnapshot *a, const AuditSnapshot *b, json_t **ret) {
         _cleanup_(json_decrefp) json_t *cpus = json_array(), *doc = NULL, *may = NULL;
         _cleanup_free_ char *list = cpu_set_format_list(&scope->cpus), *noisy_list = NULL;

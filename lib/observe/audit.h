@@ -89,6 +89,10 @@ typedef struct AuditScope {
  * audit-advice.c's. */
 int audit_document(const AuditScope *scope, const AuditSnapshot *a, const AuditSnapshot *b, json_t **ret);
 
+/* An entry of a CPU's "interrupts" in that document as a person reads it: "IRQ 41 eth0-rx-3", or
+ * the row of /proc/interrupts and its name ("LOC Local timer interrupts"). */
+void audit_interrupt_label(const json_t *e, char *buf, size_t size);
+
 /* What audit_target() found: the AuditScope, the strings it points to, the applied profile's
  * limits (its check section). */
 typedef struct AuditTarget {

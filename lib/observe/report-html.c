@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit.h"
 #include "config.h"
 #include "hwlat.h"
 #include "report.h"
@@ -264,13 +265,7 @@ static void audit_cpu(StrBuf *b, json_t *c) {
                        streq_ptr(jstring(c, "verdict"), "quiet") ? "<span class=\"ok\">quiet</span>"
                                                                  : "<span class=\"over\">noisy</span>");
         json_array_foreach (json_object_get(c, "interrupts"), j, e) {
-                if (streq_ptr(jstring(e, "source"), "irq"))
-                        snprintf(what, sizeof(what), "IRQ %lld %s",
-                                 (long long) json_integer_value(json_object_get(e, "irq")),
-                                 strempty(jstring(e, "name")));
-                else
-                        snprintf(what, sizeof(what), "%s %s", strempty(jstring(e, "row")),
-                                 strempty(jstring(e, "name")));
+                audit_interrupt_label(e, what, sizeof(what));
                 source_row(b, what, e);
         }
         json_array_foreach (json_object_get(c, "softirqs"), j, e) {

@@ -154,37 +154,40 @@ static int validate_object(const char *file, const char *ptr, const json_t *v, c
         return 0;
 }
 
+/* A string (or a CPU list) and, where the schema lists them, one of its choices. */
+static int validate_string(const char *file, const char *ptr, const json_t *v, const Schema *s, Error *e) {
+        if (!json_is_string(v))
+                return error_set(e, -EINVAL, file, ptr, "expected %s, found %s",
+                                 s->kind == SCHEMA_CPUS ? "a CPU list string such as \"2-7,10\" or \"isolated\""
+                                                        : "a string",
+                                 json_kind(v));
+        if (s->choices) {
+                const char *val = json_string_value(v);
+                size_t n = 0;
+                StrBuf b = {};
+                for (const char * const *c = s->choices; *c; c++, n++) {
+                        if (streq(*c, val)) {
+                                strbuf_done(&b);
+                                return 0;
+                        }
+                        strbuf_appendf(&b, "%s\"%s\"", n ? ", " : "", *c);
+                }
+                _cleanup_free_ char *list = strbuf_steal(&b);
+                const char *hint = schema_closest(val, s->choices, n);
+                if (hint)
+                        return error_set(e, -EINVAL, file, ptr, "\"%s\" is not valid; did you mean \"%s\"?", val, hint);
+                return error_set(e, -EINVAL, file, ptr, "\"%s\" is not valid; use one of %s", val, strempty(list));
+        }
+        return 0;
+}
+
 int schema_validate(const char *file, const char *ptr, const json_t *v, const Schema *s, Error *e) {
         int k;
 
         switch (s->kind) {
         case SCHEMA_STRING:
         case SCHEMA_CPUS:
-                if (!json_is_string(v))
-                        return error_set(e, -EINVAL, file, ptr, "expected %s, found %s",
-                                         s->kind == SCHEMA_CPUS ? "a CPU list string such as \"2-7,10\" or \"isolated\""
-                                                                : "a string",
-                                         json_kind(v));
-                if (s->choices) {
-                        const char *val = json_string_value(v);
-                        size_t n = 0;
-                        StrBuf b = {};
-                        for (const char * const *c = s->choices; *c; c++, n++) {
-                                if (streq(*c, val)) {
-                                        strbuf_done(&b);
-                                        return 0;
-                                }
-                                strbuf_appendf(&b, "%s\"%s\"", n ? ", " : "", *c);
-                        }
-                        _cleanup_free_ char *list = strbuf_steal(&b);
-                        const char *hint = schema_closest(val, s->choices, n);
-                        if (hint)
-                                return error_set(e, -EINVAL, file, ptr, "\"%s\" is not valid; did you mean \"%s\"?",
-                                                 val, hint);
-                        return error_set(e, -EINVAL, file, ptr, "\"%s\" is not valid; use one of %s", val,
-                                         strempty(list));
-                }
-                return 0;
+                return validate_string(file, ptr, v, s, e);
         case SCHEMA_INT:
                 if (!json_is_integer(v))
                         return error_set(e, -EINVAL, file, ptr, "expected an integer, found %s", json_kind(v));
