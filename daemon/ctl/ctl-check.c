@@ -233,13 +233,14 @@ static void render_hardware_text(json_t *doc) {
                 _cleanup_free_ char *line = hwlat_summary(hwlat);
                 printf("%s: %s\n", strempty(line),
                        streq_ptr(jstr(hwlat, "verdict"), "over") ? "OVER" : strempty(jstr(hwlat, "verdict")));
-                json_array_foreach (json_object_get(hwlat, "cpu"), i, e)
-                        printf("  CPU %lld: largest gap %lld µs, %lld windows, %lld over, NMIs %lld\n",
+                json_array_foreach (json_object_get(hwlat, "cpu"), i, e) {
+                        long long windows = json_integer_value(json_object_get(e, "samples"));
+                        printf("  CPU %lld: largest gap %lld µs, %lld window%s, %lld over, NMIs %lld\n",
                                (long long) json_integer_value(json_object_get(e, "cpu")),
-                               (long long) json_integer_value(json_object_get(e, "max_us")),
-                               (long long) json_integer_value(json_object_get(e, "samples")),
-                               (long long) json_integer_value(json_object_get(e, "over")),
+                               (long long) json_integer_value(json_object_get(e, "max_us")), windows,
+                               windows == 1 ? "" : "s", (long long) json_integer_value(json_object_get(e, "over")),
                                (long long) json_integer_value(json_object_get(e, "nmi")));
+                }
         } else
                 printf("hwlat not run: %s\n", strempty(jstr(hwlat, "reason")));
         if (jtrue(smi, "available"))

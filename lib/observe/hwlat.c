@@ -187,16 +187,16 @@ int hwlat_document(const HwlatResult *r, json_t **ret) {
 }
 
 char *hwlat_summary(json_t *doc) {
+        long long windows = json_integer_value(json_object_get(doc, "samples"));
         char *s;
         if (asprintf(&s,
                      "hwlat over %.1f s (%s, %lld µs of every %lld with interrupts off): largest gap %lld µs, %lld "
-                     "windows above %lld µs, %lld above the limit of %lld µs",
+                     "window%s above %lld µs, %lld above the limit of %lld µs",
                      json_number_value(json_object_get(doc, "seconds")),
                      strempty(json_string_value(json_object_get(doc, "mode"))),
                      (long long) json_integer_value(json_object_get(doc, "width_us")),
                      (long long) json_integer_value(json_object_get(doc, "window_us")),
-                     (long long) json_integer_value(json_object_get(doc, "max_us")),
-                     (long long) json_integer_value(json_object_get(doc, "samples")),
+                     (long long) json_integer_value(json_object_get(doc, "max_us")), windows, windows == 1 ? "" : "s",
                      (long long) json_integer_value(json_object_get(doc, "threshold_us")),
                      (long long) json_integer_value(json_object_get(doc, "over")),
                      (long long) json_integer_value(json_object_get(doc, "limit_us"))) < 0)

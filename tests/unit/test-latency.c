@@ -213,6 +213,22 @@ START_TEST(test_hwlat_lines) {
 }
 END_TEST
 
+/* The summary counts windows as a person says them: "1 window", "2 windows". */
+START_TEST(test_hwlat_summary) {
+        for (int n = 1; n <= 2; n++) {
+                json_t *doc = json_pack("{s:f, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i}", "seconds", 1.0, "mode",
+                                        "per-cpu", "width_us", 500000, "window_us", 1000000, "max_us", 7, "samples", n,
+                                        "threshold_us", 1, "over", 0, "limit_us", 20);
+                ck_assert_ptr_nonnull(doc);
+                char *s = hwlat_summary(doc);
+                ck_assert_ptr_nonnull(s);
+                ck_assert_msg(strstr(s, n == 1 ? ", 1 window above 1 µs," : ", 2 windows above 1 µs,"), "%s", s);
+                free(s);
+                json_decref(doc);
+        }
+}
+END_TEST
+
 /* Programs run through the root's ops (root_run_program(), the kernel's table for "/"): their
  * output, a program not installed, one that fails; a plain tree runs none. */
 START_TEST(test_run_program) {
@@ -244,6 +260,7 @@ static Suite *latency_suite(void) {
         tcase_add_test(tc, test_cyclictest);
         tcase_add_test(tc, test_osnoise_lines);
         tcase_add_test(tc, test_hwlat_lines);
+        tcase_add_test(tc, test_hwlat_summary);
         tcase_add_test(tc, test_run_program);
         suite_add_tcase(s, tc);
         return s;

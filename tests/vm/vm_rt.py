@@ -14,7 +14,8 @@ rcu_nocbs=2-3 irqaffinity=0-1`. In the guest:
      tracer's figures are there for both (its own threads not listed).
   4. check hardware --json: hwlat on CPUs 2-3 and every setting judged, no SMI count in a VM (said
      why); check --html: the file holds the hardware, audit and latency sections and their SVG
-     charts and names nothing outside itself (2 s windows each).
+     charts and names nothing outside itself (2 s windows each); check hardware interrupted by SIGINT
+     puts every file hwlat sets back, and killed with -9 leaves hwlat on for the next run to put back.
 
 Latency figures under TCG mean nothing: printed, never checked. The kernel package is downloaded
 (apt-get download, Debian's registry) into /var/cache/rtpart-test/rt once and only its vmlinuz
@@ -94,6 +95,22 @@ rtpartctl check --seconds 2 --html /tmp/check.html > /tmp/check.txt 2>&1; r chec
 sed 's/^/@@CHECK /' /tmp/check.txt
 r html "$(base64 -w 0 /tmp/check.html)"
 r tracefs_end "$(grep -c tracefs /proc/mounts)"
+
+mount -t tracefs nodev $T
+hsnap() { for f in current_tracer tracing_on tracing_cpumask tracing_thresh tracing_max_latency hwlat_detector/width hwlat_detector/window hwlat_detector/mode; do echo "$f: $(cat $T/$f)"; done | md5sum | cut -c1-32; }
+started() { i=0; while [ "$(cat $T/current_tracer)" != hwlat ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; sleep 1; }
+r hw_sum_before "$(hsnap)"
+rtpartctl check hardware --seconds 60 > /tmp/int.txt 2>&1 &
+P=$!; started; kill -INT $P; wait $P; r int_rc $?
+sed 's/^/@@INT /' /tmp/int.txt
+r hw_sum_int "$(hsnap)"
+rtpartctl check hardware --seconds 60 > /dev/null 2>&1 &
+P=$!; started; kill -9 $P; wait $P
+r tracer_killed "$(cat $T/current_tracer)"
+rtpartctl check hardware --seconds 1 > /tmp/next.txt 2>&1; r next_rc $?
+sed 's/^/@@NEXT /' /tmp/next.txt
+r hw_sum_next "$(hsnap)"
+umount $T
 """ + GUEST_END
 
 
@@ -252,6 +269,10 @@ def main():
          html.startswith("<!DOCTYPE html>") and
          not re.search(r"(?i)https?:|<script|<link|<img|<iframe|src=|href=|url\(|@import", html)),
         ("tracefs unmounted after check", res.get("tracefs_end") == "0"),
+        ("check hardware interrupted by SIGINT: exit 1, every file hwlat sets as it was",
+         res.get("int_rc") == "1" and res.get("hw_sum_int") == res.get("hw_sum_before")),
+        ("killed with -9 it left hwlat on, and the next run put every file back",
+         res.get("tracer_killed") == "hwlat" and res.get("hw_sum_next") == res.get("hw_sum_before")),
     ]
     failed = [name for name, ok in checks if not ok]
     for name, ok in checks:
