@@ -586,8 +586,9 @@ int render_latency(json_t *doc) {
         else
                 printf("\n");
         json_array_foreach (json_object_get(doc, "cpu"), i, cpu) {
-                printf("\nCPU %lld    samples   min µs   avg µs   p99 µs   max µs\n",
-                       (long long) json_integer_value(json_object_get(cpu, "cpu")));
+                char label[32]; /* padded to end "samples" above the rows' sample counts */
+                snprintf(label, sizeof(label), "CPU %lld", (long long) json_integer_value(json_object_get(cpu, "cpu")));
+                printf("\n%-11s samples   min µs   avg µs   p99 µs   max µs\n", label);
                 if (json_is_object(json_object_get(cpu, "irq")))
                         latency_row("irq", json_object_get(cpu, "irq"));
                 latency_row("thread", json_object_get(cpu, "thread"));

@@ -13,6 +13,7 @@ figures; bad usage: exit 2.
 """
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -96,6 +97,14 @@ class Latency(unittest.TestCase):
         self.assertRegex(p.stdout, r"^Latency of CPUs 1 \(--cpus\), timerlat over 1\.\d s\n\nCPU 1 +samples")
         self.assertRegex(p.stdout, r"\n  thread +20 +3\.0 +7\.8 +13 +12\.5\n")
         self.assertEqual(self.tracefs_state(), before)
+        # The heading's columns end where the rows' figures end, for a CPU of one digit or two.
+        p = self.ctl("check", "latency", "--cpus", "1,10", "--seconds", "1")
+        lines = p.stdout.splitlines()
+        for cpu in ("1", "10"):
+            head = next(i for i, line in enumerate(lines) if line.startswith(f"CPU {cpu} "))
+            ends = [[m.end() for m in re.finditer(r"\S+(?: µs)?", line)] for line in lines[head:head + 3]]
+            self.assertEqual(ends[0][-5:], ends[1][-5:], lines[head:head + 3])
+            self.assertEqual(ends[0][-5:], ends[2][-5:], lines[head:head + 3])
 
     def test_profile_limit(self):
         self.make_tracefs()
