@@ -10,10 +10,11 @@ whose fixture has the msr module's files); the SMI count not available with the 
 a VM and without the msr module; every setting of the checklist with its verdict and, where it is
 wanting, a fix that names a profile setting; the profile's check.hwlat_max_us; tracefs byte for
 byte as before after a run, after SIGINT in the window and after kill -9 in the window followed by
-the next run, which puts it back first and says so; no hwlat tracer: the settings all the same,
-hwlat said not run, exit 1. check: the report's four checks against the defaults and the
-profile's limits, exit 0, 3, or 1 when a measurement could not run; --html: one file with the
-three sections and their charts that names nothing outside itself; bad usage: exit 2.
+the next run, which puts it back first and says so, and after SIGINT in each of check's three
+windows; no hwlat tracer: the settings all the same, hwlat said not run, exit 1. check: the
+report's four checks against the defaults and the profile's limits, exit 0, 3, or 1 when a
+measurement could not run; --html: one file with the three sections and their charts that names
+nothing outside itself; bad usage: exit 2.
 """
 import json
 import os
@@ -174,6 +175,22 @@ class Check(unittest.TestCase):
         self.assertRegex(p.stderr, r"put tracefs back as an interrupted hardware check \(pid \d+, started \S+\) found it")
         self.assertEqual(self.tracefs_state(), before)
         self.assertFalse(os.path.exists(os.path.join(self.root, SAVED)))
+
+    def test_check_sigint_in_each_section(self):
+        """check interrupted in hardware's hwlat, audit's osnoise or latency's timerlat window: it
+        stops there, exit 1, and every tracefs file is as it was."""
+        with open(os.path.join(self.root, "etc", "default", "irqbalance"), "a") as f:
+            f.write('IRQBALANCE_BANNED_CPULIST="1-3"\n')
+        before = self.tracefs_state()
+        for tracer in ("hwlat", "osnoise", "timerlat"):
+            with self.subTest(tracer=tracer):
+                rc, out, err = run_interrupted([CTL, "--root", self.root, "check", "--cpus", "1-3", "--seconds", "4"],
+                                               self.tracefs, tracer, signal.SIGINT)
+                self.assertEqual(rc, 1, out + err)
+                self.assertIn("interrupted", err)
+                self.assertIn("tracefs is as it was", err)
+                self.assertEqual(self.tracefs_state(), before)
+                self.assertFalse(os.path.exists(os.path.join(self.root, SAVED)))
 
     def test_no_hwlat(self):
         with open(os.path.join(self.tracefs, "available_tracers"), "w") as f:
