@@ -129,6 +129,19 @@ int knob_watch_none(const Knob *k, char ***ret_paths);
 /* Reads a knob file: first line, trimmed; -ENOENT if missing. */
 int knob_read_file(Root *root, const Knob *k, char **ret);
 
+/* Boot arguments another domain's section needs (the hugepages section's hugepagesz= and
+ * hugepages=) are planned as the boot section's are: boot_plan_arg() adds boot/NAME for desired
+ * (NULL: to be absent), a knob of the boot domain (configured in the bootloader's files, compared
+ * with the running kernel's command line by verify, removed by revert) whose current value is
+ * configured's (boot_configured_cmdline(); NULL: none found, the running kernel's), and whose note
+ * says where the running kernel's differs. The section that asks refuses a profile whose boot
+ * section sets the same argument. */
+int boot_plan_arg(PlanCtx *ctx, const char *configured, const char *name, const char *desired, Knob **ret);
+/* The command line the bootloader's configuration gives the next boot (GRUB's defaults with
+ * rtpart's drop-in, the running kernel's BLS entry, or etc/kernel/cmdline); -ENOENT when there is
+ * no bootloader configuration. */
+int boot_configured_cmdline(Root *root, char **ret);
+
 /* Kernel and module parameters that go into bootloader files and /etc/modprobe.d (see backend.c
  * for the rules and why). */
 #define BOOTARG_NAME_MAX 64

@@ -538,7 +538,7 @@ static int bls_configured(Root *root, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-static int configured_cmdline(Root *root, char **ret) {
+int boot_configured_cmdline(Root *root, char **ret) {
         switch (host_detect_bootloader(root)) {
         case BOOTLOADER_GRUB:
                 return grub_configured(root, ret);
@@ -553,6 +553,32 @@ static int configured_cmdline(Root *root, char **ret) {
 
 /* ---- verbs ---- */
 
+int boot_plan_arg(PlanCtx *ctx, const char *configured, const char *name, const char *desired, Knob **ret) {
+        _cleanup_free_ char *id = NULL, *current = NULL, *running = NULL;
+        Knob *kn;
+        int k;
+
+        if (asprintf(&id, "boot/%s", name) < 0)
+                return -ENOMEM;
+        k = cmdline_get(configured ? configured : ctx->host->cmdline, name, &current);
+        if (k >= 0)
+                k = cmdline_get(ctx->host->cmdline, name, &running);
+        if (k < 0)
+                return k;
+        k = plan_add(ctx, id, VALUE_BOOTARG, NULL, current, desired, /* reboot= */ true, &kn);
+        if (k < 0)
+                return k;
+        kn->domain = DOMAIN_BOOT; /* also when another domain's section asks for it */
+        if (configured && !value_equal(VALUE_BOOTARG, current, running)) {
+                _cleanup_free_ char *disp = value_display(VALUE_BOOTARG, running);
+                if (asprintf(&kn->note, "running kernel: %s", strempty(disp)) < 0)
+                        return -ENOMEM;
+        }
+        if (ret)
+                *ret = kn;
+        return 0;
+}
+
 static int boot_plan(PlanCtx *ctx) {
         json_t *args = json_object_get(json_object_get(ctx->resolved->doc, "boot"), "args");
         _cleanup_free_ char *configured = NULL;
@@ -562,7 +588,7 @@ static int boot_plan(PlanCtx *ctx) {
 
         if (!json_object_size(args))
                 return 0;
-        k = configured_cmdline(ctx->root, &configured);
+        k = boot_configured_cmdline(ctx->root, &configured);
         if (k < 0 && k != -ENOENT)
                 return k;
         if (!configured) {
@@ -574,7 +600,6 @@ static int boot_plan(PlanCtx *ctx) {
         }
 
         json_object_foreach (args, name, v) {
-                _cleanup_free_ char *id = NULL, *current = NULL, *running = NULL;
                 const char *desired;
 
                 if (json_is_string(v))
@@ -599,23 +624,9 @@ static int boot_plan(PlanCtx *ctx) {
                                            "the kernel command line and GRUB's shell-sourced defaults", desired);
                 if (k < 0)
                         return k;
-
-                if (asprintf(&id, "boot/%s", name) < 0)
-                        return -ENOMEM;
-                k = cmdline_get(configured ? configured : ctx->host->cmdline, name, &current);
-                if (k >= 0)
-                        k = cmdline_get(ctx->host->cmdline, name, &running);
+                k = boot_plan_arg(ctx, configured, name, desired, NULL);
                 if (k < 0)
                         return k;
-                Knob *kn;
-                k = plan_add(ctx, id, VALUE_BOOTARG, NULL, current, desired, /* reboot= */ true, &kn);
-                if (k < 0)
-                        return k;
-                if (configured && !value_equal(VALUE_BOOTARG, current, running)) {
-                        _cleanup_free_ char *disp = value_display(VALUE_BOOTARG, running);
-                        if (asprintf(&kn->note, "running kernel: %s", strempty(disp)) < 0)
-                                return -ENOMEM;
-                }
         }
         return 0;
 }
@@ -633,7 +644,7 @@ static int boot_read(Root *root, const Knob *k, char **ret) {
                         return r;
                 return cmdline_get(text_options(cmdline, streq(k->path, KERNEL_CMDLINE)), k->id + strlen("boot/"), ret);
         }
-        r = configured_cmdline(root, &cmdline);
+        r = boot_configured_cmdline(root, &cmdline);
         if (r < 0)
                 return r;
         return cmdline_get(cmdline, k->id + strlen("boot/"), ret);

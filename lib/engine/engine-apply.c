@@ -277,6 +277,10 @@ static int write_steps(Apply *a) {
                         return apply_fail(run, &kn, &w, i);
                 else {
                         run->touched[kn.domain] = true;
+                        /* Done, with something to say (a pool the kernel filled short, the rest
+                         * reserved at the next boot). */
+                        if (w.reason && *w.reason)
+                                engine_note(run->res, "%s: %s", kn.id, w.reason);
                         if (s->restore)
                                 /* Back at its original and no longer managed: forgotten on commit
                                  * (a rollback still needs it). */
