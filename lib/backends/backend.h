@@ -95,7 +95,7 @@ typedef struct Backend {
 } Backend;
 
 extern const Backend backend_boot, backend_irq, backend_irqbalance, backend_cpuset, backend_resctrl, backend_sysctl,
-        backend_sysfs, backend_kthread, backend_cpu, backend_module;
+        backend_sysfs, backend_kthread, backend_cpu, backend_module, backend_hugepages;
 
 const Backend *backend_for(Domain d);
 /* Every backend, in the order of application; *ret_n of them. */
