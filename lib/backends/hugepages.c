@@ -510,6 +510,7 @@ static int pool_write_count(Root *root, const Knob *k, const char *value, KnobRe
          * it holds what it held, which the read below says. */
         if (r < 0 && !(r == -EINVAL && gigantic(kb)))
                 return r;
+        ret->partial = r >= 0; /* the pool may have changed, whatever comes next */
         r = root_read_line(root, k->path, &back);
         if (r < 0)
                 return r;
@@ -533,7 +534,8 @@ static int pool_write_count(Root *root, const Knob *k, const char *value, KnobRe
                         node, got, want, strempty(f));
                 return 0;
         }
-        /* A write that fails leaves the pool as it was: the pages it got go back. */
+        /* A write that fails leaves the pool as it was: the pages it got go back (and should
+         * that fail, the apply puts them back as it undoes the writes before: partial). */
         r = root_write_value(root, k->path, before);
         if (r < 0)
                 return r;

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hugepages.h"
 #include "numa.h"
@@ -502,6 +503,77 @@ START_TEST(test_drift) {
 }
 END_TEST
 
+/* The writes in the simulator's write log, and the last one whose line holds fragment (0: none). */
+static size_t count_writes(const char *path, const char *fragment, size_t *ret_last) {
+        FILE *f = fopen(path, "re");
+        char line[1024];
+        size_t n = 0;
+        *ret_last = 0;
+        if (!f)
+                return 0;
+        while (fgets(line, sizeof(line), f))
+                if (++n && strstr(line, fragment))
+                        *ret_last = n;
+        fclose(f);
+        return n;
+}
+
+/* Every write of an apply failing (EIO) or the process killed right after it: the tree is as it
+ * was once the apply has failed, or once the next command has rolled the interrupted one back
+ * (and revert has put back what a committed one changed). The second profile's apply fails of
+ * itself (a 1G pool filled short, with no boot reservation: its pages go back): its writes fail
+ * up to that pool's last, not in the rollback that follows (one failure at a time, as the sweep
+ * of tests/sysroot/fault_sweep.py); it is killed at every one. */
+START_TEST(test_faults) {
+        static const char * const profiles[] = {
+                profile_both,
+                "{ \"hugepages\": { \"boot_size\": \"none\", \"pages\": [ { \"size\": \"2M\", \"count\": 8 }, { "
+                "\"size\": \"1G\", \"count\": 3 } ] } }",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(profiles); i++) {
+                _cleanup_free_ char *t = tree_copy_host("vm"), *before = tree_snapshot(t),
+                                    *path = profile_file(profiles[i]);
+                _cleanup_free_ char *apply = NULL, *log = NULL;
+                size_t points = 0, last_pool = 0;
+                ck_assert(asprintf(&apply, "--no-daemon apply '%s'", path) >= 0);
+                ck_assert(asprintf(&log, "%s/writes.log", prof_dir) >= 0);
+                /* Counted on the second run: the first also makes the journal's directory. */
+                for (int run = 0; run < 2; run++) {
+                        (void) unlink(log);
+                        ck_assert_int_eq(setenv("RTPART_TEST_WRITE_LOG", log, 1), 0);
+                        int rc = tree_ctl(t, NULL, apply);
+                        ck_assert_int_eq(unsetenv("RTPART_TEST_WRITE_LOG"), 0);
+                        ck_assert_int_eq(rc, i == 0 ? 0 : 1);
+                        points = count_writes(log, "hugepages-1048576kB/nr_hugepages", &last_pool);
+                        ck_assert_int_eq(tree_ctl(t, NULL, "--no-daemon revert"), 0);
+                }
+                ck_assert_uint_ge(points, 10);
+                ck_assert_uint_gt(last_pool, 0);
+                for (size_t k = 1; k <= points; k++)
+                        for (int crash = 0; crash < 2; crash++) {
+                                const char *var = crash ? "RTPART_TEST_CRASH_AFTER" : "RTPART_TEST_FAIL_AT";
+                                char num[16];
+                                if (!crash && i == 1 && k > last_pool)
+                                        continue;
+                                snprintf(num, sizeof(num), "%zu", k);
+                                ck_assert_int_eq(setenv(var, num, 1), 0);
+                                (void) tree_ctl(t, NULL, apply);
+                                ck_assert_int_eq(unsetenv(var), 0);
+                                _cleanup_free_ char *out = NULL, *what = NULL;
+                                int rc = tree_ctl(t, &out, "--no-daemon status");
+                                ck_assert_msg(rc == 0 || rc == 3 || rc == 4, "status after point %zu: %d: %s", k, rc,
+                                              out);
+                                ck_assert_int_eq(tree_ctl(t, NULL, "--no-daemon revert"), 0);
+                                _cleanup_free_ char *after = tree_snapshot(t);
+                                ck_assert(asprintf(&what, "profile %zu, %s at write %zu", i,
+                                                   crash ? "killed" : "failing", k) >= 0);
+                                tree_assert_same(before, after, what);
+                        }
+                tree_remove(t);
+        }
+}
+END_TEST
+
 int main(void) {
         Suite *s = suite_create("backend-hugepages");
         TCase *p = tcase_create("plan");
@@ -524,6 +596,7 @@ int main(void) {
         tcase_add_test(a, test_boot_fallback);
         tcase_add_test(a, test_short_fails);
         tcase_add_test(a, test_drift);
+        tcase_add_test(a, test_faults);
         suite_add_tcase(s, a);
         return test_run(s);
 }
