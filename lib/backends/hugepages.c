@@ -10,25 +10,18 @@
 #include "numa.h"
 #include "strv.h"
 
-/* The "hugepages" section of a profile: pools of huge pages per NUMA node.
+/* The "hugepages" section of a profile: pools of huge pages per NUMA node ("pages": [{"size": "1G",
+ * "nodes": "isolated", "count": 8}]: the count on each node named by number, "0,1", or by a CPU
+ * expression for the nodes holding its CPUs; every node with memory without "nodes"; a host without
+ * NUMA is node 0), "default_size" and "boot_size".
  *
- *   "hugepages": { "default_size": "1G", "boot_size": "1G",
- *                  "pages": [ { "size": "1G", "nodes": "isolated", "count": 8 },
- *                             { "size": "2M", "count": 1024 } ] }
- *
- * "count" is the number of pages of "size" on each node "nodes" names: node numbers ("0,1", "0-3")
- * or a CPU expression that is not one (a class, a selector such as "package:1"), meaning the nodes
- * holding those CPUs; without "nodes", every node with memory. A host without NUMA is node 0.
- *
- * Knobs: hugepages/node<N>/<size> (hugepages/node1/1G) on the node's pool,
- * sys/devices/system/node/node<N>/hugepages/hugepages-<kB>kB/nr_hugepages (the machine's
- * sys/kernel/mm/hugepages/… without NUMA), written at runtime and read back: the kernel allocates
- * what it can and says how many it holds. Pages larger than the page allocator's largest block
- * (gigantic: 1G on x86) need a free, aligned, physically contiguous range each, which a running
- * host's fragmentation takes away; so the boot size ("boot_size", by default the profile's gigantic
- * size) is also reserved by boot arguments, hugepagesz=<size> hugepages=<node>:<count>,… (the
- * kernel's per-node form, 5.16+), which the boot backend plans as knobs of its own (boot_plan_arg():
- * configured in the bootloader's files, compared with /proc/cmdline by verify, removed by revert).
+ * Knobs: hugepages/node<N>/<size> (hugepages/node1/1G) on the node's pool, its
+ * sys/devices/system/node/node<N>/hugepages/hugepages-<kB>kB/nr_hugepages (sys/kernel/mm/hugepages/…
+ * without NUMA), written and read back: the kernel allocates what it can and says how many it holds.
+ * Gigantic pages (larger than the page allocator's largest block: 1G on x86) need a free, aligned,
+ * contiguous range each, which a running host's fragmentation takes away; so the boot size
+ * ("boot_size", by default the gigantic one) is also reserved by hugepagesz=<size>
+ * hugepages=<node>:<count>,… (the per-node form of 5.16+), boot knobs the boot backend plans.
  * A pool of the boot size the kernel fills short at runtime is done as far as it goes, the rest
  * reserved at the next boot: its knob is a reboot knob whose value, while the boot arguments give
  * the node more pages than the running kernel was booted with and the pool holds fewer, is the
@@ -597,6 +590,46 @@ static int check_configured(PlanCtx *ctx, const char *configured) {
                          pages_first ? "hugepages= for the default page size" : "of several sizes");
 }
 
+/* Whether the running kernel is older than major.minor. */
+static bool kernel_before(const char *release, unsigned major, unsigned minor) {
+        unsigned a, b;
+        return release && sscanf(release, "%u.%u", &a, &b) == 2 && (a < major || (a == major && b < minor));
+}
+
+/* hugepages= for the boot size: "NODE:COUNT,…" (Linux 5.16 and later), or the one count every
+ * node gets where the kernel is older and every node with memory gets the same (it spreads a
+ * count over them in turn); without NUMA, the count. */
+static int boot_pages_arg(PlanCtx *ctx, const Section *s, const char *size, char **ret) {
+        uint64_t first = 0, total = 0;
+        size_t nodes = 0;
+        bool equal = true;
+        StrBuf b = {};
+        for (size_t i = 0; i < s->res.n_pools; i++) {
+                const HugepagePool *p = &s->res.pools[i];
+                if (!p->boot)
+                        continue;
+                first = nodes++ ? first : p->count;
+                equal = equal && p->count == first;
+                total += p->count;
+                if (p->count > 0)
+                        strbuf_appendf(&b, "%s%u:%" PRIu64, b.len ? "," : "", p->node, p->count);
+        }
+        _cleanup_free_ char *list = strbuf_steal(&b);
+        if (!list)
+                return -ENOMEM;
+        if (s->numa && !kernel_before(ctx->host->kernel_release, 5, 16)) {
+                *ret = TAKE_PTR(list);
+                return 0;
+        }
+        if (s->numa && (!equal || nodes != cpu_set_count(&s->nodes)))
+                return plan_fail(ctx, "/hugepages",
+                                 "this host runs Linux %s, whose hugepages= takes no count per node (5.16 and later "
+                                 "do); give every node with memory the same count of %s pages, or set "
+                                 "\"boot_size\": \"none\"",
+                                 ctx->host->kernel_release, size);
+        return asprintf(ret, "%" PRIu64, total) < 0 ? -ENOMEM : 0;
+}
+
 /* A boot argument of the boot domain, noted as the section's (key: what sets it). */
 static int plan_boot_arg(PlanCtx *ctx, const char *configured, const char *name, const char *value, const char *key) {
         Knob *kn;
@@ -627,19 +660,11 @@ static int plan_boot_args(PlanCtx *ctx, const Section *s) {
         if ((k = refuse_boot_arg(ctx, "hugepagesz", "boot_size")) < 0 ||
             (k = refuse_boot_arg(ctx, "hugepages", "boot_size")) < 0 || (k = check_configured(ctx, configured)) < 0)
                 return k;
-        StrBuf b = {};
-        for (size_t i = 0; i < s->res.n_pools; i++) {
-                const HugepagePool *p = &s->res.pools[i];
-                if (!p->boot || p->count == 0)
-                        continue;
-                if (s->numa)
-                        strbuf_appendf(&b, "%s%u:%" PRIu64, b.len ? "," : "", p->node, p->count);
-                else
-                        strbuf_appendf(&b, "%" PRIu64, p->count);
-        }
-        _cleanup_free_ char *list = strbuf_steal(&b), *f = hugepage_size_format(s->res.boot_kb);
-        if (!list || !f)
+        _cleanup_free_ char *list = NULL, *f = hugepage_size_format(s->res.boot_kb);
+        if (!f)
                 return -ENOMEM;
+        if ((k = boot_pages_arg(ctx, s, f, &list)) < 0)
+                return k;
         if (!configured &&
             (k = plan_note(ctx,
                            "hugepages: no bootloader configuration found: %s pages the kernel "

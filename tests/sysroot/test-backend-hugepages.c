@@ -214,6 +214,19 @@ START_TEST(test_plan_refuses_configured) {
 }
 END_TEST
 
+/* A kernel before 5.16 takes one hugepages= count, which it spreads over the nodes in turn. */
+START_TEST(test_plan_old_kernel) {
+        _cleanup_free_ char *t = tree_copy_host("intel-2s");
+        test_write(t, "proc/sys/kernel/osrelease", "4.18.0-513.el8.x86_64\n");
+        _cleanup_(plan_freep) Plan *p = plan_on(t, profile_both);
+        ck_assert_str_eq(knob(p, "boot/hugepages")->desired, "6");
+        plan_err_on(t, "{ \"hugepages\": { \"pages\": [ { \"size\": \"1G\", \"nodes\": \"1\", \"count\": 2 } ] } }",
+                    "/hugepages",
+                    "this host runs Linux 4.18.0-513.el8.x86_64, whose hugepages= takes no count per node");
+        tree_remove(t);
+}
+END_TEST
+
 START_TEST(test_plan_vm) {
         _cleanup_free_ char *fx = fixture_host("vm");
         _cleanup_(plan_freep) Plan *p = plan_on(fx, profile_both);
@@ -584,6 +597,7 @@ int main(void) {
         tcase_add_test(p, test_plan_refuses);
         tcase_add_test(p, test_plan_refuses_ctl);
         tcase_add_test(p, test_plan_refuses_configured);
+        tcase_add_test(p, test_plan_old_kernel);
         tcase_add_test(p, test_plan_vm);
         tcase_add_test(p, test_no_section);
         tcase_add_test(p, test_reserved);
