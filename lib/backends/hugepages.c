@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "hugepages-internal.h"
 #include "hugepages.h"
 #include "numa.h"
 #include "strv.h"
@@ -50,28 +51,8 @@ static const SchemaField hugepages_section = { "hugepages", &hugepages_schema };
 /* The page allocator's largest block with 4 KiB base pages (MAX_ORDER 10): larger pages are
  * gigantic. */
 #define BUDDY_MAX_KB 4096U
-/* The most pages one pool may be asked for. */
-#define COUNT_MAX (UINT64_C(1) << 32)
-/* The size hugepages= reserves before any hugepagesz= when default_hugepagesz= is not given:
- * x86's (HPAGE_SHIFT 21). */
-#define ARCH_DEFAULT_KB 2048U
-
 static bool gigantic(uint64_t kb) {
         return kb > BUDDY_MAX_KB;
-}
-
-static bool parse_count(const char *s, uint64_t *ret) {
-        if (!s || !isdigit((unsigned char) *s))
-                return false;
-        char *e;
-        errno = 0;
-        unsigned long long v = strtoull(s, &e, 10);
-        while (isspace((unsigned char) *e))
-                e++;
-        if (errno || *e || v > COUNT_MAX)
-                return false;
-        *ret = v;
-        return true;
 }
 
 /* ---- the section as one file writes it ---- */
@@ -105,7 +86,7 @@ static int check_page(const char *file, json_t *page, const char *ptr, Error *e)
         bool ok = json_is_integer(count)
                 ? json_integer_value(count) >= 0 && (uint64_t) json_integer_value(count) <= COUNT_MAX
                 : json_is_string(count)
-                ? strstr(json_string_value(count), "${") || parse_count(json_string_value(count), &n)
+                ? strstr(json_string_value(count), "${") || hugepages_parse_count(json_string_value(count), &n)
                 : false;
         if (!ok)
                 return error_set(e, -EINVAL, file, pc,
@@ -142,16 +123,6 @@ static int hugepages_check(const char *file, json_t *sec, const char *pointer, E
 }
 
 /* ---- the section resolved against the host ---- */
-
-typedef struct Section {
-        bool numa;
-        CpuSet nodes; /* with memory */
-        uint64_t *sizes;
-        size_t n_sizes;
-        HugepageReservation res; /* pools of count 0 too, sorted */
-        size_t *entry;           /* per pool: its index in "pages" */
-        size_t cap_pools, cap_entry;
-} Section;
 
 static void section_done(Section *s) {
         free(s->sizes);
@@ -274,7 +245,7 @@ static int resolve_page(PlanCtx *ctx, Section *s, size_t i, json_t *page) {
         snprintf(ptr, sizeof(ptr), "/hugepages/pages/%zu/count", i);
         if (json_is_integer(c) && json_integer_value(c) >= 0)
                 count = (uint64_t) json_integer_value(c);
-        else if (!parse_count(json_string_value(c), &count))
+        else if (!hugepages_parse_count(json_string_value(c), &count))
                 return plan_fail(ctx, ptr, "\"%s\" is not a number of pages from 0 to %" PRIu64,
                                  strempty(json_string_value(c)), COUNT_MAX);
         snprintf(ptr, sizeof(ptr), "/hugepages/pages/%zu/nodes", i);
@@ -388,75 +359,6 @@ void hugepage_reservation_done(HugepageReservation *r) {
         *r = (HugepageReservation) {};
 }
 
-/* ---- boot arguments ---- */
-
-/* The pages of size_kb a command line reserves on node at boot: hugepages= after hugepagesz=SIZE
- * (before any hugepagesz=: the default size's, default_hugepagesz= or the architecture's), as
- * "N:C,…" per node, or as one count the kernel spreads over the nodes with memory in turn. */
-static uint64_t cmdline_pool(const char *cmdline, bool numa, const CpuSet *nodes, unsigned node, uint64_t size_kb) {
-        _cleanup_strv_free_ char **args = NULL;
-        _cleanup_free_ char *def = NULL;
-        uint64_t def_kb = ARCH_DEFAULT_KB, cur = 0, count = 0;
-        if (!cmdline || cmdline_split(cmdline, &args) < 0)
-                return 0;
-        if (cmdline_get(cmdline, "default_hugepagesz", &def) >= 0 && def)
-                (void) hugepage_size_parse(def, &def_kb);
-        cur = def_kb;
-        for (char **a = args; *a; a++) {
-                _cleanup_free_ char *name = NULL, *value = NULL;
-                if (cmdline_arg_ends_kernel(*a, strlen(*a)))
-                        break;
-                if (cmdline_parse_arg(*a, strlen(*a), &name, &value) < 0 || !value)
-                        continue;
-                if (streq(name, "hugepagesz"))
-                        (void) hugepage_size_parse(value, &cur);
-                if (!streq(name, "hugepages") || cur != size_kb)
-                        continue;
-                count = 0;
-                if (!strchr(value, ':')) {
-                        uint64_t n = 0, k = MAX(cpu_set_count(nodes), 1U), idx = 0;
-                        (void) parse_count(value, &n);
-                        CPU_SET_FOREACH (m, nodes) {
-                                if ((unsigned) m == node)
-                                        count = n / k + (idx < n % k);
-                                idx++;
-                        }
-                        if (!numa)
-                                count = n;
-                        continue;
-                }
-                for (char *p = value; p && *p;) {
-                        unsigned long nd = strtoul(p, &p, 10);
-                        unsigned long long c = *p == ':' ? strtoull(p + 1, &p, 10) : 0;
-                        if (nd == node)
-                                count = c;
-                        p = strchr(p, ',');
-                        p = p ? p + 1 : NULL;
-                }
-        }
-        return count;
-}
-
-/* The same of the bootloader's configuration (configured) and of the running kernel's command
- * line (running). */
-static int boot_pools(Root *root, unsigned node, uint64_t size_kb, uint64_t *ret_configured, uint64_t *ret_running) {
-        _cleanup_free_ char *configured = NULL, *running = NULL;
-        bool numa;
-        CpuSet nodes;
-        int k = numa_memory_nodes(root, &numa, &nodes);
-        if (k < 0)
-                return k;
-        k = boot_configured_cmdline(root, &configured);
-        if (k < 0 && k != -ENOENT)
-                return k;
-        k = root_read_line(root, "proc/cmdline", &running);
-        if (k < 0 && k != -ENOENT)
-                return k;
-        *ret_configured = cmdline_pool(configured, numa, &nodes, node, size_kb);
-        *ret_running = cmdline_pool(running, numa, &nodes, node, size_kb);
-        return 0;
-}
-
 /* The node and size of a knob id "hugepages/node1/1G". */
 static int knob_pool(const Knob *k, unsigned *ret_node, uint64_t *ret_kb) {
         char size[32];
@@ -477,8 +379,9 @@ static int pool_read(Root *root, const Knob *k, char **ret) {
         int r = knob_read_file(root, k, &nr);
         if (r < 0)
                 return r;
-        if (!parse_count(nr, &have) || knob_pool(k, &node, &kb) < 0 ||
-            boot_pools(root, node, kb, &configured, &running) < 0 || configured == running || have >= configured) {
+        if (!hugepages_parse_count(nr, &have) || knob_pool(k, &node, &kb) < 0 ||
+            hugepages_boot_pools(root, node, kb, &configured, &running) < 0 || configured == running ||
+            have >= configured) {
                 *ret = TAKE_PTR(nr);
                 return 0;
         }
@@ -493,7 +396,7 @@ static int pool_write_count(Root *root, const Knob *k, const char *value, KnobRe
 
         if (!value)
                 return 0; /* the pool did not exist before: nothing to put back */
-        if (!k->path || !parse_count(value, &want) || knob_pool(k, &node, &kb) < 0)
+        if (!k->path || !hugepages_parse_count(value, &want) || knob_pool(k, &node, &kb) < 0)
                 return -EINVAL;
         r = root_read_line(root, k->path, &before);
         if (r < 0)
@@ -507,7 +410,7 @@ static int pool_write_count(Root *root, const Knob *k, const char *value, KnobRe
         r = root_read_line(root, k->path, &back);
         if (r < 0)
                 return r;
-        if (!parse_count(back, &got))
+        if (!hugepages_parse_count(back, &got))
                 return -EBADMSG;
         if (got == want)
                 return 0;
@@ -517,7 +420,7 @@ static int pool_write_count(Root *root, const Knob *k, const char *value, KnobRe
                                    strempty(f), want);
                 return -EBUSY;
         }
-        r = boot_pools(root, node, kb, &configured, &running);
+        r = hugepages_boot_pools(root, node, kb, &configured, &running);
         if (r < 0)
                 return r;
         if (configured >= want) {
@@ -552,129 +455,6 @@ static int pool_write(Root *root, const Knob *k, const char *value, const KnobKe
 }
 
 /* ---- plan ---- */
-
-/* A boot argument the section needs must not be the boot section's too. */
-static int refuse_boot_arg(PlanCtx *ctx, const char *name, const char *key) {
-        json_t *args = json_object_get(json_object_get(ctx->resolved->doc, "boot"), "args");
-        if (!json_object_get(args, name))
-                return 0;
-        _cleanup_free_ char *ptr = json_pointer_append("/boot/args", name);
-        return plan_fail(ctx, ptr ?: "/boot/args",
-                         "%s is set by the hugepages section (\"%s\"); remove it from the boot section", name, key);
-}
-
-/* The bootloader's configuration must leave hugepages= to rtpart: one hugepagesz= and one
- * hugepages= after it, or none (an argument of another size, or one for the default size, would
- * be replaced). */
-static int check_configured(PlanCtx *ctx, const char *configured) {
-        _cleanup_strv_free_ char **args = NULL;
-        size_t sz = 0, pages = 0;
-        bool pages_first = false;
-        if (!configured)
-                return 0;
-        if (cmdline_split(configured, &args) < 0)
-                return -ENOMEM;
-        for (char **a = args; *a; a++) {
-                if (cmdline_arg_ends_kernel(*a, strlen(*a)))
-                        break;
-                sz += cmdline_arg_is(*a, "hugepagesz");
-                if (cmdline_arg_is(*a, "hugepages"))
-                        pages_first = pages_first || (pages++ == 0 && sz == 0);
-        }
-        if (sz <= 1 && pages <= 1 && !pages_first)
-                return 0;
-        return plan_fail(ctx, "/hugepages",
-                         "the bootloader's configuration already reserves huge pages (%s), which rtpart's "
-                         "hugepagesz= and hugepages= would replace; remove them from it (the kernel command line "
-                         "in etc/default/grub, etc/kernel/cmdline or the boot entries), or set \"boot_size\": \"none\"",
-                         pages_first ? "hugepages= for the default page size" : "of several sizes");
-}
-
-/* Whether the running kernel is older than major.minor. */
-static bool kernel_before(const char *release, unsigned major, unsigned minor) {
-        unsigned a, b;
-        return release && sscanf(release, "%u.%u", &a, &b) == 2 && (a < major || (a == major && b < minor));
-}
-
-/* hugepages= for the boot size: "NODE:COUNT,…" (Linux 5.16 and later), or the one count every
- * node gets where the kernel is older and every node with memory gets the same (it spreads a
- * count over them in turn); without NUMA, the count. */
-static int boot_pages_arg(PlanCtx *ctx, const Section *s, const char *size, char **ret) {
-        uint64_t first = 0, total = 0;
-        size_t nodes = 0;
-        bool equal = true;
-        StrBuf b = {};
-        for (size_t i = 0; i < s->res.n_pools; i++) {
-                const HugepagePool *p = &s->res.pools[i];
-                if (!p->boot)
-                        continue;
-                first = nodes++ ? first : p->count;
-                equal = equal && p->count == first;
-                total += p->count;
-                if (p->count > 0)
-                        strbuf_appendf(&b, "%s%u:%" PRIu64, b.len ? "," : "", p->node, p->count);
-        }
-        _cleanup_free_ char *list = strbuf_steal(&b);
-        if (!list)
-                return -ENOMEM;
-        if (s->numa && !kernel_before(ctx->host->kernel_release, 5, 16)) {
-                *ret = TAKE_PTR(list);
-                return 0;
-        }
-        if (s->numa && (!equal || nodes != cpu_set_count(&s->nodes)))
-                return plan_fail(ctx, "/hugepages",
-                                 "this host runs Linux %s, whose hugepages= takes no count per node (5.16 and later "
-                                 "do); give every node with memory the same count of %s pages, or set "
-                                 "\"boot_size\": \"none\"",
-                                 ctx->host->kernel_release, size);
-        return asprintf(ret, "%" PRIu64, total) < 0 ? -ENOMEM : 0;
-}
-
-/* A boot argument of the boot domain, noted as the section's (key: what sets it). */
-static int plan_boot_arg(PlanCtx *ctx, const char *configured, const char *name, const char *value, const char *key) {
-        Knob *kn;
-        char *note;
-        int k = boot_plan_arg(ctx, configured, name, value, &kn);
-        if (k < 0)
-                return k;
-        if (asprintf(&note, "set by the hugepages section (%s)%s%s", key, kn->note ? "; " : "", strempty(kn->note)) < 0)
-                return -ENOMEM;
-        free(kn->note);
-        kn->note = note;
-        return 0;
-}
-
-static int plan_boot_args(PlanCtx *ctx, const Section *s) {
-        _cleanup_free_ char *configured = NULL;
-        int k = boot_configured_cmdline(ctx->root, &configured);
-        if (k < 0 && k != -ENOENT)
-                return k;
-        if (s->res.default_kb) {
-                _cleanup_free_ char *f = hugepage_size_format(s->res.default_kb);
-                if ((k = refuse_boot_arg(ctx, "default_hugepagesz", "default_size")) < 0 ||
-                    (k = plan_boot_arg(ctx, configured, "default_hugepagesz", f, "default_size")) < 0)
-                        return k;
-        }
-        if (!s->res.boot_kb)
-                return 0;
-        if ((k = refuse_boot_arg(ctx, "hugepagesz", "boot_size")) < 0 ||
-            (k = refuse_boot_arg(ctx, "hugepages", "boot_size")) < 0 || (k = check_configured(ctx, configured)) < 0)
-                return k;
-        _cleanup_free_ char *list = NULL, *f = hugepage_size_format(s->res.boot_kb);
-        if (!f)
-                return -ENOMEM;
-        if ((k = boot_pages_arg(ctx, s, f, &list)) < 0)
-                return k;
-        if (!configured &&
-            (k = plan_note(ctx,
-                           "hugepages: no bootloader configuration found: %s pages the kernel "
-                           "cannot give at runtime cannot be reserved at boot",
-                           f)) < 0)
-                return k;
-        if ((k = plan_boot_arg(ctx, configured, "hugepagesz", f, "boot_size")) < 0)
-                return k;
-        return plan_boot_arg(ctx, configured, "hugepages", list, "boot_size");
-}
 
 /* "8 × 1G, 1024 × 2M" of node's pools, their total in *ret_kb and what they add to what the node
  * holds now in *ret_more_kb. */
@@ -749,7 +529,7 @@ static int hugepages_plan(PlanCtx *ctx) {
         int k = section_resolve(ctx, &s);
         if (k < 0)
                 return k;
-        if ((k = plan_boot_args(ctx, &s)) < 0)
+        if ((k = hugepages_plan_boot_args(ctx, &s)) < 0)
                 return k;
         current = calloc(MAX(s.res.n_pools, (size_t) 1), sizeof(uint64_t));
         if (!current)
@@ -768,7 +548,7 @@ static int hugepages_plan(PlanCtx *ctx) {
                                               "node %u has no pool of %s pages (no %s)", p->node, size, path);
                 if (k < 0)
                         return k;
-                (void) parse_count(cur, &current[i]);
+                (void) hugepages_parse_count(cur, &current[i]);
                 Knob *kn;
                 k = plan_add(ctx, id, VALUE_AUTO, path, cur, want, /* reboot= */ p->boot, &kn);
                 if (k < 0)
