@@ -454,6 +454,26 @@ static int pool_write(Root *root, const Knob *k, const char *value, const KnobKe
         return knob_result_finish(ret, pool_write_count(root, k, value, ret));
 }
 
+/* The node's pool file, and on NUMA the machine's pool of the size too: a write there (or to
+ * vm.nr_hugepages, for the default size, which the safety timer sees) changes the node's pool
+ * without an event on the node's file. */
+static int pool_watch(const Knob *k, char ***ret_paths) {
+        _cleanup_strv_free_ char **l = NULL;
+        unsigned node;
+        uint64_t kb;
+        if (!k->path)
+                return knob_watch_none(k, ret_paths);
+        if (strv_extend(&l, k->path) < 0)
+                return -ENOMEM;
+        if (knob_pool(k, &node, &kb) >= 0 && strstr(k->path, "/node")) {
+                _cleanup_free_ char *machine = hugepage_pool_path(/* numa= */ false, node, kb);
+                if (!machine || strv_extend(&l, machine) < 0)
+                        return -ENOMEM;
+        }
+        *ret_paths = TAKE_PTR(l);
+        return 1;
+}
+
 /* ---- plan ---- */
 
 /* "8 × 1G, 1024 × 2M" of node's pools, their total in *ret_kb and what they add to what the node
@@ -573,7 +593,7 @@ const Backend backend_hugepages = {
         .plan = hugepages_plan,
         .read = pool_read,
         .write = pool_write,
-        .watch = knob_watch_file,
+        .watch = pool_watch,
         .heading = hugepages_heading,
         .knob_noun = "huge page pool",
 };
