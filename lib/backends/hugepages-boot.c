@@ -207,9 +207,15 @@ int hugepages_plan_boot_args(PlanCtx *ctx, const Section *s) {
                 return -ENOMEM;
         if ((k = boot_pages_arg(ctx, s, f, &list)) < 0)
                 return k;
-        if (!configured &&
-            (k = plan_note(ctx, "hugepages: %s: %s pages the kernel cannot give at runtime cannot be reserved at boot",
-                           why ? why : "no bootloader configuration found", f)) < 0)
+        if (!configured && why &&
+            (k = plan_note(ctx, "hugepages: %s pages the kernel cannot give at runtime cannot be reserved at boot: %s",
+                           f, why)) < 0)
+                return k;
+        if (!configured && !why &&
+            (k = plan_note(ctx,
+                           "hugepages: no bootloader configuration found: %s pages the kernel cannot give at "
+                           "runtime cannot be reserved at boot",
+                           f)) < 0)
                 return k;
         if ((k = plan_boot_arg(ctx, "hugepagesz", f, "boot_size")) < 0)
                 return k;

@@ -214,6 +214,21 @@ START_TEST(test_plan_refuses_configured) {
 }
 END_TEST
 
+/* GRUB's defaults that cannot be read without running them: the plan says why, shows the running
+ * kernel's command line for the boot knobs, and still plans the pools. */
+START_TEST(test_plan_grub_unreadable) {
+        _cleanup_free_ char *t = tree_copy_host("intel-2s");
+        test_write(t, "etc/default/grub", "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"$(cat /etc/args)\"\n");
+        _cleanup_(plan_freep) Plan *p = plan_on(t, profile_both);
+        ck_assert(plan_has_note(p,
+                                "hugepages: 1G pages the kernel cannot give at runtime cannot be reserved at "
+                                "boot: /etc/default/grub, line 2: a command substitution"));
+        ck_assert_ptr_null(knob(p, "boot/hugepages")->current);
+        ck_assert_str_eq(knob(p, "hugepages/node1/1G")->desired, "3");
+        tree_remove(t);
+}
+END_TEST
+
 /* A kernel before 5.16 takes one hugepages= count, which it spreads over the nodes in turn. */
 START_TEST(test_plan_old_kernel) {
         _cleanup_free_ char *t = tree_copy_host("intel-2s");
@@ -596,6 +611,7 @@ int main(void) {
         tcase_add_test(p, test_plan_refuses);
         tcase_add_test(p, test_plan_refuses_ctl);
         tcase_add_test(p, test_plan_refuses_configured);
+        tcase_add_test(p, test_plan_grub_unreadable);
         tcase_add_test(p, test_plan_old_kernel);
         tcase_add_test(p, test_plan_vm);
         tcase_add_test(p, test_no_section);
