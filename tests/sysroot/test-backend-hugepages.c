@@ -262,22 +262,36 @@ START_TEST(test_no_section) {
 }
 END_TEST
 
-/* What the exports ask: the pools per node, without a plan. */
-START_TEST(test_reserved) {
-        _cleanup_free_ char *fx = fixture_host("intel-2s"), *err = NULL;
-        _cleanup_free_ char *path = profile_file(
-                "{ \"cpus\": { \"isolated\": \"8-15,24-31\" }, \"hugepages\": { \"pages\": [ { \"size\": \"1G\", "
-                "\"nodes\": \"isolated\", \"count\": 4 }, { \"size\": \"2M\", \"count\": 256 }, { \"size\": \"1G\", "
-                "\"nodes\": \"0\", \"count\": 0 } ] } }");
+/* hugepages_reserved() of the profile json on the bundled host name; *ret_path: the profile's file. */
+static int reserved_on(const char *name, const char *json, HugepageReservation *ret, Error *ret_error,
+                       char **ret_path) {
+        _cleanup_free_ char *fx = fixture_host(name), *err = NULL;
         Root *root;
         Host *host;
         Profile *p = NULL;
         Resolved *r = NULL;
+        *ret_path = profile_file(json);
         test_open_host(fx, &root, &host);
-        ck_assert_int_eq(test_resolve(root, host, path, &p, &r, &err), 0);
+        ck_assert_int_eq(test_resolve(root, host, *ret_path, &p, &r, &err), 0);
+        int k = hugepages_reserved(r, root, ret, ret_error);
+        resolved_free(r);
+        profile_free(p);
+        host_free(host);
+        root_free(root);
+        return k;
+}
+
+/* What the exports ask: the pools per node, without a plan. */
+START_TEST(test_reserved) {
+        _cleanup_free_ char *path = NULL;
         HugepageReservation res = {};
         Error e = {};
-        ck_assert_int_eq(hugepages_reserved(r, root, &res, &e), 0);
+        ck_assert_int_eq(reserved_on("intel-2s",
+                                     "{ \"cpus\": { \"isolated\": \"8-15,24-31\" }, \"hugepages\": { \"pages\": [ { "
+                                     "\"size\": \"1G\", \"nodes\": \"isolated\", \"count\": 4 }, { \"size\": \"2M\", "
+                                     "\"count\": 256 }, { \"size\": \"1G\", \"nodes\": \"0\", \"count\": 0 } ] } }",
+                                     &res, &e, &path),
+                         0);
         ck_assert_uint_eq(res.n_pools, 3); /* node 0's 1G count of 0 is no reservation */
         ck_assert_uint_eq(res.boot_kb, 1048576);
         ck_assert_uint_eq(res.default_kb, 0);
@@ -290,10 +304,41 @@ START_TEST(test_reserved) {
         }
         hugepage_reservation_done(&res);
         error_done(&e);
-        resolved_free(r);
-        profile_free(p);
-        host_free(host);
-        root_free(root);
+}
+END_TEST
+
+/* What an export gets where the profile reserves nothing, and where its section is wrong for the
+ * host: the file, the pointer and the message, as the plan gives them. */
+START_TEST(test_reserved_none_and_errors) {
+        static const struct {
+                const char *json;
+                const char *pointer; /* NULL: no error, no pools */
+                const char *message;
+        } cases[] = {
+                { "{ \"sysctl\": { \"vm.swappiness\": 10 } }", NULL, NULL },
+                { "{ \"hugepages\": { \"pages\": [ { \"size\": \"16G\", \"count\": 1 } ] } }",
+                  "/hugepages/pages/0/size", "16G pages are not offered by this host" },
+                { "{ \"hugepages\": { \"pages\": [ { \"size\": \"2M\", \"nodes\": \"7\", \"count\": 1 } ] } }",
+                  "/hugepages/pages/0/nodes", "node" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *path = NULL;
+                HugepageReservation res = {};
+                Error e = {};
+                int k = reserved_on("intel-2s", cases[i].json, &res, &e, &path);
+                if (!cases[i].pointer) {
+                        ck_assert_int_eq(k, 0);
+                        ck_assert_uint_eq(res.n_pools, 0);
+                        ck_assert_ptr_null(res.pools);
+                } else {
+                        ck_assert_int_eq(k, -EINVAL);
+                        ck_assert_str_eq(e.file, path);
+                        ck_assert_str_eq(e.pointer, cases[i].pointer);
+                        ck_assert_msg(strstr(e.message, cases[i].message), "%s", e.message);
+                }
+                hugepage_reservation_done(&res);
+                error_done(&e);
+        }
 }
 END_TEST
 
@@ -616,6 +661,7 @@ int main(void) {
         tcase_add_test(p, test_plan_vm);
         tcase_add_test(p, test_no_section);
         tcase_add_test(p, test_reserved);
+        tcase_add_test(p, test_reserved_none_and_errors);
         tcase_add_test(p, test_sizes);
         suite_add_tcase(s, p);
         TCase *a = tcase_create("apply");
