@@ -11,7 +11,7 @@ Run by meson (suite sysroot) with the variables of daemon.py. Exits 77 (skip) wi
 it cannot run here (not root, the sim builds or the fake host missing).
 """
 import os
-import sys
+import time
 import unittest
 
 from daemon import CTL, DAEMON, HOSTS, IFACE, SLOW, Daemon, call_ok, close_daemon, skip, watch
@@ -51,8 +51,10 @@ class HugepagesDriftTest(unittest.TestCase):
         c.close()
         self.assertEqual(st["drift"], 0)
         w = watch(d)
+        t0 = time.monotonic()
         d.write(POOL, "0\n")
         ev = self.next_event(w, "drift")
+        print(f"pool write → drift event: {(time.monotonic() - t0) * 1000:.1f} ms")
         self.assertEqual(ev["drift"], [{"knob": "hugepages/node1/2M", "domain": "hugepages", "expected": "64",
                                         "actual": "0"}])
         w.close()
