@@ -14,8 +14,8 @@
 /* The order is the order of application: boot first (nothing at runtime), then what moves work
  * off isolated CPUs (cgroups, IRQs, threads), then the rest. */
 static const Backend * const backends[] = {
-        &backend_boot,    &backend_cpuset, &backend_resctrl, &backend_irq, &backend_irqbalance,
-        &backend_kthread, &backend_sysctl, &backend_sysfs,   &backend_cpu, &backend_module,
+        &backend_boot,   &backend_cpuset, &backend_resctrl, &backend_irq,    &backend_irqbalance, &backend_kthread,
+        &backend_sysctl, &backend_sysfs,  &backend_cpu,     &backend_module, &backend_hugepages,
 };
 
 char *knob_count_phrase(const size_t counts[_DOMAIN_MAX]) {

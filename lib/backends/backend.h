@@ -118,7 +118,7 @@ typedef struct Backend {
 } Backend;
 
 extern const Backend backend_boot, backend_irq, backend_irqbalance, backend_cpuset, backend_resctrl, backend_sysctl,
-        backend_sysfs, backend_kthread, backend_cpu, backend_module;
+        backend_sysfs, backend_kthread, backend_cpu, backend_module, backend_hugepages;
 
 const Backend *backend_for(Domain d);
 /* Every backend, in the order of application; *ret_n of them. */
@@ -151,6 +151,20 @@ int knob_watch_file(const Knob *k, char ***ret_paths);
 int knob_watch_none(const Knob *k, char ***ret_paths);
 /* Reads a knob file: first line, trimmed; -ENOENT if missing. */
 int knob_read_file(Root *root, const Knob *k, char **ret);
+
+/* Boot arguments another domain's section needs (the hugepages section's hugepagesz= and
+ * hugepages=) are planned as the boot section's are: boot_plan_arg() adds boot/NAME for desired
+ * (NULL: to be absent), a knob of the boot domain (configured in the bootloader's files, compared
+ * with the running kernel's command line by verify, removed by revert) whose current value is what
+ * the bootloader's configuration gives (none found or readable: the running kernel's), and whose
+ * note says where the running kernel's differs. The section that asks refuses a profile whose boot
+ * section sets the same argument. */
+int boot_plan_arg(PlanCtx *ctx, const char *name, const char *desired, Knob **ret);
+/* The command line the bootloader's configuration gives the next boot (GRUB's defaults with
+ * rtpart's drop-in, the running kernel's BLS entry, or etc/kernel/cmdline); -ENOENT when there is
+ * no bootloader configuration, -EBADMSG with *ret_why (what, where, the fix) when GRUB's cannot be
+ * read without running it. */
+int boot_configured_cmdline(Root *root, char **ret, char **ret_why);
 
 /* Kernel and module parameters that go into bootloader files and /etc/modprobe.d (see backend.c
  * for the rules and why). */

@@ -351,10 +351,63 @@ static int boot_config_get(const BootConfig *c, const char *key, char **ret) {
 
 /* ---- verbs ---- */
 
+int boot_configured_cmdline(Root *root, char **ret, char **ret_why) {
+        _cleanup_(boot_config_done) BootConfig config = {};
+        _cleanup_free_ char *l = NULL, *d = NULL;
+        int k = boot_config_load(root, &config, ret_why);
+        if (k < 0)
+                return k;
+        if (config.loader != BOOTLOADER_GRUB) {
+                *ret = TAKE_PTR(config.line);
+                return 0;
+        }
+        /* grub-mkconfig gives the kernel GRUB_CMDLINE_LINUX, then GRUB_CMDLINE_LINUX_DEFAULT. */
+        k = grub_values(&config.grub, &l, &d);
+        if (k < 0)
+                return k;
+        return asprintf(ret, "%s %s", l, d) < 0 ? -ENOMEM : 0;
+}
+
+/* The knob boot/name for desired. config NULL: the running kernel's command line stands for what
+ * is configured. */
+static int plan_arg_knob(PlanCtx *ctx, const BootConfig *config, const char *name, const char *desired, Knob **ret) {
+        _cleanup_free_ char *id = NULL, *current = NULL, *running = NULL;
+        Knob *kn;
+        int k;
+
+        if (asprintf(&id, "boot/%s", name) < 0)
+                return -ENOMEM;
+        k = config ? boot_config_get(config, name, &current) : cmdline_get(ctx->host->cmdline, name, &current);
+        if (k >= 0)
+                k = cmdline_get(ctx->host->cmdline, name, &running);
+        if (k < 0)
+                return k;
+        k = plan_add(ctx, id, VALUE_BOOTARG, NULL, current, desired, /* reboot= */ true, &kn);
+        if (k < 0)
+                return k;
+        kn->domain = DOMAIN_BOOT; /* also when another domain's section asks for it */
+        if (config && !value_equal(VALUE_BOOTARG, current, running)) {
+                _cleanup_free_ char *disp = value_display(VALUE_BOOTARG, running);
+                if (asprintf(&kn->note, "running kernel: %s", strempty(disp)) < 0)
+                        return -ENOMEM;
+        }
+        if (ret)
+                *ret = kn;
+        return 0;
+}
+
+int boot_plan_arg(PlanCtx *ctx, const char *name, const char *desired, Knob **ret) {
+        _cleanup_(boot_config_done) BootConfig config = {};
+        _cleanup_free_ char *why = NULL;
+        int k = boot_config_load(ctx->root, &config, &why);
+        if (k < 0 && k != -ENOENT && k != -EBADMSG)
+                return k;
+        return plan_arg_knob(ctx, k >= 0 ? &config : NULL, name, desired, ret);
+}
+
 /* The knob of /boot/args/name (v: its value in the profile). config NULL: the running kernel's
  * command line stands for what is configured. */
 static int plan_arg(PlanCtx *ctx, const BootConfig *config, const char *name, json_t *v) {
-        _cleanup_free_ char *id = NULL, *current = NULL, *running = NULL;
         const char *desired;
         int k;
 
@@ -379,24 +432,7 @@ static int plan_arg(PlanCtx *ctx, const BootConfig *config, const char *name, js
                                    desired);
         if (k < 0)
                 return k;
-
-        if (asprintf(&id, "boot/%s", name) < 0)
-                return -ENOMEM;
-        k = config ? boot_config_get(config, name, &current) : cmdline_get(ctx->host->cmdline, name, &current);
-        if (k >= 0)
-                k = cmdline_get(ctx->host->cmdline, name, &running);
-        if (k < 0)
-                return k;
-        Knob *kn;
-        k = plan_add(ctx, id, VALUE_BOOTARG, NULL, current, desired, /* reboot= */ true, &kn);
-        if (k < 0)
-                return k;
-        if (config && !value_equal(VALUE_BOOTARG, current, running)) {
-                _cleanup_free_ char *disp = value_display(VALUE_BOOTARG, running);
-                if (asprintf(&kn->note, "running kernel: %s", strempty(disp)) < 0)
-                        return -ENOMEM;
-        }
-        return 0;
+        return plan_arg_knob(ctx, config, name, desired, NULL);
 }
 
 static int boot_plan(PlanCtx *ctx) {

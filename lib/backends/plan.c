@@ -200,8 +200,10 @@ int plan_build(const Resolved *r, Root *root, Plan **ret, Error *ret_error) {
                 k = table[i]->plan(&ctx);
                 if (k < 0)
                         return k;
+                /* A knob another domain's section asks for (a boot argument) has its domain already. */
                 for (size_t j = first; j < p->n_knobs; j++)
-                        p->knobs[j].domain = table[i]->domain;
+                        if (p->knobs[j].domain == _DOMAIN_INVALID)
+                                p->knobs[j].domain = table[i]->domain;
         }
         /* The list grew by doubling; what follows (the journal's parse, the writes) reuses the
          * room it no longer needs. */

@@ -202,13 +202,14 @@ static const char *refusal_reason(const Knob *k, const KnobResult *w) {
         return b && b->refusal_reason ? b->refusal_reason : "the kernel refused the value";
 }
 
-/* Step done (of t) failed: every step before it undone, the journal closed with the failure. */
+/* Step done (of t) failed: every step before it undone (and it too, when it changed its knob
+ * before it failed), the journal closed with the failure. */
 static int apply_fail(EngineRun *run, const Knob *k, KnobResult *w, size_t done) {
         Journal *j = run->journal;
         EngineResult *res = run->res;
         int err = w->error;
         _cleanup_free_ char *detail = engine_take_reason(w);
-        size_t fails = engine_undo(run, &j->transaction, done);
+        size_t fails = engine_undo(run, &j->transaction, done + w->partial);
         engine_drop_new_originals(j);
         _cleanup_free_ char *now = journal_now_iso8601(), *msg = NULL;
         if (asprintf(&msg, "writing %s failed: %s%s%s%s; every change of this run was undone%s", k->id, strerror(-err),
@@ -277,6 +278,10 @@ static int write_steps(Apply *a) {
                         return apply_fail(run, &kn, &w, i);
                 else {
                         run->touched[kn.domain] = true;
+                        /* Done, with something to say (a pool the kernel filled short, the rest
+                         * reserved at the next boot). */
+                        if (w.reason && *w.reason)
+                                engine_note(run->res, "%s: %s", kn.id, w.reason);
                         if (s->restore)
                                 /* Back at its original and no longer managed: forgotten on commit
                                  * (a rollback still needs it). */

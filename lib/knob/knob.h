@@ -22,6 +22,7 @@ typedef enum Domain {
         DOMAIN_KTHREAD,
         DOMAIN_CPU,
         DOMAIN_MODULE,
+        DOMAIN_HUGEPAGES,
         _DOMAIN_MAX,
         _DOMAIN_INVALID = -EINVAL,
 } Domain;
@@ -66,6 +67,8 @@ typedef struct KnobResult {
         int error;    /* negative errno when KNOB_FAILED, else 0 */
         char *reason; /* the kernel's or systemd's own words (resctrl's info/last_cmd_status,
                        * a cpuset partition's "invalid (reason)"), or NULL */
+        bool partial; /* KNOB_FAILED after changing the knob (a pool the kernel filled part of):
+                       * what undoes the writes before it undoes this one too */
 } KnobResult;
 
 void knob_result_done(KnobResult *r);

@@ -56,6 +56,25 @@ static void setup(void) {
         }
         put("sys/devices/system/node/node0/cpulist", "0-3,8-11\n");
         put("sys/devices/system/node/node1/cpulist", "4-7,12-15\n");
+        /* Two nodes of 4 GiB with 2M and 1G pools: the hugepages section is planned. */
+        for (int n = 0; n < 2; n++)
+                for (int z = 0; z < 3; z++) {
+                        char rel[128];
+                        const char *sizes[] = { "2048", "1048576" };
+                        if (z < 2)
+                                snprintf(rel, sizeof(rel),
+                                         "sys/devices/system/node/node%d/hugepages/hugepages-%skB/nr_hugepages", n,
+                                         sizes[z]);
+                        else
+                                snprintf(rel, sizeof(rel), "sys/devices/system/node/node%d/meminfo", n);
+                        put(rel,
+                            z < 2       ? "0\n"
+                                    : n ? "Node 1 MemTotal: 4194304 kB\nNode 1 MemFree: 3000000 kB\n"
+                                        : "Node 0 MemTotal: 4194304 kB\nNode 0 MemFree: 3000000 kB\n");
+                }
+        put("sys/devices/system/node/has_memory", "0-1\n");
+        put("sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "0\n");
+        put("sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages", "0\n");
         put("proc/cmdline", "root=/dev/sda ro quiet\n");
         put("proc/interrupts",
             "           CPU0       CPU1\n  24:          1          0  IO-APIC   5-edge      eth0-TxRx-0\nNMI: 0 0 Non-maskable\n");

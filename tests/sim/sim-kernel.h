@@ -33,6 +33,8 @@
  *               dropped ones return to the default group; mode "exclusive" fails while the
  *               schemata overlaps another group or shareable_bits; info/last_cmd_status says
  *               "ok" or the reason, as the kernel's does.
+ *   hugetlb     a count written to a pool's nr_hugepages is allocated from the node's free memory,
+ *               gigantic pages up to a fragmentation bound (sim-hugetlb.c).
  * Not emulated: other controllers' files, cgroup.events, sibling .effective updates,
  * resctrl bit_usage and monitoring values, and anything the kernel does on its own.
  *
@@ -43,6 +45,10 @@
 /* Gives rel an inode of its own if it shares one (a hard link: fixture trees link identical
  * files to save space), so that a write changes this path only, as on the kernel's filesystems. */
 int sim_unshare_file(Root *r, const char *rel);
+/* Whether rel is a huge page pool's nr_hugepages, and a count written to it as the kernel takes
+ * it: allocated from the node's free memory up to what it allows (sim-hugetlb.c). */
+bool sim_hugetlb_pool(Root *r, const char *rel);
+int sim_hugetlb_write(Root *r, const char *rel, const char *value);
 /* After a value was written to rel: what tracefs does (sim-tracefs.c). */
 void sim_tracefs_written(Root *r, const char *rel, const char *value);
 /* root_run_program() on a fake host (sim-programs.c). */

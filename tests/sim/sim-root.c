@@ -185,7 +185,9 @@ static int do_write_value(Root *r, const char *rel, const char *value) {
 }
 
 static int write_value(Root *r, const char *rel, const char *value) {
-        return COUNTED_WRITE("write", rel, do_write_value(r, rel, value));
+        return COUNTED_WRITE("write", rel,
+                             sim_hugetlb_pool(r, rel) ? sim_hugetlb_write(r, rel, value)
+                                                      : do_write_value(r, rel, value));
 }
 
 static int mkdir_object(Root *r, RootFs fs, const char *mount, const char *name) {

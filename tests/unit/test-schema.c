@@ -63,9 +63,9 @@ START_TEST(test_top_level_order) {
         /* The order messages list the known keys in ("unknown key …; known keys here: …"): the
          * core's head, the backends' sections in Domain order, the core's tail. */
         static const char * const expected[] = {
-                "include", "variables",  "vendor", "summary", "description", "cpus",  "boot",
-                "irq",     "irqbalance", "cpuset", "cat",     "sysctl",      "sysfs", "kthreads",
-                "cpu",     "modules",    "drift",  "check",   NULL,
+                "include", "variables",  "vendor",    "summary", "description", "cpus",  "boot",
+                "irq",     "irqbalance", "cpuset",    "cat",     "sysctl",      "sysfs", "kthreads",
+                "cpu",     "modules",    "hugepages", "drift",   "check",       NULL,
         };
         const SchemaField *f = backend_profile_schema()->fields;
         size_t i = 0;
