@@ -19,7 +19,8 @@
  * makes them: a value written, a kernel object made, written or removed, a whole file replaced
  * (configuration files and the journal, also under --state-dir: two points, its temporary written
  * and its rename), a file reserved or unlinked, a directory made or removed, the bootloader
- * updated. Both hooks count the same points:
+ * updated, a NIC's channels set (ethtool's netlink family on a kernel: sim-net.c). Both hooks
+ * count the same points:
  *
  *   RTPART_TEST_CRASH_AFTER=N   the process kills itself (SIGKILL, as a crash would) right after
  *                               the Nth write (done or failed), so tests can prove recovery at
@@ -236,6 +237,10 @@ static int pm_qos_open(Root *r) {
         return fd < 0 ? -errno : fd;
 }
 
+static int channels_set(Root *r, const char *ifname, const NetChannels *want, char **ret_reason) {
+        return COUNTED_WRITE("channels", ifname, sim_channels_set(r, ifname, want, ret_reason));
+}
+
 static int update_bootloader(Root *r, const char *command) {
         const char *stand_in = getenv("RTPART_BOOTLOADER_UPDATE");
         return COUNTED_WRITE("update-bootloader", "", root_run_shell(r, stand_in && *stand_in ? stand_in : command));
@@ -245,7 +250,7 @@ static int update_bootloader(Root *r, const char *command) {
         .write_value = write_value, .mkdir_object = mkdir_object, .rmdir_object = rmdir_object, \
         .write_object = write_object, .pm_qos_open = pm_qos_open, .update_bootloader = update_bootloader, \
         .replace_file = replace_file, .reserve_file = reserve_file, .unlink_file = unlink_file, .make_dir = make_dir, \
-        .remove_dir = remove_dir
+        .remove_dir = remove_dir, .channels_get = sim_channels_get, .channels_set = channels_set
 
 /* No ROOT_CAN_SCHEDULE, _WATCH_PROCESSES, _ASK_SYSTEMD or _MOUNT: a tree's PIDs are nobody's
  * threads, and no systemd or mount table stands behind it. */
