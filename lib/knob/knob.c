@@ -13,7 +13,7 @@ static const char * const domain_table[_DOMAIN_MAX] = {
         [DOMAIN_BOOT] = "boot",     [DOMAIN_IRQ] = "irq",         [DOMAIN_IRQBALANCE] = "irqbalance",
         [DOMAIN_CPUSET] = "cpuset", [DOMAIN_RESCTRL] = "resctrl", [DOMAIN_SYSCTL] = "sysctl",
         [DOMAIN_SYSFS] = "sysfs",   [DOMAIN_KTHREAD] = "kthread", [DOMAIN_CPU] = "cpu",
-        [DOMAIN_MODULE] = "module",
+        [DOMAIN_MODULE] = "module", [DOMAIN_NET] = "net",
 };
 
 static const char * const value_kind_table[_VALUE_KIND_MAX] = {

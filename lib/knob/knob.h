@@ -22,6 +22,7 @@ typedef enum Domain {
         DOMAIN_KTHREAD,
         DOMAIN_CPU,
         DOMAIN_MODULE,
+        DOMAIN_NET,
         _DOMAIN_MAX,
         _DOMAIN_INVALID = -EINVAL,
 } Domain;
