@@ -29,7 +29,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vm_cpuset import GUEST_END, Cpio, shared_libs, skip  # noqa: E402
+from vm_cpuset import GUEST_END, Cpio, report, shared_libs, skip  # noqa: E402
 
 CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "daemon", "ctl", "rtpartctl")
 CACHE = "/var/cache/rtpart-test/rt"
@@ -224,11 +224,7 @@ def main():
         ("and left none of its threads in the lists",
          not any(t["comm"].startswith("osnoise/") for c in (c2, c3) for t in c.get("threads", []))),
     ]
-    failed = [name for name, ok in checks if not ok]
-    for name, ok in checks:
-        print(f"{'ok' if ok else 'FAILED'}: {name}")
-    print(f"{len(checks) - len(failed)} passed, {len(failed)} failed")
-    return 1 if failed else 0
+    return report(checks)
 
 
 if __name__ == "__main__":
