@@ -46,14 +46,17 @@ stty -F /dev/console "$(stty -F /dev/console -g)"
 poweroff -f
 """
 
-INIT = r"""#!/bin/busybox sh
+# How a busybox guest starts: its applets, the kernel's filesystems, rtpart's state directory.
+GUEST_BEGIN = r"""#!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
-mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t tmpfs tmpfs /run
 mkdir -p /var/lib/rtpart /tmp
+"""
+
+INIT = GUEST_BEGIN + r"""mount -t cgroup2 cgroup2 /sys/fs/cgroup
 CG=/sys/fs/cgroup
 P=$CG/rtpart-rt
 r() { echo "@@R $1=$2"; }
@@ -189,20 +192,30 @@ class Cpio:
         return bytes(self.out)
 
 
-def build_initramfs(path, busybox):
+def guest_base(busybox, binaries=(), libraries=()):
+    """An initramfs with busybox, rtpartctl (CTL) and binaries in bin/, and the libraries they
+    load (ldd's list, and libraries: those loaded with dlopen), each at its path on this machine:
+    /lib64 and /lib are symlinks on merged-/usr systems, and the loader's path must exist as
+    given."""
     c = Cpio()
     for d in ("bin", "sbin", "proc", "sys", "dev", "tmp", "run", "etc", "var/lib/rtpart"):
         c.dir(d)
     with open(busybox, "rb") as f:
         c.file("bin/busybox", f.read())
     c.symlink("bin/sh", "busybox")
-    with open(CTL, "rb") as f:
-        c.file("bin/rtpartctl", f.read())
-    for lib in sorted(set(shared_libs(busybox) + shared_libs(CTL))):
-        real = os.path.realpath(lib)
-        with open(real, "rb") as f:
+    libs = set(libraries)
+    for name, b in [("rtpartctl", CTL)] + [(os.path.basename(b), b) for b in binaries]:
+        with open(b, "rb") as f:
+            c.file("bin/" + name, f.read())
+        libs.update(shared_libs(b))
+    for lib in sorted(libs | set(shared_libs(busybox))):
+        with open(os.path.realpath(lib), "rb") as f:
             c.file(lib, f.read())
-        # /lib64 and /lib are symlinks on merged-/usr systems: the loader's path must exist as given
+    return c
+
+
+def build_initramfs(path, busybox):
+    c = guest_base(busybox)
     c.file("test.json", json.dumps(PROFILE).encode(), 0o644)
     c.file("init", INIT.encode())
     with open(path, "wb") as f:

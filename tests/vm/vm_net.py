@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 
-from vm_cpuset import CTL, GUEST_END, Cpio, find_kernel, report, shared_libs, skip
+from vm_cpuset import CTL, GUEST_BEGIN, GUEST_END, find_kernel, guest_base, report, skip
 
 TIMEOUT = 150  # seconds for the whole guest run; boot alone is about 8 s under TCG
 QUEUES = 4
@@ -47,14 +47,7 @@ PROFILE = {
                       "xps_cpus": "housekeeping", "rps_flow_cnt": 256}]},
 }
 
-INIT = r"""#!/bin/busybox sh
-/bin/busybox --install -s /bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-mount -t tmpfs tmpfs /run
-mkdir -p /var/lib/rtpart /tmp
-for m in $(cat /modules.order); do insmod /lib/modules/$m 2>/dev/null; done
+INIT = GUEST_BEGIN + r"""for m in $(cat /modules.order); do insmod /lib/modules/$m 2>/dev/null; done
 r() { echo "@@R $1=$2"; }
 IF=$(ls /sys/class/net | grep -v '^lo$' | head -n 1)
 state() {
@@ -122,26 +115,8 @@ def library_path(soname):
 
 
 def build_initramfs(path, busybox, kver, modules, libnl):
-    c = Cpio()
-    for d in ("bin", "sbin", "proc", "sys", "dev", "tmp", "run", "etc", "var/lib/rtpart"):
-        c.dir(d)
-    with open(busybox, "rb") as f:
-        c.file("bin/busybox", f.read())
-    c.symlink("bin/sh", "busybox")
-    binaries = [busybox, CTL]
-    with open(CTL, "rb") as f:
-        c.file("bin/rtpartctl", f.read())
     ethtool = shutil.which("ethtool") or ("/usr/sbin/ethtool" if os.path.exists("/usr/sbin/ethtool") else None)
-    if ethtool:
-        with open(ethtool, "rb") as f:
-            c.file("bin/ethtool", f.read())
-        binaries.append(ethtool)
-    libs = set(libnl)
-    for b in binaries:
-        libs.update(shared_libs(b))
-    for lib in sorted(libs):
-        with open(os.path.realpath(lib), "rb") as f:
-            c.file(lib, f.read())
+    c = guest_base(busybox, [ethtool] if ethtool else [], libnl)
     for m in modules:
         with open(os.path.join("/lib/modules", kver, m), "rb") as f:
             c.file("lib/modules/" + m, f.read(), 0o644)
