@@ -37,7 +37,10 @@ static int local_apply(Root *root, JournalStore *journal, const char *name, json
 int verb_apply(int argc, char **argv) {
         _cleanup_(root_freep) Root *root = NULL;
         _cleanup_(json_decrefp) json_t *doc = NULL;
-        int r = ctl_document("Apply", argv[1], true, local_apply, &root, &doc);
+        int r = ctl_tuned_check(argv[1]);
+        if (r != 0)
+                return r;
+        r = ctl_document("Apply", argv[1], true, local_apply, &root, &doc);
         if (r < 0 && doc)
                 return render_apply_failure(doc);
         if (r != 0)

@@ -7,6 +7,7 @@
 #include "document.h"
 #include "engine.h"
 #include "journal.h"
+#include "tuned-active.h"
 
 /* list, show, plan: what the profiles are, and what one would change. */
 
@@ -71,6 +72,8 @@ static int local_plan(Root *root, JournalStore *journal, const char *name, json_
         if (journal_store_load(journal, &j, NULL) < 0)
                 j = NULL;
         r = engine_mark_refused(p.plan, j);
+        if (r >= 0)
+                r = tuned_overlap_mark(root, p.host, p.plan);
         if (r < 0)
                 return log_error_errno(r, "cannot build the plan: %m");
         *ret_doc = document_plan(p.plan, p.host);

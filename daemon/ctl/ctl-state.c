@@ -140,9 +140,12 @@ int verb_watch(int argc, char **argv) {
                 const char *error = jstr(m, "error");
                 if (error) {
                         _cleanup_(json_decrefp) json_t *ignored = NULL;
-                        return ctl_daemon_error(error, json_object_get(m, "parameters"), &ignored);
+                        return ctl_daemon_error("Watch", error, json_object_get(m, "parameters"), &ignored);
                 }
                 json_t *p = json_object_get(m, "parameters");
+                r = ctl_reply_check("Watch", p);
+                if (r < 0)
+                        return r;
                 if (streq_ptr(jstr(p, "event"), "status") && !arg_json)
                         watch_banner(p);
                 r = render_watch_event(p);

@@ -119,8 +119,9 @@ int knob_watch_none(const Knob *k, char ***ret_paths) {
  * module's parameter. So a name is [A-Za-z0-9_][A-Za-z0-9_.-]*, which is what parse_args()
  * matches against a parameter table (and "-", "--" or "=x" never are).
  *
- * Values are more than the kernel needs: rtpart restates them in etc/default/grub.d/rtpart.cfg,
- * which grub-mkconfig sources as root (inside "…", where $ ` \ " expand or end the string), in a
+ * Values are more than the kernel needs: rtpart writes them in etc/default/grub.d/rtpart.cfg,
+ * which grub-mkconfig sources as root (inside '…' there, but a value must mean the same wherever a
+ * shell might read it), in a
  * BLS entry's "options" line and in /etc/kernel/cmdline (whitespace-separated, one line), and in
  * /etc/modprobe.d (one "options" line; kmod passes a module's configured options to the shell of
  * an "install" command through $CMDLINE_OPTS). The set below is what the parameters of a realtime

@@ -181,6 +181,10 @@ int plan_build(const Resolved *r, Root *root, Plan **ret, Error *ret_error) {
                 return -ENOMEM;
         p->isolated = r->isolated;
         p->housekeeping = r->housekeeping;
+        /* What resolving the profile noticed comes first. */
+        for (char **n = r->notes; n && *n; n++)
+                if (strv_extend(&p->notes, *n) < 0)
+                        return -ENOMEM;
 
         PlanCtx ctx = {
                 .plan = p,

@@ -565,6 +565,10 @@ int root_update_bootloader(Root *r, const char *command) {
         return root_can(r, ROOT_CAN_UPDATE_BOOTLOADER) ? r->ops->update_bootloader(r, command) : -EOPNOTSUPP;
 }
 
+int root_run_program(Root *r, char * const *argv, char **ret_output) {
+        return root_can(r, ROOT_CAN_RUN_PROGRAMS) ? r->ops->run_program(r, argv, ret_output) : -EOPNOTSUPP;
+}
+
 int root_mount(Root *r, const char *rel, const char *fstype, const char *options) {
         root_cache_drop(r);
         return root_can(r, ROOT_CAN_MOUNT) ? r->ops->mount(r, rel, fstype, options) : -EOPNOTSUPP;

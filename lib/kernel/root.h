@@ -77,8 +77,8 @@ typedef struct Root {
  * asks root_can() instead of where it runs; the answer is its root's ops table's. */
 typedef enum RootCan {
         /* Thread ids read from the root's proc/ are this kernel's live tasks, and its CPUs are the
-         * ones this process runs on: sched_setaffinity()/sched_setscheduler() reach them, the
-         * daemon may pin itself to the root's housekeeping CPUs and move tasks off isolated ones. */
+         * ones this process runs on: sched_setaffinity()/sched_setscheduler() reach them, and the
+         * daemon may move tasks off isolated ones. */
         ROOT_CAN_SCHEDULE = 1u << 0,
         /* A systemd manager runs for this root and answers on the system bus (when the root also
          * has run/systemd/system): slices' AllowedCPUs=, restarting irqbalance. */
@@ -92,6 +92,14 @@ typedef enum RootCan {
         ROOT_CAN_MOUNT = 1u << 4,
         /* The kernel's process events (the proc connector) are about the tasks in the root's proc/. */
         ROOT_CAN_WATCH_PROCESSES = 1u << 5,
+        /* root_try_restart_unit() restarts a unit of the service manager that runs for this root
+         * (where the root also has run/systemd/system). */
+        ROOT_CAN_RESTART_UNITS = 1u << 6,
+        /* root_run_program() runs a program (a measuring tool: cyclictest) on the root's host. */
+        ROOT_CAN_RUN_PROGRAMS = 1u << 7,
+        /* root_pin_self() pins this process (the daemon, to the root's housekeeping CPUs): the
+         * kernel's CPUs are the ones it runs on; a simulator shows the pinning instead. */
+        ROOT_CAN_PIN_SELF = 1u << 8,
 } RootCan;
 
 /* Which kernel filesystem holds an object made with root_mkdir_object(). */
@@ -126,12 +134,21 @@ struct RootOps {
         /* ROOT_CAN_SCHEDULE */
         int (*set_affinity)(Root *r, int tid, const CpuSet *cpus);
         int (*set_scheduler)(Root *r, int tid, unsigned policy, unsigned priority);
+        /* ROOT_CAN_PIN_SELF: pins this process (the daemon, to the root's housekeeping CPUs). */
+        int (*pin_self)(Root *r, const CpuSet *cpus);
         /* ROOT_CAN_HOLD_PM_QOS: an fd whose 4-byte writes (a native s32, µs) set this process's
          * request and whose close drops it; -ENOENT if the root has no dev/cpu_dma_latency. */
         int (*pm_qos_open)(Root *r);
         /* ROOT_CAN_UPDATE_BOOTLOADER: runs the shell command that regenerates the bootloader's
          * configuration; -EPROTO if it failed. */
         int (*update_bootloader)(Root *r, const char *command);
+        /* ROOT_CAN_RESTART_UNITS: restarts the unit if it is running, as systemd's TryRestartUnit
+         * (a daemon that reads its configuration only at start: irqbalance). */
+        int (*try_restart_unit)(Root *r, const char *unit);
+        /* ROOT_CAN_RUN_PROGRAMS: runs argv (argv[0] looked up in PATH), its standard output into
+         * *ret_output (NUL-terminated), standard error discarded. -ENOENT when the program is not
+         * installed, -EPROTO when it does not exit with status 0. */
+        int (*run_program)(Root *r, char * const *argv, char **ret_output);
         /* ROOT_CAN_MOUNT */
         int (*mount)(Root *r, const char *rel, const char *fstype, const char *options);
         int (*umount)(Root *r, const char *rel);
@@ -236,6 +253,12 @@ int root_canonicalize(Root *r, const char *rel, char **ret);
 /* For messages: the path as the user would see it ("/proc/cmdline", or "ROOT/proc/cmdline"). */
 char *root_display_path(Root *r, const char *rel);
 
+/* Connects a stream socket to the AF_UNIX socket rel of the root, found as root_open() finds a
+ * file (a symlink on the way resolves inside the root): 0 and the connected fd (O_CLOEXEC), or a
+ * negative errno: -ENOTSOCK when rel is no socket, connect(2)'s errno (-ECONNREFUSED when nobody
+ * listens). */
+int root_connect_unix(Root *r, const char *rel, int *ret_fd);
+
 /* The root is this system's "/" (messages say "this host" rather than the root's path). */
 bool root_is_system(Root *r);
 static inline bool root_can(Root *r, RootCan what) {
@@ -250,9 +273,16 @@ int root_rmdir_object(Root *r, RootFs fs, const char *mount, const char *name);
 int root_write_object(Root *r, RootFs fs, const char *mount, const char *name, const char *file, const char *value);
 /* -EOPNOTSUPP where the root cannot (root_can()). */
 int root_set_affinity(Root *r, int tid, const CpuSet *cpus);
+static inline int root_pin_self(Root *r, const CpuSet *cpus) {
+        return root_can(r, ROOT_CAN_PIN_SELF) ? r->ops->pin_self(r, cpus) : -EOPNOTSUPP;
+}
 int root_set_scheduler(Root *r, int tid, unsigned policy, unsigned priority);
 int root_pm_qos_open(Root *r);
 int root_update_bootloader(Root *r, const char *command);
+static inline int root_try_restart_unit(Root *r, const char *unit) {
+        return root_can(r, ROOT_CAN_RESTART_UNITS) ? r->ops->try_restart_unit(r, unit) : -EOPNOTSUPP;
+}
+int root_run_program(Root *r, char * const *argv, char **ret_output);
 int root_mount(Root *r, const char *rel, const char *fstype, const char *options);
 int root_umount(Root *r, const char *rel);
 /* A network interface's channels (RootOps.channels_get/_set); -EOPNOTSUPP where the root cannot. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Profile loading: files and their trust, includes, merge and origins, the document's schema and
- * names; and the list of profiles. Resolution is in profile-resolve.c, CPU expressions in
- * cpu-expr.c, the schema types in schema.c. */
+ * names. Resolution is in profile-resolve.c, CPU expressions in cpu-expr.c, the schema types in
+ * schema.c, the list of installed profiles in profile-list.c. */
 #include <assert.h>
 #include <ctype.h>
 #include <dirent.h>
@@ -32,19 +32,6 @@ const char * const profile_dirs[] = {
 #define MAX_INCLUDE_DEPTH 16
 #define PROFILE_SIZE_MAX (1024 * 1024) /* bytes a profile file may hold */
 
-/* Where names are looked up: the root's user and shipped directories; then, when --root is not this
- * system, the profiles shipped with this program (installed, or its source tree when it runs from
- * its build directory): shipped profiles belong to the program, not to the host it examines. */
-typedef struct SearchPath {
-        struct {
-                Root *root;
-                const char *dir;
-                bool user;
-        } d[8];
-        size_t n;
-        Root *program, *source;
-} SearchPath;
-
 static bool running_from_build_dir(void) {
         char exe[PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -54,13 +41,13 @@ static bool running_from_build_dir(void) {
         return startswith(exe, BUILD_DIR "/");
 }
 
-static void search_path_done(SearchPath *sp) {
+void search_path_done(SearchPath *sp) {
         root_free(sp->program);
         root_free(sp->source);
         *sp = (SearchPath) {};
 }
 
-static void search_path_init(Root *root, SearchPath *sp) {
+void search_path_init(Root *root, SearchPath *sp) {
         *sp = (SearchPath) {};
         for (const char * const *dir = profile_dirs; *dir && sp->n < ELEMENTSOF(sp->d); dir++)
                 sp->d[sp->n++] = (typeof(sp->d[0])) { root, *dir, streq(*dir, PROFILE_DIR_USER) };
@@ -207,7 +194,7 @@ bool profile_is_path(const char *s) {
         return strchr(s, '/') || (n > 5 && streq(s + n - 5, ".json"));
 }
 
-static bool valid_name(const char *s) {
+bool profile_name_valid(const char *s) {
         if (!*s || strlen(s) > 128)
                 return false;
         for (const char *c = s; *c; c++)
@@ -318,7 +305,7 @@ static int read_trusted(int fd, const char *display, char **ret_text, Error *e) 
 /* Every profile file and include is read here: rel under root, or with root NULL a path from the
  * current directory. Opening never blocks (a FIFO is refused, not waited on); what is read is
  * what was checked. -ENOENT when there is no such file, with the error set. */
-static int profile_read_file(Root *root, const char *rel, const char *display, char **ret_text, Error *e) {
+int profile_read_file(Root *root, const char *rel, const char *display, char **ret_text, Error *e) {
         const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
         _cleanup_close_ int fd = root ? root_open(root, rel, flags, 0) : open(rel, flags);
         if (!root && fd < 0)
@@ -387,7 +374,7 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
                 }
                 display = TAKE_PTR(path);
         } else {
-                if (!valid_name(name_or_path))
+                if (!profile_name_valid(name_or_path))
                         return error_set(
                                 e, -EINVAL, name_or_path, NULL,
                                 "not a profile name; names use letters, digits, '.', '_' and '-' (see rtpartctl list), or give a path to a .json file");
@@ -682,90 +669,5 @@ int profile_from_document(const Schema *schema, const char *name, const json_t *
         if (summary && !(p->summary = strdup(summary)))
                 return -ENOMEM;
         *ret = TAKE_PTR(p);
-        return 0;
-}
-
-void profile_info_free_many(ProfileInfo *l, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(l[i].name);
-                free(l[i].path);
-                free(l[i].summary);
-        }
-        free(l);
-}
-
-static int info_cmp(const void *a, const void *b) {
-        return strcmp(((const ProfileInfo *) a)->name, ((const ProfileInfo *) b)->name);
-}
-
-static int profile_info_add(Root *root, const char *dir, bool user, const char *file, ProfileInfo **l, size_t *n) {
-        size_t len = strlen(file);
-        _cleanup_free_ char *name = strndup(file, len - 5), *rel = NULL, *text = NULL;
-
-        if (!name)
-                return -ENOMEM;
-        for (size_t i = 0; i < *n; i++)
-                if (streq((*l)[i].name, name)) {
-                        (*l)[i].shadows = (*l)[i].shadows || (*l)[i].user; /* the user's hides a shipped one */
-                        return 0;
-                }
-        if (asprintf(&rel, "%s/%s", dir, file) < 0)
-                return -ENOMEM;
-        char *summary = NULL;
-        /* A file that is no profile (a FIFO, another user's) gets no summary; apply says why. */
-        if (profile_read_file(root, rel, rel, &text, NULL) >= 0) {
-                json_t *doc = json_loads(text, 0, NULL);
-                const char *s = json_string_value(json_object_get(doc, "summary"));
-                summary = s ? strdup(s) : NULL;
-                json_decref(doc);
-        }
-        char *path = root_display_path(root, rel);
-        ProfileInfo *m = realloc(*l, (*n + 1) * sizeof(ProfileInfo));
-        if (!m || !path) {
-                free(summary);
-                free(path);
-                if (m)
-                        *l = m;
-                return -ENOMEM;
-        }
-        *l = m;
-        m[(*n)++] = (ProfileInfo) { .name = TAKE_PTR(name), .path = path, .summary = summary, .user = user };
-        return 0;
-}
-
-int profile_list(Root *root, ProfileInfo **ret, size_t *ret_n) {
-        ProfileInfo *l = NULL;
-        size_t n = 0;
-        SearchPath sp;
-
-        search_path_init(root, &sp);
-        for (size_t di = 0; di < sp.n; di++) {
-                struct dirent **entries;
-                _cleanup_close_ int fd = root_open(sp.d[di].root, sp.d[di].dir, O_RDONLY | O_DIRECTORY, 0);
-                if (fd < 0)
-                        continue;
-                int k = scandirat(fd, ".", &entries, NULL, alphasort);
-                if (k < 0)
-                        continue;
-                int r = 0;
-                for (int i = 0; i < k; i++) {
-                        const char *f = entries[i]->d_name;
-                        size_t len = strlen(f);
-                        if (r >= 0 && len > 5 && streq(f + len - 5, ".json") && f[0] != '.')
-                                r = profile_info_add(sp.d[di].root, sp.d[di].dir, sp.d[di].user, f, &l, &n);
-                        free(entries[i]);
-                }
-                free(entries);
-                if (r < 0) {
-                        search_path_done(&sp);
-                        profile_info_free_many(l, n);
-                        return r;
-                }
-        }
-        search_path_done(&sp);
-        if (n)
-                qsort(l, n, sizeof(ProfileInfo), info_cmp);
-        *ret = l;
-        *ret_n = n;
         return 0;
 }

@@ -77,6 +77,7 @@ typedef struct Resolved {
         CpuSet isolated, housekeeping;
         const Host *host;
         Profile *profile; /* not owned */
+        char **notes;     /* what resolving noticed for the plan's notes (SMT siblings split) */
 } Resolved;
 
 int profile_resolve(Profile *p, const Host *host, Resolved **ret, Error *ret_error);

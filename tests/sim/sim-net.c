@@ -140,7 +140,15 @@ static int queue_make(Root *r, const char *ifname, const char *kind, unsigned q,
                 _cleanup_free_ char *p = NULL;
                 if (asprintf(&p, "%s/%s", dir, files[i].file) < 0)
                         return -ENOMEM;
-                _cleanup_close_ int fd = root_open(r, p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, files[i].mode);
+                /* A tree's files carry the modes its maker gave them: the new queue takes queue 0's. */
+                _cleanup_free_ char *first = NULL;
+                struct stat st;
+                if (asprintf(&first, "sys/class/net/%s/queues/%s-0/%s", ifname, kind, files[i].file) < 0)
+                        return -ENOMEM;
+                mode_t mode = root_stat(r, first, &st) >= 0 ? st.st_mode & 07777 : files[i].mode;
+                _cleanup_close_ int fd = root_open(r, p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode);
+                if (fd >= 0 && fchmod(fd, mode) < 0)
+                        return -errno;
                 if (fd < 0)
                         return fd;
                 if (dprintf(fd, "%s\n", value) < 0)
