@@ -44,6 +44,8 @@ struct Watcher {
         int uevent_fd, link_fd;
         sd_event_source *uevent_source, *link_source, *device_source;
         char *device_action, *device_path;
+        char *iface_action;
+        char **ifaces; /* interfaces of the pending device_added, each once */
 
         int proc_fd;
         sd_event_source *proc_source, *kthread_source;
@@ -63,6 +65,8 @@ struct Watcher {
 /* Keeps what happened for the coalesced device_added call (the last event's words), and (re)starts
  * its timer. */
 void watcher_device_event(Watcher *w, const char *action, const char *path);
+/* A network interface came or came up: a device event that also names it (interfaces_changed). */
+void watcher_interface_event(Watcher *w, const char *action, const char *ifname);
 /* The timer of device_added calls, made once. */
 int watcher_device_timer_add(Watcher *w);
 /* Lets go of the netlink sockets (watch-netlink.c). */

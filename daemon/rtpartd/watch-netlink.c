@@ -66,10 +66,23 @@ static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 if (action && (streq(action, "online") || streq(action, "offline")) && devpath &&
                     startswith(devpath, "/devices/system/cpu/cpu") && w->cb.cpus_changed)
                         w->cb.cpus_changed(w, w->userdata);
-                if (action && (streq(action, "add") || streq(action, "bind")))
+                const char *subsystem = action ? uevent_get(buf, n, "SUBSYSTEM") : NULL;
+                const char *iface = subsystem && streq(subsystem, "net") ? uevent_get(buf, n, "INTERFACE") : NULL;
+                if (iface && (streq(action, "add") || streq(action, "move")))
+                        watcher_interface_event(w, action, iface);
+                else if (action && (streq(action, "add") || streq(action, "bind")))
                         watcher_device_event(w, action, devpath);
         }
         return 0;
+}
+
+/* IFLA_IFNAME of a link message: its name, NULL when it has none that ends within it. */
+static const char *link_name(const struct nlmsghdr *h) {
+        int len = (int) h->nlmsg_len - (int) NLMSG_LENGTH(sizeof(struct ifinfomsg));
+        for (const struct rtattr *a = IFLA_RTA(NLMSG_DATA(h)); RTA_OK(a, len); a = RTA_NEXT(a, len))
+                if (a->rta_type == IFLA_IFNAME && RTA_PAYLOAD(a) > 0 && memchr(RTA_DATA(a), 0, RTA_PAYLOAD(a)))
+                        return RTA_DATA(a);
+        return NULL;
 }
 
 /* A network interface brought up: its driver requested its IRQs in ndo_open(), before the kernel
@@ -89,8 +102,13 @@ static int on_link(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                         char name[IF_NAMESIZE + 8];
                         if (!(ifi->ifi_flags & IFF_UP))
                                 continue;
-                        snprintf(name, sizeof(name), "ifindex %d", ifi->ifi_index);
-                        watcher_device_event(w, "up", name);
+                        const char *ifname = link_name(h);
+                        if (!ifname)
+                                snprintf(name, sizeof(name), "ifindex %d", ifi->ifi_index);
+                        if (ifname)
+                                watcher_interface_event(w, "up", ifname);
+                        else
+                                watcher_device_event(w, "up", name);
                 }
         }
         return 0;

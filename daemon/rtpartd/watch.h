@@ -50,6 +50,12 @@ typedef struct WatchCallbacks {
         /* A CPU went offline or came online (uevent): the kernel may have moved IRQs, threads and
          * cpusets' CPUs itself, which no file event says. */
         void (*cpus_changed)(Watcher *w, void *userdata);
+        /* Network interfaces that came (uevent "add" or "move" of subsystem net: a new NIC, its
+         * driver bound again, a rename) or came up (rtnetlink RTM_NEWLINK with IFF_UP: a link down
+         * and up), whose drivers may have reset their channels, queues and IRQs: coalesced with
+         * device_added and called after it, `action` the last event's ("add", "move", "up"),
+         * `ifnames` each interface once (NULL-terminated; the watcher's, valid during the call). */
+        void (*interfaces_changed)(Watcher *w, const char *action, char **ifnames, void *userdata);
 } WatchCallbacks;
 
 typedef struct WatchFile {

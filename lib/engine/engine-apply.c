@@ -513,8 +513,7 @@ int engine_apply_knobs(Root *root, JournalStore *store, const Host *host, const 
         return apply(root, store, host, NULL, plan, ids, ids ? n : 0, res);
 }
 
-int engine_apply_interface(Root *root, JournalStore *store, const Host *host, const Plan *plan, const char *ifname,
-                           EngineResult *res) {
+int engine_interface_knobs(Root *root, const Plan *plan, const char *ifname, char ***ret_ids) {
         _cleanup_strv_free_ char **ids = NULL;
         size_t n_table;
         const Backend * const *table = backend_table(&n_table);
@@ -529,7 +528,16 @@ int engine_apply_interface(Root *root, JournalStore *store, const Host *host, co
                         if (strv_extend(&ids, *id) < 0)
                                 return -ENOMEM;
         }
-        if (!ids)
-                return 0;
+        int n = (int) strv_length(ids);
+        *ret_ids = TAKE_PTR(ids);
+        return n;
+}
+
+int engine_apply_interface(Root *root, JournalStore *store, const Host *host, const Plan *plan, const char *ifname,
+                           EngineResult *res) {
+        _cleanup_strv_free_ char **ids = NULL;
+        int k = engine_interface_knobs(root, plan, ifname, &ids);
+        if (k <= 0)
+                return k;
         return engine_apply_knobs(root, store, host, plan, ids, strv_length(ids), res);
 }

@@ -63,6 +63,9 @@ int engine_apply_knobs(Root *root, JournalStore *store, const Host *host, const 
  * knob of plan holds it. */
 int engine_apply_interface(Root *root, JournalStore *store, const Host *host, const Plan *plan, const char *ifname,
                            EngineResult *res);
+/* The ids of plan's knobs that hold interface ifname's state (what engine_apply_interface() applies):
+ * their number, and a strv in *ret_ids (NULL when none). */
+int engine_interface_knobs(Root *root, const Plan *plan, const char *ifname, char ***ret_ids);
 /* Restores every original value and forgets the profile. A journal that cannot record that (its
  * last write fails) puts back what this run changed: the profile stays applied, as the journal
  * says. */

@@ -40,6 +40,9 @@ typedef struct Seen {
         unsigned ticks, journal;
         unsigned devices;                  /* device_added calls */
         char *device_action, *device_path; /* the last one's */
+        unsigned interfaces;               /* interfaces_changed calls */
+        char *iface_action;                /* the last one's */
+        char **ifaces;                     /* every interface named, in order */
 } Seen;
 static Seen seen;
 
@@ -69,9 +72,20 @@ static void on_device(Watcher *w, const char *action, const char *devpath, void 
         seen.device_path = strdup(devpath);
 }
 
+static void on_interfaces(Watcher *w, const char *action, char **ifnames, void *userdata) {
+        /* after the device_added call of the same events */
+        ck_assert_uint_gt(seen.devices, seen.interfaces);
+        seen.interfaces++;
+        free(seen.iface_action);
+        seen.iface_action = strdup(action);
+        for (char **i = ifnames; *i; i++)
+                ck_assert_int_ge(strv_extend(&seen.ifaces, *i), 0);
+}
+
 static const WatchCallbacks callbacks = {
         .knobs_changed = on_knobs,
         .device_added = on_device,
+        .interfaces_changed = on_interfaces,
         .tick = on_tick,
         .journal_changed = on_journal,
 };
@@ -160,6 +174,8 @@ static void seen_reset(void) {
         strv_free(seen.knobs);
         free(seen.device_action);
         free(seen.device_path);
+        free(seen.iface_action);
+        strv_free(seen.ifaces);
         seen = (Seen) {};
 }
 
@@ -416,7 +432,18 @@ START_TEST(test_link_up) {
         ck_assert_int_eq(ioctl(fd, SIOCSIFFLAGS, &ifr), 0);
         run_until_more(&seen.devices, 0);
         ck_assert_str_eq(seen.device_action, "up");
-        ck_assert_str_eq(seen.device_path, "ifindex 1");
+        /* Named by the message's IFLA_IFNAME, and so for interfaces_changed. */
+        ck_assert_str_eq(seen.device_path, "lo");
+        ck_assert_uint_eq(seen.interfaces, 1);
+        ck_assert_str_eq(seen.iface_action, "up");
+        ck_assert_uint_eq(strv_length(seen.ifaces), 1);
+        ck_assert_str_eq(seen.ifaces[0], "lo");
+
+        /* Down: no call. */
+        ifr.ifr_flags &= ~IFF_UP;
+        ck_assert_int_eq(ioctl(fd, SIOCSIFFLAGS, &ifr), 0);
+        run_for(3 * DEBOUNCE_USEC);
+        ck_assert_uint_eq(seen.interfaces, 1);
         watcher_free(w);
 }
 END_TEST
@@ -439,8 +466,13 @@ START_TEST(test_device_added) {
         ck_assert_str_eq(seen.device_action, "add");
         _cleanup_free_ char *netdev = NULL;
         ck_assert_int_ge(asprintf(&netdev, "/devices/virtual/net/%s", ifr.ifr_name), 0);
-        ck_assert_msg(strncmp(seen.device_path, netdev, strlen(netdev)) == 0, "%s is not under %s", seen.device_path,
-                      netdev);
+        ck_assert_msg(streq(seen.device_path, ifr.ifr_name) || strncmp(seen.device_path, netdev, strlen(netdev)) == 0,
+                      "%s is neither %s nor under %s", seen.device_path, ifr.ifr_name, netdev);
+        /* The interface, by its name (the uevent's INTERFACE), once. */
+        ck_assert_uint_eq(seen.interfaces, 1);
+        ck_assert_str_eq(seen.iface_action, "add");
+        ck_assert_uint_eq(strv_length(seen.ifaces), 1);
+        ck_assert_str_eq(seen.ifaces[0], ifr.ifr_name);
         watcher_free(w);
 }
 END_TEST
