@@ -368,7 +368,11 @@ int manager_startup(Manager *m) {
         }
         if (m->options.uevents) {
                 r = watcher_enable_uevents(m->watcher);
-                if (r < 0)
+                if (r < 0 && watcher_netlink_error(m->watcher))
+                        log_warning("Cannot listen to kernel uevents: %s; install it (Debian: libnl-route-3-200). New "
+                                    "devices' IRQs and NICs are placed at the next safety check",
+                                    watcher_netlink_error(m->watcher));
+                else if (r < 0)
                         (void) log_warning_errno(r,
                                                  "Cannot listen to kernel uevents: %m; new devices' IRQs are placed "
                                                  "at the next safety check");

@@ -86,9 +86,11 @@ int watcher_set_interval(Watcher *w, uint64_t usec);
 uint64_t watcher_get_interval(Watcher *w);
 
 /* Both are best effort: without the privilege or kernel support they return the error and the
- * daemon goes on with inotify and the timer. */
+ * daemon goes on with inotify and the timer. Their sockets are libnl's, loaded by the first:
+ * -EOPNOTSUPP when it cannot be, with the reason in watcher_netlink_error(). */
 int watcher_enable_uevents(Watcher *w);
 int watcher_enable_proc_connector(Watcher *w);
+const char *watcher_netlink_error(const Watcher *w);
 /* Whether the proc connector also passes user tasks' events (tasks_changed); may be set before
  * the proc connector is enabled. */
 int watcher_set_task_events(Watcher *w, bool on);

@@ -2,12 +2,6 @@
 #include <dlfcn.h>
 #include <linux/ethtool_netlink.h>
 #include <linux/netlink.h>
-#include <netlink/attr.h>
-#include <netlink/genl/ctrl.h>
-#include <netlink/genl/genl.h>
-#include <netlink/msg.h>
-#include <netlink/netlink.h>
-#include <netlink/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +10,7 @@
 #include "config.h"
 #include "dlopen-note.h"
 #include "ethtool.h"
+#include "libnl.h"
 
 /* libnl-3 and libnl-genl-3 are loaded the first time a NIC is asked. Mapping them costs a process
  * about what mapping libsystemd does (bench/bench-dlopen.py measures both), which every command
@@ -25,76 +20,6 @@ DLOPEN_NOTE(libnl_note,
             "[{\"soname\":[\"" LIBNL_SONAME "\",\"" LIBNL_GENL_SONAME "\"],\"feature\":\"nic-channels\","
             "\"description\":\"A NIC's channels through ethtool's generic netlink family\","
             "\"priority\":\"recommended\"}]");
-
-#define LIBNL_FUNCTIONS(X) \
-        X(nl_socket_alloc) \
-        X(nl_socket_free) \
-        X(nl_socket_get_fd) \
-        X(nl_socket_modify_cb) \
-        X(nl_socket_modify_err_cb) \
-        X(nl_send_auto) \
-        X(nl_recvmsgs_default) \
-        X(nlmsg_alloc) \
-        X(nlmsg_free) \
-        X(nlmsg_hdr) \
-        X(nla_put_u32) \
-        X(nla_put_string) \
-        X(nla_nest_start) \
-        X(nla_nest_end) \
-        X(nla_get_u32)
-#define LIBNL_GENL_FUNCTIONS(X) \
-        X(genl_connect) \
-        X(genl_ctrl_resolve) \
-        X(genlmsg_put) \
-        X(genlmsg_parse)
-#define DECLARE_SYM(f) static __typeof__(f) *sym_##f;
-LIBNL_FUNCTIONS(DECLARE_SYM)
-LIBNL_GENL_FUNCTIONS(DECLARE_SYM)
-#undef DECLARE_SYM
-
-/* dlopen()s one library and resolves its functions; *why says what failed (NULL: nothing). */
-#define LOAD_SYM(f) \
-        if (!*why && !(sym_##f = (__typeof__(f) *) dlsym(dl, #f))) \
-                *why = dlerror() ?: #f " not found";
-static void *load_library(const char *soname, bool genl, const char **why) {
-        /* Kept for the life of the process: the pointers stay valid. */
-        void *dl = dlopen(soname, RTLD_NOW | RTLD_NODELETE);
-        if (!dl) {
-                *why = dlerror() ?: "not found";
-                return NULL;
-        }
-        if (genl) {
-                LIBNL_GENL_FUNCTIONS(LOAD_SYM)
-        } else {
-                LIBNL_FUNCTIONS(LOAD_SYM)
-        }
-        return dl;
-}
-#undef LOAD_SYM
-
-/* 0, or -EOPNOTSUPP with the loader's reason in *ret_reason (optional). */
-static int libnl_load(char **ret_reason) {
-        static bool loaded = false;
-        if (loaded)
-                return 0;
-        const char *why = NULL, *soname = LIBNL_SONAME;
-        void *nl = load_library(LIBNL_SONAME, false, &why), *genl = NULL;
-        if (!why) {
-                soname = LIBNL_GENL_SONAME;
-                genl = load_library(LIBNL_GENL_SONAME, true, &why);
-        }
-        if (!why) {
-                loaded = true;
-                return 0;
-        }
-        if (ret_reason && asprintf(ret_reason, "a NIC's channels need %s: %s", soname, why) < 0)
-                *ret_reason = NULL;
-        if (genl)
-                dlclose(genl);
-        if (nl)
-                dlclose(nl);
-        return -EOPNOTSUPP;
-}
 
 /* What one request got back: the reply's channels, the kernel's errno and words, the end. */
 typedef struct Exchange {
@@ -200,7 +125,7 @@ static void msg_freep(struct nl_msg **m) {
 /* One request of ethtool's family about ifname (cmd; set: the counts to send), its reply and
  * acknowledgement read into x. */
 static int exchange(const char *ifname, uint8_t cmd, const NetChannels *set, Exchange *x, char **ret_reason) {
-        int k = libnl_load(ret_reason);
+        int k = libnl_load(LIBNL_GENL, "a NIC's channels", ret_reason);
         if (k < 0)
                 return k;
         _cleanup_(sock_freep) struct nl_sock *sk = sym_nl_socket_alloc();
