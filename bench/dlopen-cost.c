@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* dlopen-cost: what loading a library on first use costs a process, for the libraries rtpart loads
- * so (lib/kernel/ethtool.c, lib/kernel/systemd.c): each case runs in a fresh child process, RUNS
+ * so (lib/kernel/libnl.c: ethtool's channels and rtpartd's netlink sockets, lib/kernel/systemd.c): each case runs in a fresh child process, RUNS
  * times, and prints the median, the lowest and the highest of the time it took (CLOCK_MONOTONIC,
  * µs) and of what it added to the process's resident memory (KiB, /proc/self/statm); and, with
  * IFNAME, one whole ETHTOOL_MSG_CHANNELS_GET of that interface the first time (libraries loaded,
@@ -49,6 +49,8 @@ static int run_case(const char *name) {
                 return 0;
         if (streq(name, "libnl"))
                 return dlopen(LIBNL_SONAME, RTLD_NOW) && dlopen(LIBNL_GENL_SONAME, RTLD_NOW) ? 0 : 1;
+        if (streq(name, "libnl-route"))
+                return dlopen(LIBNL_SONAME, RTLD_NOW) && dlopen(LIBNL_ROUTE_SONAME, RTLD_NOW) ? 0 : 1;
         if (streq(name, "libsystemd"))
                 return dlopen(LIBSYSTEMD_SONAME, RTLD_NOW) ? 0 : 1;
         NetChannels c;
@@ -127,6 +129,7 @@ int main(int argc, char **argv) {
         }
         report("nothing", "nothing", false, runs);
         report("libnl-3 + libnl-genl-3", "libnl", false, runs);
+        report("libnl-3 + libnl-route-3", "libnl-route", false, runs);
         report("libsystemd", "libsystemd", false, runs);
         if (arg_ifname) {
                 report("channels GET, first", "channels-get", false, runs);
