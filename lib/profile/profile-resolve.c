@@ -50,6 +50,64 @@ static int expand_check(Expander *x, const StrBuf *b, const char *name, char **r
         return 0;
 }
 
+static int expand(Expander *x, const char *in, char **ret, char **ret_message);
+
+/* The text of a variable's value: a string as it is, a number as printed, a boolean as 1 or 0. */
+static char *variable_text(json_t *v) {
+        char *raw = NULL;
+        if (json_is_string(v))
+                return strdup(json_string_value(v));
+        if (json_is_integer(v))
+                return asprintf(&raw, "%lld", (long long) json_integer_value(v)) < 0 ? NULL : raw;
+        if (json_is_real(v))
+                return asprintf(&raw, "%g", json_real_value(v)) < 0 ? NULL : raw;
+        return strdup(json_is_true(v) ? "1" : "0");
+}
+
+/* Appends the expansion of the user's variable `name` (value `v`) to `b`, refusing a variable that
+ * refers to itself, nesting past the stack, and a value that grows past the bounds. */
+static int expand_variable(Expander *x, const char *name, json_t *v, StrBuf *b, char **ret_message) {
+        for (size_t i = 0; i < x->depth; i++)
+                if (streq(x->stack[i], name))
+                        return asprintf(ret_message, "variable \"%s\" refers to itself", name) < 0 ? -ENOMEM : -EINVAL;
+        if (x->depth >= ELEMENTSOF(x->stack))
+                return asprintf(ret_message, "variables nest too deeply at \"%s\"", name) < 0 ? -ENOMEM : -EINVAL;
+        _cleanup_free_ char *raw = variable_text(v), *sub = NULL;
+        if (!raw)
+                return -ENOMEM;
+        x->work += 64;
+        x->stack[x->depth++] = name;
+        int k = expand(x, raw, &sub, ret_message);
+        x->depth--;
+        if (k < 0)
+                return k;
+        strbuf_append(b, sub);
+        if (b->len > EXPAND_VALUE_MAX)
+                return expand_check(x, b, name, ret_message);
+        return 0;
+}
+
+/* The message for "${name}" that names no variable: the closest known name, or where to define it. */
+static int expand_undefined(Expander *x, const char *name, char **ret_message) {
+        const char *known[64];
+        size_t n = 0;
+        const char *key;
+        json_t *v;
+        json_object_foreach (x->builtins, key, v)
+                if (n < ELEMENTSOF(known))
+                        known[n++] = key;
+        json_object_foreach (x->vars, key, v)
+                if (n < ELEMENTSOF(known))
+                        known[n++] = key;
+        const char *hint = schema_closest(name, known, n);
+        if (hint)
+                return asprintf(ret_message, "undefined variable \"${%s}\"; did you mean \"${%s}\"?", name, hint) < 0
+                        ? -ENOMEM
+                        : -EINVAL;
+        return asprintf(ret_message, "undefined variable \"${%s}\"; define it under \"variables\"", name) < 0 ? -ENOMEM
+                                                                                                              : -EINVAL;
+}
+
 static int expand(Expander *x, const char *in, char **ret, char **ret_message) {
         StrBuf b = {};
         int k;
@@ -96,67 +154,14 @@ static int expand(Expander *x, const char *in, char **ret, char **ret_message) {
                 if (bv)
                         strbuf_append(&b, bv);
                 else if (uv) {
-                        for (size_t i = 0; i < x->depth; i++)
-                                if (streq(x->stack[i], name)) {
-                                        strbuf_done(&b);
-                                        return asprintf(ret_message, "variable \"%s\" refers to itself", name) < 0
-                                                ? -ENOMEM
-                                                : -EINVAL;
-                                }
-                        if (x->depth >= ELEMENTSOF(x->stack)) {
-                                strbuf_done(&b);
-                                return asprintf(ret_message, "variables nest too deeply at \"%s\"", name) < 0 ? -ENOMEM
-                                                                                                              : -EINVAL;
-                        }
-                        _cleanup_free_ char *raw = NULL, *sub = NULL;
-                        if (json_is_string(uv))
-                                raw = strdup(json_string_value(uv));
-                        else if (json_is_integer(uv))
-                                (void) asprintf(&raw, "%lld", (long long) json_integer_value(uv));
-                        else if (json_is_real(uv))
-                                (void) asprintf(&raw, "%g", json_real_value(uv));
-                        else
-                                raw = strdup(json_is_true(uv) ? "1" : "0");
-                        if (!raw) {
-                                strbuf_done(&b);
-                                return -ENOMEM;
-                        }
-                        x->work += 64;
-                        x->stack[x->depth++] = name;
-                        k = expand(x, raw, &sub, ret_message);
-                        x->depth--;
+                        k = expand_variable(x, name, uv, &b, ret_message);
                         if (k < 0) {
                                 strbuf_done(&b);
                                 return k;
                         }
-                        strbuf_append(&b, sub);
-                        if (b.len > EXPAND_VALUE_MAX) {
-                                k = expand_check(x, &b, name, ret_message);
-                                strbuf_done(&b);
-                                return k;
-                        }
                 } else {
-                        const char *known[64];
-                        size_t n = 0;
-                        const char *key;
-                        json_t *v;
-                        json_object_foreach (x->builtins, key, v)
-                                if (n < ELEMENTSOF(known))
-                                        known[n++] = key;
-                        json_object_foreach (x->vars, key, v)
-                                if (n < ELEMENTSOF(known))
-                                        known[n++] = key;
-                        const char *hint = schema_closest(name, known, n);
                         strbuf_done(&b);
-                        if (hint)
-                                return asprintf(ret_message, "undefined variable \"${%s}\"; did you mean \"${%s}\"?",
-                                                name, hint) < 0
-                                        ? -ENOMEM
-                                        : -EINVAL;
-                        return asprintf(ret_message, "undefined variable \"${%s}\"; define it under \"variables\"",
-                                        name) < 0
-                                ? -ENOMEM
-                                : -EINVAL;
+                        return expand_undefined(x, name, ret_message);
                 }
                 p = close + 1;
                 x->work += b.len - before;
@@ -291,6 +296,35 @@ static int note_split_cores(const Host *h, const CpuSet *iso, const CpuSet *hk, 
         return 0;
 }
 
+/* Both classes must keep a CPU: the system needs a housekeeping one, and a profile that isolates
+ * nothing is a mistake worth naming. */
+static int check_classes(ResolveCtx *c, const CpuSet *iso, const CpuSet *hk, json_t *iso_v, json_t *hk_v) {
+        const Host *h = c->host;
+        char *msg = NULL;
+
+        if (cpu_set_is_empty(hk)) {
+                _cleanup_free_ char *on = cpu_set_format_list(&h->online);
+                return fail_at(
+                        c, iso_v ? "/cpus/isolated" : "/cpus", -EINVAL,
+                        asprintf(&msg,
+                                 "no housekeeping CPU would be left (online: %s); keep at least one CPU for the system",
+                                 strempty(on)) < 0
+                                ? NULL
+                                : msg);
+        }
+        if (cpu_set_is_empty(iso)) {
+                _cleanup_free_ char *on = cpu_set_format_list(&h->online);
+                return fail_at(c, hk_v ? "/cpus/housekeeping" : "/cpus", -EINVAL,
+                               asprintf(&msg,
+                                        "nothing to isolate: every online CPU (%s) is housekeeping; "
+                                        "lower housekeeping_cores_per_node or name the isolated CPUs",
+                                        strempty(on)) < 0
+                                       ? NULL
+                                       : msg);
+        }
+        return 0;
+}
+
 static int resolve_cpus(ResolveCtx *c, json_t *doc) {
         json_t *cpus = json_object_get(doc, "cpus");
         json_t *iso_v = json_object_get(cpus, "isolated"), *hk_v = json_object_get(cpus, "housekeeping");
@@ -358,26 +392,9 @@ static int resolve_cpus(ResolveCtx *c, json_t *doc) {
                 hk = def_hk;
         }
 
-        if (cpu_set_is_empty(&hk)) {
-                _cleanup_free_ char *on = cpu_set_format_list(&h->online);
-                return fail_at(
-                        c, iso_v ? "/cpus/isolated" : "/cpus", -EINVAL,
-                        asprintf(&msg,
-                                 "no housekeeping CPU would be left (online: %s); keep at least one CPU for the system",
-                                 strempty(on)) < 0
-                                ? NULL
-                                : msg);
-        }
-        if (cpu_set_is_empty(&iso)) {
-                _cleanup_free_ char *on = cpu_set_format_list(&h->online);
-                return fail_at(c, hk_v ? "/cpus/housekeeping" : "/cpus", -EINVAL,
-                               asprintf(&msg,
-                                        "nothing to isolate: every online CPU (%s) is housekeeping; "
-                                        "lower housekeeping_cores_per_node or name the isolated CPUs",
-                                        strempty(on)) < 0
-                                       ? NULL
-                                       : msg);
-        }
+        k = check_classes(c, &iso, &hk, iso_v, hk_v);
+        if (k < 0)
+                return k;
         c->iso = iso;
         c->hk = hk;
         k = note_split_cores(h, &iso, &hk, &c->notes);

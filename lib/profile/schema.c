@@ -154,6 +154,24 @@ static int validate_object(const char *file, const char *ptr, const json_t *v, c
         return 0;
 }
 
+/* A string that must be one of `choices`: the closest one, or the list, when it is not. */
+static int validate_choice(const char *file, const char *ptr, const char *val, const char * const *choices, Error *e) {
+        size_t n = 0;
+        StrBuf b = {};
+        for (const char * const *c = choices; *c; c++, n++) {
+                if (streq(*c, val)) {
+                        strbuf_done(&b);
+                        return 0;
+                }
+                strbuf_appendf(&b, "%s\"%s\"", n ? ", " : "", *c);
+        }
+        _cleanup_free_ char *list = strbuf_steal(&b);
+        const char *hint = schema_closest(val, choices, n);
+        if (hint)
+                return error_set(e, -EINVAL, file, ptr, "\"%s\" is not valid; did you mean \"%s\"?", val, hint);
+        return error_set(e, -EINVAL, file, ptr, "\"%s\" is not valid; use one of %s", val, strempty(list));
+}
+
 int schema_validate(const char *file, const char *ptr, const json_t *v, const Schema *s, Error *e) {
         int k;
 
@@ -165,25 +183,8 @@ int schema_validate(const char *file, const char *ptr, const json_t *v, const Sc
                                          s->kind == SCHEMA_CPUS ? "a CPU list string such as \"2-7,10\" or \"isolated\""
                                                                 : "a string",
                                          json_kind(v));
-                if (s->choices) {
-                        const char *val = json_string_value(v);
-                        size_t n = 0;
-                        StrBuf b = {};
-                        for (const char * const *c = s->choices; *c; c++, n++) {
-                                if (streq(*c, val)) {
-                                        strbuf_done(&b);
-                                        return 0;
-                                }
-                                strbuf_appendf(&b, "%s\"%s\"", n ? ", " : "", *c);
-                        }
-                        _cleanup_free_ char *list = strbuf_steal(&b);
-                        const char *hint = schema_closest(val, s->choices, n);
-                        if (hint)
-                                return error_set(e, -EINVAL, file, ptr, "\"%s\" is not valid; did you mean \"%s\"?",
-                                                 val, hint);
-                        return error_set(e, -EINVAL, file, ptr, "\"%s\" is not valid; use one of %s", val,
-                                         strempty(list));
-                }
+                if (s->choices)
+                        return validate_choice(file, ptr, json_string_value(v), s->choices, e);
                 return 0;
         case SCHEMA_INT:
                 if (!json_is_integer(v))
