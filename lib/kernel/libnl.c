@@ -37,22 +37,24 @@ static bool load_library(const char *soname, unsigned part, const char **why) {
 }
 #undef LOAD_SYM
 
+#define LIBNL_CORE (1U << 7) /* libnl-3 itself, loaded with any part */
+
 int libnl_load(LibnlParts parts, const char *purpose, char **ret_reason) {
-        static unsigned loaded = 0; /* bit 0x80: libnl-3 itself */
+        static unsigned loaded = 0;
         static const struct {
                 unsigned part;
                 const char *soname;
         } libs[] = {
-                { 0x80, LIBNL_SONAME },
+                { LIBNL_CORE, LIBNL_SONAME },
                 { LIBNL_GENL, LIBNL_GENL_SONAME },
                 { LIBNL_ROUTE, LIBNL_ROUTE_SONAME },
         };
         const char *why = NULL;
         for (size_t i = 0; i < sizeof(libs) / sizeof(libs[0]); i++) {
                 unsigned bit = libs[i].part;
-                if ((loaded & bit) || (bit != 0x80 && !(parts & bit)))
+                if ((loaded & bit) || (bit != LIBNL_CORE && !(parts & bit)))
                         continue;
-                if (!load_library(libs[i].soname, bit == 0x80 ? 0 : bit, &why)) {
+                if (!load_library(libs[i].soname, bit == LIBNL_CORE ? 0 : bit, &why)) {
                         if (ret_reason && asprintf(ret_reason, "%s need %s: %s", purpose, libs[i].soname, why) < 0)
                                 *ret_reason = NULL;
                         return -EOPNOTSUPP;
