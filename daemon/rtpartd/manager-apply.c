@@ -63,9 +63,13 @@ static void knob_use_journal(Manager *m, Knob *k) {
         k->changed = !value_equal(k->kind, k->current, k->desired);
 }
 
-int manager_apply_selected(Manager *m, char **ids, size_t *ret_written, Host **ret_host, ManagerError *e) {
+/* manager_apply_selected(), and with ifname the knobs that hold that interface's state (the
+ * backends' interface_knobs) as ids; ret_corrected (optional): the knobs written, as drift
+ * entries (what they were, what they are now). */
+static int apply_selected(Manager *m, char **ids, const char *ifname, size_t *ret_written, Host **ret_host,
+                          DriftSet *ret_corrected, ManagerError *e) {
         _cleanup_(journal_store_unlockp) JournalStore *lock = NULL;
-        _cleanup_strv_free_ char **sel = NULL, **fresh = NULL;
+        _cleanup_strv_free_ char **sel = NULL, **fresh = NULL, **own = NULL;
         Prepared p = {};
         EngineResult er = {};
         size_t writes = 0;
@@ -77,6 +81,13 @@ int manager_apply_selected(Manager *m, char **ids, size_t *ret_written, Host **r
         r = manager_prepare_journal(m, /* want_plan= */ true, &p, e);
         if (r < 0)
                 return r;
+        if (ifname && (r = engine_interface_knobs(m->root, p.plan, ifname, &own)) < 0) {
+                prepared_done(&p);
+                return manager_error_set(e, MANAGER_ERROR_FAILED, r, "cannot find %s's knobs: %s", ifname,
+                                         strerror(-r));
+        }
+        if (ifname)
+                ids = own;
         for (size_t i = 0; i < p.plan->n_knobs; i++) {
                 Knob *k = &p.plan->knobs[i];
                 if (strv_contains(ids, k->id))
@@ -91,6 +102,9 @@ int manager_apply_selected(Manager *m, char **ids, size_t *ret_written, Host **r
                         continue;
                 if (strv_extend(&sel, k->id) < 0)
                         r = -ENOMEM;
+                if (k->changed && ret_corrected && r >= 0)
+                        r = drift_set_put(ret_corrected, k->id, domain_to_string(k->domain), k->desired, k->current,
+                                          drift_now());
                 if (k->changed)
                         writes++;
         }
@@ -126,6 +140,15 @@ int manager_apply_selected(Manager *m, char **ids, size_t *ret_written, Host **r
         watcher_flush(m->watcher);
         manager_trim_later(m);
         return r;
+}
+
+int manager_apply_selected(Manager *m, char **ids, size_t *ret_written, Host **ret_host, ManagerError *e) {
+        return apply_selected(m, ids, NULL, ret_written, ret_host, NULL, e);
+}
+
+int manager_apply_interface(Manager *m, const char *ifname, size_t *ret_written, DriftSet *ret_corrected,
+                            ManagerError *e) {
+        return apply_selected(m, NULL, ifname, ret_written, NULL, ret_corrected, e);
 }
 
 int manager_apply_full(Manager *m, const char *name, json_t **ret, ManagerError *e) {

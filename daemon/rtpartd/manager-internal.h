@@ -56,6 +56,12 @@ int manager_apply_full(Manager *m, const char *name, json_t **ret, ManagerError 
  * to the journal (IRQs of a new device, new kernel threads), through the engine's subset apply:
  * nothing else is touched. ret_host (optional): the host the plan was made on, when one was. */
 int manager_apply_selected(Manager *m, char **ids, size_t *ret_written, Host **ret_host, ManagerError *e);
+/* Applies the journal's profile again to the knobs that hold network interface ifname's state
+ * (Backend.interface_knobs: its channels, its queues' masks, its device's IRQs) and to the knobs
+ * new to the journal, after the interface came, came back or was reset. ret_corrected: the knobs
+ * it wrote, as drift entries. */
+int manager_apply_interface(Manager *m, const char *ifname, size_t *ret_written, DriftSet *ret_corrected,
+                            ManagerError *e);
 /* New objects (why: "new IRQs"): knobs the journal does not have yet are set per the profile.
  * Returns false when no plan was made; ret_host as manager_apply_selected()'s. */
 bool manager_adopt_new(Manager *m, const char *why, Host **ret_host);
@@ -68,4 +74,8 @@ void manager_newcomers_start(Manager *m);
 void manager_newcomers_look(Manager *m, bool force);
 /* A device event: a look now, and a series of them after it. */
 void manager_newcomers_device_added(Manager *m);
+/* Network interfaces that came, came back or came up (action: the watcher's): the knobs of each
+ * that the backends name (Backend.interface_knobs) are applied again from the journal, logged and
+ * sent as a drift-corrected event. */
+void manager_newcomers_interfaces(Manager *m, const char *action, char **ifnames);
 void manager_newcomers_free(Manager *m);

@@ -206,3 +206,26 @@ void manager_newcomers_free(Manager *m) {
         m->newcomers = NULL;
         m->n_newcomers = 0;
 }
+
+void manager_newcomers_interfaces(Manager *m, const char *action, char **ifnames) {
+        if (!m->profile)
+                return;
+        for (char **i = ifnames; i && *i; i++) {
+                _cleanup_(drift_set_done) DriftSet corrected = {};
+                ManagerError e = {};
+                size_t written = 0;
+                int r = manager_apply_interface(m, *i, &written, &corrected, &e);
+                if (r < 0) {
+                        _cleanup_free_ char *msg = manager_error_message(&e);
+                        log_warning("Interface %s (%s): cannot apply %s again to its channels, queues and IRQs: %s", *i,
+                                    action, m->profile, strempty(msg));
+                } else if (written > 0) {
+                        log_notice("Interface %s (%s): set %zu knob%s of its channels, queues and IRQs again per %s",
+                                   *i, action, written, written == 1 ? "" : "s", m->profile);
+                        manager_emit_drift(m, MANAGER_DRIFT_CORRECTED, corrected.entries, corrected.n);
+                } else
+                        log_debug("Interface %s (%s): its channels, queues and IRQs are as %s wants", *i, action,
+                                  m->profile);
+                manager_error_done(&e);
+        }
+}

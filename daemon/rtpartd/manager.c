@@ -144,6 +144,12 @@ static void on_device_added(Watcher *w, const char *action, const char *devpath,
         manager_newcomers_device_added(m);
 }
 
+static void on_interfaces_changed(Watcher *w, const char *action, char **ifnames, void *userdata) {
+        Manager *m = userdata;
+        log_debug("Interfaces %s: %s%s", action, ifnames[0], ifnames[1] ? ", …" : "");
+        manager_newcomers_interfaces(m, action, ifnames);
+}
+
 static void on_kthreads_forked(Watcher *w, void *userdata) {
         Manager *m = userdata;
         log_debug("kthreadd forked: checking kernel threads");
@@ -256,6 +262,7 @@ int manager_new(sd_event *event, Root *root, const ManagerOptions *options, Mana
         static const WatchCallbacks cb = {
                 .knobs_changed = on_knobs_changed,
                 .device_added = on_device_added,
+                .interfaces_changed = on_interfaces_changed,
                 .kthreads_forked = on_kthreads_forked,
                 .tasks_changed = on_tasks_changed,
                 .tick = on_tick,
@@ -361,7 +368,11 @@ int manager_startup(Manager *m) {
         }
         if (m->options.uevents) {
                 r = watcher_enable_uevents(m->watcher);
-                if (r < 0)
+                if (r < 0 && watcher_netlink_error(m->watcher))
+                        log_warning("Cannot listen to kernel uevents: %s; install it (Debian: libnl-route-3-200). New "
+                                    "devices' IRQs and NICs are placed at the next safety check",
+                                    watcher_netlink_error(m->watcher));
+                else if (r < 0)
                         (void) log_warning_errno(r,
                                                  "Cannot listen to kernel uevents: %m; new devices' IRQs are placed "
                                                  "at the next safety check");

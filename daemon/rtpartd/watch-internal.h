@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct nl_sock;
+
 #include "watch.h"
 
 #define DEVICE_DELAY_USEC (5 * 1000ULL) /* a hotplug burst is one call; the manager looks again later */
@@ -41,11 +43,16 @@ struct Watcher {
         uint64_t interval_usec;
         sd_event_source *tick_source;
 
-        int uevent_fd, link_fd;
+        int uevent_fd, link_fd; /* the fds of uevent_sk and link_sk (libnl's) */
+        struct nl_sock *uevent_sk, *link_sk;
         sd_event_source *uevent_source, *link_source, *device_source;
         char *device_action, *device_path;
+        char *iface_action;
+        char **ifaces; /* interfaces of the pending device_added, each once */
 
-        int proc_fd;
+        int proc_fd; /* proc_sk's, once it listens */
+        struct nl_sock *proc_sk;
+        char *netlink_error; /* why libnl could not be loaded */
         sd_event_source *proc_source, *kthread_source;
         bool task_events;
         sd_event_source *task_source;
@@ -63,6 +70,8 @@ struct Watcher {
 /* Keeps what happened for the coalesced device_added call (the last event's words), and (re)starts
  * its timer. */
 void watcher_device_event(Watcher *w, const char *action, const char *path);
+/* A network interface came or came up: a device event that also names it (interfaces_changed). */
+void watcher_interface_event(Watcher *w, const char *action, const char *ifname);
 /* The timer of device_added calls, made once. */
 int watcher_device_timer_add(Watcher *w);
 /* Lets go of the netlink sockets (watch-netlink.c). */

@@ -71,6 +71,8 @@ Watcher *watcher_free(Watcher *w) {
         sd_event_source_disable_unref(w->device_source);
         free(w->device_action);
         free(w->device_path);
+        free(w->iface_action);
+        strv_free(w->ifaces);
         sd_event_source_disable_unref(w->journal_source);
         if (w->journal_fd >= 0)
                 close(w->journal_fd);
@@ -404,9 +406,24 @@ int watcher_set_files(Watcher *w, const WatchFile *files, size_t n, size_t *ret_
 
 static int on_device_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Watcher *w = userdata;
+        _cleanup_strv_free_ char **ifaces = TAKE_PTR(w->ifaces);
+        _cleanup_free_ char *action = TAKE_PTR(w->iface_action);
         if (w->cb.device_added)
                 w->cb.device_added(w, strempty(w->device_action), strempty(w->device_path), w->userdata);
+        if (ifaces && w->cb.interfaces_changed)
+                w->cb.interfaces_changed(w, strempty(action), ifaces, w->userdata);
         return 0;
+}
+
+void watcher_interface_event(Watcher *w, const char *action, const char *ifname) {
+        if (!strv_contains(w->ifaces, ifname))
+                (void) strv_extend(&w->ifaces, ifname);
+        char *a = strdup(action);
+        if (a) {
+                free(w->iface_action);
+                w->iface_action = a;
+        }
+        watcher_device_event(w, action, ifname);
 }
 
 void watcher_device_event(Watcher *w, const char *action, const char *path) {

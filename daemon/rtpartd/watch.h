@@ -50,6 +50,12 @@ typedef struct WatchCallbacks {
         /* A CPU went offline or came online (uevent): the kernel may have moved IRQs, threads and
          * cpusets' CPUs itself, which no file event says. */
         void (*cpus_changed)(Watcher *w, void *userdata);
+        /* Network interfaces that came (uevent "add" or "move" of subsystem net: a new NIC, its
+         * driver bound again, a rename) or came up (rtnetlink RTM_NEWLINK with IFF_UP: a link down
+         * and up), whose drivers may have reset their channels, queues and IRQs: coalesced with
+         * device_added and called after it, `action` the last event's ("add", "move", "up"),
+         * `ifnames` each interface once (NULL-terminated; the watcher's, valid during the call). */
+        void (*interfaces_changed)(Watcher *w, const char *action, char **ifnames, void *userdata);
 } WatchCallbacks;
 
 typedef struct WatchFile {
@@ -80,9 +86,11 @@ int watcher_set_interval(Watcher *w, uint64_t usec);
 uint64_t watcher_get_interval(Watcher *w);
 
 /* Both are best effort: without the privilege or kernel support they return the error and the
- * daemon goes on with inotify and the timer. */
+ * daemon goes on with inotify and the timer. Their sockets are libnl's, loaded by the first:
+ * -EOPNOTSUPP when it cannot be, with the reason in watcher_netlink_error(). */
 int watcher_enable_uevents(Watcher *w);
 int watcher_enable_proc_connector(Watcher *w);
+const char *watcher_netlink_error(const Watcher *w);
 /* Whether the proc connector also passes user tasks' events (tasks_changed); may be set before
  * the proc connector is enabled. */
 int watcher_set_task_events(Watcher *w, bool on);

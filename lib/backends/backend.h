@@ -101,6 +101,12 @@ typedef struct Backend {
          * timer or the proc connector sees it). Returns their number and *ret_paths (a strv, NULL
          * when there are none). */
         int (*watch)(const Knob *k, char ***ret_paths);
+        /* The ids of plan's knobs that hold network interface ifname's state (its channels, its
+         * queues' masks, the IRQs of its device): what rtpartd applies again when the interface
+         * comes back or is reset (a link down and up, its driver bound again), which sets them
+         * anew (engine_apply_interface()). A strv (NULL when none) and its length. NULL: the
+         * domain holds no interface's state. */
+        int (*interface_knobs)(Root *root, const Plan *plan, const char *ifname, char ***ret_ids);
         /* The files it replaces whole (root_write_file_atomic()), as root-relative shell patterns,
          * NULL-terminated (NULL: none): the recovery after a crash removes the temporaries a
          * replacement killed in the middle left beside them, whether or not the journal names the
@@ -118,7 +124,7 @@ typedef struct Backend {
 } Backend;
 
 extern const Backend backend_boot, backend_irq, backend_irqbalance, backend_cpuset, backend_resctrl, backend_sysctl,
-        backend_sysfs, backend_kthread, backend_cpu, backend_module, backend_hugepages;
+        backend_sysfs, backend_kthread, backend_cpu, backend_module, backend_hugepages, backend_net;
 
 const Backend *backend_for(Domain d);
 /* Every backend, in the order of application; *ret_n of them. */

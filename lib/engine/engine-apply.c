@@ -517,3 +517,32 @@ int engine_apply_knobs(Root *root, JournalStore *store, const Host *host, const 
                        EngineResult *res) {
         return apply(root, store, host, NULL, plan, ids, ids ? n : 0, res);
 }
+
+int engine_interface_knobs(Root *root, const Plan *plan, const char *ifname, char ***ret_ids) {
+        _cleanup_strv_free_ char **ids = NULL;
+        size_t n_table;
+        const Backend * const *table = backend_table(&n_table);
+        for (size_t i = 0; i < n_table; i++) {
+                _cleanup_strv_free_ char **some = NULL;
+                if (!table[i]->interface_knobs)
+                        continue;
+                int k = table[i]->interface_knobs(root, plan, ifname, &some);
+                if (k < 0)
+                        return k;
+                for (char **id = some; id && *id; id++)
+                        if (strv_extend(&ids, *id) < 0)
+                                return -ENOMEM;
+        }
+        int n = (int) strv_length(ids);
+        *ret_ids = TAKE_PTR(ids);
+        return n;
+}
+
+int engine_apply_interface(Root *root, JournalStore *store, const Host *host, const Plan *plan, const char *ifname,
+                           EngineResult *res) {
+        _cleanup_strv_free_ char **ids = NULL;
+        int k = engine_interface_knobs(root, plan, ifname, &ids);
+        if (k <= 0)
+                return k;
+        return engine_apply_knobs(root, store, host, plan, ids, strv_length(ids), res);
+}

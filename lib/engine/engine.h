@@ -56,6 +56,16 @@ int engine_apply(Root *root, JournalStore *store, const Host *host, const Resolv
  * profile: -ESTALE otherwise. */
 int engine_apply_knobs(Root *root, JournalStore *store, const Host *host, const Plan *plan, char * const *ids, size_t n,
                        EngineResult *res);
+/* engine_apply_knobs() for the knobs of plan that hold network interface ifname's state, as the
+ * backends say (Backend.interface_knobs: its channels, its queues' masks, its device's IRQs): what
+ * rtpartd calls when the interface is new, comes back or was reset (link down and up, its driver
+ * bound again), with plan made afresh of the applied profile. 0 with nothing written when no
+ * knob of plan holds it. */
+int engine_apply_interface(Root *root, JournalStore *store, const Host *host, const Plan *plan, const char *ifname,
+                           EngineResult *res);
+/* The ids of plan's knobs that hold interface ifname's state (what engine_apply_interface() applies):
+ * their number, and a strv in *ret_ids (NULL when none). */
+int engine_interface_knobs(Root *root, const Plan *plan, const char *ifname, char ***ret_ids);
 /* Restores every original value and forgets the profile. A journal that cannot record that (its
  * last write fails) puts back what this run changed: the profile stays applied, as the journal
  * says. */

@@ -131,6 +131,11 @@ int tuned_set_cpus(Mapper *m, json_t *o, const char *key, const char *value, Cpu
 
 int tuned_map_scheduler(Mapper *m, TunedSection *u);
 
+/* ---- tuned-map-net.c ---- */
+
+/* [net]: channels into net.nics (a rule per device), nf_conntrack_hashsize into modules. */
+int tuned_map_net(Mapper *m, TunedSection *u);
+
 /* ---- tuned-script.c ---- */
 
 /* [script] script=PATH…: what each script's start() does. */

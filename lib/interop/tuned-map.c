@@ -471,7 +471,6 @@ static const char *plugin_reason(const char *type) {
         static const struct {
                 const char *type, *why;
         } reasons[] = {
-                { "net", "NIC settings (ethtool) have no section in rtpart's profile" },
                 { "disk", "disk settings (elevator, readahead, APM) have no section in rtpart's profile" },
                 { "scsi_host", "SCSI host link power management has no section in rtpart's profile" },
                 { "audio", "audio power saving has no section in rtpart's profile" },
@@ -531,6 +530,8 @@ static int map_unit(Mapper *m, TunedSection *u) {
                 return map_cpu(m, u);
         if (streq(type, "script"))
                 return tuned_map_script(m, u);
+        if (streq(type, "net"))
+                return tuned_map_net(m, u);
         if (streq(type, "sysctl") || streq(type, "sysfs") || streq(type, "vm") || streq(type, "selinux") ||
             streq(type, "irqbalance") || streq(type, "modules") || streq(type, "systemd"))
                 return map_options(m, u, type);

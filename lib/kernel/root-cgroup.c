@@ -36,7 +36,12 @@
 
 #include "cgroup.h"
 #include "config.h"
+#include "dlopen-note.h"
 #include "root-cgroup.h"
+
+DLOPEN_NOTE(libcgroup_note,
+            "[{\"soname\":[\"" LIBCGROUP_SONAME "\"],\"feature\":\"cgroups\","
+            "\"description\":\"cgroup operations on the real kernel\",\"priority\":\"required\"}]");
 
 #define LIBCGROUP_FUNCTIONS(X) \
         X(cgroup_set_logger) \

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "ethtool.h"
 #include "root-cgroup.h"
 #include "root.h"
 #include "systemd.h"
@@ -171,6 +172,14 @@ static int kernel_umount(Root *r, const char *rel) {
         return umount2(abs, 0) < 0 ? -errno : 0;
 }
 
+static int kernel_channels_get(Root *r, const char *ifname, NetChannels *ret, char **ret_reason) {
+        return ethtool_channels_get(ifname, ret, ret_reason);
+}
+
+static int kernel_channels_set(Root *r, const char *ifname, const NetChannels *want, char **ret_reason) {
+        return ethtool_channels_set(ifname, want, ret_reason);
+}
+
 const RootOps root_kernel_ops = {
         .name = "kernel",
         .can = ROOT_CAN_SCHEDULE | ROOT_CAN_ASK_SYSTEMD | ROOT_CAN_UPDATE_BOOTLOADER | ROOT_CAN_HOLD_PM_QOS |
@@ -189,5 +198,7 @@ const RootOps root_kernel_ops = {
         .run_program = kernel_run_program,
         .mount = kernel_mount,
         .umount = kernel_umount,
+        .channels_get = kernel_channels_get,
+        .channels_set = kernel_channels_set,
         ROOT_FILE_OPS,
 };

@@ -578,3 +578,19 @@ int root_umount(Root *r, const char *rel) {
         root_cache_drop(r);
         return root_can(r, ROOT_CAN_MOUNT) ? r->ops->umount(r, rel) : -EOPNOTSUPP;
 }
+
+/* A table without them (a plain tree) has no kernel to ask. */
+static int no_channels(char **ret_reason) {
+        if (ret_reason && !(*ret_reason = strdup("no kernel behind this root to ask for a NIC's channels")))
+                return -ENOMEM;
+        return -EOPNOTSUPP;
+}
+
+int root_channels_get(Root *r, const char *ifname, NetChannels *ret, char **ret_reason) {
+        return r->ops->channels_get ? r->ops->channels_get(r, ifname, ret, ret_reason) : no_channels(ret_reason);
+}
+
+int root_channels_set(Root *r, const char *ifname, const NetChannels *want, char **ret_reason) {
+        root_cache_drop(r);
+        return r->ops->channels_set ? r->ops->channels_set(r, ifname, want, ret_reason) : no_channels(ret_reason);
+}

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -34,6 +35,14 @@ typedef enum RootResolve {
 } RootResolve;
 
 typedef struct RootOps RootOps;
+
+/* A network interface's channels as ethtool's generic netlink family gives them
+ * (ETHTOOL_A_CHANNELS_*): how many of each kind it uses now and at most. A driver without channels
+ * of a kind has 0 of them, at most 0. */
+typedef struct NetChannels {
+        uint32_t rx, tx, other, combined;
+        uint32_t max_rx, max_tx, max_other, max_combined;
+} NetChannels;
 
 /* One file of a batch read (root_read_many): rel below the batch's directory, read with one
  * read(2) of at most size - 1 bytes into the caller's buf, NUL-terminated. result is the number of
@@ -158,6 +167,13 @@ struct RootOps {
          * batch as a whole could not run (then no result is meaningful). */
         int (*read_many)(Root *r, int dirfd, RootReadItem *items, size_t n);
         int (*write_many)(Root *r, RootWriteItem *items, size_t n);
+        /* A network interface's channels, by its name (ETHTOOL_MSG_CHANNELS_GET and _SET): -ENODEV
+         * when there is no such interface, -EOPNOTSUPP when its driver has no channel settings (or
+         * the root cannot ask: NULL is that). set changes the counts of want (its maxima are not
+         * read); on a refusal *ret_reason (optional) gets the kernel's own words, where it gave any,
+         * or why the root could not ask. */
+        int (*channels_get)(Root *r, const char *ifname, NetChannels *ret, char **ret_reason);
+        int (*channels_set)(Root *r, const char *ifname, const NetChannels *want, char **ret_reason);
 };
 
 /* The two tables of lib/. */
@@ -269,6 +285,9 @@ static inline int root_try_restart_unit(Root *r, const char *unit) {
 int root_run_program(Root *r, char * const *argv, char **ret_output);
 int root_mount(Root *r, const char *rel, const char *fstype, const char *options);
 int root_umount(Root *r, const char *rel);
+/* A network interface's channels (RootOps.channels_get/_set); -EOPNOTSUPP where the root cannot. */
+int root_channels_get(Root *r, const char *ifname, NetChannels *ret, char **ret_reason);
+int root_channels_set(Root *r, const char *ifname, const NetChannels *want, char **ret_reason);
 
 /* For ops tables: one write(2) of data to rel opened with O_WRONLY|O_NOCTTY|flags. */
 int root_write_once(Root *r, const char *rel, int flags, const char *data);

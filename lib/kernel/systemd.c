@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "dlopen-note.h"
 #include "strv.h"
 #include "systemd.h"
 
@@ -14,6 +15,11 @@
  * libraries it brings (libcap, libgcrypt, libgpg-error, liblz4, liblzma, libzstd) costs every
  * process about 2 ms before its first knob: a fifth of a whole apply on a real kernel. rtpartd
  * links it (sd-event, sd-bus), and there dlopen() finds it loaded. */
+DLOPEN_NOTE(libsystemd_note,
+            "[{\"soname\":[\"" LIBSYSTEMD_SONAME "\"],\"feature\":\"systemd\","
+            "\"description\":\"Slices and cgroups that systemd owns, through its D-Bus API\","
+            "\"priority\":\"recommended\"}]");
+
 #define LIBSYSTEMD_FUNCTIONS(X) \
         X(sd_bus_open_system) \
         X(sd_bus_flush_close_unref) \

@@ -21,6 +21,7 @@ static const char * const domain_table[_DOMAIN_MAX] = {
         [DOMAIN_CPU] = "cpu",
         [DOMAIN_MODULE] = "module",
         [DOMAIN_HUGEPAGES] = "hugepages",
+        [DOMAIN_NET] = "net",
 };
 
 static const char * const value_kind_table[_VALUE_KIND_MAX] = {

@@ -23,6 +23,7 @@ typedef enum Domain {
         DOMAIN_CPU,
         DOMAIN_MODULE,
         DOMAIN_HUGEPAGES,
+        DOMAIN_NET,
         _DOMAIN_MAX,
         _DOMAIN_INVALID = -EINVAL,
 } Domain;

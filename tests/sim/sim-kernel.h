@@ -75,3 +75,8 @@ int sim_resctrl_mkdir(Root *r, const char *mount, const char *group);
 int sim_resctrl_rmdir(Root *r, const char *mount, const char *group);
 /* group NULL: the default group. file: "schemata" (value "L3:0=7f0;1=7f0"), "cpus_list", "mode". */
 int sim_resctrl_write(Root *r, const char *mount, const char *group, const char *file, const char *value);
+
+/* A NIC's channels (sim-net.c): the Root seam's channels_get and channels_set over the fixture's
+ * sys/class/net/IF/sim-channels, with the queues following a change. */
+int sim_channels_get(Root *r, const char *ifname, NetChannels *ret, char **ret_reason);
+int sim_channels_set(Root *r, const char *ifname, const NetChannels *want, char **ret_reason);

@@ -19,7 +19,8 @@
  * makes them: a value written, a kernel object made, written or removed, a whole file replaced
  * (configuration files and the journal, also under --state-dir: two points, its temporary written
  * and its rename), a file reserved or unlinked, a directory made or removed, the bootloader
- * updated. Both hooks count the same points:
+ * updated, a NIC's channels set (ethtool's netlink family on a kernel: sim-net.c). Both hooks
+ * count the same points:
  *
  *   RTPART_TEST_CRASH_AFTER=N   the process kills itself (SIGKILL, as a crash would) right after
  *                               the Nth write (done or failed), so tests can prove recovery at
@@ -244,6 +245,10 @@ static int pm_qos_open(Root *r) {
         return fd < 0 ? -errno : fd;
 }
 
+static int channels_set(Root *r, const char *ifname, const NetChannels *want, char **ret_reason) {
+        return COUNTED_WRITE("channels", ifname, sim_channels_set(r, ifname, want, ret_reason));
+}
+
 /* The daemon's CPUs are the machine's, not the tree's: the pinning is shown, not made. */
 static int pin_self(Root *r, const CpuSet *cpus) {
         const char *log = getenv("RTPART_TEST_PIN_LOG");
@@ -285,7 +290,8 @@ static int try_restart_unit(Root *r, const char *unit) {
         .write_object = write_object, .pm_qos_open = pm_qos_open, .pin_self = pin_self, \
         .update_bootloader = update_bootloader, .replace_file = replace_file, .reserve_file = reserve_file, \
         .unlink_file = unlink_file, .make_dir = make_dir, .remove_dir = remove_dir, \
-        .try_restart_unit = try_restart_unit, .run_program = sim_run_program
+        .try_restart_unit = try_restart_unit, .run_program = sim_run_program, .channels_get = sim_channels_get, \
+        .channels_set = channels_set
 
 /* No ROOT_CAN_SCHEDULE, _WATCH_PROCESSES, _ASK_SYSTEMD or _MOUNT: a tree's PIDs are nobody's
  * threads, and no systemd or mount table stands behind it. A unit restarted is recorded, and

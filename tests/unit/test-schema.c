@@ -65,7 +65,7 @@ START_TEST(test_top_level_order) {
         static const char * const expected[] = {
                 "include", "variables",  "vendor",    "summary", "description", "cpus",  "boot",
                 "irq",     "irqbalance", "cpuset",    "cat",     "sysctl",      "sysfs", "kthreads",
-                "cpu",     "modules",    "hugepages", "drift",   "check",       NULL,
+                "cpu",     "modules",    "hugepages", "net",     "drift",       "check", NULL,
         };
         const SchemaField *f = backend_profile_schema()->fields;
         size_t i = 0;

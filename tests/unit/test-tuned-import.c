@@ -402,10 +402,15 @@ START_TEST(test_mapping) {
         ck_assert(has_note(&t, f, 10, "initrd_add_dir", true, "initrd"));
         ck_assert(has_note(&t, f, 21, "group.app", true, "user processes"));
         ck_assert(has_note(&t, f, 23, "sched_min_granularity_ns", true, "scheduler settings"));
-        ck_assert(has_note(&t, f, 29, "channels", true, "NIC"));
         ck_assert(has_note(&t, f, 30, NULL, true, "timestamping"));
         ck_assert(has_note(&t, f, 25, "force_latency", false, "fallback"));
-        ck_assert_uint_eq(t.n_unsupported, 5);
+        ck_assert_uint_eq(t.n_unsupported, 4);
+
+        /* [net] channels (ethtool -L's words): a net.nics rule for every NIC. */
+        json_t *nics = json_object_get(json_object_get(t.profile, "net"), "nics");
+        ck_assert_uint_eq(json_array_size(nics), 1);
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(nics, 0), "match")), "*");
+        ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(nics, 0), "channels")), 4);
 
         /* An explicit list stays a list; what derives from it is still named by class. */
         MemFile fixed[ELEMENTSOF(rt)];
@@ -416,6 +421,37 @@ START_TEST(test_mapping) {
         assert_value(x.profile, "cpus", "housekeeping_cores_per_node", NULL);
         assert_value(json_object_get(x.profile, "boot"), "args", "irqaffinity", "${housekeeping}");
         assert_value(x.profile, "irqbalance", "banned_cpus", "isolated");
+}
+END_TEST
+
+static const MemFile net[] = {
+        { "/usr/lib/tuned/nets/tuned.conf",
+          "[main]\nsummary=NICs\n"
+          "[net]\ndevices=eth0, ens*\nchannels=rx 2 tx 2\nnf_conntrack_hashsize=131072\ncoalesce=rx-usecs 3\n"
+          "[net2]\ntype=net\nchannels=other 1\n" },
+        {},
+};
+
+/* tuned's net plugin: a rule per device of `devices`, rx and tx channels, nf_conntrack's hash
+ * size as the module's parameter; what rtpart has not (coalescing, other channels) is named. */
+START_TEST(test_net) {
+        _cleanup_(tuned_import_done) TunedImport t = import_ok(net, "nets");
+        const char *f = "/usr/lib/tuned/nets/tuned.conf";
+        json_t *nics = json_object_get(json_object_get(t.profile, "net"), "nics");
+        ck_assert_uint_eq(json_array_size(nics), 2);
+        static const char * const match[] = { "eth0", "ens*" };
+        for (size_t i = 0; i < 2; i++) {
+                json_t *r = json_array_get(nics, i);
+                ck_assert_str_eq(json_string_value(json_object_get(r, "match")), match[i]);
+                ck_assert_int_eq(json_integer_value(json_object_get(r, "rx_channels")), 2);
+                ck_assert_int_eq(json_integer_value(json_object_get(r, "tx_channels")), 2);
+                ck_assert_ptr_null(json_object_get(r, "channels"));
+        }
+        json_t *ct = json_object_get(json_object_get(t.profile, "modules"), "nf_conntrack");
+        ck_assert_int_eq(json_integer_value(json_object_get(ct, "hashsize")), 131072);
+        ck_assert(has_note(&t, f, 7, "coalesce", true, "net section"));
+        ck_assert(has_note(&t, f, 10, "channels", true, "combined, rx and tx"));
+        ck_assert_uint_eq(t.n_unsupported, 2);
 }
 END_TEST
 
@@ -536,6 +572,7 @@ int main(void) {
         tcase_add_test(tc, test_functions);
         tcase_add_test(tc, test_mapping);
         tcase_add_test(tc, test_dir);
+        tcase_add_test(tc, test_net);
         tcase_add_test(tc, test_comparisons);
         tcase_add_test(tc, test_script);
         suite_add_tcase(s, tc);

@@ -24,8 +24,8 @@
  * re-created files are watched again, the journal's directory, a directory of objects and the
  * safety timer fire; with the argument "netlink" (the meson test test-watch-netlink), an interface
  * brought up and a device added in a network namespace of the test's own are device events, or the
- * test skips (77) saying why it cannot (not root, no /dev/net/tun). The proc connector needs the
- * real kernel's tasks: not here. */
+ * test skips (77) saying why it cannot (not root, no /dev/net/tun); an interface renamed, and a
+ * task forked seen by the proc connector (all three through libnl's sockets). */
 
 #define DEBOUNCE_USEC (30 * 1000ULL)
 
@@ -40,6 +40,12 @@ typedef struct Seen {
         unsigned ticks, journal;
         unsigned devices;                  /* device_added calls */
         char *device_action, *device_path; /* the last one's */
+        unsigned interfaces;               /* interfaces_changed calls */
+        char *iface_action;                /* the last one's */
+        char **ifaces;                     /* every interface named, in order */
+        unsigned tasks;                    /* tasks_changed calls */
+        bool task_seen;                    /* the id looked for was among them */
+        int task_wanted;
 } Seen;
 static Seen seen;
 
@@ -69,9 +75,31 @@ static void on_device(Watcher *w, const char *action, const char *devpath, void 
         seen.device_path = strdup(devpath);
 }
 
+static void on_interfaces(Watcher *w, const char *action, char **ifnames, void *userdata) {
+        /* after the device_added call of the same events */
+        ck_assert_uint_gt(seen.devices, seen.interfaces);
+        seen.interfaces++;
+        free(seen.iface_action);
+        seen.iface_action = strdup(action);
+        for (char **i = ifnames; *i; i++)
+                ck_assert_int_ge(strv_extend(&seen.ifaces, *i), 0);
+}
+
+static void on_tasks(Watcher *w, const int *pids, size_t n_pids, const int *gone, size_t n_gone, bool overflow,
+                     void *userdata) {
+        seen.tasks++;
+        for (size_t i = 0; i < n_pids; i++)
+                seen.task_seen = seen.task_seen || pids[i] == seen.task_wanted;
+        for (size_t i = 0; i < n_gone; i++)
+                seen.task_seen = seen.task_seen || gone[i] == seen.task_wanted;
+        seen.task_seen = seen.task_seen || overflow;
+}
+
 static const WatchCallbacks callbacks = {
         .knobs_changed = on_knobs,
+        .tasks_changed = on_tasks,
         .device_added = on_device,
+        .interfaces_changed = on_interfaces,
         .tick = on_tick,
         .journal_changed = on_journal,
 };
@@ -160,6 +188,8 @@ static void seen_reset(void) {
         strv_free(seen.knobs);
         free(seen.device_action);
         free(seen.device_path);
+        free(seen.iface_action);
+        strv_free(seen.ifaces);
         seen = (Seen) {};
 }
 
@@ -399,14 +429,20 @@ START_TEST(test_objects_directory) {
 }
 END_TEST
 
+/* A watcher of uevents and links (in the namespace the case is in). */
+static Watcher *uevent_watcher(void) {
+        Watcher *w = NULL;
+        ck_assert_int_ge(watcher_new(event, root, &callbacks, &seen, &w), 0);
+        ck_assert_int_eq(watcher_enable_uevents(w), 0);
+        return w;
+}
+
 /* An interface brought up: its driver has requested its IRQs. In a network namespace of this
  * test's own (the test runs in a child process), whose loopback is brought up. */
 START_TEST(test_link_up) {
         ck_assert_msg(unshare(CLONE_NEWNET) >= 0, "cannot make a network namespace: %s", strerror(errno));
-        Watcher *w = NULL;
-        ck_assert_int_ge(watcher_new(event, root, &callbacks, &seen, &w), 0);
-        ck_assert_int_eq(watcher_enable_uevents(w), 0);
-        _cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        Watcher *w = uevent_watcher();
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0); /* for interface ioctls */
         ck_assert_int_ge(fd, 0);
         struct ifreq ifr = {};
         strcpy(ifr.ifr_name, "lo");
@@ -416,7 +452,18 @@ START_TEST(test_link_up) {
         ck_assert_int_eq(ioctl(fd, SIOCSIFFLAGS, &ifr), 0);
         run_until_more(&seen.devices, 0);
         ck_assert_str_eq(seen.device_action, "up");
-        ck_assert_str_eq(seen.device_path, "ifindex 1");
+        /* Named by the message's IFLA_IFNAME, and so for interfaces_changed. */
+        ck_assert_str_eq(seen.device_path, "lo");
+        ck_assert_uint_eq(seen.interfaces, 1);
+        ck_assert_str_eq(seen.iface_action, "up");
+        ck_assert_uint_eq(strv_length(seen.ifaces), 1);
+        ck_assert_str_eq(seen.ifaces[0], "lo");
+
+        /* Down: no call. */
+        ifr.ifr_flags &= ~IFF_UP;
+        ck_assert_int_eq(ioctl(fd, SIOCSIFFLAGS, &ifr), 0);
+        run_for(3 * DEBOUNCE_USEC);
+        ck_assert_uint_eq(seen.interfaces, 1);
         watcher_free(w);
 }
 END_TEST
@@ -428,9 +475,7 @@ START_TEST(test_device_added) {
         ck_assert_msg(unshare(CLONE_NEWNET) >= 0, "cannot make a network namespace: %s", strerror(errno));
         _cleanup_close_ int tun = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
         ck_assert_msg(tun >= 0, "cannot open /dev/net/tun: %s", strerror(errno));
-        Watcher *w = NULL;
-        ck_assert_int_ge(watcher_new(event, root, &callbacks, &seen, &w), 0);
-        ck_assert_int_eq(watcher_enable_uevents(w), 0);
+        Watcher *w = uevent_watcher();
         struct ifreq ifr = { .ifr_flags = IFF_TUN | IFF_NO_PI };
         strcpy(ifr.ifr_name, "rtpartt%d");
         ck_assert_int_eq(ioctl(tun, TUNSETIFF, &ifr), 0);
@@ -439,8 +484,60 @@ START_TEST(test_device_added) {
         ck_assert_str_eq(seen.device_action, "add");
         _cleanup_free_ char *netdev = NULL;
         ck_assert_int_ge(asprintf(&netdev, "/devices/virtual/net/%s", ifr.ifr_name), 0);
-        ck_assert_msg(strncmp(seen.device_path, netdev, strlen(netdev)) == 0, "%s is not under %s", seen.device_path,
-                      netdev);
+        ck_assert_msg(streq(seen.device_path, ifr.ifr_name) || strncmp(seen.device_path, netdev, strlen(netdev)) == 0,
+                      "%s is neither %s nor under %s", seen.device_path, ifr.ifr_name, netdev);
+        /* The interface, by its name (the uevent's INTERFACE), once. */
+        ck_assert_uint_eq(seen.interfaces, 1);
+        ck_assert_str_eq(seen.iface_action, "add");
+        ck_assert_uint_eq(strv_length(seen.ifaces), 1);
+        ck_assert_str_eq(seen.ifaces[0], ifr.ifr_name);
+        watcher_free(w);
+}
+END_TEST
+
+/* A rename: the kernel's uevent "move" names the interface by its new name (a NIC renamed by udev
+ * after its driver bound it comes to rtpartd so). */
+START_TEST(test_interface_renamed) {
+        ck_assert_msg(unshare(CLONE_NEWNET) >= 0, "cannot make a network namespace: %s", strerror(errno));
+        _cleanup_close_ int tun = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+        ck_assert_msg(tun >= 0, "cannot open /dev/net/tun: %s", strerror(errno));
+        struct ifreq ifr = { .ifr_flags = IFF_TUN | IFF_NO_PI };
+        strcpy(ifr.ifr_name, "rtpartt%d");
+        ck_assert_int_eq(ioctl(tun, TUNSETIFF, &ifr), 0);
+        Watcher *w = uevent_watcher();
+        _cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0); /* for interface ioctls */
+        ck_assert_int_ge(fd, 0);
+        struct ifreq rn = {};
+        strcpy(rn.ifr_name, ifr.ifr_name);
+        strcpy(rn.ifr_newname, "rtpart-renamed");
+        ck_assert_int_eq(ioctl(fd, SIOCSIFNAME, &rn), 0);
+        run_until_more(&seen.interfaces, 0);
+        ck_assert_str_eq(seen.iface_action, "move");
+        ck_assert(strv_contains(seen.ifaces, "rtpart-renamed"));
+        ck_assert(!strv_contains(seen.ifaces, ifr.ifr_name));
+        watcher_free(w);
+}
+END_TEST
+
+/* The proc connector, a libnl socket too: a task this test forks (and that execs, then exits) is
+ * among those tasks_changed names. The connector speaks in the first network namespace only: this
+ * case does not make one. */
+START_TEST(test_proc_connector_tasks) {
+        Watcher *w = NULL;
+        ck_assert_int_ge(watcher_new(event, root, &callbacks, &seen, &w), 0);
+        ck_assert_int_eq(watcher_set_task_events(w, true), 0);
+        ck_assert_int_eq(watcher_enable_proc_connector(w), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                execl("/bin/true", "true", (char *) NULL);
+                _exit(127);
+        }
+        seen.task_wanted = pid;
+        ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+        for (unsigned i = 0; i < 20 && !seen.task_seen; i++)
+                run_until_more(&seen.tasks, seen.tasks);
+        ck_assert_msg(seen.task_seen, "task %d not reported by the proc connector", (int) pid);
         watcher_free(w);
 }
 END_TEST
@@ -477,6 +574,8 @@ static Suite *watch_suite(bool netlink) {
                 tcase_set_timeout(tn, 60);
                 tcase_add_test(tn, test_link_up);
                 tcase_add_test(tn, test_device_added);
+                tcase_add_test(tn, test_interface_renamed);
+                tcase_add_test(tn, test_proc_connector_tasks);
                 suite_add_tcase(s, tn);
                 return s;
         }

@@ -51,14 +51,17 @@ stty -F /dev/console "$(stty -F /dev/console -g)"
 poweroff -f
 """
 
-INIT = r"""#!/bin/busybox sh
+# How a busybox guest starts: its applets, the kernel's filesystems, rtpart's state directory.
+GUEST_BEGIN = r"""#!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
-mount -t cgroup2 cgroup2 /sys/fs/cgroup
 mount -t tmpfs tmpfs /run
 mkdir -p /var/lib/rtpart /tmp
+"""
+
+INIT = GUEST_BEGIN + r"""mount -t cgroup2 cgroup2 /sys/fs/cgroup
 CG=/sys/fs/cgroup
 P=$CG/rtpart-rt
 r() { echo "@@R $1=$2"; }
@@ -115,7 +118,9 @@ def skip(reason):
     sys.exit(77)
 
 
-def find_kernel():
+def find_kernel(plain=False):
+    """$RTPART_VM_KERNEL, else the newest readable /boot/vmlinuz-*; plain: the newest without
+    PREEMPT_RT where there is one (it boots in half the time under TCG)."""
     k = os.environ.get("RTPART_VM_KERNEL")
     if k:
         return k if os.access(k, os.R_OK) else None
@@ -124,7 +129,18 @@ def find_kernel():
         return [int(x) if x.isdigit() else x for x in re.split(r"[.-]", os.path.basename(p)[len("vmlinuz-"):])]
     cands = [p for p in glob.glob("/boot/vmlinuz-*") if os.access(p, os.R_OK)]
     cands.sort(key=lambda p: [(0, x) if isinstance(x, int) else (1, x) for x in version(p)])
+    if plain and any("-rt-" not in p for p in cands):
+        cands = [p for p in cands if "-rt-" not in p]
     return cands[-1] if cands else None
+
+
+def report(checks):
+    """Prints each (name, passed) check and a count; the exit status: 1 if any failed."""
+    failed = [name for name, ok in checks if not ok]
+    for name, ok in checks:
+        print(f"{'ok' if ok else 'FAILED'}: {name}")
+    print(f"{len(checks) - len(failed)} passed, {len(failed)} failed")
+    return 1 if failed else 0
 
 
 # What rtpartctl dlopens itself (tests/unit/shipped_libraries.py checks the list): not in ldd's.
@@ -199,20 +215,30 @@ class Cpio:
         return bytes(self.out)
 
 
-def build_initramfs(path, busybox):
+def guest_base(busybox, binaries=(), libraries=()):
+    """An initramfs with busybox, rtpartctl (CTL) and binaries in bin/, and the libraries they
+    load (ldd's list, and libraries: those loaded with dlopen), each at its path on this machine:
+    /lib64 and /lib are symlinks on merged-/usr systems, and the loader's path must exist as
+    given."""
     c = Cpio()
     for d in ("bin", "sbin", "proc", "sys", "dev", "tmp", "run", "etc", "var/lib/rtpart"):
         c.dir(d)
     with open(busybox, "rb") as f:
         c.file("bin/busybox", f.read())
     c.symlink("bin/sh", "busybox")
-    with open(CTL, "rb") as f:
-        c.file("bin/rtpartctl", f.read())
-    for lib in sorted(set(shared_libs(busybox) + shared_libs(CTL) + dlopened_libs())):
-        real = os.path.realpath(lib)
-        with open(real, "rb") as f:
+    libs = set(libraries) | set(dlopened_libs())
+    for name, b in [("rtpartctl", CTL)] + [(os.path.basename(b), b) for b in binaries]:
+        with open(b, "rb") as f:
+            c.file("bin/" + name, f.read())
+        libs.update(shared_libs(b))
+    for lib in sorted(libs | set(shared_libs(busybox))):
+        with open(os.path.realpath(lib), "rb") as f:
             c.file(lib, f.read())
-        # /lib64 and /lib are symlinks on merged-/usr systems: the loader's path must exist as given
+    return c
+
+
+def build_initramfs(path, busybox):
+    c = guest_base(busybox)
     c.file("test.json", json.dumps(PROFILE).encode(), 0o644)
     c.file("init", INIT.encode())
     with open(path, "wb") as f:
@@ -290,11 +316,7 @@ def main():
         ("the kernel takes the write and reports the reason on read",
          res.get("probe_write_rc") == "0" and res.get("probe_partition", "").startswith("isolated invalid")),
     ]
-    failed = [name for name, ok in checks if not ok]
-    for name, ok in checks:
-        print(f"{'ok' if ok else 'FAILED'}: {name}")
-    print(f"{len(checks) - len(failed)} passed, {len(failed)} failed")
-    return 1 if failed else 0
+    return report(checks)
 
 
 if __name__ == "__main__":

@@ -34,20 +34,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from vm_cpuset import GUEST_END, Cpio, shared_libs, skip  # noqa: E402
+from vm_cpuset import GUEST_BEGIN, GUEST_END, guest_base, report, skip  # noqa: E402
 
 CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "daemon", "ctl", "rtpartctl")
 CACHE = "/var/cache/rtpart-test/rt"
 TIMEOUT = 240
 
-INIT = r"""#!/bin/busybox sh
-/bin/busybox --install -s /bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-mount -t tmpfs tmpfs /run
-mkdir -p /var/lib/rtpart /tmp
-T=/sys/kernel/tracing
+INIT = GUEST_BEGIN + r"""T=/sys/kernel/tracing
 r() { echo "@@R $1=$2"; }
 j() { echo "@@J $1=$(tr -d '\n' < $2)"; }
 echo "@@BEGIN"
@@ -140,17 +133,7 @@ def rt_kernel():
 
 
 def build_initramfs(path, busybox):
-    c = Cpio()
-    for d in ("bin", "sbin", "proc", "sys", "dev", "tmp", "run", "etc", "var/lib/rtpart"):
-        c.dir(d)
-    with open(busybox, "rb") as f:
-        c.file("bin/busybox", f.read())
-    c.symlink("bin/sh", "busybox")
-    with open(CTL, "rb") as f:
-        c.file("bin/rtpartctl", f.read())
-    for lib in sorted(set(shared_libs(busybox) + shared_libs(CTL))):
-        with open(os.path.realpath(lib), "rb") as f:
-            c.file(lib, f.read())
+    c = guest_base(busybox)
     c.file("init", INIT.encode())
     with open(path, "wb") as f:
         f.write(c.finish())
@@ -274,11 +257,7 @@ def main():
         ("killed with -9 it left hwlat on, and the next run put every file back",
          res.get("tracer_killed") == "hwlat" and res.get("hw_sum_next") == res.get("hw_sum_before")),
     ]
-    failed = [name for name, ok in checks if not ok]
-    for name, ok in checks:
-        print(f"{'ok' if ok else 'FAILED'}: {name}")
-    print(f"{len(checks) - len(failed)} passed, {len(failed)} failed")
-    return 1 if failed else 0
+    return report(checks)
 
 
 if __name__ == "__main__":
