@@ -4,10 +4,11 @@ housekeeping load (issue 26). Not a test: a documented command whose table says,
 figure, whether the isolated CPUs are as quiet with rtpart's realtime-virtual-host as with
 Debian's tuned 2.20 and its realtime-virtual-host.
 
-One Debian 12 root (debootstrap, cached in /var/cache/rtpart-test keyed by its package list as the
-vm suite's roots are): systemd as PID 1, Debian's PREEMPT_RT kernel, GRUB for EFI
-(grub-efi-amd64), tuned with the packages it recommends, and what rtpart's Debian package of this
-tree depends on (the .deb comes from tests/pkg/debbuild.py). Two guests are made from it, one per
+One Debian 12 root: the vm suite's (tests/vm/vm_systemd.py: debootstrapped once for vm-systemd
+and vm-rt-boot and cached in /var/cache/rtpart-test; systemd as PID 1, Debian's PREEMPT_RT kernel,
+what rtpart's Debian package of this tree depends on) with GRUB for EFI (grub-efi-amd64), tuned
+with the packages it recommends and linux-perf added by apt in a chroot, cached beside it (the
+.deb comes from tests/pkg/debbuild.py). Two guests are made from it, one per
 tool, each booted twice by OVMF and GRUB under qemu TCG with 4 vCPUs (/dev/kvm here cannot boot a
 normal kernel): GRUB's core image (grub-mkimage, from the guest's own GRUB) on a FAT EFI system
 partition made with mkfs.vfat and mtools, no loop device; /boot/grub/grub.cfg on the root file
@@ -45,7 +46,9 @@ tests/pkg/debbuild.py needs to build the package (DEB_BUILD_OPTIONS=nocheck skip
 Each guest's serial console is kept in the build directory (bench-isolation-TOOL.log).
 """
 import argparse
+import fcntl
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -66,18 +69,17 @@ import vm_systemd as vs  # noqa: E402
 GUEST = os.path.join(HERE, "isolation_guest.py")
 TOOLS = ("tuned", "rtpart")
 HOUSEKEEPING, ISOLATED = "0", "1-3"
-# rtpart's RT guest (vm-rt-boot's root) without systemd-boot and the test tools; GRUB for EFI;
-# tuned and what apt installs with it by default (its Recommends); libpam-systemd, which provides
-# the virtual default-logind that tuned's polkitd depends on and debootstrap cannot resolve; and
-# linux-perf, whose python3 module "perf" tuned's scheduler plugin imports: without it (tuned
-# neither depends on it nor recommends it) the plugin does not load, and tuned leaves every IRQ,
-# task and kernel thread where it is (measured here: no runtime isolation 600 s after the apply).
-PACKAGES = sorted({p for p in rb.PACKAGES if p not in ("systemd-boot-efi", "jq", "socat")} |
-                  {"grub-efi-amd64", "tuned", "linux-cpupower", "dmidecode", "hdparm", "iproute2", "kmod",
-                   "libpam-systemd", "linux-perf"})
-# The root's tarball beside the vm suite's: a flavour whose first letter is no hex digit, so that
-# vm-systemd's clean-up of its own outdated roots (bookworm-[0-9a-f]*.tar) never takes it.
-FLAVOUR = "-isobench"
+# What the benchmark's guests need beyond the vm suite's root (vm_systemd.GUEST_PACKAGES: systemd,
+# the Debian and PREEMPT_RT kernels, and what rtpart's .deb depends on): GRUB for EFI; tuned and
+# what it recommends; libpam-systemd, which provides the virtual default-logind that tuned's
+# polkitd depends on; and linux-perf, whose python3 module "perf" tuned's scheduler plugin imports:
+# without it (tuned neither depends on it nor recommends it) the plugin does not load, and tuned
+# leaves every IRQ, task and kernel thread where it is (measured here: no runtime isolation 600 s
+# after the apply).
+EXTRA_PACKAGES = ["dmidecode", "grub-efi-amd64", "hdparm", "libpam-systemd", "linux-cpupower", "linux-perf", "tuned"]
+# The root's tarball beside the vm suite's, under a name its clean-up of outdated roots
+# (bookworm-*.tar) never takes.
+ROOT_PREFIX = "isobench"
 LABEL = "rtpart-vm"  # vm_systemd.make_image's file system label: GRUB finds the root by it
 GRUB_MODULES = ["part_gpt", "part_msdos", "fat", "ext2", "search", "search_label", "search_fs_uuid", "normal",
                 "configfile", "linux", "echo", "test", "all_video", "gzio", "boot"]
@@ -159,6 +161,59 @@ def chroot(root, *cmd):
     subprocess.run(["chroot", root] + list(cmd), check=True)
 
 
+def add_packages(base, packages, tarball):
+    """base's root with packages installed by apt in a chroot of it (from the mirror the root's
+    sources.list names, without their Recommends, no service started), written to tarball."""
+    tmp = tempfile.mkdtemp(prefix="isobench-root-", dir=vs.CACHE)
+    try:
+        root = os.path.join(tmp, "root")
+        os.mkdir(root)
+        subprocess.run(["tar", "-C", root, "--numeric-owner", "--xattrs", "--xattrs-include=*", "-xf", base], check=True)
+        resolv = os.path.join(root, "etc/resolv.conf")
+        if os.path.lexists(resolv):
+            os.rename(resolv, resolv + ".isobench")
+        shutil.copy("/etc/resolv.conf", resolv)
+        vs.write(os.path.join(root, "usr/sbin/policy-rc.d"), "#!/bin/sh\nexit 101\n", 0o755)
+        script = (f"mount -t proc proc {root}/proc && chroot {root} apt-get -q update && "
+                  f"chroot {root} apt-get -q -y --no-install-recommends install {' '.join(packages)} && "
+                  f"chroot {root} apt-get clean")
+        vs.log(f"root: apt-get install {' '.join(packages)} into {os.path.basename(base)}'s root")
+        # a mount namespace of its own: /proc is unmounted with it, whatever happens
+        p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-ec", script],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        if p.returncode != 0:
+            print(p.stdout[-6000:])
+            raise RuntimeError(f"apt-get in the benchmark's root failed with status {p.returncode}")
+        for junk in ["usr/sbin/policy-rc.d", "etc/resolv.conf"] + glob.glob(os.path.join(root, "var/lib/apt/lists/*_Packages")):
+            os.unlink(os.path.join(root, junk))
+        if os.path.lexists(resolv + ".isobench"):
+            os.rename(resolv + ".isobench", resolv)  # the root's own, as it was
+        subprocess.run(["tar", "-C", root, "--numeric-owner", "--xattrs", "--xattrs-include=*", "-cf",
+                        tarball + ".partial", "."], check=True)
+        os.replace(tarball + ".partial", tarball)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def cached_root(deb):
+    """The benchmark's root: the vm suite's (vm_systemd.cached_root, debootstrapped once for
+    vm-systemd and vm-rt-boot and reused when it is there) with EXTRA_PACKAGES added, cached beside
+    it keyed by the suite's tarball and the added list. Returns the tarball and what it holds."""
+    packages = set(vs.GUEST_PACKAGES) | set(vs.debbuild.depends_packages(deb))
+    base, built = vs.cached_root(packages, vs.mirror())
+    vs.log(f"root: the vm suite's {'debootstrapped now' if built else 'cached'}: {base}")
+    key = hashlib.sha256(" ".join([os.path.basename(base)] + EXTRA_PACKAGES).encode()).hexdigest()[:16]
+    tarball = os.path.join(vs.CACHE, f"{ROOT_PREFIX}-{key}.tar")
+    with open(os.path.join(vs.CACHE, ".lock-isobench"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two runs at once install once
+        if not os.path.exists(tarball):
+            for old in glob.glob(os.path.join(vs.CACHE, f"{ROOT_PREFIX}-*.tar")):
+                os.unlink(old)  # another suite root's or list's: outdated
+            add_packages(base, EXTRA_PACKAGES, tarball)
+    return tarball, sorted(packages | set(EXTRA_PACKAGES))
+
+
 def make_grub(root, esp):
     """GRUB's EFI core image from the guest's own GRUB onto a partitionless FAT image, its modules
     into /boot/grub as grub-install puts them, and a first grub.cfg that boots the RT kernel with
@@ -188,10 +243,15 @@ def make_grub(root, esp):
 
 def prepare(root, deb, tool, conf):
     """One tool's guest: vm-systemd's preparation (hostname, machine id, quiet console, the .deb),
-    GRUB instead of its /etc/kernel/cmdline stand-in, this benchmark's driver as the test unit; for
+    the PREEMPT_RT kernel alone in /boot, GRUB instead of its /etc/kernel/cmdline stand-in, this benchmark's driver as the test unit; for
     tuned its isolated_cores, for rtpart tuned masked (installed, never started)."""
     vs.prepare_root(root, deb)
     os.unlink(os.path.join(root, "etc/kernel/cmdline"))
+    # The suite's root has Debian's kernel too (vm-systemd boots it): only the PREEMPT_RT one is
+    # left in /boot, the one update-grub lists and GRUB boots
+    for f in glob.glob(os.path.join(root, "boot", "*-amd64")):
+        if not f.endswith("-rt-amd64"):
+            os.unlink(f)
     vs.write(os.path.join(root, "etc/default/grub"), DEFAULT_GRUB)
     shutil.copy(GUEST, os.path.join(root, "usr/local/sbin/rtpart-vm-test"))
     os.chmod(os.path.join(root, "usr/local/sbin/rtpart-vm-test"), 0o755)
@@ -467,11 +527,9 @@ def main():
 
     t_all = time.monotonic()
     deb = vs.package_deb()
-    packages = set(PACKAGES) | set(vs.debbuild.depends_packages(deb))
     t0 = time.monotonic()
-    tarball, built = vs.cached_root(packages, vs.mirror(), flavour=FLAVOUR)
-    vs.log(f"root: {'debootstrapped' if built else 'cached'} {tarball} ({time.monotonic() - t0:.0f} s; "
-           f"packages: {' '.join(sorted(packages))})")
+    tarball, packages = cached_root(deb)
+    vs.log(f"root: {tarball} ({time.monotonic() - t0:.0f} s; packages: {' '.join(packages)})")
     peer = NetPeer()
     peer.start()
     conf = {"housekeeping": HOUSEKEEPING, "isolated": ISOLATED, "window": args.window, "warmup": args.warmup,
@@ -508,7 +566,7 @@ def main():
     for g in verdicts:
         print(f"{'met' if g['met'] else 'NOT MET'}: {g['goal']}" + (f" (worse: {', '.join(g['worse'])})" if g.get("worse") else "")
               + (f" ({'; '.join(g['short'])})" if g.get("short") else ""))
-    doc = {"command": " ".join(sys.argv), "config": dict(conf, packages=sorted(packages), deb=os.path.basename(deb)),
+    doc = {"command": " ".join(sys.argv), "config": dict(conf, packages=packages, deb=os.path.basename(deb)),
            "table": rows, "host": host, "goals": verdicts,
            "runs": {t: {str(k): v for k, v in runs[t].items()} for t in TOOLS}}
     os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)

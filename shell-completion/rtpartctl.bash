@@ -40,6 +40,19 @@ __rtpartctl_value() {
         done <<<"$1"
 }
 
+# The words on stdin (one a line) that begin with $1, one a line. Nothing in them is expanded:
+# compgen -W expands "$(…)" and "${…}" in its word list, so a word (a profile's name from
+# 'rtpartctl list') would run as a command on the user's Tab. A word with any character the shell
+# gives a meaning to is left out too: inserted on the line as it is, it would run when the line
+# does. Commands, options and profile names have none.
+__rtpartctl_filter() {
+        local w
+        while IFS= read -r w; do
+                [[ -n $w && $w != *[!A-Za-z0-9._,:=+@%/-]* && $w == "$1"* ]] && printf '%s\n' "$w"
+        done
+        return 0
+}
+
 # The commands of the overview ('rtpartctl help') on stdin.
 __rtpartctl_commands() {
         awk '/^Commands:$/ { f = 1; next } f && /^$/ { exit } f && /^  [^ ]/ { print $1 }'
@@ -114,13 +127,13 @@ _rtpartctl() {
         if [[ $cur == -* ]]; then
                 local words_opts
                 words_opts=$(__rtpartctl_options <<<"$help" | tr ' ' '\n' | sed 's/=.*/=/')
-                mapfile -t COMPREPLY < <(compgen -W "$words_opts" -- "$cur")
+                mapfile -t COMPREPLY < <(__rtpartctl_filter "$cur" <<<"$words_opts")
                 [[ ${COMPREPLY-} == *= ]] && compopt -o nospace 2>/dev/null
                 return
         fi
 
         if [[ -z $verb ]]; then
-                mapfile -t COMPREPLY < <(compgen -W "$commands" -- "$cur")
+                mapfile -t COMPREPLY < <(__rtpartctl_filter "$cur" <<<"$commands")
                 return
         fi
 
@@ -143,16 +156,16 @@ _rtpartctl() {
                         if [[ $cur == */* || $cur == .* ]]; then
                                 _filedir json
                         else
-                                wordlist+=" $("$ctl" ${root:+--root "$root"} list 2>/dev/null | awk '{ print $1 }')"
+                                wordlist+=$'\n'$("$ctl" ${root:+--root "$root"} list 2>/dev/null | awk '{ print $1 }')
                         fi
                         ;;
-                COMMAND | VERB) wordlist+=" $commands" ;;
+                COMMAND | VERB) wordlist+=$'\n'$commands ;;
                 DIR) _filedir -d ;;
                 FILE | PATH) _filedir ;;
                 *[A-Z]*) ;;
-                *) wordlist+=" $alt" ;;
+                *) wordlist+=$'\n'$alt ;;
                 esac
         done
-        mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(compgen -W "$wordlist" -- "$cur")
+        mapfile -t -O "${#COMPREPLY[@]}" COMPREPLY < <(__rtpartctl_filter "$cur" <<<"$wordlist")
 } &&
         complete -F _rtpartctl rtpartctl

@@ -22,13 +22,14 @@
 
 int ctl_scope(Root *root, const char *cpus, AuditTarget *x) {
         _cleanup_(journal_freep) Journal *j = NULL;
-        _cleanup_(journal_error_done) JournalError je = {};
-        _cleanup_free_ char *error = NULL;
+        _cleanup_(error_done) Error je = {};
+        _cleanup_free_ char *error = NULL, *why = NULL;
 
-        int r = journal_load(root, &j, &je);
+        int r = ctl_read_journal(root, &j, &je);
+        if (r < 0 && r != -ENOENT && je.message)
+                why = error_format(&je, NULL);
         if (r < 0 && r != -ENOENT)
-                log_warning("the journal cannot be read (%s); going without the applied profile",
-                            je.message ?: strerror(-r));
+                log_warning("the journal cannot be read (%s); going without the applied profile", why ?: strerror(-r));
         r = audit_target(root, r >= 0 ? j : NULL, cpus, x, &error);
         if (r == -EINVAL && cpus) {
                 log_error("--cpus=%s: %s; give the CPUs to observe", cpus, error);

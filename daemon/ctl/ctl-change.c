@@ -8,8 +8,7 @@
 
 /* apply, revert: the commands that change the host, under the journal's lock. */
 
-static int local_apply(Root *root, const char *name, json_t **ret_doc) {
-        _cleanup_close_ int lock = -EBADF;
+static int local_apply(Root *root, JournalStore *journal, const char *name, json_t **ret_doc) {
         _cleanup_(prepared_done) Prepared p = {};
         PrepareError pe = {};
         EngineResult er = {};
@@ -20,14 +19,14 @@ static int local_apply(Root *root, const char *name, json_t **ret_doc) {
         r = prepare_profile(root, name, /* flags= */ 0, &p, &pe);
         if (r < 0)
                 return ctl_prepare_failure(root, &pe, r);
-        if ((r = ctl_take_lock(root, &lock)) < 0)
+        if ((r = ctl_take_lock(journal)) < 0)
                 return r;
         r = prepare_plan(root, &p, &pe);
         if (r < 0)
                 return ctl_prepare_failure(root, &pe, r);
         prepare_error_done(&pe);
 
-        r = engine_apply(root, p.host, p.resolved, p.plan, &er);
+        r = engine_apply(root, journal, p.host, p.resolved, p.plan, &er);
         *ret_doc = r < 0 ? document_apply_failure(&er, r) : document_apply(p.plan, &er);
         engine_result_done(&er);
         if (!*ret_doc)
@@ -38,7 +37,10 @@ static int local_apply(Root *root, const char *name, json_t **ret_doc) {
 int verb_apply(int argc, char **argv) {
         _cleanup_(root_freep) Root *root = NULL;
         _cleanup_(json_decrefp) json_t *doc = NULL;
-        int r = ctl_document("Apply", argv[1], true, local_apply, &root, &doc);
+        int r = ctl_tuned_check(argv[1]);
+        if (r != 0)
+                return r;
+        r = ctl_document("Apply", argv[1], true, local_apply, &root, &doc);
         if (r < 0 && doc)
                 return render_apply_failure(doc);
         if (r != 0)
@@ -46,15 +48,14 @@ int verb_apply(int argc, char **argv) {
         return render_apply(doc);
 }
 
-static int local_revert(Root *root, const char *arg, json_t **ret_doc) {
+static int local_revert(Root *root, JournalStore *journal, const char *arg, json_t **ret_doc) {
         _cleanup_(host_freep) Host *host = NULL;
-        _cleanup_close_ int lock = -EBADF;
         EngineResult er = {};
         int r;
 
-        if ((r = ctl_discover(root, &host)) < 0 || (r = ctl_take_lock(root, &lock)) < 0)
+        if ((r = ctl_discover(root, &host)) < 0 || (r = ctl_take_lock(journal)) < 0)
                 return r;
-        r = engine_revert(root, host, &er);
+        r = engine_revert(root, journal, host, &er);
         *ret_doc = document_revert(&er, r);
         engine_result_done(&er);
         if (!*ret_doc)

@@ -87,12 +87,12 @@ static int measure(Root *root, const AuditTarget *x, LatencyResult *res) {
         }
         ctl_tracefs_done(root, mounted);
 
-        if (!root_is_system(root)) {
+        if (!root_can(root, ROOT_CAN_RUN_PROGRAMS)) {
                 log_error("%s has no timerlat tracer (%s), and cyclictest runs only on this host", root->path,
                           dir ? "tracing/available_tracers does not list it" : "no tracefs");
                 return EXIT_FAILED;
         }
-        r = latency_run_cyclictest(&x->s.cpus, arg_seconds, res);
+        r = latency_run_cyclictest(root, &x->s.cpus, arg_seconds, res);
         if (r == -ENOENT) {
                 log_error("cannot measure latency here: the kernel has no timerlat tracer (%s; Debian's "
                           "linux-image-rt-amd64 has it, as does any kernel built with CONFIG_TIMERLAT_TRACER), and "

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -71,35 +72,56 @@ static char *profile_arg_message(const ProfileArg *a, const char *msg) {
         return strdup(msg);
 }
 
+/* rtpartctl speaks only to an rtpartd of root's or of the caller's own: a socket another user
+ * serves (one planted under --root, or a daemon of theirs) gets no call, and its answers are never
+ * printed. */
+static int check_peer(VarlinkClient *c, const char *where) {
+        struct ucred cred = {};
+        socklen_t len = sizeof(cred);
+        if (getsockopt(varlink_client_get_fd(c), SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+                return log_error_errno(-errno, "cannot tell who serves %s: %m", where);
+        if (cred.uid == 0 || cred.uid == geteuid())
+                return 0;
+        return log_error_errno(-EPERM,
+                               "%s is served by uid %u (pid %d), neither root nor you; rtpartctl talks only to an "
+                               "rtpartd of root's or your own: remove the socket, or use --no-daemon",
+                               where, (unsigned) cred.uid, (int) cred.pid);
+}
+
 int ctl_daemon_connect(Root *root, bool needed, VarlinkClient **ret) {
-        _cleanup_free_ char *path = NULL;
-        char buf[64];
-        int r;
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        int r, fd;
 
         /* --state-dir names a journal rtpartd does not keep. */
         if (!needed && (arg_no_daemon || arg_state_dir))
                 return 0;
-        if (arg_varlink_socket)
-                path = strdup(arg_varlink_socket);
-        else if (root_is_system(root))
-                path = strdup("/" VARLINK_SOCKET);
-        else {
-                /* Through the root's fd: however long the root's path, and wherever it was given
-                 * from. */
-                snprintf(buf, sizeof(buf), "/proc/self/fd/%d/%s", root->fd, VARLINK_SOCKET);
-                path = strdup(buf);
+        if (arg_varlink_socket) {
+                r = varlink_client_connect(arg_varlink_socket, &c);
+                if (r < 0)
+                        return log_error_errno(r, "cannot connect to rtpartd at %s: %m", arg_varlink_socket);
+        } else {
+                /* Found in the root as every other file is: a symlink on the way resolves inside it
+                 * and never reaches another tree's rtpartd or the system's. */
+                r = root_connect_unix(root, VARLINK_SOCKET, &fd);
+                if (r >= 0)
+                        r = varlink_client_new(fd, &c);
+                if (r == -ENOMEM)
+                        return log_oom();
+                if (r < 0)
+                        return 0; /* absent, or nobody accepts: not running */
         }
-        if (!path)
+        _cleanup_free_ char *where =
+                arg_varlink_socket ? strdup(arg_varlink_socket) : root_display_path(root, VARLINK_SOCKET);
+        if (!where)
                 return log_oom();
-        r = varlink_client_connect(path, ret);
-        if (r >= 0)
-                return 1;
-        if (arg_varlink_socket)
-                return log_error_errno(r, "cannot connect to rtpartd at %s: %m", arg_varlink_socket);
-        return 0; /* absent, or nobody accepts: not running */
+        r = check_peer(c, where);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(c);
+        return 1;
 }
 
-static int daemon_error(const char *error, json_t *params, const ProfileArg *pa, json_t **ret_doc) {
+static int daemon_error(const char *method, const char *error, json_t *params, const ProfileArg *pa, json_t **ret_doc) {
         const char *msg = jstr(params, "message");
         if (streq(error, CTL_VARLINK_INTERFACE ".InvalidProfile")) {
                 _cleanup_free_ char *m = profile_arg_message(pa, msg);
@@ -110,6 +132,11 @@ static int daemon_error(const char *error, json_t *params, const ProfileArg *pa,
                 return log_error_errno(-EACCES, "rtpartd refused: %s; run rtpartctl as root",
                                        msg ? msg : "permission denied");
         if (streq(error, CTL_VARLINK_INTERFACE ".Failed") && json_is_object(json_object_get(params, "details"))) {
+                /* A failed apply's or revert's document, printed as rtpartctl prints its own. */
+                int r = ctl_reply_check(streq(method, "Apply") ? "ApplyFailure" : method,
+                                        json_object_get(params, "details"));
+                if (r < 0)
+                        return r;
                 *ret_doc = json_incref(json_object_get(params, "details"));
                 return -EIO;
         }
@@ -121,8 +148,8 @@ static int daemon_error(const char *error, json_t *params, const ProfileArg *pa,
         return log_error_errno(-EIO, "rtpartd answered %s", error);
 }
 
-int ctl_daemon_error(const char *error, json_t *params, json_t **ret_doc) {
-        return daemon_error(error, params, NULL, ret_doc);
+int ctl_daemon_error(const char *method, const char *error, json_t *params, json_t **ret_doc) {
+        return daemon_error(method, error, params, NULL, ret_doc);
 }
 
 /* 0 and the document; a negative errno or an exit status after a message (and, for a failed apply
@@ -151,10 +178,13 @@ static int daemon_call(VarlinkClient *c, const char *method, const ProfileArg *p
                 return log_error_errno(r == -ECONNREFUSED ? -EIO : r, "lost the connection to rtpartd: %s",
                                        strerror(-r));
         if (error)
-                return daemon_error(error, params, pa, ret_doc);
+                return daemon_error(method, error, params, pa, ret_doc);
         json_t *doc = unwrap ? json_object_get(params, unwrap) : params;
         if (!doc)
                 return log_error_errno(-EBADMSG, "rtpartd answered %s without \"%s\"", method, unwrap);
+        r = ctl_reply_check(method, doc);
+        if (r < 0)
+                return r;
         *ret_doc = json_incref(doc);
         return 0;
 }
@@ -185,8 +215,12 @@ int ctl_get_document(Root *root, const char *method, const char *arg, bool use_d
                         "rtpartd did not take the connection (%s); working on the host directly, as with --no-daemon",
                         reason ?: "out of memory");
         }
-        ctl_recover(root);
-        return local(root, arg, ret_doc);
+        _cleanup_(journal_store_freep) JournalStore *journal = NULL;
+        r = ctl_open_journal(root, &journal);
+        if (r < 0)
+                return r;
+        ctl_recover(root, journal);
+        return local(root, journal, arg, ret_doc);
 }
 
 int ctl_document(const char *method, const char *arg, bool use_daemon, LocalFunc local, Root **ret_root,

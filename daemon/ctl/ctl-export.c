@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -28,11 +29,13 @@ static int export_prepare(Root *root, const char *name, Prepared *ret) {
         }
 
         _cleanup_(journal_freep) Journal *j = NULL;
-        _cleanup_(journal_error_done) JournalError je = {};
-        r = journal_load(root, &j, &je);
-        if (r < 0 && r != -ENOENT)
+        _cleanup_(error_done) Error je = {};
+        r = ctl_read_journal(root, &j, &je);
+        if (r < 0 && r != -ENOENT) {
+                _cleanup_free_ char *why = je.message ? error_format(&je, NULL) : NULL;
                 return log_error_errno(r, "cannot read the journal to find the applied profile: %s; name a profile",
-                                       je.message ?: strerror(-r));
+                                       why ?: strerror(-r));
+        }
         if (r < 0 || !j->profile) {
                 log_error("no profile is applied on this host; name the profile whose split to export "
                           "(rtpartctl export libvirt|nova PROFILE)");
@@ -55,7 +58,7 @@ static int export_prepare(Root *root, const char *name, Prepared *ret) {
                                   j->profile, jerr.text);
                         return EXIT_FAILED;
                 }
-                r = profile_from_document(j->profile, doc, &profile, &pe.profile);
+                r = profile_from_document(backend_profile_schema(), j->profile, doc, &profile, &pe.error);
                 if (r < 0) {
                         pe.step = PREPARE_STEP_PROFILE;
                         return ctl_prepare_failure(root, &pe, r);
@@ -103,15 +106,28 @@ static int refuse_vcpus(const Prepared *p, const ExportSplit *s, unsigned n, uns
         return EXIT_USAGE;
 }
 
-/* A domain file given with --domain, read whole (16 MiB at most). */
+/* A domain file given with --domain, read whole (16 MiB at most). A FIFO, a device or a directory
+ * is refused, as a profile is: opened without waiting for a writer, never read. */
 static int read_domain(const char *path, char **ret, size_t *ret_size) {
         const size_t max = 16 * 1024 * 1024;
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         _cleanup_free_ char *buf = NULL;
         size_t size = 0, cap = 0;
+        struct stat st;
 
         if (fd < 0)
                 return log_error_errno(-errno, "--domain %s: cannot open it: %m", path);
+        if (fstat(fd, &st) < 0)
+                return log_error_errno(-errno, "--domain %s: cannot read it: %m", path);
+        if (!S_ISREG(st.st_mode)) {
+                log_error("--domain %s: not a regular file (%s); give a libvirt domain XML file "
+                          "(virsh dumpxml NAME > FILE)",
+                          path,
+                          S_ISFIFO(st.st_mode)          ? "a FIFO"
+                                  : S_ISDIR(st.st_mode) ? "a directory"
+                                                        : "a device or socket");
+                return EXIT_USAGE;
+        }
         for (;;) {
                 if (cap - size < 65536) {
                         if (cap >= max) {
@@ -137,6 +153,18 @@ static int read_domain(const char *path, char **ret, size_t *ret_size) {
         *ret = TAKE_PTR(buf);
         *ret_size = size;
         return 0;
+}
+
+/* Why the elements have no <cachetune>, or less of one, where the profile has resctrl groups. */
+static void note_cachetune(const ExportSplit *s, const ExportPins *pins) {
+        for (char **n = s->notes; n && *n; n++)
+                log_info("note: %s", *n);
+        if (s->n_groups == 0 || pins->cat)
+                return;
+        _cleanup_free_ char *cpus = cpu_set_format_list(&s->groups[0].cpus);
+        log_info("note: no <cachetune>: the vCPUs are not all on the CPUs of one resctrl group of the profile "
+                 "(%s has %s); give fewer vCPUs, or the group more CPUs",
+                 s->groups[0].name, cpus ? cpus : "no CPUs");
 }
 
 static int export_libvirt(const Prepared *p, ExportSplit *s) {
@@ -178,6 +206,7 @@ static int export_libvirt(const Prepared *p, ExportSplit *s) {
                 return refuse_vcpus(p, s, n, capacity);
         if (r < 0)
                 return log_oom();
+        note_cachetune(s, &pins);
 
         ExportXmlOptions o = {
                 .indent = arg_domain ? d.indent : "  ",
@@ -210,6 +239,18 @@ static int export_libvirt(const Prepared *p, ExportSplit *s) {
         return 0;
 }
 
+/* export nova --json: the same sets, where nova.conf and kubelet's configuration take them. */
+static int export_nova_json(const ExportSplit *s, const char *profile) {
+        _cleanup_free_ char *iso = cpu_set_format_list(&s->isolated), *hk = cpu_set_format_list(&s->housekeeping);
+        _cleanup_(json_decrefp) json_t *doc = iso && hk
+                ? json_pack("{s:s, s:{s:{s:s, s:s}}, s:{s:s}}", "profile", profile, "nova", "compute",
+                            "cpu_dedicated_set", iso, "cpu_shared_set", hk, "kubelet", "reservedSystemCPUs", hk)
+                : NULL;
+        if (!doc)
+                return log_oom();
+        return render_json(doc);
+}
+
 int verb_export(int argc, char **argv) {
         _cleanup_(root_freep) Root *root = NULL;
         _cleanup_(prepared_done) Prepared p = {};
@@ -225,6 +266,11 @@ int verb_export(int argc, char **argv) {
                 log_error("--vcpus and --domain are export libvirt's; export nova takes neither");
                 return EXIT_USAGE;
         }
+        if (libvirt && arg_json) {
+                log_error("export libvirt prints libvirt's domain XML, which has no JSON form; leave out --json "
+                          "(export nova --json prints its CPU sets as JSON)");
+                return EXIT_USAGE;
+        }
         if ((r = ctl_open_root(&root)) != 0)
                 return r;
         r = export_prepare(root, argc > 2 ? argv[2] : NULL, &p);
@@ -236,6 +282,8 @@ int verb_export(int argc, char **argv) {
         if (libvirt)
                 return export_libvirt(&p, &s);
 
+        if (arg_json)
+                return export_nova_json(&s, p.resolved->name);
         _cleanup_free_ char *out = export_nova(&s, p.resolved->name);
         if (!out)
                 return log_oom();

@@ -51,7 +51,7 @@ int ctl_prepare_failure(Root *root, PrepareError *pe, int r) {
                         r = log_oom();
                         break;
                 }
-                _cleanup_free_ char *msg = error_format(&pe->profile, "invalid profile");
+                _cleanup_free_ char *msg = error_format(&pe->error, "invalid profile");
                 /* The message names file, JSON pointer and the fix, and is the whole line. */
                 fprintf(stderr, "%s\n", msg ? msg : "invalid profile");
                 /* A profile that cannot be read for an I/O reason is a failure; anything about its
@@ -79,34 +79,49 @@ static const char *state_dir_hint(int r) {
         return "";
 }
 
-int ctl_take_lock(Root *root, int *ret_fd) {
-        int fd = engine_lock(root, /* wait= */ false);
-        if (fd == -EWOULDBLOCK) {
+int ctl_open_journal(Root *root, JournalStore **ret) {
+        int r = journal_store_open(root, ret);
+        return r < 0 ? log_oom() : 0;
+}
+
+int ctl_read_journal(Root *root, Journal **ret, Error *ret_error) {
+        _cleanup_(journal_store_freep) JournalStore *journal = NULL;
+        int r = journal_store_open(root, &journal);
+        return r < 0 ? r : journal_store_load(journal, ret, ret_error);
+}
+
+int ctl_take_lock(JournalStore *journal) {
+        _cleanup_(error_done) Error e = {};
+        int r = journal_store_lock(journal, /* wait= */ false, &e);
+        if (r == -EWOULDBLOCK) {
                 log_info("another rtpartctl or rtpartd is changing this host; waiting…");
-                fd = engine_lock(root, /* wait= */ true);
+                r = journal_store_lock(journal, /* wait= */ true, &e);
         }
-        if (fd < 0) {
-                const char *dir;
-                Root *sr = journal_root(root, &dir);
-                _cleanup_free_ char *p = root_display_path(sr, dir);
-                return log_error_errno(fd, "cannot lock %s: %m%s", strempty(p), state_dir_hint(fd));
+        if (r < 0 && e.message) {
+                _cleanup_free_ char *msg = error_format(&e, NULL);
+                return log_error_errno(r, "cannot lock the journal: %s", strempty(msg));
         }
-        *ret_fd = fd;
+        if (r < 0)
+                return log_error_errno(r, "cannot lock %s: %m%s", journal_store_display_dir(journal),
+                                       state_dir_hint(r));
         return 0;
 }
 
-void ctl_recover(Root *root) {
-        if (!engine_needs_recovery(root))
+void ctl_recover(Root *root, JournalStore *journal) {
+        if (!engine_needs_recovery(root, journal))
                 return;
         _cleanup_(host_freep) Host *host = NULL;
-        _cleanup_close_ int lock = -EBADF;
+        _cleanup_(journal_store_unlockp) JournalStore *locked = NULL;
         EngineResult er = {};
         int r = -EPERM;
-        if (host_discover(root, HOST_DISCOVER_NO_IRQS, &host) >= 0 && (lock = engine_lock(root, true)) >= 0)
-                r = engine_recover(root, host, &er);
+        if (host_discover(root, HOST_DISCOVER_NO_IRQS, &host) >= 0 &&
+            (r = journal_store_lock(journal, /* wait= */ true, NULL)) >= 0) {
+                locked = journal;
+                r = engine_recover(root, journal, host, &er);
+        }
         if (r < 0)
                 log_error("the journal holds an interrupted transaction that could not be rolled back: %s%s",
-                          strerror(-r), state_dir_hint(r));
+                          er.error.message ?: strerror(-r), state_dir_hint(r));
         else
                 for (char **n = er.notes; n && *n; n++)
                         log_info("%s", *n);

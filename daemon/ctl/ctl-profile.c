@@ -7,10 +7,11 @@
 #include "document.h"
 #include "engine.h"
 #include "journal.h"
+#include "tuned-active.h"
 
 /* list, show, plan: what the profiles are, and what one would change. */
 
-static int local_list(Root *root, const char *arg, json_t **ret_doc) {
+static int local_list(Root *root, JournalStore *journal, const char *arg, json_t **ret_doc) {
         ProfileInfo *l = NULL;
         size_t n = 0;
         int r = profile_list(root, &l, &n);
@@ -35,9 +36,10 @@ int verb_show(int argc, char **argv) {
         PrepareError pe = {};
         int r;
 
-        if ((r = ctl_open_root(&root)) != 0)
+        _cleanup_(journal_store_freep) JournalStore *journal = NULL;
+        if ((r = ctl_open_root(&root)) != 0 || (r = ctl_open_journal(root, &journal)) < 0)
                 return r;
-        ctl_recover(root);
+        ctl_recover(root, journal);
         r = prepare_profile(root, argv[1], /* flags= */ 0, &p, &pe);
         if (r < 0)
                 return ctl_prepare_failure(root, &pe, r);
@@ -57,7 +59,7 @@ int verb_show(int argc, char **argv) {
         return render_json(out);
 }
 
-static int local_plan(Root *root, const char *name, json_t **ret_doc) {
+static int local_plan(Root *root, JournalStore *journal, const char *name, json_t **ret_doc) {
         _cleanup_(prepared_done) Prepared p = {};
         PrepareError pe = {};
         int r = prepare_profile(root, name, PREPARE_PLAN, &p, &pe);
@@ -67,10 +69,11 @@ static int local_plan(Root *root, const char *name, json_t **ret_doc) {
         /* A journal this user cannot read (or none yet, or a broken one, which apply reports)
          * marks nothing. */
         _cleanup_(journal_freep) Journal *j = NULL;
-        _cleanup_(journal_error_done) JournalError je = {};
-        if (journal_load(root, &j, &je) < 0)
+        if (journal_store_load(journal, &j, NULL) < 0)
                 j = NULL;
         r = engine_mark_refused(p.plan, j);
+        if (r >= 0)
+                r = tuned_overlap_mark(root, p.host, p.plan);
         if (r < 0)
                 return log_error_errno(r, "cannot build the plan: %m");
         *ret_doc = document_plan(p.plan, p.host);

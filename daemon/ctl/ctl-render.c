@@ -14,7 +14,7 @@
 #include "strv.h"
 
 /* The documents printed: as JSON (--json), or as text for people. Each renderer takes the
- * document as daemon/wire/document.c builds it, whether rtpartd or rtpartctl made it. */
+ * document as lib/engine/document.c builds it, whether rtpartd or rtpartctl made it. */
 
 /* A failure to write stdout: said by nobody (stdout may be a closed pipe), status 1. */
 static int flushed(void) {
@@ -22,7 +22,7 @@ static int flushed(void) {
 }
 
 int render_json(json_t *doc) {
-        int r = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        int r = json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
         fputc('\n', stdout);
         return r < 0 ? -EIO : flushed();
 }
@@ -88,6 +88,67 @@ static void print_knob(json_t *k, bool changed, size_t width) {
         fputc('\n', stdout);
 }
 
+/* plan --summary: a domain's changes, those that need a reboot, and its knobs already as desired. */
+typedef struct DomainCount {
+        size_t changes, reboot, unchanged;
+} DomainCount;
+
+static DomainCount domain_count(json_t *doc, Domain d) {
+        DomainCount n = {};
+        size_t i;
+        json_t *k;
+        json_array_foreach (json_object_get(doc, "changes"), i, k)
+                if (domain_from_string(jstr(k, "domain")) == d) {
+                        n.changes++;
+                        n.reboot += jtrue(k, "reboot");
+                }
+        json_array_foreach (json_object_get(doc, "unchanged"), i, k)
+                n.unchanged += domain_from_string(jstr(k, "domain")) == d;
+        return n;
+}
+
+/* "  8192 changes, 3 already as desired: irq/0/affinity, irq/1/affinity, irq/2/affinity and 8189
+ * more" */
+#define SUMMARY_KNOBS 3
+static void print_domain_count(json_t *doc, Domain d, const DomainCount *n) {
+        size_t i, shown = 0;
+        json_t *k;
+        printf("  %zu change%s", n->changes, n->changes == 1 ? "" : "s");
+        if (n->reboot > 0)
+                printf(" (%zu need%s a reboot)", n->reboot, n->reboot == 1 ? "s" : "");
+        printf(", %zu already as desired:", n->unchanged);
+        json_array_foreach (json_object_get(doc, "changes"), i, k) {
+                if (domain_from_string(jstr(k, "domain")) != d)
+                        continue;
+                if (shown == SUMMARY_KNOBS)
+                        break;
+                printf("%s %s", shown++ > 0 ? "," : "", strempty(jstr(k, "knob")));
+        }
+        if (n->changes > shown)
+                printf(" and %zu more", n->changes - shown);
+        fputc('\n', stdout);
+}
+
+/* plan --summary --json: the plan without its knobs, and per domain its counts. */
+static int render_plan_summary_json(json_t *doc) {
+        _cleanup_(json_decrefp) json_t *out = json_copy(doc), *domains = json_object();
+        if (!out || !domains)
+                return log_oom();
+        json_object_del(out, "changes");
+        json_object_del(out, "unchanged");
+        for (int d = 0; d < _DOMAIN_MAX; d++) {
+                DomainCount n = domain_count(doc, (Domain) d);
+                if (n.changes + n.unchanged > 0 &&
+                    json_object_set_new(domains, domain_to_string((Domain) d),
+                                        json_pack("{s:I, s:I, s:I}", "changes", (json_int_t) n.changes, "reboot",
+                                                  (json_int_t) n.reboot, "unchanged", (json_int_t) n.unchanged)) < 0)
+                        return log_oom();
+        }
+        if (json_object_set(out, "domains", domains) < 0)
+                return log_oom();
+        return render_json(out);
+}
+
 int render_plan(json_t *doc, Root *root) {
         json_t *host = json_object_get(doc, "host"), *cpus = json_object_get(doc, "cpus");
         json_t *changes = json_object_get(doc, "changes"), *unchanged = json_object_get(doc, "unchanged");
@@ -97,6 +158,8 @@ int render_plan(json_t *doc, Root *root) {
                same = jsize(summary, "unchanged");
         json_t *k;
 
+        if (arg_json && arg_summary)
+                return render_plan_summary_json(doc);
         if (arg_json)
                 return render_json(doc);
         printf("Profile %s for %s (%zu CPUs online, %zu NUMA node%s, cgroup %s)\n", strempty(jstr(doc, "profile")),
@@ -112,8 +175,16 @@ int render_plan(json_t *doc, Root *root) {
                         width = MAX(width, MIN(strlen(strempty(jstr(k, "knob"))), (size_t) 44));
 
         /* By domain, in the order of the backends; with --all, a domain's knobs already as
-         * desired after its changes. */
-        for (int d = 0; d < _DOMAIN_MAX; d++) {
+         * desired after its changes; with --summary, a line of counts. */
+        for (int d = 0; d < _DOMAIN_MAX && arg_summary; d++) {
+                DomainCount n = domain_count(doc, (Domain) d);
+                if (n.changes == 0)
+                        continue;
+                print_domain_header((Domain) d, host);
+                print_domain_count(doc, (Domain) d, &n);
+                nd++;
+        }
+        for (int d = 0; d < _DOMAIN_MAX && !arg_summary; d++) {
                 bool header = false, any_change = false;
                 for (int pass = 0; pass < (arg_all ? 2 : 1); pass++)
                         json_array_foreach (pass == 0 ? changes : unchanged, i, k) {
@@ -244,6 +315,12 @@ static void print_freshness(const char *label, json_t *daemon) {
                label, reread && *reread ? ", read now: " : "", strempty(reread), oldest / 1000, oldest % 1000 / 100);
 }
 
+/* One drift entry: "PREFIX" then "KNOB  expected E, found A" on a line. */
+static void print_drift(const char *prefix, json_t *e) {
+        printf("%s%-40s expected %s, found %s\n", prefix, strempty(jstr(e, "knob")), jstr(e, "expected") ?: "(absent)",
+               jstr(e, "actual") ?: "(absent)");
+}
+
 int render_verify(json_t *doc) {
         json_t *drift = json_object_get(doc, "drift"), *pending = json_object_get(doc, "reboot_pending");
         json_t *unmovable = json_object_get(doc, "unmovable"), *e;
@@ -263,8 +340,7 @@ int render_verify(json_t *doc) {
                 else {
                         printf("%s: %zu of %zu knobs drifted:\n", profile, n_drift, checked);
                         json_array_foreach (drift, i, e)
-                                printf("  %-40s expected %s, found %s\n", strempty(jstr(e, "knob")),
-                                       jstr(e, "expected") ?: "(absent)", jstr(e, "actual") ?: "(absent)");
+                                print_drift("  ", e);
                 }
                 if (reboot) {
                         printf("Configured but not in the running kernel (reboot pending):");
@@ -300,7 +376,10 @@ int render_status(json_t *doc) {
                 printf("Profile:     %s (applied %s)\n", profile, strempty(jstr(doc, "applied_at")));
         else
                 printf("Profile:     none applied\n");
-        printf("Knobs:       %zu owned, %zu drifted\n", jsize(doc, "knobs"), jsize(doc, "drift"));
+        printf("Knobs:       %zu owned, %zu drifted%s\n", jsize(doc, "knobs"), jsize(doc, "drift"),
+               json_array_size(json_object_get(doc, "drifted")) > 0 ? ":" : "");
+        json_array_foreach (json_object_get(doc, "drifted"), i, e)
+                print_drift("  ", e);
         if (jtrue(doc, "reboot_required")) {
                 _cleanup_free_ char *what = document_reboot_phrase(json_object_get(doc, "reboot_pending"));
                 printf("Reboot:      needed%s%s\n", what && *what ? " for " : "", what && *what ? what : "");
@@ -355,7 +434,7 @@ int render_watch_event(json_t *p) {
                 if (arg_json) {
                         _cleanup_(json_decrefp) json_t *o = json_pack("{s:s, s:s, s:s?}", "time", time, "event", event,
                                                                       "profile", jstr(p, "profile"));
-                        if (!o || json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0)
+                        if (!o || json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII) < 0)
                                 return -EIO;
                         fputc('\n', stdout);
                 } else if (streq(event, "applied"))
@@ -373,7 +452,8 @@ int render_watch_event(json_t *p) {
                                                   corrected ? "corrected" : "drift", "knob", jstr(d, "knob"), "domain",
                                                   jstr(d, "domain"), "expected", json_object_get(d, "expected"),
                                                   "actual", json_object_get(d, "actual"));
-                                if (!o || json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0)
+                                if (!o ||
+                                    json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII) < 0)
                                         return -EIO;
                                 fputc('\n', stdout);
                         } else
@@ -391,6 +471,28 @@ static void audit_line(const char *head, const char *what, json_int_t count, dou
         printf("  %-11s %-36s %12lld  (%.1f/s)\n", head, what, (long long) count, rate);
         if (fix)
                 printf("  %-11s → %s\n", "", fix);
+}
+
+/* The threads that may run on a CPU: those pinned to the audited CPUs first, every one of them,
+ * then the first others (--json lists every thread, in the document's "may_run"). */
+static void render_may_run(json_t *may) {
+        json_t *pinned = json_object_get(may, "pinned"), *first = json_object_get(may, "first"), *e;
+        json_int_t n = json_integer_value(json_object_get(may, "count"));
+        size_t j, shown = json_array_size(pinned) + json_array_size(first);
+        if (n <= 0)
+                return;
+        printf("  %-11s %lld thread%s outside the profile's partitions may run here", "may run", (long long) n,
+               n == 1 ? "" : "s");
+        json_array_foreach (pinned, j, e)
+                printf("%s %s (%lld)", j ? "," : "; pinned to the audited CPUs:", strempty(jstr(e, "comm")),
+                       (long long) json_integer_value(json_object_get(e, "tid")));
+        json_array_foreach (first, j, e)
+                printf("%s %s (%lld)",
+                       j                                 ? ","
+                               : json_array_size(pinned) ? "; others:"
+                                                         : ":",
+                       strempty(jstr(e, "comm")), (long long) json_integer_value(json_object_get(e, "tid")));
+        printf("%s\n", (size_t) n > shown ? ", … (--json lists every one)" : "");
 }
 
 int render_audit(json_t *doc) {
@@ -456,15 +558,7 @@ int render_audit(json_t *doc) {
                                (long long) json_integer_value(json_object_get(on, "irq")),
                                (long long) json_integer_value(json_object_get(on, "softirq")),
                                (long long) json_integer_value(json_object_get(on, "thread")));
-                json_int_t n = json_integer_value(json_object_get(may, "count"));
-                if (n > 0) {
-                        printf("  %-11s %lld thread%s outside the profile's partitions may run here:", "may run",
-                               (long long) n, n == 1 ? "" : "s");
-                        json_array_foreach (json_object_get(may, "first"), j, e)
-                                printf("%s %s (%lld)", j ? "," : "", strempty(jstr(e, "comm")),
-                                       (long long) json_integer_value(json_object_get(e, "tid")));
-                        printf("%s\n", (size_t) n > json_array_size(json_object_get(may, "first")) ? ", …" : "");
-                }
+                render_may_run(may);
         }
         int r = flushed();
         return r != 0 ? r : noisy;

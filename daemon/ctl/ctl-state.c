@@ -17,15 +17,15 @@
 
 /* Every knob of the journal's profile against the host, the boot arguments against the running
  * kernel's /proc/cmdline ("" when absent). The journal is returned for status; a journal that is
- * not one, or holds a wrong entry, is refused with its message in ret_error. */
-static int verify_host(Root *root, VerifyResult *ret, Journal **ret_journal, JournalError *ret_error) {
+ * not one, or holds a wrong entry, or is not one rtpart trusts, is refused and ret_error says why. */
+static int verify_host(Root *root, JournalStore *journal, VerifyResult *ret, Journal **ret_journal, Error *ret_error) {
         _cleanup_free_ char *cmdline = NULL;
         _cleanup_(journal_freep) Journal *j = NULL;
         int r = root_read_line(root, "proc/cmdline", &cmdline);
         if (r == -ENOENT)
                 r = (cmdline = strdup("")) ? 0 : -ENOMEM;
         if (r >= 0)
-                r = journal_load(root, &j, ret_error);
+                r = journal_store_load(journal, &j, ret_error);
         if (r >= 0)
                 r = engine_verify(root, j, cmdline, ret);
         if (r >= 0 && ret_journal)
@@ -33,15 +33,20 @@ static int verify_host(Root *root, VerifyResult *ret, Journal **ret_journal, Jou
         return r;
 }
 
-static int local_verify(Root *root, const char *arg, json_t **ret_doc) {
-        _cleanup_(journal_error_done) JournalError je = {};
+/* verify_host()'s failure said: what, and where the journal was refused. */
+static int verify_failure(int r, const char *what, const Error *e) {
+        if (!e->message)
+                return log_error_errno(r, "%s: %m", what);
+        _cleanup_free_ char *msg = error_format(e, NULL);
+        return log_error_errno(r, "%s: %s", what, strempty(msg));
+}
+
+static int local_verify(Root *root, JournalStore *journal, const char *arg, json_t **ret_doc) {
+        _cleanup_(error_done) Error je = {};
         VerifyResult v = {};
-        int r = verify_host(root, &v, NULL, &je);
-        if (r < 0) {
-                if (je.message)
-                        return log_error_errno(r, "cannot verify: %s", je.message);
-                return log_error_errno(r, "cannot verify: %m");
-        }
+        int r = verify_host(root, journal, &v, NULL, &je);
+        if (r < 0)
+                return verify_failure(r, "cannot verify", &je);
         *ret_doc = document_verify(&v);
         verify_result_done(&v);
         return *ret_doc ? 0 : -ENOMEM;
@@ -54,16 +59,13 @@ int verb_verify(int argc, char **argv) {
         return r != 0 ? r : render_verify(doc);
 }
 
-static int local_status(Root *root, const char *arg, json_t **ret_doc) {
+static int local_status(Root *root, JournalStore *journal, const char *arg, json_t **ret_doc) {
         _cleanup_(journal_freep) Journal *j = NULL;
-        _cleanup_(journal_error_done) JournalError je = {};
+        _cleanup_(error_done) Error je = {};
         VerifyResult v = {};
-        int r = verify_host(root, &v, &j, &je);
-        if (r < 0) {
-                if (je.message)
-                        return log_error_errno(r, "cannot read the journal: %s", je.message);
-                return log_error_errno(r, "cannot read the journal: %m");
-        }
+        int r = verify_host(root, journal, &v, &j, &je);
+        if (r < 0)
+                return verify_failure(r, "cannot read the journal", &je);
         *ret_doc = document_status(&v, j);
         verify_result_done(&v);
         return *ret_doc ? 0 : -ENOMEM;
@@ -138,9 +140,12 @@ int verb_watch(int argc, char **argv) {
                 const char *error = jstr(m, "error");
                 if (error) {
                         _cleanup_(json_decrefp) json_t *ignored = NULL;
-                        return ctl_daemon_error(error, json_object_get(m, "parameters"), &ignored);
+                        return ctl_daemon_error("Watch", error, json_object_get(m, "parameters"), &ignored);
                 }
                 json_t *p = json_object_get(m, "parameters");
+                r = ctl_reply_check("Watch", p);
+                if (r < 0)
+                        return r;
                 if (streq_ptr(jstr(p, "event"), "status") && !arg_json)
                         watch_banner(p);
                 r = render_watch_event(p);

@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "ctl.h"
+#include "strv.h"
 
 /* rtpartctl: the options, the verb table, help, dispatch and the exit status. The verbs live in
  * ctl-*.c (see ctl.h). */
@@ -17,6 +18,7 @@ const char *arg_state_dir = NULL;
 const char *arg_varlink_socket = NULL;
 bool arg_json = false;
 bool arg_all = false;
+bool arg_summary = false;
 bool arg_no_daemon = false;
 unsigned arg_seconds = 5;
 const char *arg_cpus = NULL;
@@ -25,7 +27,8 @@ bool arg_no_osnoise = false;
 unsigned arg_vcpus = 0;
 const char *arg_domain = NULL;
 const char *arg_output = NULL;
-static bool arg_seconds_set = false;
+bool arg_force = false;
+bool arg_active = false;
 static bool arg_help = false;
 
 /* The options, in the order help lists them; a verb's help lists those it takes. */
@@ -45,6 +48,9 @@ typedef enum CtlOption {
         OPTION_VCPUS = 1 << 12,
         OPTION_DOMAIN = 1 << 13,
         OPTION_OUTPUT = 1 << 14,
+        OPTION_SUMMARY = 1 << 15,
+        OPTION_FORCE = 1 << 16,
+        OPTION_ACTIVE = 1 << 17,
 } CtlOption;
 
 static const struct {
@@ -54,6 +60,7 @@ static const struct {
         { OPTION_ROOT, "  -r, --root=DIR    Operate on the host tree under DIR instead of /\n" },
         { OPTION_JSON, "  -j, --json        Print one JSON document (watch: one object per line)\n" },
         { OPTION_ALL, "  -a, --all         plan: also list knobs already at their desired value\n" },
+        { OPTION_SUMMARY, "      --summary     plan: a line of counts per domain instead of every knob\n" },
         { OPTION_NO_DAEMON, "      --no-daemon   Do not contact rtpartd; work on the host directly\n" },
         { OPTION_VARLINK_SOCKET,
           "      --varlink-socket=PATH\n"
@@ -69,8 +76,26 @@ static const struct {
         { OPTION_VCPUS, "      --vcpus=N     export libvirt: pin N vCPUs\n" },
         { OPTION_DOMAIN, "      --domain=FILE export libvirt: merge into this domain XML and print it\n" },
         { OPTION_OUTPUT, "  -o, --output=FILE import-tuned: write the profile to FILE, not stdout\n" },
+        { OPTION_ACTIVE, "      --active      import-tuned: the profile tuned has active, not NAME\n" },
+        { OPTION_FORCE,
+          "      --force       apply: even while tuned runs with a profile that sets\n"
+          "                    some of the same knobs\n" },
         { OPTION_HELP, "  -h, --help        Show this help\n" },
         { OPTION_VERSION, "      --version     Show the version\n" },
+};
+
+/* The options given on the command line. */
+static CtlOption arg_given = 0;
+
+/* The options only some verbs take, as a refusal names them. */
+static const struct {
+        CtlOption option;
+        const char *name;
+} option_names[] = {
+        { OPTION_ALL, "--all" },     { OPTION_SUMMARY, "--summary" }, { OPTION_SECONDS, "--seconds" },
+        { OPTION_CPUS, "--cpus" },   { OPTION_SVG, "--svg" },         { OPTION_NO_OSNOISE, "--no-osnoise" },
+        { OPTION_VCPUS, "--vcpus" }, { OPTION_DOMAIN, "--domain" },   { OPTION_OUTPUT, "--output" },
+        { OPTION_FORCE, "--force" }, { OPTION_ACTIVE, "--active" },
 };
 
 #define OPTIONS_DAEMON (OPTION_ROOT | OPTION_JSON | OPTION_NO_DAEMON | OPTION_VARLINK_SOCKET | OPTION_STATE_DIR)
@@ -84,6 +109,7 @@ typedef struct Verb {
         const char *help;            /* VERB --help, between the usage and the options */
         CtlOption options;           /* the options it takes, listed in its help */
         int (*run)(int argc, char **argv);
+        bool prints_document; /* its output is a document (JSON, XML) for programs, not text */
 } Verb;
 
 static int verb_help(int argc, char **argv);
@@ -112,6 +138,7 @@ static const Verb verbs[] = {
                 "replaced by CPU lists.\n",
                 OPTION_ROOT | OPTION_STATE_DIR,
                 verb_show,
+                /* prints_document= */ true,
         },
         {
                 "plan",
@@ -120,8 +147,8 @@ static const Verb verbs[] = {
                 "PROFILE",
                 "Show what applying PROFILE would change; changes nothing",
                 "Shows what applying PROFILE would change, one line per knob under a heading per\n"
-                "domain, and changes nothing.\n",
-                OPTIONS_DAEMON | OPTION_ALL,
+                "domain (with --summary, a line of counts per domain), and changes nothing.\n",
+                OPTIONS_DAEMON | OPTION_ALL | OPTION_SUMMARY,
                 verb_plan,
         },
         {
@@ -131,8 +158,10 @@ static const Verb verbs[] = {
                 "PROFILE",
                 "Apply PROFILE: all or nothing, originals journalled",
                 "Makes the host what PROFILE says, all or nothing: the original value of every\n"
-                "knob is journalled before the first write, and a failed write undoes the run.\n",
-                OPTIONS_DAEMON,
+                "knob is journalled before the first write, and a failed write undoes the run.\n"
+                "Refuses (status 2) while tuned runs with a profile that sets some of the same\n"
+                "knobs, unless --force.\n",
+                OPTIONS_DAEMON | OPTION_FORCE,
                 verb_apply,
         },
         {
@@ -226,24 +255,28 @@ static const Verb verbs[] = {
                 "pages when the host has some) of a realtime guest with --vcpus vCPUs; with\n"
                 "--domain, merged into that domain XML, printed whole. Exits with status 2\n"
                 "when the vCPUs do not fit the isolated CPUs. nova: nova.conf's [compute]\n"
-                "cpu_dedicated_set and cpu_shared_set, and kubelet's reservedSystemCPUs.\n"
-                "The split is PROFILE's planned for this host, else the applied profile's.\n",
-                OPTION_ROOT | OPTION_STATE_DIR | OPTION_VCPUS | OPTION_DOMAIN,
+                "cpu_dedicated_set and cpu_shared_set, and kubelet's reservedSystemCPUs (with\n"
+                "--json, as one JSON document). The split is PROFILE's planned for this host,\n"
+                "else the applied profile's.\n",
+                OPTION_ROOT | OPTION_JSON | OPTION_STATE_DIR | OPTION_VCPUS | OPTION_DOMAIN,
                 verb_export,
+                /* prints_document= */ true,
         },
         {
                 "import-tuned",
-                1,
+                0,
                 1,
                 "NAME|DIR",
                 "Convert a tuned profile into an rtpart profile",
                 "Reads the tuned profile NAME (/etc/tuned/NAME, then /usr/lib/tuned/NAME, under\n"
                 "--root) or the one in directory DIR, with its includes, variables and functions\n"
-                "evaluated on the host, and prints it as an rtpart profile. Every option that has\n"
+                "evaluated on the host, and prints it as an rtpart profile; with --active, the\n"
+                "profile tuned has active (/etc/tuned/active_profile). Every option that has\n"
                 "no place in an rtpart profile is listed on stderr (file, line, section, option\n"
-                "and why), and the exit status is then 2; the profile has the rest.\n",
-                OPTION_ROOT | OPTION_OUTPUT,
+                "and why), and the exit status is then 5; the profile has the rest.\n",
+                OPTION_ROOT | OPTION_OUTPUT | OPTION_ACTIVE,
                 verb_import_tuned,
+                /* prints_document= */ true,
         },
         {
                 "help",
@@ -303,7 +336,8 @@ static void help_overview(void) {
         print_options(~0U);
         printf("\n"
                "Exit status: 0 done, 1 failed, 2 bad usage or invalid profile,\n"
-               "3 verify found drift, 4 a reboot is needed for boot-time knobs.\n"
+               "3 verify found drift, 4 a reboot is needed for boot-time knobs,\n"
+               "5 import-tuned wrote the profile without the options it listed.\n"
                "See rtpartctl(1), rtpart.profile(5) and rtpartd(8).\n");
 }
 
@@ -333,6 +367,32 @@ static int verb_help(int argc, char **argv) {
         return 0;
 }
 
+/* "status does not take --seconds (audit's and check's), --output (import-tuned's)": each option
+ * given that v does not take, and the verbs that do. */
+static void refuse_options(const Verb *v, CtlOption wrong) {
+        StrBuf b = {};
+        for (size_t i = 0; i < ELEMENTSOF(option_names); i++) {
+                CtlOption o = option_names[i].option;
+                size_t n_takers = 0, k = 0;
+                if (!(wrong & o))
+                        continue;
+                for (size_t j = 0; j < ELEMENTSOF(verbs); j++)
+                        n_takers += !!(verbs[j].options & o);
+                strbuf_appendf(&b, "%s%s (", b.len > 0 ? ", " : "", option_names[i].name);
+                for (size_t j = 0; j < ELEMENTSOF(verbs); j++)
+                        if (verbs[j].options & o)
+                                strbuf_appendf(&b, "%s%s's",
+                                               k == 0                      ? ""
+                                                       : k + 1 == n_takers ? " and "
+                                                                           : ", ",
+                                               verbs[j].name),
+                                        k++;
+                strbuf_append(&b, ")");
+        }
+        _cleanup_free_ char *list = strbuf_steal(&b);
+        log_error("%s does not take %s", v->name, strempty(list));
+}
+
 /* The verb's argument count is checked here, once, for every verb. */
 static int dispatch(int argc, char **argv) {
         const Verb *v = verb_find(argv[0]);
@@ -342,20 +402,19 @@ static int dispatch(int argc, char **argv) {
                 log_error("unknown command '%s'; try 'rtpartctl --help'", argv[0]);
                 return EXIT_USAGE;
         }
+        /* Text for people is escaped on its way out (ctl-text.c); documents are printed as they are. */
+        if (!arg_json && !v->prints_document && ctl_text_stdout() < 0)
+                return log_oom();
         if (arg_help) {
                 verb_print_help(v);
                 return 0;
         }
-        if ((arg_seconds_set && !(v->options & OPTION_SECONDS)) || (arg_cpus && !(v->options & OPTION_CPUS)) ||
-            (arg_svg && !(v->options & OPTION_SVG)) || (arg_no_osnoise && !(v->options & OPTION_NO_OSNOISE)) ||
-            (arg_output && !(v->options & OPTION_OUTPUT))) {
-                log_error(
-                        "%s takes none of --seconds, --cpus, --svg, --no-osnoise, --output (they are audit's, check's and import-tuned's)",
-                        v->name);
-                return EXIT_USAGE;
-        }
-        if ((arg_vcpus && !(v->options & OPTION_VCPUS)) || (arg_domain && !(v->options & OPTION_DOMAIN))) {
-                log_error("%s takes neither --vcpus nor --domain (they are export libvirt's)", v->name);
+        CtlOption wrong = 0;
+        for (size_t i = 0; i < ELEMENTSOF(option_names); i++)
+                if (arg_given & option_names[i].option & ~v->options)
+                        wrong |= option_names[i].option;
+        if (wrong) {
+                refuse_options(v, wrong);
                 return EXIT_USAGE;
         }
         if (n < v->min_args || n > v->max_args) {
@@ -388,100 +447,136 @@ static bool parse_count(const char *s, unsigned long max, unsigned *ret) {
         return true;
 }
 
-static int parse_argv(int argc, char **argv) {
-        enum {
-                ARG_NO_DAEMON = 0x100,
-                ARG_VERSION,
-                ARG_STATE_DIR,
-                ARG_VARLINK,
-                ARG_SECONDS,
-                ARG_CPUS,
-                ARG_SVG,
-                ARG_NO_OSNOISE,
-                ARG_VCPUS,
-                ARG_DOMAIN,
-        };
-        static const struct option options[] = { { "root", required_argument, NULL, 'r' },
-                                                 { "json", no_argument, NULL, 'j' },
-                                                 { "all", no_argument, NULL, 'a' },
-                                                 { "no-daemon", no_argument, NULL, ARG_NO_DAEMON },
-                                                 { "varlink-socket", required_argument, NULL, ARG_VARLINK },
-                                                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
-                                                 { "help", no_argument, NULL, 'h' },
-                                                 { "version", no_argument, NULL, ARG_VERSION },
-                                                 { "seconds", required_argument, NULL, ARG_SECONDS },
-                                                 { "cpus", required_argument, NULL, ARG_CPUS },
-                                                 { "svg", required_argument, NULL, ARG_SVG },
-                                                 { "no-osnoise", no_argument, NULL, ARG_NO_OSNOISE },
-                                                 { "vcpus", required_argument, NULL, ARG_VCPUS },
-                                                 { "domain", required_argument, NULL, ARG_DOMAIN },
-                                                 { "output", required_argument, NULL, 'o' },
-                                                 {} };
-        int c;
+/* getopt_long()'s values for the long options that have no short one. */
+enum {
+        ARG_NO_DAEMON = 0x100,
+        ARG_VERSION,
+        ARG_STATE_DIR,
+        ARG_VARLINK,
+        ARG_SECONDS,
+        ARG_CPUS,
+        ARG_SVG,
+        ARG_NO_OSNOISE,
+        ARG_VCPUS,
+        ARG_DOMAIN,
+        ARG_SUMMARY,
+        ARG_FORCE,
+        ARG_ACTIVE,
+};
 
-        /* GNU getopt permutes: options may come before or after the command. */
-        while ((c = getopt_long(argc, argv, "r:jaho:", options, NULL)) >= 0)
-                switch (c) {
-                case 'r':
-                        arg_root = optarg;
-                        break;
-                case 'j':
-                        arg_json = true;
-                        break;
-                case 'a':
-                        arg_all = true;
-                        break;
-                case ARG_NO_DAEMON:
-                        arg_no_daemon = true;
-                        break;
-                case ARG_VARLINK:
-                        if (optarg[0] != '/') {
-                                log_error("--varlink-socket needs an absolute path, not '%s'", optarg);
-                                return EXIT_USAGE;
-                        }
-                        arg_varlink_socket = optarg;
-                        break;
-                case ARG_STATE_DIR:
-                        arg_state_dir = optarg;
-                        break;
-                case ARG_SECONDS:
-                        if (!parse_count(optarg, 86400, &arg_seconds)) {
-                                log_error("--seconds takes whole seconds from 1 to 86400, not '%s'", optarg);
-                                return EXIT_USAGE;
-                        }
-                        arg_seconds_set = true;
-                        break;
-                case ARG_CPUS:
-                        arg_cpus = optarg;
-                        break;
-                case ARG_SVG:
-                        arg_svg = optarg;
-                        break;
-                case ARG_NO_OSNOISE:
-                        arg_no_osnoise = true;
-                        break;
-                case ARG_VCPUS:
-                        if (!parse_count(optarg, 4096, &arg_vcpus)) {
-                                log_error("--vcpus takes a number of vCPUs from 1 to 4096, not '%s'", optarg);
-                                return EXIT_USAGE;
-                        }
-                        break;
-                case ARG_DOMAIN:
-                        arg_domain = optarg;
-                        break;
-                case 'o':
-                        arg_output = optarg;
-                        break;
-                case 'h':
-                        arg_help = true;
-                        break;
-                case ARG_VERSION:
-                        printf("rtpartctl %s\n", PACKAGE_VERSION);
-                        return -1; /* done */
-                default:
-                        fprintf(stderr, "Try 'rtpartctl --help'.\n");
+static const struct option long_options[] = { { "root", required_argument, NULL, 'r' },
+                                              { "json", no_argument, NULL, 'j' },
+                                              { "all", no_argument, NULL, 'a' },
+                                              { "summary", no_argument, NULL, ARG_SUMMARY },
+                                              { "no-daemon", no_argument, NULL, ARG_NO_DAEMON },
+                                              { "varlink-socket", required_argument, NULL, ARG_VARLINK },
+                                              { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+                                              { "help", no_argument, NULL, 'h' },
+                                              { "version", no_argument, NULL, ARG_VERSION },
+                                              { "seconds", required_argument, NULL, ARG_SECONDS },
+                                              { "cpus", required_argument, NULL, ARG_CPUS },
+                                              { "svg", required_argument, NULL, ARG_SVG },
+                                              { "no-osnoise", no_argument, NULL, ARG_NO_OSNOISE },
+                                              { "vcpus", required_argument, NULL, ARG_VCPUS },
+                                              { "domain", required_argument, NULL, ARG_DOMAIN },
+                                              { "output", required_argument, NULL, 'o' },
+                                              { "force", no_argument, NULL, ARG_FORCE },
+                                              { "active", no_argument, NULL, ARG_ACTIVE },
+                                              {} };
+
+/* One option of getopt_long(): 0, -1 when done (--version), or EXIT_USAGE after a message. */
+static int parse_option(int c) {
+        switch (c) {
+        case 'r':
+                arg_root = optarg;
+                break;
+        case 'j':
+                arg_json = true;
+                arg_given |= OPTION_JSON;
+                break;
+        case 'a':
+                arg_all = true;
+                arg_given |= OPTION_ALL;
+                break;
+        case ARG_SUMMARY:
+                arg_summary = true;
+                arg_given |= OPTION_SUMMARY;
+                break;
+        case ARG_NO_DAEMON:
+                arg_no_daemon = true;
+                break;
+        case ARG_VARLINK:
+                if (optarg[0] != '/') {
+                        log_error("--varlink-socket needs an absolute path, not '%s'", optarg);
                         return EXIT_USAGE;
                 }
+                arg_varlink_socket = optarg;
+                break;
+        case ARG_STATE_DIR:
+                arg_state_dir = optarg;
+                break;
+        case ARG_SECONDS:
+                if (!parse_count(optarg, 86400, &arg_seconds)) {
+                        log_error("--seconds takes whole seconds from 1 to 86400, not '%s'", optarg);
+                        return EXIT_USAGE;
+                }
+                arg_given |= OPTION_SECONDS;
+                break;
+        case ARG_CPUS:
+                arg_cpus = optarg;
+                arg_given |= OPTION_CPUS;
+                break;
+        case ARG_SVG:
+                arg_svg = optarg;
+                arg_given |= OPTION_SVG;
+                break;
+        case ARG_NO_OSNOISE:
+                arg_no_osnoise = true;
+                arg_given |= OPTION_NO_OSNOISE;
+                break;
+        case ARG_VCPUS:
+                if (!parse_count(optarg, 4096, &arg_vcpus)) {
+                        log_error("--vcpus takes a number of vCPUs from 1 to 4096, not '%s'", optarg);
+                        return EXIT_USAGE;
+                }
+                arg_given |= OPTION_VCPUS;
+                break;
+        case ARG_DOMAIN:
+                arg_domain = optarg;
+                arg_given |= OPTION_DOMAIN;
+                break;
+        case 'o':
+                arg_output = optarg;
+                arg_given |= OPTION_OUTPUT;
+                break;
+        case ARG_FORCE:
+                arg_force = true;
+                arg_given |= OPTION_FORCE;
+                break;
+        case ARG_ACTIVE:
+                arg_active = true;
+                arg_given |= OPTION_ACTIVE;
+                break;
+        case 'h':
+                arg_help = true;
+                break;
+        case ARG_VERSION:
+                printf("rtpartctl %s\n", PACKAGE_VERSION);
+                return -1; /* done */
+        default:
+                fprintf(stderr, "Try 'rtpartctl --help'.\n");
+                return EXIT_USAGE;
+        }
+        return 0;
+}
+
+static int parse_argv(int argc, char **argv) {
+        int c, r;
+
+        /* GNU getopt permutes: options may come before or after the command. */
+        while ((c = getopt_long(argc, argv, "r:jaho:", long_options, NULL)) >= 0)
+                if ((r = parse_option(c)) != 0)
+                        return r;
 
         if (arg_help && optind >= argc) {
                 help_overview();
@@ -489,6 +584,10 @@ static int parse_argv(int argc, char **argv) {
         }
         if (optind >= argc) {
                 log_error("missing command; try 'rtpartctl --help'");
+                return EXIT_USAGE;
+        }
+        if (arg_all && arg_summary && !arg_help) {
+                log_error("--all lists every knob and --summary none; give one of them");
                 return EXIT_USAGE;
         }
         if (arg_no_daemon && arg_varlink_socket && !arg_help) {
@@ -502,6 +601,8 @@ int main(int argc, char **argv) {
         int r;
 
         log_setup_tool("rtpartctl");
+        if (ctl_text_stderr() < 0)
+                return EXIT_FAILED;
         r = parse_argv(argc, argv);
         if (r != 0)
                 return r < 0 ? EXIT_OK : r;

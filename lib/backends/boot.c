@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "backend.h"
-#include "journal.h"
+#include "boot-internal.h"
 #include "strv.h"
 
 /* The "boot" section of a profile: kernel arguments, by name. */
@@ -21,70 +21,27 @@ static const SchemaField boot_section = { "boot", &boot_schema };
 /* Boot arguments: one knob per kernel parameter. Their value is read from, and written to, the
  * bootloader's configuration ("configured"); the running kernel's /proc/cmdline says whether a
  * reboot is still needed. Where they live:
- *   grub:           etc/default/grub.d/rtpart.cfg, a drop-in GRUB sources after etc/default/grub;
- *                   it restates GRUB_CMDLINE_LINUX (and _DEFAULT when an argument must go away)
- *                   fully expanded, then update-grub regenerates grub.cfg;
+ *   grub:           etc/default/grub.d/rtpart.cfg, a drop-in GRUB sources after etc/default/grub,
+ *                   which edits GRUB_CMDLINE_LINUX (and _DEFAULT) as sourced (boot-grub.c); then
+ *                   update-grub regenerates grub.cfg;
  *   bls:            the "options" line of every boot/loader/entries/ *.conf;
  *   kernel-install: etc/kernel/cmdline, and the options of existing BLS entries.
  * The plan shows the running kernel's entry (or etc/kernel/cmdline); the files verb names every file
  * an argument lives in, so that the engine journals and restores each file's own value (a knob
  * with .path set is that file's alone). */
 
-#define GRUB_DROPIN "etc/default/grub.d/rtpart.cfg"
 #define KERNEL_CMDLINE "etc/kernel/cmdline"
 
-/* ---- command lines as ordered argument lists ---- */
+/* ---- quotes ---- */
 
-/* Inserts a (taken, also on failure) at position at of the n-element list. */
-static int cmdline_insert(char ***l, size_t at, char *a) {
-        size_t n = strv_length(*l);
-        int k = strv_push(l, a);
-        if (k < 0)
-                return k;
-        memmove(*l + at + 1, *l + at, (n - at) * sizeof(char *));
-        (*l)[at] = a;
-        return 0;
-}
-
-/* Removes every occurrence of key; then, if value is non-NULL, appends key[=value]. Both before
- * a "--": what follows it is init's. */
-static int cmdline_set(char ***l, const char *key, const char *value) {
-        size_t j = 0, end = SIZE_MAX;
-        for (size_t i = 0; (*l)[i]; i++) {
-                if (end == SIZE_MAX && cmdline_arg_ends_kernel((*l)[i], strlen((*l)[i])))
-                        end = j;
-                if (end == SIZE_MAX && cmdline_arg_is((*l)[i], key))
-                        free((*l)[i]);
-                else
-                        (*l)[j++] = (*l)[i];
-        }
-        (*l)[j] = NULL;
-        if (!value)
-                return 0;
-        char *a;
-        if (*value ? asprintf(&a, "%s=%s", key, value) < 0 : !(a = strdup(key)))
-                return -ENOMEM;
-        return cmdline_insert(l, end == SIZE_MAX ? j : end, a);
-}
-
-static char *cmdline_join(char **l) {
-        StrBuf b = {};
-        for (char **i = l; i && *i; i++)
-                strbuf_appendf(&b, "%s%s", b.len ? " " : "", *i);
-        return strbuf_steal(&b);
-}
-
-/* Whether the arguments in [b, e) leave a '"' open: the kernel (and cmdline_get()) reads everything
- * after it as part of that argument, an argument added after it too. */
-static bool quote_open(const char *b, const char *e) {
+bool boot_quote_open(const char *b, const char *e) {
         bool open = false;
         for (const char *p = b; p < e; p++)
                 open ^= *p == '"';
         return open;
 }
 
-/* The reason for -EBADMSG when a file's arguments leave a quote open: they cannot be edited. */
-static int refuse_open_quote(KnobResult *ret, const char *file, const char *what) {
+int boot_refuse_open_quote(KnobResult *ret, const char *file, const char *what) {
         knob_result_reason(
                 ret,
                 "%s: %s leaves a '\"' open, so an argument added after it would be part of the quoted one; close the quote",
@@ -92,167 +49,7 @@ static int refuse_open_quote(KnobResult *ret, const char *file, const char *what
         return -EBADMSG;
 }
 
-static int grub_base(Root *root, char **ret_linux, char **ret_default) {
-        _cleanup_free_ char *text = NULL;
-        int k = root_read_file(root, "etc/default/grub", &text, NULL);
-        if (k < 0 && k != -ENOENT)
-                return k;
-        char *l = text ? env_text_get(text, "GRUB_CMDLINE_LINUX") : NULL;
-        char *d = text ? env_text_get(text, "GRUB_CMDLINE_LINUX_DEFAULT") : NULL;
-        *ret_linux = l ? l : strdup("");
-        *ret_default = d ? d : strdup("");
-        if (!*ret_linux || !*ret_default) {
-                free(*ret_linux);
-                free(*ret_default);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-/* The command line GRUB will build: the drop-in's restated variables win over the base file. */
-static int grub_configured(Root *root, char **ret) {
-        _cleanup_free_ char *l = NULL, *d = NULL, *drop = NULL;
-        int k = grub_base(root, &l, &d);
-        if (k < 0)
-                return k;
-        if (root_read_file(root, GRUB_DROPIN, &drop, NULL) >= 0) {
-                char *dl = env_text_get(drop, "GRUB_CMDLINE_LINUX"),
-                     *dd = env_text_get(drop, "GRUB_CMDLINE_LINUX_DEFAULT");
-                if (dl) {
-                        free(l);
-                        l = dl;
-                }
-                if (dd) {
-                        free(d);
-                        d = dd;
-                }
-        }
-        return asprintf(ret, "%s %s", l, d) < 0 ? -ENOMEM : 0;
-}
-
-/* In the drop-in, rtpart keeps its own record of what it set ("# rtpart-set: k=v") and removed
- * ("# rtpart-unset: k"), so that each argument stays a separate knob. */
-static int grub_write(Root *root, const char *key, const char *value, KnobResult *ret) {
-        _cleanup_free_ char *base_l = NULL, *base_d = NULL, *drop = NULL;
-        _cleanup_strv_free_ char **set = NULL, **unset = NULL;
-        int k;
-
-        k = grub_base(root, &base_l, &base_d);
-        if (k < 0)
-                return k;
-        if (root_read_file(root, GRUB_DROPIN, &drop, NULL) >= 0)
-                for (char *line = drop, *next; line && *line; line = next) {
-                        next = strchr(line, '\n');
-                        if (next)
-                                *next++ = 0;
-                        if (startswith(line, "# rtpart-set: "))
-                                k = strv_extend(&set, line + strlen("# rtpart-set: "));
-                        else if (startswith(line, "# rtpart-unset: "))
-                                k = strv_extend(&unset, line + strlen("# rtpart-unset: "));
-                        if (k < 0)
-                                return k;
-                }
-        if (!set && !(set = calloc(1, sizeof(char *))))
-                return -ENOMEM;
-        if (!unset && !(unset = calloc(1, sizeof(char *))))
-                return -ENOMEM;
-
-        _cleanup_strv_free_ char **bl = NULL, **bd = NULL;
-        if (cmdline_split(base_l, &bl) < 0 || cmdline_split(base_d, &bd) < 0)
-                return -ENOMEM;
-        _cleanup_free_ char *base_val = NULL;
-        _cleanup_free_ char *base_all = NULL;
-        if (asprintf(&base_all, "%s %s", base_l, base_d) < 0)
-                return -ENOMEM;
-        /* Each on its own: rtpart's arguments go at the end of GRUB_CMDLINE_LINUX, inside a quote it
-         * leaves open even where GRUB_CMDLINE_LINUX_DEFAULT closes it. */
-        if (quote_open(base_l, base_l + strlen(base_l)))
-                return refuse_open_quote(ret, "etc/default/grub", "GRUB_CMDLINE_LINUX");
-        if (quote_open(base_d, base_d + strlen(base_d)))
-                return refuse_open_quote(ret, "etc/default/grub", "GRUB_CMDLINE_LINUX_DEFAULT");
-        k = cmdline_get(base_all, key, &base_val);
-        if (k < 0)
-                return k;
-
-        /* Update the record for this key. */
-        k = cmdline_set(&set, key, NULL);
-        if (k >= 0)
-                k = cmdline_set(&unset, key, NULL);
-        if (k < 0)
-                return k;
-        if (value && !streq_ptr(base_val, value))
-                k = cmdline_set(&set, key, value);
-        else if (!value && base_val)
-                k = strv_extend(&unset, key);
-        if (k < 0)
-                return k;
-
-        if (strv_length(set) == 0 && strv_length(unset) == 0) {
-                k = root_unlink(root, GRUB_DROPIN);
-                return k == -ENOENT ? 0 : k;
-        }
-
-        /* Restate both variables without every key rtpart manages, then add what it sets. What
-         * rtpart states itself goes inside "…" of a file grub-mkconfig sources: nothing there may
-         * expand or end the string (the user's own arguments are restated as they were written, in
-         * the quoting they were written for), so it is checked again here, before any write. */
-        bool touch_default = false;
-        for (char **i = set; *i; i++) {
-                _cleanup_free_ char *kk = strndup(*i, strcspn(*i, "="));
-                if (!kk)
-                        return -ENOMEM;
-                if (!bootarg_name_valid(kk) || ((*i)[strlen(kk)] && bootarg_value_invalid(*i + strlen(kk) + 1)))
-                        return -EINVAL;
-                for (char **a = bd; *a; a++)
-                        touch_default = touch_default || cmdline_arg_is(*a, kk);
-                if (cmdline_set(&bl, kk, NULL) < 0 || cmdline_set(&bd, kk, NULL) < 0)
-                        return -ENOMEM;
-        }
-        for (char **i = unset; *i; i++) {
-                if (!bootarg_name_valid(*i))
-                        return -EINVAL;
-                for (char **a = bd; *a; a++)
-                        touch_default = touch_default || cmdline_arg_is(*a, *i);
-                if (cmdline_set(&bl, *i, NULL) < 0 || cmdline_set(&bd, *i, NULL) < 0)
-                        return -ENOMEM;
-        }
-        for (char **i = set; *i; i++) {
-                _cleanup_free_ char *kk = strndup(*i, strcspn(*i, "="));
-                if (!kk || cmdline_set(&bl, kk, (*i)[strlen(kk)] ? *i + strlen(kk) + 1 : "") < 0)
-                        return -ENOMEM;
-        }
-
-        _cleanup_free_ char *jl = cmdline_join(bl), *jd = cmdline_join(bd);
-        StrBuf b = {};
-        strbuf_append(&b,
-                      "# Kernel arguments managed by rtpart; 'rtpartctl revert' removes this file.\n"
-                      "# Do not edit: rtpart rewrites it. The lines below record what rtpart set.\n");
-        for (char **i = set; *i; i++)
-                strbuf_appendf(&b, "# rtpart-set: %s\n", *i);
-        for (char **i = unset; *i; i++)
-                strbuf_appendf(&b, "# rtpart-unset: %s\n", *i);
-        strbuf_appendf(&b, "GRUB_CMDLINE_LINUX=\"%s\"\n", strempty(jl));
-        if (touch_default)
-                strbuf_appendf(&b, "GRUB_CMDLINE_LINUX_DEFAULT=\"%s\"\n", strempty(jd));
-        _cleanup_free_ char *out = strbuf_steal(&b);
-        if (!out)
-                return -ENOMEM;
-        k = root_mkdir_p(root, "etc/default/grub.d", 0755);
-        if (k < 0)
-                return k;
-        return root_write_file_atomic(root, GRUB_DROPIN, out, strlen(out), 0644);
-}
-
 /* ---- BLS entries and /etc/kernel/cmdline ---- */
-
-static int bls_entries(Root *root, char ***ret) {
-        int k = root_glob(root, "boot/loader/entries/*.conf", ret);
-        if (k >= 0 && strv_length(*ret) == 0) {
-                strv_free(*ret);
-                k = root_glob(root, "boot/efi/loader/entries/*.conf", ret);
-        }
-        return k;
-}
 
 /* key=value as one argument that reads back as value: as it is, else with the value in quotes (an
  * original value put back that had spaces inside quotes); "key" alone for "". -EINVAL if neither
@@ -263,7 +60,7 @@ static int format_arg(const char *key, const char *value, char **ret) {
                 if (asprintf(&a, !*value ? "%s" : quoted ? "%s=\"%s\"" : "%s=%s", key, value) < 0)
                         return -ENOMEM;
                 const char *e = a + strlen(a), *start, *end = cmdline_next(a, e, &start);
-                if (start != a || end != e || quote_open(a, e))
+                if (start != a || end != e || boot_quote_open(a, e))
                         continue;
                 if (cmdline_parse_arg(a, strlen(a), &name, &v) < 0)
                         return -ENOMEM;
@@ -375,32 +172,31 @@ static bool same_args(char **a, char **b) {
         return true;
 }
 
-/* Before rtpart first edits a bootloader file it keeps a copy beside its journal; once the file's
- * arguments are back to the copy's (in any order), the copy itself is put back, byte for byte. */
-static int backup_path(Root *root, const char *path, Root **ret_root, char **ret) {
-        const char *dir;
-        *ret_root = journal_root(root, &dir);
+/* Before rtpart first edits a bootloader file it keeps a copy where the engine lets it keep things
+ * (beside the journal); once the file's arguments are back to the copy's (in any order), the copy
+ * itself is put back, byte for byte. NULL: nowhere to keep it. */
+static char *backup_path(const KnobKeep *keep, const char *path) {
         _cleanup_free_ char *flat = strdup(path);
-        if (!flat)
-                return -ENOMEM;
+        char *s;
+        if (!keep || !flat)
+                return NULL;
         for (char *c = flat; *c; c++)
                 if (*c == '/')
                         *c = '%';
-        return asprintf(ret, "%s/boot-backup/%s", dir, flat) < 0 ? -ENOMEM : 0;
+        return asprintf(&s, "%s/%s", keep->dir, flat) < 0 ? NULL : s;
 }
 
-static int edit_options_file(Root *root, const char *path, bool whole_file, const char *key, const char *value,
-                             KnobResult *ret) {
+static int edit_options_file(Root *root, const KnobKeep *keep, const char *path, bool whole_file, const char *key,
+                             const char *value, KnobResult *ret) {
         _cleanup_free_ char *text = NULL, *bpath = NULL, *backup = NULL;
-        Root *sr;
         int k = root_read_file(root, path, &text, NULL);
         if (k < 0)
                 return k;
-        k = backup_path(root, path, &sr, &bpath);
-        if (k < 0)
-                return k;
-        if (root_read_file(sr, bpath, &backup, NULL) == -ENOENT) {
-                k = root_write_file_atomic(sr, bpath, text, strlen(text), 0600);
+        bpath = backup_path(keep, path);
+        if (keep && !bpath)
+                return -ENOMEM;
+        if (bpath && root_read_file(keep->root, bpath, &backup, NULL) == -ENOENT) {
+                k = root_write_file_atomic(keep->root, bpath, text, strlen(text), 0600);
                 if (k < 0)
                         return k;
         }
@@ -425,10 +221,10 @@ static int edit_options_file(Root *root, const char *path, bool whole_file, cons
                                         strbuf_append(&b, " ");
                                 args = a;
                         }
-                        if (quote_open(args, args + strlen(args))) {
+                        if (boot_quote_open(args, args + strlen(args))) {
                                 strbuf_done(&b);
-                                return refuse_open_quote(ret, path,
-                                                         whole_file ? "the command line" : "the options line");
+                                return boot_refuse_open_quote(ret, path,
+                                                              whole_file ? "the command line" : "the options line");
                         }
                         k = edit_args(&b, args, args + strlen(args), key, value);
                         if (k < 0) {
@@ -457,14 +253,14 @@ static int edit_options_file(Root *root, const char *path, bool whole_file, cons
                 return -ENOMEM;
 
         /* Back to the original arguments? Then the original bytes. */
-        if (!backup && root_read_file(sr, bpath, &backup, NULL) < 0)
+        if (bpath && !backup && root_read_file(keep->root, bpath, &backup, NULL) < 0)
                 backup = NULL;
         if (backup) {
                 _cleanup_strv_free_ char **now = file_args(out, whole_file), **was = file_args(backup, whole_file);
                 if (now && was && same_args(now, was)) {
                         free(out);
                         out = TAKE_PTR(backup);
-                        (void) root_unlink(sr, bpath);
+                        (void) root_unlink(keep->root, bpath);
                 }
         }
         struct stat st;
@@ -473,29 +269,22 @@ static int edit_options_file(Root *root, const char *path, bool whole_file, cons
 }
 
 /* The files boot arguments live in, for the engine to journal each one's originals: /etc/kernel/cmdline
- * and every BLS entry, or the entries alone. GRUB's are one place: the drop-in, restated over
- * /etc/default/grub, which it never edits. */
+ * and every BLS entry, or the entries alone. GRUB's are one place: the drop-in, which edits what
+ * /etc/default/grub gives (rtpart never edits that file). */
 static int boot_files(Root *root, const Knob *k, char ***ret_paths) {
         _cleanup_strv_free_ char **l = NULL, **entries = NULL;
-        int r;
-
+        BootLoader b;
+        int r = host_find_bootloader(root, &b, &entries);
+        if (r < 0)
+                return r;
         *ret_paths = NULL;
-        switch (host_detect_bootloader(root)) {
-        case BOOTLOADER_KERNEL_CMDLINE:
-                if (strv_extend(&l, KERNEL_CMDLINE) < 0)
-                        return -ENOMEM;
-                _fallthrough_;
-        case BOOTLOADER_BLS:
-                r = bls_entries(root, &entries);
-                if (r < 0)
-                        return r;
-                for (char **e = entries; e && *e; e++)
-                        if (strv_extend(&l, *e) < 0)
-                                return -ENOMEM;
-                break;
-        default:
+        if (b != BOOTLOADER_BLS && b != BOOTLOADER_KERNEL_CMDLINE)
                 return 0;
-        }
+        if (b == BOOTLOADER_KERNEL_CMDLINE && strv_extend(&l, KERNEL_CMDLINE) < 0)
+                return -ENOMEM;
+        for (char **e = entries; e && *e; e++)
+                if (strv_extend(&l, *e) < 0)
+                        return -ENOMEM;
         size_t n = strv_length(l);
         *ret_paths = TAKE_PTR(l);
         return (int) n;
@@ -509,141 +298,162 @@ static int boot_file_known(Root *root, const char *path) {
         return r < 0 ? r : strv_contains(l, path);
 }
 
-static int bls_configured(Root *root, char **ret) {
-        _cleanup_strv_free_ char **entries = NULL;
-        _cleanup_free_ char *release = NULL;
-        int k = bls_entries(root, &entries);
-        if (k < 0)
-                return k;
+/* The options of the running kernel's entry if there is one, else of the newest. */
+static int bls_configured(Root *root, char **entries, char **ret) {
+        _cleanup_free_ char *release = NULL, *text = NULL;
         if (strv_length(entries) == 0)
                 return -ENOENT;
-        /* The entry of the running kernel if there is one, else the newest. */
         (void) root_read_line(root, "proc/sys/kernel/osrelease", &release);
         const char *pick = entries[strv_length(entries) - 1];
         for (char **e = entries; release && *e; e++)
                 if (strstr(*e, release))
                         pick = *e;
-        _cleanup_free_ char *text = NULL;
-        k = root_read_file(root, pick, &text, NULL);
+        int k = root_read_file(root, pick, &text, NULL);
         if (k < 0)
                 return k;
-        for (char *line = text, *next; line && *line; line = next) {
-                next = strchr(line, '\n');
-                if (next)
-                        *next++ = 0;
-                if (is_options_line(line)) {
-                        *ret = strdup(line + 8);
-                        return *ret ? 0 : -ENOMEM;
-                }
-        }
-        *ret = strdup("");
+        *ret = strdup(text_options(text, /* whole_file= */ false));
         return *ret ? 0 : -ENOMEM;
 }
 
-static int configured_cmdline(Root *root, char **ret) {
-        switch (host_detect_bootloader(root)) {
+/* What the bootloader's configuration gives the kernel, read once for a plan or a read. */
+typedef struct BootConfig {
+        BootLoader loader;
+        char *line; /* BLS: the options of the running kernel's entry; kernel-install: etc/kernel/cmdline */
+        Grub grub;
+} BootConfig;
+
+static void boot_config_done(BootConfig *c) {
+        free(c->line);
+        grub_done(&c->grub);
+}
+
+/* -ENOENT: no configuration; -EBADMSG: GRUB's cannot be read, *ret_why says why. */
+static int boot_config_load(Root *root, BootConfig *ret, char **ret_why) {
+        _cleanup_strv_free_ char **entries = NULL;
+        int k = host_find_bootloader(root, &ret->loader, &entries);
+        if (k < 0)
+                return k;
+        switch (ret->loader) {
         case BOOTLOADER_GRUB:
-                return grub_configured(root, ret);
+                return grub_load(root, &ret->grub, ret_why);
         case BOOTLOADER_BLS:
-                return bls_configured(root, ret);
+                return bls_configured(root, entries, &ret->line);
         case BOOTLOADER_KERNEL_CMDLINE:
-                return root_read_line(root, KERNEL_CMDLINE, ret);
+                return root_read_line(root, KERNEL_CMDLINE, &ret->line);
         default:
                 return -ENOENT;
         }
 }
 
+static int boot_config_get(const BootConfig *c, const char *key, char **ret) {
+        return c->loader == BOOTLOADER_GRUB ? grub_get(&c->grub, key, ret) : cmdline_get(c->line, key, ret);
+}
+
 /* ---- verbs ---- */
+
+/* The knob of /boot/args/name (v: its value in the profile). config NULL: the running kernel's
+ * command line stands for what is configured. */
+static int plan_arg(PlanCtx *ctx, const BootConfig *config, const char *name, json_t *v) {
+        _cleanup_free_ char *id = NULL, *current = NULL, *running = NULL;
+        const char *desired;
+        int k;
+
+        if (json_is_string(v))
+                desired = json_string_value(v);
+        else if (json_is_true(v))
+                desired = "";
+        else
+                desired = NULL; /* false/null: the argument must not be there */
+
+        /* Both end up in files a shell or a line parser reads (the top of the file, and backend.c for
+         * the rules). */
+        _cleanup_free_ char *ptr = json_pointer_append("/boot/args", name);
+        if (!ptr)
+                return -ENOMEM;
+        if (!bootarg_name_valid(name))
+                return plan_fail(ctx, ptr,
+                                 "\"%s\" is not a kernel parameter name; a name is letters, digits and '_', "
+                                 "then also '.' (module.param) and '-', at most %d characters, e.g. \"nohz_full\"",
+                                 name, BOOTARG_NAME_MAX);
+        k = plan_check_param_value(ctx, ptr, "kernel", "the kernel command line and GRUB's shell-sourced defaults",
+                                   desired);
+        if (k < 0)
+                return k;
+
+        if (asprintf(&id, "boot/%s", name) < 0)
+                return -ENOMEM;
+        k = config ? boot_config_get(config, name, &current) : cmdline_get(ctx->host->cmdline, name, &current);
+        if (k >= 0)
+                k = cmdline_get(ctx->host->cmdline, name, &running);
+        if (k < 0)
+                return k;
+        Knob *kn;
+        k = plan_add(ctx, id, VALUE_BOOTARG, NULL, current, desired, /* reboot= */ true, &kn);
+        if (k < 0)
+                return k;
+        if (config && !value_equal(VALUE_BOOTARG, current, running)) {
+                _cleanup_free_ char *disp = value_display(VALUE_BOOTARG, running);
+                if (asprintf(&kn->note, "running kernel: %s", strempty(disp)) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
 
 static int boot_plan(PlanCtx *ctx) {
         json_t *args = json_object_get(json_object_get(ctx->resolved->doc, "boot"), "args");
-        _cleanup_free_ char *configured = NULL;
+        _cleanup_(boot_config_done) BootConfig config = {};
+        _cleanup_free_ char *why = NULL;
         const char *name;
         json_t *v;
-        int k;
 
         if (!json_object_size(args))
                 return 0;
-        k = configured_cmdline(ctx->root, &configured);
-        if (k < 0 && k != -ENOENT)
-                return k;
-        if (!configured) {
+        int k = boot_config_load(ctx->root, &config, &why);
+        if (k == -ENOENT)
                 k = plan_note(ctx,
                               "boot: no bootloader configuration found (GRUB, BLS entries or /etc/kernel/cmdline); "
                               "the running kernel's command line is shown, and apply cannot write boot arguments");
-                if (k < 0)
-                        return k;
-        }
-
+        else if (k == -EBADMSG)
+                k = plan_note(ctx,
+                              "boot: %s; until then the running kernel's command line is shown, and apply cannot "
+                              "write boot arguments",
+                              why);
+        else if (k >= 0)
+                k = 1;
+        if (k < 0)
+                return k;
         json_object_foreach (args, name, v) {
-                _cleanup_free_ char *id = NULL, *current = NULL, *running = NULL;
-                const char *desired;
-
-                if (json_is_string(v))
-                        desired = json_string_value(v);
-                else if (json_is_true(v))
-                        desired = "";
-                else
-                        desired = NULL; /* false/null: the argument must not be there */
-
-                /* Both end up in files a shell or a line parser reads (the top of the file, and
-                 * plan.c for the rules). */
-                _cleanup_free_ char *ptr = json_pointer_append("/boot/args", name);
-                if (!ptr)
-                        return -ENOMEM;
-                if (!bootarg_name_valid(name))
-                        return plan_fail(
-                                ctx, ptr,
-                                "\"%s\" is not a kernel parameter name; a name is letters, digits and '_', "
-                                "then also '.' (module.param) and '-', at most %d characters, e.g. \"nohz_full\"",
-                                name, BOOTARG_NAME_MAX);
-                k = plan_check_param_value(ctx, ptr, "kernel",
-                                           "the kernel command line and GRUB's shell-sourced defaults", desired);
-                if (k < 0)
-                        return k;
-
-                if (asprintf(&id, "boot/%s", name) < 0)
-                        return -ENOMEM;
-                k = cmdline_get(configured ? configured : ctx->host->cmdline, name, &current);
-                if (k >= 0)
-                        k = cmdline_get(ctx->host->cmdline, name, &running);
-                if (k < 0)
-                        return k;
-                Knob *kn;
-                k = plan_add(ctx, id, VALUE_BOOTARG, NULL, current, desired, /* reboot= */ true, &kn);
-                if (k < 0)
-                        return k;
-                if (configured && !value_equal(VALUE_BOOTARG, current, running)) {
-                        _cleanup_free_ char *disp = value_display(VALUE_BOOTARG, running);
-                        if (asprintf(&kn->note, "running kernel: %s", strempty(disp)) < 0)
-                                return -ENOMEM;
-                }
+                int r = plan_arg(ctx, k > 0 ? &config : NULL, name, v);
+                if (r < 0)
+                        return r;
         }
         return 0;
 }
 
 static int boot_read(Root *root, const Knob *k, char **ret) {
-        _cleanup_free_ char *cmdline = NULL;
+        _cleanup_(boot_config_done) BootConfig config = {};
+        _cleanup_free_ char *text = NULL, *why = NULL;
         int r;
         if (k->path) {
                 /* One file's own value (boot_files()). */
                 r = boot_file_known(root, k->path);
                 if (r <= 0)
                         return r < 0 ? r : -ENOENT;
-                r = root_read_file(root, k->path, &cmdline, NULL);
+                r = root_read_file(root, k->path, &text, NULL);
                 if (r < 0)
                         return r;
-                return cmdline_get(text_options(cmdline, streq(k->path, KERNEL_CMDLINE)), k->id + strlen("boot/"), ret);
+                return cmdline_get(text_options(text, streq(k->path, KERNEL_CMDLINE)), k->id + strlen("boot/"), ret);
         }
-        r = configured_cmdline(root, &cmdline);
+        r = boot_config_load(root, &config, &why);
         if (r < 0)
                 return r;
-        return cmdline_get(cmdline, k->id + strlen("boot/"), ret);
+        return boot_config_get(&config, k->id + strlen("boot/"), ret);
 }
 
-static int boot_write_args(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+static int boot_write_args(Root *root, const Knob *k, const char *value, const KnobKeep *keep, KnobResult *ret) {
         const char *key = k->id + strlen("boot/");
         _cleanup_strv_free_ char **entries = NULL;
+        BootLoader b;
         int r;
 
         /* The plan refused these already; a name or a newline that still got here (a journal
@@ -657,34 +467,29 @@ static int boot_write_args(Root *root, const Knob *k, const char *value, KnobRes
                 r = boot_file_known(root, k->path);
                 if (r <= 0)
                         return r;
-                return edit_options_file(root, k->path, streq(k->path, KERNEL_CMDLINE), key, value, ret);
+                return edit_options_file(root, keep, k->path, streq(k->path, KERNEL_CMDLINE), key, value, ret);
         }
-        switch (host_detect_bootloader(root)) {
-        case BOOTLOADER_GRUB:
+        r = host_find_bootloader(root, &b, &entries);
+        if (r < 0)
+                return r;
+        if (b == BOOTLOADER_GRUB)
                 return grub_write(root, key, value, ret);
-        case BOOTLOADER_KERNEL_CMDLINE:
-                r = edit_options_file(root, KERNEL_CMDLINE, true, key, value, ret);
-                if (r < 0)
-                        return r;
-                _fallthrough_;
-        case BOOTLOADER_BLS:
-                r = bls_entries(root, &entries);
-                if (r < 0)
-                        return r;
-                for (char **e = entries; *e; e++) {
-                        r = edit_options_file(root, *e, false, key, value, ret);
-                        if (r < 0)
-                                return r;
-                }
-                return 0;
-        default:
+        if (b == BOOTLOADER_NONE)
                 return KNOB_SKIPPED;
+        if (b == BOOTLOADER_KERNEL_CMDLINE &&
+            (r = edit_options_file(root, keep, KERNEL_CMDLINE, true, key, value, ret)) < 0)
+                return r;
+        for (char **e = entries; *e; e++) {
+                r = edit_options_file(root, keep, *e, false, key, value, ret);
+                if (r < 0)
+                        return r;
         }
+        return 0;
 }
 
-static int boot_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+static int boot_write(Root *root, const Knob *k, const char *value, const KnobKeep *keep, KnobResult *ret) {
         *ret = (KnobResult) {};
-        return knob_result_finish(ret, boot_write_args(root, k, value, ret));
+        return knob_result_finish(ret, boot_write_args(root, k, value, keep, ret));
 }
 
 static int boot_flush(Root *root, const Host *host, char **ret_note) {
@@ -759,6 +564,12 @@ static int boot_check(const char *file, json_t *section, const char *pointer, Er
         return 0;
 }
 
+/* Replaced whole by its writes: the drop-in, the kernel-install command line, the BLS entries (the
+ * copies kept of them are beside the journal, whose recovery sweeps them). */
+static const char * const boot_replaces[] = {
+        GRUB_DROPIN, KERNEL_CMDLINE, "boot/loader/entries/*.conf", "boot/efi/loader/entries/*.conf", NULL,
+};
+
 const Backend backend_boot = {
         .domain = DOMAIN_BOOT,
         .name = "boot",
@@ -768,6 +579,7 @@ const Backend backend_boot = {
         .files = boot_files,
         .read = boot_read,
         .write = boot_write,
+        .replaces = boot_replaces,
         .flush = boot_flush,
         .flags = BACKEND_REBOOT_ONLY,
         .running = boot_running,

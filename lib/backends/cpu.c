@@ -290,39 +290,33 @@ static int plan_idle(PlanCtx *ctx, int cpu, long long max_us, Missing *missing) 
         }
 }
 
-static int cpu_plan(PlanCtx *ctx) {
-        json_t *sec = json_object_get(ctx->resolved->doc, "cpu");
+/* The section's "cpus", online ones only (default: every online CPU). */
+static int plan_cpus(PlanCtx *ctx, json_t *sec, CpuSet *ret) {
         const Host *h = ctx->host;
-        Missing no_freq = {}, no_epb = {}, no_idle = {};
-        _cleanup_free_ char *avail = NULL;
-        char path[128], id[64], epb_want[16] = "";
-        CpuSet cpus;
-        int k;
-
-        if (!sec)
-                return 0;
-
         const char *list = json_string_value(json_object_get(sec, "cpus"));
-        if (list) {
-                if (cpu_set_parse_list(list, &cpus, NULL) < 0)
-                        return plan_fail(ctx, "/cpu/cpus", "\"%s\" is not a CPU list", list);
-                cpu_set_and(&cpus, &h->online);
-                if (cpu_set_is_empty(&cpus)) {
-                        _cleanup_free_ char *on = cpu_set_format_list(&h->online);
-                        return plan_fail(ctx, "/cpu/cpus",
-                                         "no online CPU selected (online: %s); name at least one, e.g. \"all\"",
-                                         strempty(on));
-                }
-        } else
-                cpus = h->online;
+        if (!list) {
+                *ret = h->online;
+                return 0;
+        }
+        if (cpu_set_parse_list(list, ret, NULL) < 0)
+                return plan_fail(ctx, "/cpu/cpus", "\"%s\" is not a CPU list", list);
+        cpu_set_and(ret, &h->online);
+        if (!cpu_set_is_empty(ret))
+                return 0;
+        _cleanup_free_ char *on = cpu_set_format_list(&h->online);
+        return plan_fail(ctx, "/cpu/cpus", "no online CPU selected (online: %s); name at least one, e.g. \"all\"",
+                         strempty(on));
+}
 
+/* The request checked first, so that an invalid profile adds no knobs; epb_want: the bias as the
+ * kernel's number. */
+static int check_request(PlanCtx *ctx, json_t *sec, const CpuSet *cpus, char epb_want[static 16]) {
         const char *governor = json_string_value(json_object_get(sec, "governor"));
         const char *epb = json_string_value(json_object_get(sec, "energy_perf_bias"));
-        json_t *idle_max = json_object_get(sec, "idle_max_latency_us");
         json_t *pm_qos = json_object_get(sec, "pm_qos_latency_us");
-        json_t *no_turbo = json_object_get(sec, "no_turbo");
+        _cleanup_free_ char *avail = NULL;
+        char path[128];
 
-        /* Check the request first, so that an invalid profile adds no knobs. */
         if (epb) {
                 unsigned v;
                 if (epb_parse(epb, &v) < 0)
@@ -331,65 +325,63 @@ static int cpu_plan(PlanCtx *ctx) {
                                          "balance-performance, normal, balance-power, power or a number "
                                          "from 0 (performance) to 15 (power)",
                                          epb);
-                snprintf(epb_want, sizeof(epb_want), "%u", v);
+                snprintf(epb_want, 16, "%u", v);
         }
         if (pm_qos && json_integer_value(pm_qos) > INT32_MAX)
                 return plan_fail(ctx, "/cpu/pm_qos_latency_us", "%lld µs is more than the kernel takes; use at most %d",
                                  (long long) json_integer_value(pm_qos), INT32_MAX);
-        if (governor) {
-                /* The list is the same for every policy: it depends only on the cpufreq driver. */
-                CPU_SET_FOREACH (cpu, &cpus) {
-                        snprintf(path, sizeof(path), CPU_SYS "/cpu%d/cpufreq/scaling_available_governors", cpu);
-                        k = read_optional(ctx->root, path, &avail);
-                        if (k < 0 && k != -EACCES)
-                                return k;
-                        if (k == 0)
-                                break;
-                }
-                if (avail && !word_in(avail, governor))
-                        return plan_fail(ctx, "/cpu/governor",
-                                         "governor \"%s\" is not available on this host; available: %s", governor,
-                                         *avail ? avail : "none");
+        if (!governor)
+                return 0;
+        /* The list is the same for every policy: it depends only on the cpufreq driver. */
+        CPU_SET_FOREACH (cpu, cpus) {
+                snprintf(path, sizeof(path), CPU_SYS "/cpu%d/cpufreq/scaling_available_governors", cpu);
+                int k = read_optional(ctx->root, path, &avail);
+                if (k < 0 && k != -EACCES)
+                        return k;
+                if (k == 0)
+                        break;
         }
+        if (avail && !word_in(avail, governor))
+                return plan_fail(ctx, "/cpu/governor", "governor \"%s\" is not available on this host; available: %s",
+                                 governor, *avail ? avail : "none");
+        return 0;
+}
 
-        CPU_SET_FOREACH (cpu, &cpus) {
-                if (governor) {
-                        _cleanup_free_ char *cur = NULL;
-                        snprintf(path, sizeof(path), CPU_SYS "/cpu%d/cpufreq/scaling_governor", cpu);
-                        k = read_optional(ctx->root, path, &cur);
-                        if (k < 0)
-                                return k;
-                        if (k > 0)
-                                cpu_set_add(&no_freq.cpus, (unsigned) cpu);
-                        else {
-                                no_freq.any = true;
-                                snprintf(id, sizeof(id), "cpu/%d/governor", cpu);
-                                k = plan_add(ctx, id, VALUE_AUTO, path, cur, governor, false, NULL);
-                                if (k < 0)
-                                        return k;
-                        }
-                }
-                if (epb) {
-                        _cleanup_free_ char *cur = NULL;
-                        snprintf(path, sizeof(path), CPU_SYS "/cpu%d/power/energy_perf_bias", cpu);
-                        k = read_optional(ctx->root, path, &cur);
-                        if (k < 0)
-                                return k;
-                        if (k > 0)
-                                cpu_set_add(&no_epb.cpus, (unsigned) cpu);
-                        else {
-                                no_epb.any = true;
-                                snprintf(id, sizeof(id), "cpu/%d/energy_perf_bias", cpu);
-                                k = plan_add(ctx, id, VALUE_AUTO, path, cur, epb_want, false, NULL);
-                                if (k < 0)
-                                        return k;
-                        }
-                }
-                if (idle_max) {
+/* The knob cpu/CPU/what of CPU_SYS/cpuCPU/file, or the CPU counted as missing the file. */
+static int plan_cpu_file(PlanCtx *ctx, int cpu, const char *what, const char *file, const char *want,
+                         Missing *missing) {
+        _cleanup_free_ char *cur = NULL;
+        char path[128], id[64];
+        snprintf(path, sizeof(path), CPU_SYS "/cpu%d/%s", cpu, file);
+        int k = read_optional(ctx->root, path, &cur);
+        if (k < 0)
+                return k;
+        if (k > 0) {
+                cpu_set_add(&missing->cpus, (unsigned) cpu);
+                return 0;
+        }
+        missing->any = true;
+        snprintf(id, sizeof(id), "cpu/%d/%s", cpu, what);
+        return plan_add(ctx, id, VALUE_AUTO, path, cur, want, false, NULL);
+}
+
+/* The knobs of every selected CPU, and a note for each feature some of them lack. */
+static int plan_per_cpu(PlanCtx *ctx, json_t *sec, const CpuSet *cpus, const char *epb_want) {
+        const char *governor = json_string_value(json_object_get(sec, "governor"));
+        bool epb = json_object_get(sec, "energy_perf_bias");
+        json_t *idle_max = json_object_get(sec, "idle_max_latency_us");
+        Missing no_freq = {}, no_epb = {}, no_idle = {};
+        int k = 0;
+
+        CPU_SET_FOREACH (cpu, cpus) {
+                if (governor)
+                        k = plan_cpu_file(ctx, cpu, "governor", "cpufreq/scaling_governor", governor, &no_freq);
+                if (k >= 0 && epb)
+                        k = plan_cpu_file(ctx, cpu, "energy_perf_bias", "power/energy_perf_bias", epb_want, &no_epb);
+                if (k >= 0 && idle_max)
                         k = plan_idle(ctx, cpu, json_integer_value(idle_max), &no_idle);
-                        if (k < 0)
-                                return k;
-                }
+                if (k < 0)
+                        return k;
         }
         k = note_missing(ctx, &no_freq, "cpufreq", "governor");
         if (k >= 0)
@@ -401,55 +393,69 @@ static int cpu_plan(PlanCtx *ctx) {
                         "energy_perf_bias");
         if (k >= 0)
                 k = note_missing(ctx, &no_idle, "cpuidle", "idle_max_latency_us");
+        return k;
+}
+
+static int plan_pm_qos(PlanCtx *ctx, json_t *pm_qos) {
+        _cleanup_free_ char *cur = NULL, *want = NULL;
+        Knob *kn;
+        int k = pm_qos_read(ctx->root, "dev/cpu_dma_latency", &cur);
+        if (k < 0 && k != -EACCES && k != -EPERM && k != -EINVAL)
+                return k;
+        if (asprintf(&want, "%lld", (long long) json_integer_value(pm_qos)) < 0)
+                return -ENOMEM;
+        k = plan_add(ctx, "cpu/pm_qos", VALUE_AUTO, "dev/cpu_dma_latency", cur, want, false, &kn);
         if (k < 0)
                 return k;
+        kn->note = strdup(cur || root_exists(ctx->root, "dev/cpu_dma_latency")
+                                  ? "µs; a request rtpartd holds open; current is the kernel's target over all requests"
+                                  : "µs; no /dev/cpu_dma_latency on this host");
+        return kn->note ? 0 : -ENOMEM;
+}
 
-        if (pm_qos) {
-                _cleanup_free_ char *cur = NULL, *want = NULL;
-                Knob *kn;
-                k = pm_qos_read(ctx->root, "dev/cpu_dma_latency", &cur);
-                if (k < 0 && k != -EACCES && k != -EPERM && k != -EINVAL)
-                        return k;
-                if (asprintf(&want, "%lld", (long long) json_integer_value(pm_qos)) < 0)
-                        return -ENOMEM;
-                k = plan_add(ctx, "cpu/pm_qos", VALUE_AUTO, "dev/cpu_dma_latency", cur, want, false, &kn);
-                if (k < 0)
-                        return k;
-                kn->note = strdup(cur || root_exists(ctx->root, "dev/cpu_dma_latency")
-                                          ? "µs; a request rtpartd holds open; "
-                                            "current is the kernel's target over all requests"
-                                          : "µs; no /dev/cpu_dma_latency on this host");
-                if (!kn->note)
-                        return -ENOMEM;
-        }
+static int plan_no_turbo(PlanCtx *ctx, bool off) {
+        const char *file, *want, *note;
+        _cleanup_free_ char *cur = NULL;
+        if (ctx->host->vendor == CPU_VENDOR_INTEL && root_exists(ctx->root, CPU_SYS "/intel_pstate/no_turbo")) {
+                file = CPU_SYS "/intel_pstate/no_turbo";
+                want = off ? "1" : "0";
+                note = NULL;
+        } else if (root_exists(ctx->root, CPU_SYS "/cpufreq/boost")) {
+                file = CPU_SYS "/cpufreq/boost";
+                want = off ? "0" : "1";
+                note = "cpufreq boost: the inverse of no_turbo";
+        } else
+                return plan_note(
+                        ctx,
+                        "cpu: no turbo control on this host (neither intel_pstate/no_turbo nor cpufreq/boost); "
+                        "no_turbo skipped");
+        int k = read_optional(ctx->root, file, &cur);
+        if (k < 0 && k != -EACCES)
+                return k;
+        Knob *kn;
+        k = plan_add(ctx, "cpu/no_turbo", VALUE_AUTO, file, cur, want, false, &kn);
+        if (k < 0)
+                return k;
+        return note && !(kn->note = strdup(note)) ? -ENOMEM : 0;
+}
 
-        if (no_turbo) {
-                bool off = json_is_true(no_turbo);
-                const char *file, *want, *note;
-                _cleanup_free_ char *cur = NULL;
-                if (h->vendor == CPU_VENDOR_INTEL && root_exists(ctx->root, CPU_SYS "/intel_pstate/no_turbo")) {
-                        file = CPU_SYS "/intel_pstate/no_turbo";
-                        want = off ? "1" : "0";
-                        note = NULL;
-                } else if (root_exists(ctx->root, CPU_SYS "/cpufreq/boost")) {
-                        file = CPU_SYS "/cpufreq/boost";
-                        want = off ? "0" : "1";
-                        note = "cpufreq boost: the inverse of no_turbo";
-                } else
-                        return plan_note(ctx,
-                                         "cpu: no turbo control on this host (neither intel_pstate/no_turbo "
-                                         "nor cpufreq/boost); no_turbo skipped");
-                k = read_optional(ctx->root, file, &cur);
-                if (k < 0 && k != -EACCES)
-                        return k;
-                Knob *kn;
-                k = plan_add(ctx, "cpu/no_turbo", VALUE_AUTO, file, cur, want, false, &kn);
-                if (k < 0)
-                        return k;
-                if (note && !(kn->note = strdup(note)))
-                        return -ENOMEM;
-        }
-        return 0;
+static int cpu_plan(PlanCtx *ctx) {
+        json_t *sec = json_object_get(ctx->resolved->doc, "cpu");
+        char epb_want[16] = "";
+        CpuSet cpus;
+
+        if (!sec)
+                return 0;
+        int k = plan_cpus(ctx, sec, &cpus);
+        if (k >= 0)
+                k = check_request(ctx, sec, &cpus, epb_want);
+        if (k >= 0)
+                k = plan_per_cpu(ctx, sec, &cpus, epb_want);
+        if (k >= 0 && json_object_get(sec, "pm_qos_latency_us"))
+                k = plan_pm_qos(ctx, json_object_get(sec, "pm_qos_latency_us"));
+        if (k >= 0 && json_object_get(sec, "no_turbo"))
+                k = plan_no_turbo(ctx, json_is_true(json_object_get(sec, "no_turbo")));
+        return k;
 }
 
 static int cpu_read(Root *root, const Knob *k, char **ret) {
@@ -523,7 +529,7 @@ static int pm_qos_write(Root *root, const Knob *k, const char *value, KnobResult
         return r;
 }
 
-static int cpu_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+static int cpu_write(Root *root, const Knob *k, const char *value, const KnobKeep *keep, KnobResult *ret) {
         *ret = (KnobResult) {};
         if (streq(k->id, "cpu/pm_qos"))
                 return knob_result_finish(ret, pm_qos_write(root, k, value, ret));

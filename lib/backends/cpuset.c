@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +9,9 @@
 #include "backend.h"
 #include "cgroup.h"
 #include "config.h"
+#include "cpuset-internal.h"
 #include "proc.h"
+#include "root-cgroup.h"
 #include "strv.h"
 #include "systemd.h"
 
@@ -57,318 +60,8 @@ static const SchemaField cpuset_section = { "cpuset", &cpuset_schema };
  * Elsewhere the slice's cpuset.cpus is written directly as the stand-in for what systemd would
  * write there. Every cgroup change goes through the root's ops: see cgroup.h. */
 
-#define NRT_CPUSET "rtpart-nrt"
-#define NRT_MOVABLE "movable"
-
-static int cpuset_read(Root *root, const Knob *k, char **ret);
-
-static const char * const default_confine[] = { "system.slice", "user.slice", "init.scope", NULL };
-
-typedef struct Partition {
-        const char *name;
-        const char *cpus_list;
-        CpuSet cpus;
-        const char *mode; /* "isolated", "root", "member" */
-        const char *mems; /* NULL: not given */
-} Partition;
-
-static bool partition_is_root(const Partition *p) {
-        return streq(p->mode, "isolated") || streq(p->mode, "root");
-}
-
-static bool is_absent(int k) {
-        return k == -ENOENT || k == -ENOTDIR;
-}
-
-/* NUMA nodes memory may be placed on: node/online where sysfs has it (memory-only nodes have no
- * CPUs), else the nodes with CPUs, else node 0. */
-static int host_mem_nodes(PlanCtx *ctx, CpuSet *ret) {
-        const Host *h = ctx->host;
-        CpuSet s = {};
-
-        if (root_read_cpu_list(ctx->root, "sys/devices/system/node/online", &s) >= 0 && !cpu_set_is_empty(&s)) {
-                *ret = s;
-                return 0;
-        }
-        for (unsigned n = 0; n < h->n_nodes; n++)
-                if (!cpu_set_is_empty(&h->nodes[n]))
-                        cpu_set_add(&s, n);
-        if (cpu_set_is_empty(&s))
-                cpu_set_add(&s, 0);
-        *ret = s;
-        return 0;
-}
-
-static int read_optional(Root *root, const char *path, char **ret) {
-        int k = root_read_line(root, path, ret);
-        /* Absent, or not readable by this user (plan needs no privileges): shown as absent. */
-        if (is_absent(k) || k == -EACCES || k == -EPERM) {
-                *ret = NULL;
-                return 0;
-        }
-        return k;
-}
-
-/* Adds knob `id` for file `dir`/`file`, its current value read from there. */
-static int add_file(PlanCtx *ctx, const char *id, const char *dir, const char *file, ValueKind kind, const char *want,
-                    Knob **ret) {
-        _cleanup_free_ char *path = NULL, *cur = NULL;
-        int k;
-
-        if (asprintf(&path, "%s/%s", dir, file) < 0)
-                return -ENOMEM;
-        k = read_optional(ctx->root, path, &cur);
-        if (k < 0)
-                return k;
-        return plan_add(ctx, id, kind, path, cur, want, false, ret);
-}
-
-/* Knob cpuset/<name>/<what> for <base>/<cgroup>/<file>; cgroup NULL: the cgroup is named `name`. */
-static int add_cgroup_file(PlanCtx *ctx, const char *base, const char *name, const char *cgroup, const char *what,
-                           const char *file, ValueKind kind, const char *want) {
-        _cleanup_free_ char *id = NULL, *dir = NULL;
-
-        if (asprintf(&id, "cpuset/%s/%s", name, what) < 0 || asprintf(&dir, "%s/%s", base, cgroup ?: name) < 0)
-                return -ENOMEM;
-        return add_file(ctx, id, dir, file, kind, want, NULL);
-}
-
-static int add_partition_file(PlanCtx *ctx, const char *base, const char *name, const char *what, const char *file,
-                              ValueKind kind, const char *want) {
-        return add_cgroup_file(ctx, base, name, NULL, what, file, kind, want);
-}
-
-/* ---- the profile ---- */
-
-typedef struct CpusetConf {
-        Partition *parts;
-        size_t n_parts;
-        char **confine; /* cgroup names; empty: no confinement */
-        const char *confine_cpus;
-        CpuSet confine_set;
-        char *hk_list;
-} CpusetConf;
-
-static void cpuset_conf_done(CpusetConf *c) {
-        free(c->parts);
-        strv_free(c->confine);
-        free(c->hk_list);
-}
-
-static int cpuset_conf_parse(PlanCtx *ctx, json_t *sec, CpusetConf *c) {
-        const Resolved *r = ctx->resolved;
-        json_t *arr = json_object_get(sec, "partitions");
-        size_t n = json_array_size(arr);
-        int k;
-
-        c->parts = calloc(MAX(n, (size_t) 1), sizeof(Partition));
-        if (!c->parts)
-                return -ENOMEM;
-        c->n_parts = n;
-
-        /* confine: the default three when the key is absent; [] turns confinement off. */
-        json_t *confine = json_object_get(sec, "confine");
-        if (!confine)
-                for (const char * const *d = default_confine; *d; d++) {
-                        k = strv_extend(&c->confine, *d);
-                        if (k < 0)
-                                return k;
-                }
-        else {
-                size_t i;
-                json_t *v;
-                json_array_foreach (confine, i, v) {
-                        const char *name = json_string_value(v);
-                        char ptr[64];
-                        snprintf(ptr, sizeof(ptr), "/cpuset/confine/%zu", i);
-                        bool ok = name && *name && !streq(name, ".") && !streq(name, "..");
-                        for (const char *ch = name; ok && *ch; ch++)
-                                if (*ch == '/' || *ch == ' ' || *ch == '\n')
-                                        ok = false;
-                        if (!ok)
-                                return plan_fail(
-                                        ctx, ptr,
-                                        "\"%s\" is not a cgroup name; name slices or scopes directly under the "
-                                        "cgroup root, e.g. \"system.slice\"",
-                                        strempty(name));
-                        if (strv_contains(c->confine, name))
-                                return plan_fail(ctx, ptr, "\"%s\" is listed twice", name);
-                        k = strv_extend(&c->confine, name);
-                        if (k < 0)
-                                return k;
-                }
-        }
-
-        c->hk_list = cpu_set_format_list(&r->housekeeping);
-        if (!c->hk_list)
-                return -ENOMEM;
-        c->confine_cpus = json_string_value(json_object_get(sec, "confine_cpus"));
-        if (!c->confine_cpus)
-                c->confine_cpus = c->hk_list;
-        if (cpu_set_parse_list(c->confine_cpus, &c->confine_set, NULL) < 0)
-                return plan_fail(ctx, "/cpuset/confine_cpus", "\"%s\" is not a CPU list", c->confine_cpus);
-        if (c->confine && cpu_set_is_empty(&c->confine_set))
-                return plan_fail(
-                        ctx, "/cpuset/confine_cpus",
-                        "no CPUs: the confined cgroups (%s, …) need at least one CPU to run on; name housekeeping "
-                        "CPUs, or set \"confine\": [] to leave them alone",
-                        c->confine[0]);
-
-        CpuSet mem_nodes;
-        k = host_mem_nodes(ctx, &mem_nodes);
-        if (k < 0)
-                return k;
-
-        for (size_t i = 0; i < n; i++) {
-                json_t *v = json_array_get(arr, i);
-                Partition *p = &c->parts[i];
-
-                p->name = json_string_value(json_object_get(v, "name"));
-                p->cpus_list = json_string_value(json_object_get(v, "cpus"));
-                p->mode = json_string_value(json_object_get(v, "mode"));
-                p->mems = json_string_value(json_object_get(v, "mems"));
-                if (!p->mode)
-                        p->mode = "isolated";
-                if (!p->name || !p->cpus_list)
-                        return plan_fail_item(ctx, "/cpuset/partitions", i, NULL,
-                                              "a partition needs \"name\" and \"cpus\"");
-                if (streq(p->name, "root") || streq(p->name, NRT_CPUSET))
-                        return plan_fail_item(
-                                ctx, "/cpuset/partitions", i, "name",
-                                "\"%s\" is reserved: rtpart's knob ids use it for the %s; choose another name", p->name,
-                                streq(p->name, "root") ? "root cpuset" : "housekeeping cpuset of cgroup v1");
-                if (systemd_is_unit_cgroup(p->name))
-                        return plan_fail_item(
-                                ctx, "/cpuset/partitions", i, "name",
-                                "\"%s\" is a systemd unit name; name the partition without the suffix (where "
-                                "systemd runs, partition \"rt\" is the slice rt.slice, which rtpart creates)",
-                                p->name);
-                if (strv_contains(c->confine, p->name))
-                        return plan_fail_item(
-                                ctx, "/cpuset/partitions", i, "name",
-                                "\"%s\" is also in \"confine\"; a partition and a confined cgroup are different "
-                                "cgroups",
-                                p->name);
-                if (cpu_set_parse_list(p->cpus_list, &p->cpus, NULL) < 0)
-                        return plan_fail_item(ctx, "/cpuset/partitions", i, "cpus", "\"%s\" is not a CPU list",
-                                              p->cpus_list);
-                if (partition_is_root(p) && cpu_set_is_empty(&p->cpus))
-                        return plan_fail_item(ctx, "/cpuset/partitions", i, "cpus",
-                                              "no CPUs: a partition in mode \"%s\" needs at least one CPU", p->mode);
-                for (size_t j = 0; j < i; j++)
-                        if (cpu_set_intersects(&p->cpus, &c->parts[j].cpus)) {
-                                CpuSet both = p->cpus;
-                                cpu_set_and(&both, &c->parts[j].cpus);
-                                _cleanup_free_ char *l = cpu_set_format_list(&both);
-                                return plan_fail_item(ctx, "/cpuset/partitions", i, "cpus",
-                                                      "CPUs %s are also in partition \"%s\" (/cpuset/partitions/%zu); "
-                                                      "partitions do not share CPUs",
-                                                      strempty(l), c->parts[j].name, j);
-                        }
-                if (cpu_set_intersects(&p->cpus, &c->confine_set)) {
-                        CpuSet both = p->cpus;
-                        cpu_set_and(&both, &c->confine_set);
-                        _cleanup_free_ char *l = cpu_set_format_list(&both);
-                        return plan_fail_item(
-                                ctx, "/cpuset/partitions", i, "cpus",
-                                "CPUs %s are also in confine_cpus (%s), where the system's cgroups run; take "
-                                "them out of the partition or out of confine_cpus",
-                                strempty(l), c->confine_cpus);
-                }
-                if (p->mems) {
-                        CpuSet m;
-                        _cleanup_free_ char *nodes = cpu_set_format_list(&mem_nodes);
-                        if (cpu_set_parse_list(p->mems, &m, NULL) < 0 || cpu_set_is_empty(&m))
-                                return plan_fail_item(
-                                        ctx, "/cpuset/partitions", i, "mems",
-                                        "\"%s\" is not a list of NUMA nodes; write e.g. \"0\" or \"0-1\" (nodes: %s)",
-                                        p->mems, strempty(nodes));
-                        CpuSet missing = m;
-                        cpu_set_andnot(&missing, &mem_nodes);
-                        if (!cpu_set_is_empty(&missing)) {
-                                _cleanup_free_ char *l = cpu_set_format_list(&missing);
-                                return plan_fail_item(ctx, "/cpuset/partitions", i, "mems",
-                                                      "NUMA node %s %s not exist on this host (nodes: %s)", strempty(l),
-                                                      cpu_set_count(&missing) > 1 ? "do" : "does", strempty(nodes));
-                        }
-                }
-        }
-
-        /* The system keeps at least one housekeeping CPU outside every partition root. */
-        CpuSet left = r->housekeeping, taken = {};
-        size_t last = 0;
-        for (size_t i = 0; i < n; i++)
-                if (partition_is_root(&c->parts[i])) {
-                        cpu_set_andnot(&left, &c->parts[i].cpus);
-                        cpu_set_or(&taken, &c->parts[i].cpus);
-                        last = i;
-                }
-        if (n > 0 && !cpu_set_is_empty(&taken) && cpu_set_is_empty(&left))
-                return plan_fail_item(
-                        ctx, "/cpuset/partitions", last, "cpus",
-                        "the partitions take every housekeeping CPU (%s); leave at least one for the system",
-                        c->hk_list);
-        return 0;
-}
-
-/* ---- cgroup v2 ---- */
-
-/* The confined slices: knobs before the partitions', so that revert takes the partitions away
- * first and a slice given back all CPUs conflicts with none. */
-static int plan_v2_confine(PlanCtx *ctx, const CpusetConf *c) {
-        const Host *h = ctx->host;
-        const char *cg = h->cgroup2_mount;
-        int k;
-
-        if (!c->confine)
-                return 0;
-        StrBuf missing = {}, confined = {};
-        for (char **s = c->confine; *s; s++) {
-                _cleanup_free_ char *dir = NULL, *id = NULL;
-                if (asprintf(&dir, "%s/%s", cg, *s) < 0 || asprintf(&id, "cpuset/%s/cpus", *s) < 0) {
-                        strbuf_done(&missing);
-                        strbuf_done(&confined);
-                        return -ENOMEM;
-                }
-                if (!root_is_dir(ctx->root, dir)) {
-                        strbuf_appendf(&missing, "%s%s", missing.len ? ", " : "", *s);
-                        continue;
-                }
-                Knob *kn = NULL;
-                k = add_file(ctx, id, dir, "cpuset.cpus", VALUE_CPU_LIST, c->confine_cpus, &kn);
-                /* Say how apply will write it: through systemd only where systemd is there to ask. */
-                if (k >= 0 && h->systemd_running &&
-                    !(kn->note =
-                              strdup(systemd_owns_cgroups(ctx->root) ? "systemd AllowedCPUs="
-                                                                     : "cpuset.cpus (no systemd to ask under --root)")))
-                        k = -ENOMEM;
-                if (k < 0) {
-                        strbuf_done(&missing);
-                        strbuf_done(&confined);
-                        return k;
-                }
-                strbuf_appendf(&confined, "%s%s", confined.len ? ", " : "", *s);
-        }
-        _cleanup_free_ char *m = strbuf_steal(&missing), *done = strbuf_steal(&confined);
-        if (m && *m) {
-                k = plan_note(ctx, "cpuset: not on this host, so not confined: %s", m);
-                if (k < 0)
-                        return k;
-        }
-        if (done && *done && h->systemd_running)
-                return plan_note(ctx,
-                                 "cpuset: %s belong to systemd: apply confines them to CPUs %s through AllowedCPUs= "
-                                 "(over D-Bus, so systemd keeps it), and verify reads their cpuset.cpus%s",
-                                 done, c->confine_cpus,
-                                 root_can(ctx->root, ROOT_CAN_ASK_SYSTEMD)
-                                         ? ""
-                                         : "; under --root, with no systemd to ask, their cpuset.cpus is "
-                                           "written directly in its place");
-        return 0;
-}
-
 /* Whether a cgroup.subtree_control line lists the controller. */
-static bool controller_enabled(const char *list, const char *ctrl) {
+bool cpuset_controller_enabled(const char *list, const char *ctrl) {
         size_t n = strlen(ctrl);
         for (const char *p = list; p && (p = strstr(p, ctrl)); p += n)
                 if ((p == list || p[-1] == ' ') && (p[n] == 0 || p[n] == ' ' || p[n] == '\n'))
@@ -376,198 +69,28 @@ static bool controller_enabled(const char *list, const char *ctrl) {
         return false;
 }
 
-static int plan_v2(PlanCtx *ctx, const CpusetConf *c) {
-        const Host *h = ctx->host;
-        const char *cg = h->cgroup2_mount;
-        _cleanup_free_ char *isolated_file = NULL, *subtree_file = NULL, *subtree = NULL;
-        int k = 0;
-
-        if (asprintf(&isolated_file, "%s/cpuset.cpus.isolated", cg) < 0 ||
-            asprintf(&subtree_file, "%s/cgroup.subtree_control", cg) < 0)
-                return -ENOMEM;
-        /* cpuset.cpus.exclusive came with cpuset.cpus.isolated (6.7), a file only the root has. */
-        bool has_exclusive = root_exists(ctx->root, isolated_file);
-
-        /* The partitions' cpuset files exist only while the root enables cpuset for its children.
-         * Without systemd, enabling it is a knob of its own, before the slices' and partitions',
-         * so that revert disables it again, after them, when apply was what enabled it. Where
-         * systemd owns the tree, systemd keeps cpuset enabled for the slices that ask for it. */
-        if (c->n_parts > 0 && root_read_line(ctx->root, subtree_file, &subtree) >= 0) {
-                bool enabled = controller_enabled(subtree, "cpuset");
-                if (!h->systemd_running)
-                        k = plan_add(ctx, "cpuset/root/controller", VALUE_AUTO, subtree_file,
-                                     enabled ? "+cpuset" : "-cpuset", "+cpuset", false, NULL);
-                else if (!enabled)
-                        k = plan_note(ctx,
-                                      "cpuset: the root cgroup does not enable cpuset for its children yet; "
-                                      "apply writes +cpuset to /%s first",
-                                      subtree_file);
-                if (k < 0)
-                        return k;
-        }
-
-        k = plan_v2_confine(ctx, c);
-        if (k < 0)
-                return k;
-
-        for (size_t i = 0; i < c->n_parts; i++) {
-                const Partition *p = &c->parts[i];
-                /* Where systemd owns the tree, the partition is a slice systemd creates (see
-                 * cpuset_write), directly under the root: the parent of an isolated partition must
-                 * be a partition root, and the root always is. */
-                _cleanup_free_ char *slice = h->systemd_running ? systemd_partition_slice(p->name) : NULL;
-                if (h->systemd_running && !slice)
-                        return -ENOMEM;
-                k = add_cgroup_file(ctx, cg, p->name, slice, "cpus", "cpuset.cpus", VALUE_CPU_LIST, p->cpus_list);
-                if (k >= 0 && has_exclusive && partition_is_root(p))
-                        k = add_cgroup_file(ctx, cg, p->name, slice, "cpus.exclusive", "cpuset.cpus.exclusive",
-                                            VALUE_CPU_LIST, p->cpus_list);
-                if (k >= 0 && p->mems)
-                        k = add_cgroup_file(ctx, cg, p->name, slice, "mems", "cpuset.mems", VALUE_CPU_LIST, p->mems);
-                /* Read verbatim: "isolated invalid (Cpu list in cpuset.cpus not exclusive)" differs
-                 * from "isolated", as it should. */
-                if (k >= 0)
-                        k = add_cgroup_file(ctx, cg, p->name, slice, "partition", "cpuset.cpus.partition", VALUE_AUTO,
-                                            p->mode);
-                if (k >= 0 && slice)
-                        k = plan_note(ctx,
-                                      "cpuset: systemd owns the cgroup tree, so partition %s is the slice %s: systemd "
-                                      "creates it and sets its CPUs (AllowedCPUs=), rtpart sets its partition mode; "
-                                      "start realtime work in it with Slice=%s or systemd-run --slice=%s%s",
-                                      p->name, slice, slice, slice,
-                                      root_can(ctx->root, ROOT_CAN_ASK_SYSTEMD)
-                                              ? ""
-                                              : " (under --root, with no systemd to ask, rtpart makes "
-                                                "the cgroup itself in its place)");
-                if (k < 0)
-                        return k;
-        }
-
-        return 0;
-}
-
-/* ---- cgroup v1 ---- */
-
-/* The knob that moves every movable task into the housekeeping cpuset; its value is computed
- * (see cpuset_read), not a file's content. */
-static int add_nrt_tasks(PlanCtx *ctx, const char *v1) {
-        _cleanup_free_ char *path = NULL, *cur = NULL;
-        if (asprintf(&path, "%s/%s/tasks", v1, NRT_CPUSET) < 0)
-                return -ENOMEM;
-        Knob probe = { .id = (char *) "cpuset/" NRT_CPUSET "/tasks", .domain = DOMAIN_CPUSET, .path = path };
-        int k = cpuset_read(ctx->root, &probe, &cur);
-        if (k < 0 && k != -ENOENT && k != -EACCES && k != -EPERM)
-                return k;
-        return plan_add(ctx, probe.id, VALUE_AUTO, path, k < 0 ? NULL : cur, NRT_MOVABLE, false, NULL);
-}
-
-static int plan_v1(PlanCtx *ctx, const CpusetConf *c) {
-        const char *v1 = ctx->host->cpuset_v1_mount;
-        _cleanup_free_ char *probe = NULL, *root_mems = NULL, *f_cpus = NULL, *f_mems = NULL, *f_excl = NULL,
-                            *f_balance = NULL;
-        bool any_isolated = false;
-        int k;
-
-        /* Mounted with "noprefix" (old /dev/cpuset setups), the files lack the "cpuset." prefix. */
-        if (asprintf(&probe, "%s/cpuset.cpus", v1) < 0)
-                return -ENOMEM;
-        const char *pre = "cpuset.";
-        if (!root_exists(ctx->root, probe)) {
-                free(probe);
-                if (asprintf(&probe, "%s/cpus", v1) < 0)
-                        return -ENOMEM;
-                if (root_exists(ctx->root, probe))
-                        pre = "";
-        }
-        if (asprintf(&f_cpus, "%scpus", pre) < 0 || asprintf(&f_mems, "%smems", pre) < 0 ||
-            asprintf(&f_excl, "%scpu_exclusive", pre) < 0 || asprintf(&f_balance, "%ssched_load_balance", pre) < 0)
-                return -ENOMEM;
-
-        /* A cpuset takes no task while its mems is empty: default to the root's. */
-        free(probe);
-        if (asprintf(&probe, "%s/%s", v1, f_mems) < 0)
-                return -ENOMEM;
-        if (root_read_line(ctx->root, probe, &root_mems) < 0 || !*root_mems) {
-                CpuSet nodes;
-                k = host_mem_nodes(ctx, &nodes);
-                if (k < 0)
-                        return k;
-                free(root_mems);
-                root_mems = cpu_set_format_list(&nodes);
-                if (!root_mems)
-                        return -ENOMEM;
-        }
-
-        for (size_t i = 0; i < c->n_parts; i++) {
-                const Partition *p = &c->parts[i];
-                const char *mems = p->mems ? p->mems : root_mems;
-                k = add_partition_file(ctx, v1, p->name, "cpus", f_cpus, VALUE_CPU_LIST, p->cpus_list);
-                if (k >= 0)
-                        k = add_partition_file(ctx, v1, p->name, "mems", f_mems, VALUE_CPU_LIST, mems);
-                if (k >= 0 && partition_is_root(p)) {
-                        bool isolated = streq(p->mode, "isolated");
-                        any_isolated = any_isolated || isolated;
-                        k = add_partition_file(ctx, v1, p->name, "cpu_exclusive", f_excl, VALUE_AUTO, "1");
-                        if (k >= 0)
-                                k = add_partition_file(ctx, v1, p->name, "sched_load_balance", f_balance, VALUE_AUTO,
-                                                       isolated ? "0" : "1");
-                }
-                if (k < 0)
-                        return k;
-        }
-
-        if (c->confine) {
-                k = add_partition_file(ctx, v1, NRT_CPUSET, "cpus", f_cpus, VALUE_CPU_LIST, c->confine_cpus);
-                if (k >= 0)
-                        k = add_partition_file(ctx, v1, NRT_CPUSET, "mems", f_mems, VALUE_CPU_LIST, root_mems);
-                if (k >= 0 && any_isolated)
-                        /* The root stops balancing: this cpuset balances the housekeeping CPUs. */
-                        k = add_partition_file(ctx, v1, NRT_CPUSET, "sched_load_balance", f_balance, VALUE_AUTO, "1");
-                if (k >= 0)
-                        k = add_nrt_tasks(ctx, v1);
-                if (k >= 0)
-                        k = plan_note(ctx,
-                                      "cpuset: cgroup v1: apply moves every movable task into the housekeeping cpuset "
-                                      "%s (CPUs %s); kernel threads bound to a CPU stay where they are. \"confine\" "
-                                      "names cgroup v2 slices and is not used here",
-                                      NRT_CPUSET, c->confine_cpus);
-                if (k < 0)
-                        return k;
-        }
-
-        if (any_isolated)
-                /* The scheduler stops balancing across all CPUs, so none lands on isolated ones. */
-                return add_file(ctx, "cpuset/root/sched_load_balance", v1, f_balance, VALUE_AUTO, "0", NULL);
-        return 0;
-}
-
-static int cpuset_plan(PlanCtx *ctx) {
-        json_t *sec = json_object_get(ctx->resolved->doc, "cpuset");
-        const Host *h = ctx->host;
-        _cleanup_(cpuset_conf_done) CpusetConf c = {};
-        int k;
-
-        if (!sec)
-                return 0;
-        k = cpuset_conf_parse(ctx, sec, &c);
-        if (k < 0)
-                return k;
-
-        if (h->cgroup2_mount && h->cgroup2_cpuset)
-                return plan_v2(ctx, &c);
-        if (h->cpuset_v1_mount)
-                return plan_v1(ctx, &c);
-        if (h->cgroup2_mount)
-                return plan_note(ctx,
-                                 "cpuset: the cpuset controller is not in /%s/cgroup.controllers (disabled on the "
-                                 "kernel command line, or not built in); cpuset partitioning skipped",
-                                 h->cgroup2_mount);
-        return plan_note(ctx,
-                         "cpuset: no cgroup cpuset hierarchy is mounted on this host (neither cgroup v2 with the "
-                         "cpuset controller nor a v1 cpuset); cpuset partitioning skipped");
-}
-
 /* ---- read and write ---- */
+
+int cpuset_v1_children(Root *root, const char *dir, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        DIR *d;
+        int k = root_opendir(root, dir, &d);
+        if (k < 0)
+                return k;
+        for (struct dirent *de; (de = readdir(d));) {
+                _cleanup_free_ char *tasks = NULL;
+                if (de->d_name[0] == '.' || asprintf(&tasks, "%s/%s/tasks", dir, de->d_name) < 0)
+                        continue;
+                if (root_exists(root, tasks) && (k = strv_extend(&l, de->d_name)) < 0)
+                        break;
+        }
+        closedir(d);
+        if (k < 0)
+                return k;
+        strv_sort(l);
+        *ret = l ? TAKE_PTR(l) : calloc(1, sizeof(char *));
+        return *ret ? 0 : -ENOMEM;
+}
 
 /* A knob's parts: "cpuset/<knob name>/<what>" with path "<hier>/<name>/<file>", or "<hier>/<file>"
  * for the hierarchy's root ("cpuset/root/…", name NULL). The cgroup's name is the knob's, except
@@ -586,7 +109,9 @@ static void cpuset_knob_done(CpusetKnob *c) {
 }
 
 static int cpuset_knob_parse(const Knob *k, CpusetKnob *ret) {
-        const char *id = k->id + strlen("cpuset/"), *slash = strchr(id, '/');
+        /* The knob's name is all but the last component: a v1 cpuset below another one
+         * ("cpuset/machine/qemu-1/cpus") has a '/' in it. */
+        const char *id = k->id + strlen("cpuset/"), *slash = strrchr(id, '/');
         const char *file = k->path ? strrchr(k->path, '/') : NULL;
         if (!startswith(k->id, "cpuset/") || !slash || !file)
                 return -EINVAL;
@@ -611,10 +136,11 @@ static int cpuset_knob_parse(const Knob *k, CpusetKnob *ret) {
                 free(dir);
                 return -ENOMEM;
         }
+        const char *base = strrchr(knob_name, '/');
         *ret = (CpusetKnob) {
                 .hier = hier,
                 .name = dir,
-                .slice = dir && !streq(dir, knob_name),
+                .slice = dir && !streq(dir, base ? base + 1 : knob_name),
                 .what = slash + 1,
                 .file = file,
         };
@@ -732,7 +258,7 @@ static int enable_cpuset(Root *root, const char *hier) {
         int k = root_read_line(root, path, &cur);
         if (k < 0)
                 return k;
-        if (controller_enabled(cur, "cpuset"))
+        if (cpuset_controller_enabled(cur, "cpuset"))
                 return 0;
         return cgroup_write_file(root, hier, NULL, "cgroup.subtree_control", "+cpuset");
 }
@@ -750,7 +276,7 @@ static int wait_for_systemd(Root *root, const CpusetKnob *c, const char *file, c
                 _cleanup_free_ char *got = NULL;
                 CpuSet s;
                 int k = root_read_line(root, path, &got);
-                if (!value ? is_absent(k) && !cgroup_exists(root, c->hier, c->name)
+                if (!value ? cpuset_absent(k) && !cgroup_exists(root, c->hier, c->name)
                            : k >= 0 && cpu_set_parse_list(got, &s, NULL) >= 0 && cpu_set_equal(&s, &want))
                         return 0;
                 (void) usleep(2000);
@@ -884,6 +410,44 @@ static int check_partition(Root *root, const Knob *k, const char *value, KnobRes
         return r;
 }
 
+/* cgroup v1 refuses (EINVAL) an exclusive cpuset that shares CPUs with a sibling, and CPUs an
+ * exclusive sibling holds (validate_change()): the reason names the siblings in the way. */
+static void v1_overlap_reason(Root *root, const CpusetKnob *c, const char *value, KnobResult *ret) {
+        _cleanup_strv_free_ char **siblings = NULL;
+        _cleanup_free_ char *mine_text = NULL, *path = NULL;
+        const char *pre = startswith(c->file, "cpuset.") ? "cpuset." : "";
+        CpuSet mine = {}, all = {};
+        StrBuf who = {};
+
+        if (streq(c->what, "cpus"))
+                mine_text = strdup(value);
+        else if (asprintf(&path, "%s/%s/%scpus", c->hier, c->name, pre) >= 0)
+                (void) root_read_line(root, path, &mine_text);
+        if (!mine_text || cpu_set_parse_list(mine_text, &mine, NULL) < 0 ||
+            cpuset_v1_children(root, c->hier, &siblings) < 0)
+                return;
+        for (char **s = siblings; *s; s++) {
+                _cleanup_free_ char *p = NULL, *text = NULL;
+                CpuSet theirs;
+                if (streq(*s, c->name) || asprintf(&p, "%s/%s/%scpus", c->hier, *s, pre) < 0 ||
+                    root_read_line(root, p, &text) < 0 || cpu_set_parse_list(text, &theirs, NULL) < 0 ||
+                    !cpu_set_intersects(&theirs, &mine))
+                        continue;
+                cpu_set_and(&theirs, &mine);
+                cpu_set_or(&all, &theirs);
+                strbuf_appendf(&who, "%s%s", who.len ? ", " : "", *s);
+        }
+        _cleanup_free_ char *names = strbuf_steal(&who), *list = cpu_set_format_list(&all);
+        bool many = names && strchr(names, ',');
+        if (names && *names)
+                knob_result_reason(ret,
+                                   "%s %s of %s %s also in the cpuset%s %s, and cgroup v1 lets no sibling share CPUs "
+                                   "with an exclusive cpuset; take %s off %s, or make the partition \"member\"",
+                                   cpu_set_count(&all) == 1 ? "CPU" : "CPUs", strempty(list), c->name,
+                                   cpu_set_count(&all) == 1 ? "is" : "are", many ? "s" : "", names,
+                                   cpu_set_count(&all) == 1 ? "it" : "them", many ? "them" : "it");
+}
+
 static int cpuset_write_value(Root *root, const Knob *k, const char *value, KnobResult *ret) {
         _cleanup_(cpuset_knob_done) CpusetKnob c = {};
         int r;
@@ -934,6 +498,8 @@ static int cpuset_write_value(Root *root, const Knob *k, const char *value, Knob
         r = cgroup_write_file(root, c.hier, c.name, c.file, value);
         if (r >= 0 && v2 && streq(c.what, "partition"))
                 r = check_partition(root, k, value, ret);
+        if (r == -EINVAL && !v2 && (streq(c.what, "cpu_exclusive") || streq(c.what, "cpus")))
+                v1_overlap_reason(root, &c, value, ret);
         if (r < 0 && created)
                 /* A refused write leaves nothing behind: not the cgroup it created either (the
                  * journal knows only of the write). */
@@ -941,7 +507,7 @@ static int cpuset_write_value(Root *root, const Knob *k, const char *value, Knob
         return r;
 }
 
-static int cpuset_read(Root *root, const Knob *k, char **ret) {
+int cpuset_read(Root *root, const Knob *k, char **ret) {
         _cleanup_(cpuset_knob_done) CpusetKnob c = {};
         bool parsed = cpuset_knob_parse(k, &c) >= 0;
         if (parsed && is_nrt_tasks(&c) && !cgroup_is_v2(root, c.hier))
@@ -949,21 +515,23 @@ static int cpuset_read(Root *root, const Knob *k, char **ret) {
         int r = knob_read_file(root, k, ret);
         if (r >= 0 && parsed && !c.name && streq(c.what, "controller")) {
                 /* cpuset/root/controller: "+cpuset" or "-cpuset", as written to the file. */
-                char *v = strdup(controller_enabled(*ret, "cpuset") ? "+cpuset" : "-cpuset");
+                char *v = strdup(cpuset_controller_enabled(*ret, "cpuset") ? "+cpuset" : "-cpuset");
                 free(*ret);
                 *ret = v;
                 return v ? 0 : -ENOMEM;
         }
-        if (is_absent(r)) {
+        if (cpuset_absent(r)) {
                 *ret = NULL;
                 return 0;
         }
         return r;
 }
 
-static int cpuset_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+static int cpuset_write(Root *root, const Knob *k, const char *value, const KnobKeep *keep, KnobResult *ret) {
         *ret = (KnobResult) {};
         int r = cpuset_write_value(root, k, value, ret);
+        if (r == -ELIBACC && root_cgroup_library_error())
+                knob_result_reason(ret, "%s", root_cgroup_library_error());
         return knob_result_finish(ret, r);
 }
 

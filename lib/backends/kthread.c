@@ -384,32 +384,70 @@ static int parse_rules(PlanCtx *ctx, json_t *rules, Rule **ret, size_t *ret_n) {
         return 0;
 }
 
-static int kthread_plan(PlanCtx *ctx) {
-        const Resolved *res = ctx->resolved;
-        json_t *sec = json_object_get(res->doc, "kthreads");
-        _cleanup_free_ Rule *rules = NULL;
-        _cleanup_free_ char *hk = NULL;
-        _cleanup_(kthread_list_done) KthreadList l = {};
-        size_t n_rules = 0, pinned = 0, irq_threads = 0;
-        int k;
+/* The scheduling knob of a thread a rule gives a policy. */
+static int plan_sched(PlanCtx *ctx, const Kthread *t, const Rule *rule, const char *path) {
+        const ProcStat *st = &t->stat;
+        _cleanup_free_ char *id = NULL, *cur = NULL, *want = NULL;
+        Knob *kn;
+        int k = format_id(st->comm, "sched", st->pid, t->first_pid_sched, &id);
+        if (k >= 0)
+                k = proc_sched_format(st->policy, st->rt_priority, &cur);
+        if (k >= 0)
+                k = proc_sched_format((unsigned) rule->policy, rule->priority, &want);
+        if (k >= 0)
+                k = plan_add(ctx, id, VALUE_AUTO, path, cur, want, false, &kn);
+        return k < 0 ? k : note_same_comm(kn, st->pid, t->first_pid_sched);
+}
 
-        if (!sec)
-                return 0;
-
-        k = parse_rules(ctx, json_object_get(sec, "rules"), &rules, &n_rules);
-        if (k < 0)
+/* The affinity knob of a thread the kernel lets move. */
+static int plan_affinity(PlanCtx *ctx, const Kthread *t, const char *want, const char *path) {
+        const ProcStat *st = &t->stat;
+        _cleanup_free_ char *id = NULL, *cur = NULL;
+        ProcStatus status;
+        Knob *kn;
+        int k = read_status(ctx->root, st->pid, &status);
+        if (k < 0 && !task_gone(k) && k != -EINVAL)
                 return k;
+        if (k >= 0 && status.has_cpus_allowed && !(cur = cpu_set_format_list(&status.cpus_allowed)))
+                return -ENOMEM;
+        k = format_id(st->comm, "affinity", st->pid, t->first_pid_affinity, &id);
+        if (k >= 0)
+                k = plan_add(ctx, id, VALUE_CPU_LIST, path, cur, want, false, &kn);
+        return k < 0 ? k : note_same_comm(kn, st->pid, t->first_pid_affinity);
+}
+
+/* The section's "affinity" (default: the housekeeping CPUs), in *hk where it is made. */
+static int plan_affinity_default(PlanCtx *ctx, json_t *sec, char **hk, const char **ret) {
         const char *affinity = json_string_value(json_object_get(sec, "affinity"));
         if (!affinity) {
-                hk = cpu_set_format_list(&res->housekeeping);
-                if (!hk)
+                *hk = cpu_set_format_list(&ctx->resolved->housekeeping);
+                if (!*hk)
                         return -ENOMEM;
-                affinity = hk;
+                affinity = *hk;
         }
         if (!*affinity)
                 return plan_fail(ctx, "/kthreads/affinity",
                                  "no CPU left for kernel threads; name at least one, e.g. \"housekeeping\"");
+        *ret = affinity;
+        return 0;
+}
 
+static int kthread_plan(PlanCtx *ctx) {
+        json_t *sec = json_object_get(ctx->resolved->doc, "kthreads");
+        _cleanup_free_ Rule *rules = NULL;
+        _cleanup_free_ char *hk = NULL;
+        _cleanup_(kthread_list_done) KthreadList l = {};
+        size_t n_rules = 0, pinned = 0, irq_threads = 0;
+        const char *affinity = NULL;
+        int k;
+
+        if (!sec)
+                return 0;
+        k = parse_rules(ctx, json_object_get(sec, "rules"), &rules, &n_rules);
+        if (k >= 0)
+                k = plan_affinity_default(ctx, sec, &hk, &affinity);
+        if (k < 0)
+                return k;
         k = kthread_scan(ctx->root, &l);
         if (k == -ENOENT)
                 return plan_note(ctx, "kthread: no /proc on this host; kernel threads skipped");
@@ -420,63 +458,23 @@ static int kthread_plan(PlanCtx *ctx) {
 
         for (size_t i = 0; i < l.n; i++) {
                 const Kthread *t = &l.items[i];
-                const ProcStat *st = &t->stat;
                 const Rule *rule = NULL;
                 char path[64];
 
-                for (size_t j = 0; j < n_rules; j++)
-                        if (fnmatch(rules[j].match, st->comm, 0) == 0) {
+                for (size_t j = 0; j < n_rules && !rule; j++)
+                        if (fnmatch(rules[j].match, t->stat.comm, 0) == 0)
                                 rule = &rules[j];
-                                break;
-                        }
-                snprintf(path, sizeof(path), "proc/%d/stat", st->pid);
-
-                if (rule && rule->policy >= 0) {
-                        _cleanup_free_ char *id = NULL, *cur = NULL, *want = NULL;
-                        Knob *kn;
-                        k = format_id(st->comm, "sched", st->pid, t->first_pid_sched, &id);
-                        if (k < 0)
-                                return k;
-                        k = proc_sched_format(st->policy, st->rt_priority, &cur);
-                        if (k < 0)
-                                return k;
-                        k = proc_sched_format((unsigned) rule->policy, rule->priority, &want);
-                        if (k < 0)
-                                return k;
-                        k = plan_add(ctx, id, VALUE_AUTO, path, cur, want, false, &kn);
-                        if (k < 0)
-                                return k;
-                        k = note_same_comm(kn, st->pid, t->first_pid_sched);
-                        if (k < 0)
-                                return k;
-                }
-
+                snprintf(path, sizeof(path), "proc/%d/stat", t->stat.pid);
+                if (rule && rule->policy >= 0 && (k = plan_sched(ctx, t, rule, path)) < 0)
+                        return k;
                 if (!t->movable) {
-                        if (st->flags & PROC_PF_NO_SETAFFINITY)
+                        if (t->stat.flags & PROC_PF_NO_SETAFFINITY)
                                 pinned++;
                         else
                                 irq_threads++;
                         continue;
                 }
-                _cleanup_free_ char *id = NULL, *cur = NULL;
-                ProcStatus status;
-                Knob *kn;
-                k = read_status(ctx->root, st->pid, &status);
-                if (k < 0 && !task_gone(k) && k != -EINVAL)
-                        return k;
-                if (k >= 0 && status.has_cpus_allowed) {
-                        cur = cpu_set_format_list(&status.cpus_allowed);
-                        if (!cur)
-                                return -ENOMEM;
-                }
-                k = format_id(st->comm, "affinity", st->pid, t->first_pid_affinity, &id);
-                if (k < 0)
-                        return k;
-                const char *want = rule && rule->cpus ? rule->cpus : affinity;
-                k = plan_add(ctx, id, VALUE_CPU_LIST, path, cur, want, false, &kn);
-                if (k < 0)
-                        return k;
-                k = note_same_comm(kn, st->pid, t->first_pid_affinity);
+                k = plan_affinity(ctx, t, rule && rule->cpus ? rule->cpus : affinity, path);
                 if (k < 0)
                         return k;
         }
@@ -732,7 +730,7 @@ static int kthread_write_value(Root *root, const Knob *kn, const char *value) {
 #define KTHREAD_REFUSAL "the kernel pins this thread to its CPU"
 #define KTHREAD_NEEDS_HOST "thread scheduling needs the real host"
 
-static int kthread_write(Root *root, const Knob *kn, const char *value, KnobResult *ret) {
+static int kthread_write(Root *root, const Knob *kn, const char *value, const KnobKeep *keep, KnobResult *ret) {
         *ret = (KnobResult) {};
         int r = kthread_write_value(root, kn, value);
         if (r == KNOB_REFUSED)

@@ -555,7 +555,7 @@ static int module_write_value(Root *root, const Knob *k, const char *value) {
         return r;
 }
 
-static int module_write(Root *root, const Knob *k, const char *value, KnobResult *ret) {
+static int module_write(Root *root, const Knob *k, const char *value, const KnobKeep *keep, KnobResult *ret) {
         *ret = (KnobResult) {};
         return knob_result_finish(ret, module_write_value(root, k, value));
 }
@@ -574,6 +574,8 @@ static int module_check(const char *file, json_t *section, const char *pointer, 
         return 0;
 }
 
+static const char * const module_replaces[] = { DROPIN, NULL };
+
 const Backend backend_module = {
         .domain = DOMAIN_MODULE,
         .name = "module",
@@ -582,6 +584,7 @@ const Backend backend_module = {
         .plan = module_plan,
         .read = module_read,
         .write = module_write,
+        .replaces = module_replaces,
         .watch = knob_watch_file,
         .knob_noun = "module parameter",
 };

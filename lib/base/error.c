@@ -13,6 +13,7 @@ void error_done(Error *e) {
         free(e->file);
         free(e->pointer);
         free(e->message);
+        free(e->detail);
         *e = (Error) {};
 }
 

@@ -19,6 +19,8 @@ typedef struct Error {
         unsigned line; /* its line (1-based), 0: none */
         char *pointer; /* where in the file: a JSON pointer, a journal entry, a tuned option */
         char *message; /* what is wrong, and the fix */
+        char *detail;  /* the words of whoever refused, as they gave them (the kernel's reason for
+                        * a write, from resctrl's last_cmd_status): said beside the message */
 } Error;
 
 void error_done(Error *e);

@@ -14,12 +14,13 @@ void prepared_done(Prepared *p) {
 
 void prepare_error_done(PrepareError *e) {
         free(e->name);
-        error_done(&e->profile);
+        error_done(&e->error);
         *e = (PrepareError) { .step = _PREPARE_STEP_INVALID };
 }
 
 static int fail(PrepareError *e, PrepareStep step, int r) {
         e->step = step;
+        e->error.code = r;
         return r;
 }
 
@@ -27,10 +28,10 @@ int prepare_plan(Root *root, Prepared *p, PrepareError *ret_error) {
         int r;
 
         ret_error->step = _PREPARE_STEP_INVALID; /* keeps the name prepare_profile_built() gave it */
-        r = plan_build(p->resolved, root, &p->plan, &ret_error->profile);
+        r = plan_build(p->resolved, root, &p->plan, &ret_error->error);
         if (r < 0) {
                 /* A backend that finds the profile wrong for this host names the pointer. */
-                bool profile = r == -EINVAL && (ret_error->profile.message || ret_error->profile.file);
+                bool profile = r == -EINVAL && (ret_error->error.message || ret_error->error.file);
                 return fail(ret_error, profile ? PREPARE_STEP_PROFILE : PREPARE_STEP_PLAN, r);
         }
         return 0;
@@ -50,7 +51,7 @@ int prepare_profile_built(Root *root, Profile *profile, PrepareFlags flags, Prep
                 prepared_done(&p);
                 return fail(ret_error, PREPARE_STEP_HOST, r);
         }
-        r = profile_resolve(p.profile, p.host, &p.resolved, &ret_error->profile);
+        r = profile_resolve(p.profile, p.host, &p.resolved, &ret_error->error);
         if (r < 0) {
                 prepared_done(&p);
                 return fail(ret_error, PREPARE_STEP_PROFILE, r);
@@ -72,7 +73,7 @@ int prepare_profile(Root *root, const char *name_or_path, PrepareFlags flags, Pr
         int r;
 
         *ret_error = (PrepareError) { .step = _PREPARE_STEP_INVALID };
-        r = profile_load(root, name_or_path, &profile, &ret_error->profile);
+        r = profile_load(root, backend_profile_schema(), name_or_path, &profile, &ret_error->error);
         if (r < 0)
                 return fail(ret_error, PREPARE_STEP_PROFILE, r);
         return prepare_profile_built(root, profile, flags, ret, ret_error);

@@ -29,8 +29,8 @@ typedef enum PrepareFlags {
 
 typedef enum PrepareStep {
         PREPARE_STEP_HOST,    /* host_discover() failed: -ENODEV when no CPU is online */
-        PREPARE_STEP_PROFILE, /* the profile's fault (or it was not found, or not read): error.profile
-                                 * says where, from profile_load/profile_resolve/plan_build */
+        PREPARE_STEP_PROFILE, /* the profile's fault (or it was not found, or not read): error says
+                                 * where, from profile_load/profile_resolve/plan_build */
         PREPARE_STEP_PLAN,    /* plan_build() failed for another reason than the profile */
         _PREPARE_STEP_MAX,
         _PREPARE_STEP_INVALID = -EINVAL,
@@ -38,8 +38,9 @@ typedef enum PrepareStep {
 
 typedef struct PrepareError {
         PrepareStep step;
-        char *name;    /* the profile's name, once it was read (for messages) */
-        Error profile; /* for PREPARE_STEP_PROFILE */
+        char *name;  /* the profile's name, once it was read (for messages) */
+        Error error; /* code: the failing step's negative errno; for PREPARE_STEP_PROFILE, where in
+                      * the profile (file, JSON pointer) and the fix */
 } PrepareError;
 
 void prepare_error_done(PrepareError *e);

@@ -47,6 +47,7 @@ typedef struct ExportSplit {
         ExportCatGroup *groups; /* the plan's resctrl groups with an L3 mask; none without resctrl */
         size_t n_groups;
         uint64_t hugepage_kib; /* the largest huge page size the host has pages of; 0: none */
+        char **notes;          /* why a resctrl group of the plan makes no <cachetune> (or less of one) */
 } ExportSplit;
 
 void export_split_done(ExportSplit *s);

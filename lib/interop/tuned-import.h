@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "cpu-set.h"
+#include "error.h"
 
 typedef struct TunedEnv {
         /* The host the host-dependent functions are evaluated on. */
@@ -56,13 +57,6 @@ typedef struct TunedIni {
         size_t n_sections;
 } TunedIni;
 
-/* What made a profile unreadable: "FILE:LINE: MESSAGE" (line 0: the file as a whole). */
-typedef struct TunedError {
-        char *file;
-        unsigned line;
-        char *message;
-} TunedError;
-
 /* What became of one option. */
 typedef struct TunedNote {
         char *file;
@@ -83,17 +77,19 @@ typedef struct TunedImport {
 /* Parses one file's text. allow_no_value: keys without "=" are accepted (variables files);
  * text before the first section header is then in a section named "" (variables files have
  * none). */
-int tuned_ini_parse(const char *text, const char *file, bool allow_no_value, TunedIni *ret, TunedError *ret_error);
+int tuned_ini_parse(const char *text, const char *file, bool allow_no_value, TunedIni *ret, Error *ret_error);
 void tuned_ini_done(TunedIni *ini);
 
 /* Imports the profile NAME (dir false) or the profile in the directory DIR (dir true). Returns 0
- * and *ret (its notes say what is unsupported); -EINVAL with *ret_error for a profile tuned
- * would not load either (not found, a syntax error, an include not found, a failed assertion);
- * -ENOMEM; or another negative errno from read_file (a file that exists but cannot be read) with
- * *ret_error naming the file. */
-int tuned_import(const TunedEnv *env, const char *name, bool dir, TunedImport *ret, TunedError *ret_error);
+ * and *ret (its notes say what is unsupported); -EINVAL with *ret_error ("FILE:LINE: MESSAGE",
+ * line 0: the file as a whole) for a profile tuned would not load either (not found, a syntax
+ * error, an include not found, a failed assertion); -ENOMEM; or another negative errno from
+ * read_file (a file that exists but cannot be read) with *ret_error naming the file. */
+int tuned_import(const TunedEnv *env, const char *name, bool dir, TunedImport *ret, Error *ret_error);
+/* The same for the profiles names (separated by blanks, as /etc/tuned/active_profile holds them:
+ * tuned-adm profile a b), merged in order as tuned merges them. */
+int tuned_import_names(const TunedEnv *env, const char *names, TunedImport *ret, Error *ret_error);
 void tuned_import_done(TunedImport *t);
-void tuned_error_done(TunedError *e);
 
 /* The tuned CPU list syntax ("1-3,5", "0x0f", "^2", with ",," between a mask and a list), as
  * tuned's cpulist_unpack reads it: false (and an empty set) where tuned gives an empty list

@@ -57,7 +57,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "backend.h"
+#include "error.h"
+#include "knob.h"
 #include "root.h"
 
 #define JOURNAL_DIR "var/lib/rtpart"
@@ -166,42 +167,81 @@ typedef struct Journal {
         JournalChunk *chunks; /* the strings */
 } Journal;
 
-/* Why a journal was refused: "FILE: originals[\"irq/41/affinity\"]: unknown domain \"irqq\"". */
-typedef struct JournalError {
-        char *message;
-} JournalError;
-
-void journal_error_done(JournalError *e);
-
-/* The journal's directory: var/lib/rtpart under the root, or the --state-dir root. */
-Root *journal_root(Root *root, const char **ret_dir);
-
 /* An empty journal: nothing applied, no originals. */
 int journal_new(Journal **ret);
 Journal *journal_free(Journal *j);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Journal *, journal_free);
 
-/* The file's bytes (NULL and size 0 when there is no journal yet). */
-int journal_read(Root *root, char **ret_text, size_t *ret_size);
 /* The journal those bytes make (an empty one for NULL); name is the file as messages call it. A
- * document that is not a journal, or has a wrong entry, is -EBADMSG and e says what and where;
- * -ENOMEM is out of memory. */
-int journal_parse(const char *text, size_t size, const char *name, Journal **ret, JournalError *e);
-/* journal_read() then journal_parse(). A missing file is an empty journal. */
-int journal_load(Root *root, Journal **ret, JournalError *e);
-/* Whether the journal's file holds an open transaction: its "transaction" member alone, no knob of
- * it read (every command asks before it starts; a large host's journal takes ten times longer to
- * load whole). false when there is no file or it is not JSON. */
-bool journal_transaction_open(Root *root);
-/* journal_load(), unless the file's bytes hash to unless_digest (that of a journal already held):
- * then nothing is parsed, and it returns 0 with *ret = NULL. Else 1 and the journal. */
-int journal_load_if_changed(Root *root, uint64_t unless_digest, Journal **ret, JournalError *e);
-/* The document of j, as journal_save() writes it: written a knob entry at a time, one line each,
- * never as a tree of the whole. -EILSEQ when a string of it is not UTF-8 (JSON holds no other). */
+ * document that is not a journal, or has a wrong entry, is -EBADMSG and e says where (file: name,
+ * pointer: the entry, "originals[\"irq/41/affinity\"]") and what is wrong; -ENOMEM is out of
+ * memory. */
+int journal_parse(const char *text, size_t size, const char *name, Journal **ret, Error *e);
+/* The document of j, as journal_store_save() writes it: written a knob entry at a time, one line
+ * each, never as a tree of the whole. -EILSEQ when a string of it is not UTF-8 (JSON holds no
+ * other). */
 int journal_format(const Journal *j, char **ret_text, size_t *ret_size);
-int journal_save(Root *root, const Journal *j);
-/* Replaces the journal's file by text (a document journal_format() made). */
-int journal_write(Root *root, const char *text, size_t size);
+
+/* ---- the journal's directory, opened (journal-store.c) ----
+ *
+ * A command opens the journal of its root once and hands the object on: it holds the directory
+ * (var/lib/rtpart under the root, or the --state-dir root), the file's name as the user sees it,
+ * and, once taken, the lock that serializes changes between rtpartctl and rtpartd.
+ *
+ * The file is read only when rtpart may trust it: a regular file (opened non-blocking and not
+ * through a symlink, so a FIFO planted there is refused, not waited on), owned by root or by the
+ * user running rtpart (a --root tree of the user's own, run as that user: what profiles accept
+ * too), and writable by no one else. A journal that is not one it trusts is refused as one that
+ * is not a journal: -EBADMSG, the Error naming the file, what is wrong and the fix. A refused
+ * journal is never written over: every change starts by loading it. */
+typedef struct JournalStore JournalStore;
+
+int journal_store_open(Root *root, JournalStore **ret);
+JournalStore *journal_store_free(JournalStore *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(JournalStore *, journal_store_free);
+/* The lock file (made if missing, checked as the journal is): held until journal_store_unlock()
+ * or free. -EWOULDBLOCK when another process holds it and !wait; -EBADMSG with e for a lock file
+ * rtpart does not trust. Taking it again is a no-op. */
+int journal_store_lock(JournalStore *s, bool wait, Error *e);
+void journal_store_unlock(JournalStore *s);
+/* For _cleanup_: unlocks *s (NULL: nothing), which stays open. */
+void journal_store_unlockp(JournalStore **s);
+bool journal_store_locked(const JournalStore *s);
+/* The root the directory is in (the root, or the --state-dir one), the directory relative to it,
+ * and the file and directory as the user names them ("/var/lib/rtpart/state.json"). */
+Root *journal_store_root(const JournalStore *s);
+const char *journal_store_dir(const JournalStore *s);
+const char *journal_store_display(const JournalStore *s);
+const char *journal_store_display_dir(const JournalStore *s);
+/* name in the directory (relative to journal_store_root()): a place for what must be kept as long
+ * as the journal, such as a bootloader file's bytes before rtpart first edited it. */
+char *journal_store_path(const JournalStore *s, const char *name);
+
+/* The file's bytes (NULL and size 0 when there is no journal yet). */
+int journal_store_read(JournalStore *s, char **ret_text, size_t *ret_size, Error *e);
+/* journal_store_read() then journal_parse(). A missing file is an empty journal. */
+int journal_store_load(JournalStore *s, Journal **ret, Error *e);
+/* journal_store_load(), unless the file's bytes hash to unless_digest (that of a journal already
+ * held): then nothing is parsed, and it returns 0 with *ret = NULL. Else 1 and the journal. */
+int journal_store_load_if_changed(JournalStore *s, uint64_t unless_digest, Journal **ret, Error *e);
+/* Whether the file holds an open transaction: its "transaction" member alone, no knob of it read
+ * (every command asks before it starts; a large host's journal takes ten times longer to load
+ * whole). false when there is no file, it is not JSON or not one rtpart trusts. */
+bool journal_store_transaction_open(JournalStore *s);
+/* Replaces the file by j's document, or by text (a document journal_format() made). */
+int journal_store_save(JournalStore *s, const Journal *j);
+int journal_store_write(JournalStore *s, const char *text, size_t size);
+
+/* The reserve: a file beside the journal as large as a transaction's last write of it may need,
+ * made before its first write and released (unlinked) just before that last write, so that a full
+ * filesystem fails a transaction before it changes anything. release: true if there was one. */
+int journal_store_reserve(JournalStore *s, size_t size);
+bool journal_store_release(JournalStore *s);
+/* What a run killed in the middle leaves in the directory: temporaries (the journal's, and those
+ * of what is kept beside it) and the reserve. Removes what it can and returns how many it removed;
+ * has_leftovers: whether there are any, removing none. */
+int journal_store_remove_temporaries(JournalStore *s);
+bool journal_store_has_leftovers(JournalStore *s);
 
 /* A copy of s in j's strings, for the fields of j and of its entries (NULL for NULL). */
 int journal_strdup(Journal *j, const char *s, const char **ret);

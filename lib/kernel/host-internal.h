@@ -29,3 +29,9 @@ int host_read_interrupts(Host *h, bool want_counts, size_t bufsize);
  * (mountinfo) or proc/mounts into h, mount points root-relative and unescaped ("\\040" is a
  * blank), the first of each kind winning, and sets h->cgroup_mode. The text is cut up. */
 int host_parse_mounts(Host *h, char *text, bool mountinfo);
+
+/* host_discover()'s parts in other files: the IRQs (host-irq.c; with their per-CPU counts when
+ * want_counts), and the cgroup and resctrl mounts, then what resctrl offers (host-mounts.c). */
+int host_discover_irqs(Host *h, bool want_counts);
+int host_discover_mounts(Host *h);
+int host_discover_resctrl(Host *h);

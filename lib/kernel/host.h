@@ -155,7 +155,11 @@ bool host_l3_cpus(const Host *h, unsigned id, CpuSet *ret);
 const Irq *host_find_irq(const Host *h, unsigned number);
 
 /* Which bootloader configuration holds the kernel command line: BLS entries (with /etc/kernel/cmdline
- * when kernel-install owns them), GRUB's /etc/default/grub, or /etc/kernel/cmdline alone. */
+ * when kernel-install owns them), GRUB's /etc/default/grub, or /etc/kernel/cmdline alone; and
+ * (ret_entries, optional) the BLS entries, root-relative and sorted (boot/loader/entries/ *.conf, else
+ * boot/efi/loader/entries/ *.conf; an empty list where there are none), found with the same glob. */
+int host_find_bootloader(Root *r, BootLoader *ret, char ***ret_entries);
+/* The same, without the entries; BOOTLOADER_NONE where the root cannot be read. */
 BootLoader host_detect_bootloader(Root *r);
 
 const char *cgroup_mode_to_string(CgroupMode m);

@@ -68,8 +68,8 @@ typedef struct Root {
  * asks root_can() instead of where it runs; the answer is its root's ops table's. */
 typedef enum RootCan {
         /* Thread ids read from the root's proc/ are this kernel's live tasks, and its CPUs are the
-         * ones this process runs on: sched_setaffinity()/sched_setscheduler() reach them, the
-         * daemon may pin itself to the root's housekeeping CPUs and move tasks off isolated ones. */
+         * ones this process runs on: sched_setaffinity()/sched_setscheduler() reach them, and the
+         * daemon may move tasks off isolated ones. */
         ROOT_CAN_SCHEDULE = 1u << 0,
         /* A systemd manager runs for this root and answers on the system bus (when the root also
          * has run/systemd/system): slices' AllowedCPUs=, restarting irqbalance. */
@@ -83,6 +83,14 @@ typedef enum RootCan {
         ROOT_CAN_MOUNT = 1u << 4,
         /* The kernel's process events (the proc connector) are about the tasks in the root's proc/. */
         ROOT_CAN_WATCH_PROCESSES = 1u << 5,
+        /* root_try_restart_unit() restarts a unit of the service manager that runs for this root
+         * (where the root also has run/systemd/system). */
+        ROOT_CAN_RESTART_UNITS = 1u << 6,
+        /* root_run_program() runs a program (a measuring tool: cyclictest) on the root's host. */
+        ROOT_CAN_RUN_PROGRAMS = 1u << 7,
+        /* root_pin_self() pins this process (the daemon, to the root's housekeeping CPUs): the
+         * kernel's CPUs are the ones it runs on; a simulator shows the pinning instead. */
+        ROOT_CAN_PIN_SELF = 1u << 8,
 } RootCan;
 
 /* Which kernel filesystem holds an object made with root_mkdir_object(). */
@@ -117,12 +125,21 @@ struct RootOps {
         /* ROOT_CAN_SCHEDULE */
         int (*set_affinity)(Root *r, int tid, const CpuSet *cpus);
         int (*set_scheduler)(Root *r, int tid, unsigned policy, unsigned priority);
+        /* ROOT_CAN_PIN_SELF: pins this process (the daemon, to the root's housekeeping CPUs). */
+        int (*pin_self)(Root *r, const CpuSet *cpus);
         /* ROOT_CAN_HOLD_PM_QOS: an fd whose 4-byte writes (a native s32, µs) set this process's
          * request and whose close drops it; -ENOENT if the root has no dev/cpu_dma_latency. */
         int (*pm_qos_open)(Root *r);
         /* ROOT_CAN_UPDATE_BOOTLOADER: runs the shell command that regenerates the bootloader's
          * configuration; -EPROTO if it failed. */
         int (*update_bootloader)(Root *r, const char *command);
+        /* ROOT_CAN_RESTART_UNITS: restarts the unit if it is running, as systemd's TryRestartUnit
+         * (a daemon that reads its configuration only at start: irqbalance). */
+        int (*try_restart_unit)(Root *r, const char *unit);
+        /* ROOT_CAN_RUN_PROGRAMS: runs argv (argv[0] looked up in PATH), its standard output into
+         * *ret_output (NUL-terminated), standard error discarded. -ENOENT when the program is not
+         * installed, -EPROTO when it does not exit with status 0. */
+        int (*run_program)(Root *r, char * const *argv, char **ret_output);
         /* ROOT_CAN_MOUNT */
         int (*mount)(Root *r, const char *rel, const char *fstype, const char *options);
         int (*umount)(Root *r, const char *rel);
@@ -199,6 +216,9 @@ int root_write_each(Root *r, RootWriteItem *items, size_t n);
 int root_cache_fill(Root *r, char * const *rels, size_t n);
 void root_cache_drop(Root *r);
 
+/* What is left to read of fd, NUL-terminated; ret_size optional. Grows as needed (procfs sizes
+ * are lies). */
+int root_read_fd(int fd, char **ret, size_t *ret_size);
 /* Whole file, NUL-terminated; ret_size optional. Grows as needed (procfs sizes are lies). */
 int root_read_file(Root *r, const char *rel, char **ret, size_t *ret_size);
 /* First line without the trailing newline and surrounding whitespace. */
@@ -217,6 +237,12 @@ int root_canonicalize(Root *r, const char *rel, char **ret);
 /* For messages: the path as the user would see it ("/proc/cmdline", or "ROOT/proc/cmdline"). */
 char *root_display_path(Root *r, const char *rel);
 
+/* Connects a stream socket to the AF_UNIX socket rel of the root, found as root_open() finds a
+ * file (a symlink on the way resolves inside the root): 0 and the connected fd (O_CLOEXEC), or a
+ * negative errno: -ENOTSOCK when rel is no socket, connect(2)'s errno (-ECONNREFUSED when nobody
+ * listens). */
+int root_connect_unix(Root *r, const char *rel, int *ret_fd);
+
 /* The root is this system's "/" (messages say "this host" rather than the root's path). */
 bool root_is_system(Root *r);
 static inline bool root_can(Root *r, RootCan what) {
@@ -231,9 +257,16 @@ int root_rmdir_object(Root *r, RootFs fs, const char *mount, const char *name);
 int root_write_object(Root *r, RootFs fs, const char *mount, const char *name, const char *file, const char *value);
 /* -EOPNOTSUPP where the root cannot (root_can()). */
 int root_set_affinity(Root *r, int tid, const CpuSet *cpus);
+static inline int root_pin_self(Root *r, const CpuSet *cpus) {
+        return root_can(r, ROOT_CAN_PIN_SELF) ? r->ops->pin_self(r, cpus) : -EOPNOTSUPP;
+}
 int root_set_scheduler(Root *r, int tid, unsigned policy, unsigned priority);
 int root_pm_qos_open(Root *r);
 int root_update_bootloader(Root *r, const char *command);
+static inline int root_try_restart_unit(Root *r, const char *unit) {
+        return root_can(r, ROOT_CAN_RESTART_UNITS) ? r->ops->try_restart_unit(r, unit) : -EOPNOTSUPP;
+}
+int root_run_program(Root *r, char * const *argv, char **ret_output);
 int root_mount(Root *r, const char *rel, const char *fstype, const char *options);
 int root_umount(Root *r, const char *rel);
 
@@ -242,8 +275,12 @@ int root_write_once(Root *r, const char *rel, int flags, const char *data);
 /* Runs command with /bin/sh, RTPART_ROOT set to the root's path and output discarded; -EPROTO
  * unless it exits 0. */
 int root_run_shell(Root *r, const char *command);
-/* Through the root's ops: replaces a regular file atomically (temp file ".#BASE.PID.tmp", fsync,
- * rename, fsync of the directory); its parent directories are made first. */
+/* Through the root's ops: replaces a regular file atomically (a temporary beside it, fsync,
+ * rename, fsync of the directory); its parent directories are made first. The temporary is
+ * ".#BASE.PID.tmp", or ".#BASE.PID-XXXXXXXX.tmp" (random hex) where that name is taken: always a
+ * regular file this process has just made (O_EXCL, O_NOFOLLOW, O_NONBLOCK), never a name that was
+ * there before it (a FIFO, a symlink or a file another user planted in a directory they may
+ * write), so the file rtpart leaves is its own. */
 int root_write_file_atomic(Root *r, const char *rel, const char *data, size_t size, mode_t mode);
 /* Through the root's ops: makes rel a file of size bytes with its blocks allocated
  * (posix_fallocate), so that unlinking it frees room for a write that must not fail for lack of
@@ -254,6 +291,18 @@ int root_unlink(Root *r, const char *rel);
 int root_rmdir(Root *r, const char *rel);
 /* For ops tables: what the ops of the same names do on any filesystem, with system calls. */
 int root_file_replace(Root *r, const char *rel, const char *data, size_t size, mode_t mode);
+/* root_file_replace() in its two halves, for a table that wraps each (the simulator counts both,
+ * so a crash can fall between them): the temporary made, written and synced (_begin), then
+ * renamed over the file and the directory synced (_commit). root_temp_done() removes a temporary
+ * that was not renamed. */
+typedef struct RootTemp {
+        int dfd;    /* the directory; -EBADF: none */
+        char *name; /* the temporary in it; NULL once renamed */
+        char *base; /* the file it replaces */
+} RootTemp;
+int root_file_replace_begin(Root *r, const char *rel, const char *data, size_t size, mode_t mode, RootTemp *ret);
+int root_file_replace_commit(RootTemp *t);
+void root_temp_done(RootTemp *t);
 int root_file_reserve(Root *r, const char *rel, size_t size);
 int root_file_unlink(Root *r, const char *rel);
 int root_file_mkdir(Root *r, const char *rel, mode_t mode);
@@ -261,10 +310,13 @@ int root_file_rmdir(Root *r, const char *rel);
 #define ROOT_FILE_OPS \
         .replace_file = root_file_replace, .reserve_file = root_file_reserve, .unlink_file = root_file_unlink, \
         .make_dir = root_file_mkdir, .remove_dir = root_file_rmdir
-/* Removes what root_write_file_atomic() of rel left behind when its process died between the temp
- * file and the rename: the ".#BASE.PID.tmp" files beside rel, but this process's own. Callers hold
- * the journal lock, so no other rtpart process is writing one. Returns how many it removed; a
- * missing directory is 0. */
+/* Removes what root_write_file_atomic() of rel left behind when its process died between the
+ * temporary and the rename: the temporaries beside rel (both names above), but this process's own.
+ * rel may be a shell pattern ("boot/loader/entries/ *.conf", "*" for every file of a directory; its
+ * directory part is globbed too). Callers hold the journal lock, so no other rtpart process is
+ * writing one. Returns how many it removed; a missing directory is 0. */
 int root_remove_temporaries(Root *r, const char *rel);
+/* How many of those there are, removing none. */
+int root_count_temporaries(Root *r, const char *rel);
 /* rel and its missing parents, each made through the root's ops. */
 int root_mkdir_p(Root *r, const char *rel, mode_t mode);

@@ -218,15 +218,24 @@ int systemd_start_slice(sd_bus *bus, const char *unit, const char *description, 
         return k;
 }
 
-int systemd_stop_unit(sd_bus *bus, const char *unit, char **ret_error) {
+/* Manager.METHOD(unit, mode), for the unit's job. */
+static int unit_job(sd_bus *bus, const char *method, const char *unit, const char *mode, char **ret_error) {
         _cleanup_(bus_closep) sd_bus *own = NULL;
         _cleanup_(message_unrefp) sd_bus_message *m = NULL;
-        int k = new_call(&bus, &own, "StopUnit", &m, ret_error);
+        int k = new_call(&bus, &own, method, &m, ret_error);
         if (k >= 0)
-                k = sym_sd_bus_message_append(m, "ss", unit, "fail");
+                k = sym_sd_bus_message_append(m, "ss", unit, mode);
         if (k < 0)
                 return k;
         return call(bus, m, ret_error, NULL);
+}
+
+int systemd_stop_unit(sd_bus *bus, const char *unit, char **ret_error) {
+        return unit_job(bus, "StopUnit", unit, "fail", ret_error);
+}
+
+int systemd_try_restart_unit(sd_bus *bus, const char *unit, char **ret_error) {
+        return unit_job(bus, "TryRestartUnit", unit, "replace", ret_error);
 }
 
 int systemd_set_partition(sd_bus *bus, const char *unit, const char *mode, char **ret_error) {

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* What rtpart asks of systemd over its D-Bus API, where systemd owns the cgroup tree. The calls
- * load libsystemd the first time (rtpartctl does not link it); where it cannot be loaded they
- * return -EOPNOTSUPP with the loader's reason in *ret_error. */
+/* What rtpart asks of systemd over its D-Bus API: the CPUs of slices, where systemd owns the cgroup
+ * tree, and restarting a unit (the kernel's root op, root-kernel.c). The calls load libsystemd the
+ * first time (rtpartctl does not link it); where it cannot be loaded they return -EOPNOTSUPP with
+ * the loader's reason in *ret_error. */
 
 #include <systemd/sd-bus.h>
 
@@ -38,6 +39,10 @@ char *systemd_partition_slice(const char *name);
  * sets its AllowedCPUs= for now and starts it. Returns once systemd accepted the job; the cgroup
  * appears when the job runs. */
 int systemd_start_slice(sd_bus *bus, const char *unit, const char *description, const CpuSet *cpus, char **ret_error);
+
+/* TryRestartUnit(unit, "replace"): restarts the unit if it is active; returns once systemd
+ * queued the job. */
+int systemd_try_restart_unit(sd_bus *bus, const char *unit, char **ret_error);
 
 /* StopUnit(unit, "fail"): systemd removes the unit's cgroup. */
 int systemd_stop_unit(sd_bus *bus, const char *unit, char **ret_error);

@@ -11,7 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit-advice.h"
 #include "audit.h"
+#include "interrupts.h"
 #include "journal.h"
 #include "prepare.h"
 #include "proc.h"
@@ -66,27 +68,11 @@ int counter_table_parse(const char *text, CounterTable *ret) {
         size_t n_columns = 0, cap = 0;
         const char *eol = strchrnul(text, '\n');
 
-        for (const char *q = text; q < eol;) {
-                while (q < eol && (*q == ' ' || *q == '\t'))
-                        q++;
-                if (q >= eol)
-                        break;
-                if (eol - q < 4 || strncmp(q, "CPU", 3) != 0 || !isdigit((unsigned char) q[3]))
-                        return -EBADMSG;
-                unsigned long cpu = strtoul(q + 3, NULL, 10);
-                if (cpu >= CPU_SET_MAX)
-                        return -EBADMSG;
-                int *n = realloc(columns, (n_columns + 1) * sizeof(int));
-                if (!n)
-                        return -ENOMEM;
-                columns = n;
-                columns[n_columns++] = (int) cpu;
-                t.n_cpus = MAX(t.n_cpus, (unsigned) cpu + 1);
-                while (q < eol && *q != ' ' && *q != '\t')
-                        q++;
-        }
-        if (n_columns == 0)
-                return -EBADMSG;
+        int r = interrupts_header_parse(text, (size_t) (eol - text), &columns, &n_columns);
+        if (r < 0)
+                return r;
+        for (size_t c = 0; c < n_columns; c++)
+                t.n_cpus = MAX(t.n_cpus, (unsigned) columns[c] + 1);
 
         for (const char *p = *eol ? eol + 1 : eol; *p; p = *eol ? eol + 1 : eol) {
                 eol = strchrnul(p, '\n');
@@ -317,64 +303,6 @@ static const AuditThread *find_thread(const AuditSnapshot *s, const AuditThread 
 
 /* ---- the document ---- */
 
-/* What each architecture row and softirq means for an isolated CPU, and what removes it. */
-typedef struct SourceFix {
-        const char *label;
-        const char *fix;
-} SourceFix;
-
-static const SourceFix arch_fixes[] = {
-        { "RES", "rescheduling IPIs: another thread was woken here (see the threads that ran)" },
-        { "CAL",
-          "function-call IPIs, from work other CPUs ask of this one (often through memory shared with "
-          "threads here)" },
-        { "TLB", "TLB shootdowns: a process with threads here changed its memory map from another CPU" },
-        { "NMI", "NMIs: perf or the NMI watchdog (nmi_watchdog=0 on the kernel command line, boot.args)" },
-        { "IWI", "irq_work interrupts (perf, printk, the tick's deferred work)" },
-        { "PMI", "performance-monitoring interrupts: a perf session counts on this CPU" },
-        { "MCE", "machine-check events" },
-        { "THR", "thresholds of machine-check banks" },
-        { "TRM", "thermal events" },
-        {},
-};
-
-static const SourceFix softirq_fixes[] = {
-        { "NET_RX", "network receive: move the NIC's IRQs (irq.rules) and its RPS CPUs off this CPU" },
-        { "NET_TX", "network transmit: move the NIC's IRQs (irq.rules) and its XPS CPUs off this CPU" },
-        { "BLOCK", "block I/O completions: move the disk's IRQs (irq.rules)" },
-        { "TIMER",
-          "timers expiring here: nohz_full (boot.nohz_full) and kernel.timer_migration=1 (sysctl) "
-          "move them away" },
-        { "HRTIMER", "high-resolution timers armed by threads here" },
-        { "RCU", "RCU callbacks: rcu_nocbs= (boot.rcu_nocbs) offloads them" },
-        { "SCHED",
-          "load balancing: take the CPU out of the scheduler's domains (isolcpus=domain, or a "
-          "cpuset partition)" },
-        { "TASKLET", "drivers' tasklets: move their IRQs (irq.rules)" },
-        { "HI", "drivers' high-priority tasklets: move their IRQs (irq.rules)" },
-        { "IRQ_POLL", "block-device IRQ polling: move the device's IRQs (irq.rules)" },
-        {},
-};
-
-static const char *fix_for(const SourceFix *table, const char *label) {
-        for (const SourceFix *f = table; f->label; f++)
-                if (streq(f->label, label))
-                        return f->fix;
-        return NULL;
-}
-
-static const SourceFix kthread_fixes[] = {
-        { "ksoftirqd/*", "softirq work deferred to its thread: see the softirqs" },
-        { "kworker/[0-9]*", "per-CPU work items queued here (workqueue.cpumask moves only unbound work)" },
-        { "rcuc/*", "RCU callbacks: rcu_nocbs= (boot.rcu_nocbs) offloads them" },
-        { "rcuop/*", "RCU callback offloading thread: place it with kthread.rules" },
-        { "migration/*", "the scheduler's stopper thread: CPU hotplug or a task moved here" },
-        { "cpuhp/*", "CPU hotplug" },
-        { "watchdog/*", "the soft-lockup watchdog: nowatchdog, or nohz_full keeps it off" },
-        { "irq/*", "a threaded IRQ handler: it runs where its IRQ is placed (see the interrupts)" },
-        {},
-};
-
 static double rate(uint64_t count, double seconds) {
         return seconds > 0 ? (double) count / seconds : 0;
 }
@@ -406,184 +334,220 @@ static bool in_partition(const AuditScope *scope, const AuditThread *t) {
         return false;
 }
 
-static bool bound_to(const AuditThread *t, unsigned cpu) {
-        return t->has_allowed && cpu_set_count(&t->allowed) == 1 && cpu_set_has(&t->allowed, cpu);
-}
-
 static int add_source(json_t *list, json_t *entry) {
         if (!entry)
                 return -ENOMEM;
         return json_array_append_new(list, entry) < 0 ? -ENOMEM : 0;
 }
 
-static json_t *irq_entry(const AuditScope *scope, const char *label, const char *name, uint64_t n, double secs,
-                         unsigned cpu) {
-        char id[64];
-        _cleanup_free_ char *fix = NULL;
-        snprintf(id, sizeof(id), "irq/%s/affinity", label);
-        if (strv_contains(scope->irqs_managed, id))
-                (void) asprintf(&fix,
-                                "the kernel manages IRQ %s's affinity (it refused rtpart's): managed_irq in "
-                                "isolcpus= (boot.isolcpus) keeps managed IRQs off isolated CPUs",
-                                label);
-        else if (strv_contains(scope->irqs_applied, id))
-                (void) asprintf(&fix,
-                                "rtpart placed IRQ %s, yet it fired on CPU %u: see rtpartctl verify, and "
-                                "/proc/irq/%s/effective_affinity_list",
-                                label, cpu, label);
-        else if (scope->profile)
-                (void) asprintf(&fix,
-                                "IRQ %s (%s) is not placed by %s: add {\"match\": \"%s\", \"cpus\": "
-                                "\"housekeeping\"} to irq.rules",
-                                label, name, scope->profile, name);
-        else
-                (void) asprintf(&fix, "no profile is applied: irq.affinity places every IRQ");
-        return json_pack("{s:s, s:i, s:s, s:I, s:f, s:s?}", "source", "irq", "irq", atoi(label), "name", name, "count",
-                         (json_int_t) n, "rate", rate(n, secs), "fix", fix);
+/* The difference of a counter row at cpu between the snapshots; 0 when it did not move. */
+static uint64_t counted(const CounterTable *ta, const CounterRow *row, unsigned cpu) {
+        const CounterRow *old = counter_table_find(ta, row->label);
+        uint64_t before = old && cpu < ta->n_cpus ? old->counts[cpu] : 0;
+        return row->counts[cpu] > before ? row->counts[cpu] - before : 0;
+}
+
+/* Interrupts at cpu: device IRQs by number, then the architecture's rows; LOC (the tick) goes to
+ * *ret_loc. 1 when any counted. */
+static int cpu_interrupts(const AuditScope *scope, const AuditSnapshot *a, const AuditSnapshot *b, unsigned cpu,
+                          double secs, json_t *irqs, uint64_t *ret_loc) {
+        bool noisy = false;
+        *ret_loc = 0;
+        for (size_t i = 0; cpu < b->interrupts.n_cpus && i < b->interrupts.n_rows; i++) {
+                const CounterRow *row = &b->interrupts.rows[i];
+                uint64_t n = counted(&a->interrupts, row, cpu);
+                if (n == 0)
+                        continue;
+                if (streq(row->label, "LOC")) {
+                        *ret_loc = n;
+                        continue;
+                }
+                _cleanup_free_ char *fix = NULL;
+                json_t *e;
+                if (is_number(row->label)) {
+                        const char *name = irq_actions(row->text);
+                        if (!(fix = audit_advice_irq(scope, row->label, name, cpu)))
+                                return -ENOMEM;
+                        e = json_pack("{s:s, s:i, s:s, s:I, s:f, s:s}", "source", "irq", "irq", atoi(row->label),
+                                      "name", name, "count", (json_int_t) n, "rate", rate(n, secs), "fix", fix);
+                } else {
+                        fix = audit_advice_arch(row->label);
+                        e = json_pack("{s:s, s:s, s:s, s:I, s:f, s:s?}", "source", "arch", "row", row->label, "name",
+                                      row->text, "count", (json_int_t) n, "rate", rate(n, secs), "fix", fix);
+                }
+                if (add_source(irqs, e) < 0)
+                        return -ENOMEM;
+                noisy = true;
+        }
+        return noisy;
+}
+
+/* Softirqs at cpu; 1 when any ran. */
+static int cpu_softirqs(const AuditSnapshot *a, const AuditSnapshot *b, unsigned cpu, double secs, json_t *list) {
+        bool noisy = false;
+        if (!a->has_softirqs || !b->has_softirqs)
+                return 0;
+        for (size_t i = 0; cpu < b->softirqs.n_cpus && i < b->softirqs.n_rows; i++) {
+                const CounterRow *row = &b->softirqs.rows[i];
+                uint64_t n = counted(&a->softirqs, row, cpu);
+                if (n == 0)
+                        continue;
+                _cleanup_free_ char *fix = audit_advice_softirq(row->label);
+                if (add_source(list,
+                               json_pack("{s:s, s:I, s:f, s:s?}", "kind", row->label, "count", (json_int_t) n, "rate",
+                                         rate(n, secs), "fix", fix)) < 0)
+                        return -ENOMEM;
+                noisy = true;
+        }
+        return noisy;
+}
+
+/* A thread audit reports: not the caller, not in the profile's partitions, not a measuring thread
+ * of the tracers audit and check run. */
+static bool reported(const AuditScope *scope, const AuditThread *t) {
+        if (t->pid == scope->self || in_partition(scope, t))
+                return false;
+        return !(t->kernel && (fnmatch("osnoise/*", t->comm, 0) == 0 || fnmatch("timerlat/*", t->comm, 0) == 0));
+}
+
+/* The CPU time t used in the window on cpu (it ran there at the start or the end), 0 if none. */
+static uint64_t ran_on(const AuditSnapshot *a, const AuditThread *t, unsigned cpu) {
+        const AuditThread *was = find_thread(a, t);
+        uint64_t used = t->cpu_ticks - (was ? MIN(was->cpu_ticks, t->cpu_ticks) : 0);
+        bool here = t->processor == (int) cpu || (was && was->processor == (int) cpu);
+        return here ? used : 0;
+}
+
+/* t may run on cpu (its allowed CPUs include it), and is not a per-CPU kernel thread or kthreadd. */
+static bool may_run_on(const AuditThread *t, unsigned cpu) {
+        return t->has_allowed && cpu_set_has(&t->allowed, cpu) && !(t->kernel && audit_thread_bound(t, cpu)) &&
+                !(t->kernel && t->pid == 2);
+}
+
+/* t may run on audited CPUs only (a task pinned there: it runs there whenever it runs). */
+static bool pinned_to(const AuditScope *scope, const AuditThread *t) {
+        CpuSet out = t->allowed;
+        cpu_set_andnot(&out, &scope->cpus);
+        return t->has_allowed && cpu_set_is_empty(&out);
+}
+
+static json_t *thread_ref(const AuditThread *t) {
+        return json_pack("{s:i, s:i, s:s, s:b}", "pid", t->pid, "tid", t->tid, "comm", t->comm, "kernel", t->kernel);
+}
+
+/* Threads that ran on cpu ("threads": 1 when any did) and those that may run there ("may_run":
+ * every one pinned to the audited CPUs, the first 16 others; the document's own "may_run" lists
+ * them all). */
+static int cpu_threads(const AuditScope *scope, const AuditSnapshot *a, const AuditSnapshot *b, unsigned cpu,
+                       json_t *threads, json_t *pinned, json_t *first, unsigned *ret_may) {
+        bool noisy = false;
+        *ret_may = 0;
+        for (size_t i = 0; i < b->n_threads; i++) {
+                const AuditThread *t = &b->threads[i];
+                if (!reported(scope, t))
+                        continue;
+                uint64_t used = ran_on(a, t, cpu);
+                if (used > 0) {
+                        _cleanup_free_ char *fix = audit_advice_thread(t, cpu);
+                        double ms = scope->clock_ticks ? 1000.0 * (double) used / scope->clock_ticks : 0;
+                        if (!fix ||
+                            add_source(threads,
+                                       json_pack("{s:i, s:i, s:s, s:b, s:f, s:s}", "pid", t->pid, "tid", t->tid, "comm",
+                                                 t->comm, "kernel", t->kernel, "cpu_ms", ms, "fix", fix)) < 0)
+                                return -ENOMEM;
+                        noisy = true;
+                        continue;
+                }
+                if (!may_run_on(t, cpu))
+                        continue;
+                bool pin = pinned_to(scope, t);
+                if ((pin || json_array_size(first) < 16) && add_source(pin ? pinned : first, thread_ref(t)) < 0)
+                        return -ENOMEM;
+                (*ret_may)++;
+        }
+        return noisy;
+}
+
+static json_t *cpu_osnoise(const AuditScope *scope, unsigned cpu) {
+        const OsnoiseCpu *on = osnoise_cpu(scope->osnoise, cpu);
+        if (!on || on->periods == 0)
+                return json_null();
+        const OsnoiseSample *t = &on->total;
+        double avail = t->runtime_us
+                ? 100.0 * (double) (t->runtime_us - MIN(t->noise_us, t->runtime_us)) / (double) t->runtime_us
+                : 0.0;
+        return json_pack("{s:i, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I}", "periods", (int) on->periods,
+                         "runtime_us", (json_int_t) t->runtime_us, "noise_us", (json_int_t) t->noise_us,
+                         "available_percent", avail, "max_single_us", (json_int_t) t->max_single_us, "hw",
+                         (json_int_t) t->hw, "nmi", (json_int_t) t->nmi, "irq", (json_int_t) t->irq, "softirq",
+                         (json_int_t) t->softirq, "thread", (json_int_t) t->thread);
 }
 
 static int cpu_document(const AuditScope *scope, const AuditSnapshot *a, const AuditSnapshot *b, unsigned cpu,
                         double secs, json_t **ret) {
-        _cleanup_(json_decrefp) json_t *o = NULL, *irqs = json_array(), *softirqs = json_array(),
-                                       *threads = json_array(), *may = json_array();
-        bool noisy = false, nohz = cpu_set_has(&scope->nohz_full, cpu);
-        unsigned may_n = 0;
-        int r;
+        _cleanup_(json_decrefp) json_t *irqs = json_array(), *softirqs = json_array(), *threads = json_array(),
+                                       *pinned = json_array(), *first = json_array();
+        bool nohz = cpu_set_has(&scope->nohz_full, cpu);
+        uint64_t loc;
+        unsigned may_n;
 
-        if (!irqs || !softirqs || !threads || !may)
+        if (!irqs || !softirqs || !threads || !pinned || !first)
                 return -ENOMEM;
-
-        /* Interrupts: device IRQs by number, then the architecture's rows; LOC is the tick. */
-        uint64_t loc = 0;
-        for (size_t i = 0; i < b->interrupts.n_rows; i++) {
-                const CounterRow *row = &b->interrupts.rows[i];
-                if (cpu >= b->interrupts.n_cpus)
-                        break;
-                const CounterRow *old = counter_table_find(&a->interrupts, row->label);
-                uint64_t before = old && cpu < a->interrupts.n_cpus ? old->counts[cpu] : 0;
-                if (row->counts[cpu] <= before)
-                        continue;
-                uint64_t n = row->counts[cpu] - before;
-                if (streq(row->label, "LOC")) {
-                        loc = n;
-                        continue;
-                }
-                json_t *e;
-                if (is_number(row->label))
-                        e = irq_entry(scope, row->label, irq_actions(row->text), n, secs, cpu);
-                else
-                        e = json_pack("{s:s, s:s, s:s, s:I, s:f, s:s?}", "source", "arch", "row", row->label, "name",
-                                      row->text, "count", (json_int_t) n, "rate", rate(n, secs), "fix",
-                                      fix_for(arch_fixes, row->label));
-                r = add_source(irqs, e);
-                if (r < 0)
-                        return r;
-                noisy = true;
-        }
-
-        for (size_t i = 0; b->has_softirqs && a->has_softirqs && i < b->softirqs.n_rows; i++) {
-                const CounterRow *row = &b->softirqs.rows[i];
-                if (cpu >= b->softirqs.n_cpus)
-                        break;
-                const CounterRow *old = counter_table_find(&a->softirqs, row->label);
-                uint64_t before = old && cpu < a->softirqs.n_cpus ? old->counts[cpu] : 0;
-                if (row->counts[cpu] <= before)
-                        continue;
-                uint64_t n = row->counts[cpu] - before;
-                r = add_source(softirqs,
-                               json_pack("{s:s, s:I, s:f, s:s?}", "kind", row->label, "count", (json_int_t) n, "rate",
-                                         rate(n, secs), "fix", fix_for(softirq_fixes, row->label)));
-                if (r < 0)
-                        return r;
-                noisy = true;
-        }
-
+        int ni = cpu_interrupts(scope, a, b, cpu, secs, irqs, &loc);
+        int ns = ni < 0 ? ni : cpu_softirqs(a, b, cpu, secs, softirqs);
+        int nt = ns < 0 ? ns : cpu_threads(scope, a, b, cpu, threads, pinned, first, &may_n);
+        if (nt < 0)
+                return nt;
         /* The tick: on a nohz_full CPU running at most one task it stops (the kernel keeps one tick
          * a second for its statistics); elsewhere it runs at HZ while the CPU is busy. */
         bool stopped = rate(loc, secs) <= 1.5;
-        const char *tick_note = stopped ? NULL
-                : nohz                  ? "the tick did not stop: nohz_full stops it only while at most one task "
-                                          "runs here (see the threads that ran)"
-                                        : "the tick runs: this CPU is not nohz_full (boot.nohz_full; a reboot)";
-        noisy = noisy || !stopped;
-
-        /* Threads that ran here in the window, and those that may run here, outside the profile's
-         * partitions. */
-        for (size_t i = 0; i < b->n_threads; i++) {
-                const AuditThread *t = &b->threads[i];
-                if (t->pid == scope->self || in_partition(scope, t))
-                        continue;
-                /* The measuring threads of the tracers audit and check run. */
-                if (t->kernel && (fnmatch("osnoise/*", t->comm, 0) == 0 || fnmatch("timerlat/*", t->comm, 0) == 0))
-                        continue;
-                const AuditThread *was = find_thread(a, t);
-                uint64_t used = t->cpu_ticks - (was ? MIN(was->cpu_ticks, t->cpu_ticks) : 0);
-                bool ran = used > 0 && (t->processor == (int) cpu || (was && was->processor == (int) cpu));
-                if (ran) {
-                        const char *fix = NULL;
-                        _cleanup_free_ char *own = NULL;
-                        if (t->kernel)
-                                for (const SourceFix *f = kthread_fixes; f->label && !fix; f++)
-                                        if (fnmatch(f->label, t->comm, 0) == 0)
-                                                fix = f->fix;
-                        if (t->kernel && !fix && bound_to(t, cpu))
-                                fix = "a per-CPU kernel thread: the kernel keeps it on this CPU";
-                        else if (t->kernel && !fix) {
-                                (void) asprintf(&own,
-                                                "place it with kthread.rules: {\"match\": \"%s\", \"cpus\": "
-                                                "\"housekeeping\"}",
-                                                t->comm);
-                                fix = own;
-                        } else if (!t->kernel)
-                                fix = "put it in one of the profile's cpuset.partitions, or keep it on "
-                                      "housekeeping CPUs (drift.task_allow allows it)";
-                        r = add_source(threads,
-                                       json_pack("{s:i, s:i, s:s, s:b, s:f, s:s?}", "pid", t->pid, "tid", t->tid,
-                                                 "comm", t->comm, "kernel", t->kernel, "cpu_ms",
-                                                 scope->clock_ticks ? 1000.0 * (double) used / scope->clock_ticks : 0,
-                                                 "fix", fix));
-                        if (r < 0)
-                                return r;
-                        noisy = true;
-                } else if (t->has_allowed && cpu_set_has(&t->allowed, cpu) && !(t->kernel && bound_to(t, cpu)) &&
-                           !(t->kernel && t->pid == 2)) {
-                        if (may_n++ < 16) {
-                                r = add_source(may,
-                                               json_pack("{s:i, s:i, s:s, s:b}", "pid", t->pid, "tid", t->tid, "comm",
-                                                         t->comm, "kernel", t->kernel));
-                                if (r < 0)
-                                        return r;
-                        }
-                }
-        }
-
-        const OsnoiseCpu *on = osnoise_cpu(scope->osnoise, cpu);
-        json_t *noise = json_null();
-        if (on && on->periods > 0) {
-                const OsnoiseSample *t = &on->total;
-                double avail = t->runtime_us
-                        ? 100.0 * (double) (t->runtime_us - MIN(t->noise_us, t->runtime_us)) / (double) t->runtime_us
-                        : 0.0;
-                noise = json_pack("{s:i, s:I, s:I, s:f, s:I, s:I, s:I, s:I, s:I, s:I}", "periods", (int) on->periods,
-                                  "runtime_us", (json_int_t) t->runtime_us, "noise_us", (json_int_t) t->noise_us,
-                                  "available_percent", avail, "max_single_us", (json_int_t) t->max_single_us, "hw",
-                                  (json_int_t) t->hw, "nmi", (json_int_t) t->nmi, "irq", (json_int_t) t->irq, "softirq",
-                                  (json_int_t) t->softirq, "thread", (json_int_t) t->thread);
-                if (!noise)
-                        return -ENOMEM;
-        }
-        o = json_pack("{s:i, s:s, s:b, s:O, s:O, s:{s:I, s:f, s:b, s:s?}, s:O, s:{s:i, s:O}, s:o}", "cpu", (int) cpu,
-                      "verdict", noisy ? "noisy" : "quiet", "nohz_full", nohz, "interrupts", irqs, "softirqs", softirqs,
-                      "tick", "count", (json_int_t) loc, "rate", rate(loc, secs), "stopped", stopped, "fix", tick_note,
-                      "threads", threads, "may_run", "count", (int) may_n, "first", may, "osnoise", noise);
+        _cleanup_free_ char *tick_fix = stopped ? NULL : audit_advice_tick(nohz);
+        if (!stopped && !tick_fix)
+                return -ENOMEM;
+        bool noisy = ni || ns || nt || !stopped;
+        json_t *o = json_pack("{s:i, s:s, s:b, s:O, s:O, s:{s:I, s:f, s:b, s:s?}, s:O, s:{s:i, s:O, s:O}, s:o}", "cpu",
+                              (int) cpu, "verdict", noisy ? "noisy" : "quiet", "nohz_full", nohz, "interrupts", irqs,
+                              "softirqs", softirqs, "tick", "count", (json_int_t) loc, "rate", rate(loc, secs),
+                              "stopped", stopped, "fix", tick_fix, "threads", threads, "may_run", "count", (int) may_n,
+                              "pinned", pinned, "first", first, "osnoise", cpu_osnoise(scope, cpu));
         if (!o)
                 return -ENOMEM;
-        *ret = TAKE_PTR(o);
+        *ret = o;
         return noisy;
 }
 
+/* Every thread outside the partitions that may run on an audited CPU, once: the audited CPUs it
+ * may run on, and whether those are all it may run on (pinned); pinned ones first, then by id. */
+static int may_run_document(const AuditScope *scope, const AuditSnapshot *b, json_t **ret) {
+        _cleanup_(json_decrefp) json_t *pinned = json_array(), *others = json_array();
+        if (!pinned || !others)
+                return -ENOMEM;
+        for (size_t i = 0; i < b->n_threads; i++) {
+                const AuditThread *t = &b->threads[i];
+                CpuSet on = {};
+                if (!reported(scope, t) || !t->has_allowed)
+                        continue;
+                CPU_SET_FOREACH (c, &scope->cpus)
+                        if (may_run_on(t, (unsigned) c))
+                                cpu_set_add(&on, (unsigned) c);
+                if (cpu_set_is_empty(&on))
+                        continue;
+                _cleanup_free_ char *list = cpu_set_format_list(&on);
+                bool pin = pinned_to(scope, t);
+                if (!list ||
+                    add_source(pin ? pinned : others,
+                               json_pack("{s:i, s:i, s:s, s:b, s:s, s:b}", "pid", t->pid, "tid", t->tid, "comm",
+                                         t->comm, "kernel", t->kernel, "cpus", list, "pinned", pin)) < 0)
+                        return -ENOMEM;
+        }
+        if (json_array_extend(pinned, others) < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(pinned);
+        return 0;
+}
+
 int audit_document(const AuditScope *scope, const AuditSnapshot *a, const AuditSnapshot *b, json_t **ret) {
-        _cleanup_(json_decrefp) json_t *cpus = json_array(), *doc = NULL;
+        _cleanup_(json_decrefp) json_t *cpus = json_array(), *doc = NULL, *may = NULL;
         _cleanup_free_ char *list = cpu_set_format_list(&scope->cpus), *noisy_list = NULL;
         double secs = (double) (b->usec - MIN(a->usec, b->usec)) / 1e6;
         CpuSet noisy = {};
@@ -601,13 +565,16 @@ int audit_document(const AuditScope *scope, const AuditSnapshot *a, const AuditS
                 if (json_array_append_new(cpus, o) < 0)
                         return -ENOMEM;
         }
+        if ((r = may_run_document(scope, b, &may)) < 0)
+                return r;
         noisy_list = cpu_set_format_list(&noisy);
         if (!noisy_list)
                 return -ENOMEM;
-        doc = json_pack("{s:f, s:s, s:s, s:s?, s:s, s:s, s:{s:b, s:s*}, s:O}", "seconds", secs, "cpus", list, "source",
-                        scope->source, "profile", scope->profile, "verdict",
+        doc = json_pack("{s:f, s:s, s:s, s:s?, s:s, s:s, s:{s:b, s:s*}, s:O, s:O}", "seconds", secs, "cpus", list,
+                        "source", scope->source, "profile", scope->profile, "verdict",
                         cpu_set_is_empty(&noisy) ? "quiet" : "noisy", "noisy_cpus", noisy_list, "osnoise", "ran",
-                        scope->osnoise != NULL, "reason", scope->osnoise ? NULL : scope->osnoise_reason, "cpu", cpus);
+                        scope->osnoise != NULL, "reason", scope->osnoise ? NULL : scope->osnoise_reason, "cpu", cpus,
+                        "may_run", may);
         if (!doc)
                 return -ENOMEM;
         *ret = TAKE_PTR(doc);
@@ -639,7 +606,7 @@ static int target_from_journal(Root *root, const Journal *j, AuditTarget *x, Cpu
         if (!j->profile || !j->source)
                 return 0;
         doc = json_loads(j->source, 0, NULL);
-        if (!doc || profile_from_document(j->profile, doc, &profile, &pe) < 0) {
+        if (!doc || profile_from_document(backend_profile_schema(), j->profile, doc, &profile, &pe) < 0) {
                 error_done(&pe);
                 return 0;
         }

@@ -83,8 +83,10 @@ typedef struct AuditScope {
 
 /* The document (rtpartctl(1), AUDIT): {"seconds", "cpus", "source", "profile", "verdict",
  * "noisy_cpus", "cpu": [{"cpu", "verdict", "nohz_full", "interrupts": […], "softirqs": […],
- * "tick": {…}, "threads": […], "may_run": {…}, "osnoise": {…} or null}], "osnoise": {"ran",
- * "reason"}}. The osnoise and timerlat tracers' own threads are not listed. */
+ * "tick": {…}, "threads": […], "may_run": {"count", "pinned": […], "first": […]}, "osnoise": {…}
+ * or null}], "osnoise": {"ran", "reason"}, "may_run": [every thread that may run on an audited
+ * CPU, once]}. The osnoise and timerlat tracers' own threads are not listed; the fixes are
+ * audit-advice.c's. */
 int audit_document(const AuditScope *scope, const AuditSnapshot *a, const AuditSnapshot *b, json_t **ret);
 
 /* What audit_target() found: the AuditScope, the strings it points to, the latency limit. */

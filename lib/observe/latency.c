@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -586,72 +585,29 @@ int latency_parse_cyclictest(const char *text, const CpuSet *cpus, LatencyResult
         return 0;
 }
 
-int latency_run_cyclictest(const CpuSet *cpus, unsigned seconds, LatencyResult *ret) {
+int latency_run_cyclictest(Root *root, const CpuSet *cpus, unsigned seconds, LatencyResult *ret) {
         _cleanup_free_ char *list = cpu_set_format_list(cpus), *text = NULL;
-        char threads[16], duration[32], *argv[16];
-        int pipefd[2];
-        size_t n = 0, cap = 0;
+        char threads[16], duration[32];
 
         if (!list)
                 return -ENOMEM;
         snprintf(threads, sizeof(threads), "-t%u", cpu_set_count(cpus));
         snprintf(duration, sizeof(duration), "-D%us", seconds);
-        size_t a = 0;
-        argv[a++] = (char *) "cyclictest";
-        argv[a++] = (char *) "-q";
-        argv[a++] = (char *) "-m";
-        argv[a++] = (char *) "-p95";
-        argv[a++] = (char *) "-i1000";
-        argv[a++] = threads;
-        argv[a++] = (char *) "-a";
-        argv[a++] = list;
-        argv[a++] = duration;
-        argv[a++] = (char *) "-h1000";
-        argv[a] = NULL;
-
-        if (pipe2(pipefd, O_CLOEXEC) < 0)
-                return -errno;
-        pid_t pid = fork();
-        if (pid < 0) {
-                close(pipefd[0]);
-                close(pipefd[1]);
-                return -errno;
-        }
-        if (pid == 0) {
-                (void) dup2(pipefd[1], STDOUT_FILENO);
-                int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-                if (null >= 0)
-                        (void) dup2(null, STDERR_FILENO);
-                execvp(argv[0], argv);
-                _exit(errno == ENOENT ? 127 : 126);
-        }
-        close(pipefd[1]);
-        for (;;) {
-                if (n + 4096 > cap) {
-                        char *t = realloc(text, cap = cap * 2 + 8192);
-                        if (!t)
-                                break;
-                        text = t;
-                }
-                ssize_t k = read(pipefd[0], text + n, cap - n - 1);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        break;
-                n += (size_t) k;
-        }
-        close(pipefd[0]);
-        int status = 0;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-                return -ENOENT;
-        if (!text)
-                return -ENOMEM;
-        text[n] = 0;
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                return -EPROTO;
-        int r = latency_parse_cyclictest(text, cpus, ret);
+        char *argv[] = { (char *) "cyclictest",
+                         (char *) "-q",
+                         (char *) "-m",
+                         (char *) "-p95",
+                         (char *) "-i1000",
+                         threads,
+                         (char *) "-a",
+                         list,
+                         duration,
+                         (char *) "-h1000",
+                         NULL };
+        int r = root_run_program(root, argv, &text);
+        if (r < 0)
+                return r;
+        r = latency_parse_cyclictest(text, cpus, ret);
         if (r >= 0)
                 ret->seconds = seconds;
         return r;

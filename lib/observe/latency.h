@@ -102,9 +102,10 @@ int latency_run_osnoise(Root *root, const char *tracefs, bool mounted, const Cpu
 const OsnoiseCpu *osnoise_cpu(const OsnoiseResult *r, unsigned cpu);
 void osnoise_result_done(OsnoiseResult *r);
 
-/* Runs `cyclictest` (from PATH) on cpus: one thread per CPU, 1 ms interval, priority 95. -ENOENT
- * when it is not installed. */
-int latency_run_cyclictest(const CpuSet *cpus, unsigned seconds, LatencyResult *ret);
+/* Runs `cyclictest` on the root's host (root_run_program()) on cpus: one thread per CPU, 1 ms
+ * interval, priority 95. -ENOENT when it is not installed, -EOPNOTSUPP where the root runs no
+ * programs. */
+int latency_run_cyclictest(Root *root, const CpuSet *cpus, unsigned seconds, LatencyResult *ret);
 /* Its histogram output (-h), thread i being the i-th CPU of cpus. */
 int latency_parse_cyclictest(const char *text, const CpuSet *cpus, LatencyResult *ret);
 

@@ -18,6 +18,7 @@ Resolved *resolved_free(Resolved *r) {
                 return NULL;
         free(r->name);
         json_decref(r->doc);
+        strv_free(r->notes);
         free(r);
         return NULL;
 }
@@ -174,6 +175,7 @@ typedef struct ResolveCtx {
         const Host *host;
         Expander x;
         CpuSet iso, hk;
+        char **notes; /* for Resolved.notes */
         Error *e;
 } ResolveCtx;
 
@@ -255,6 +257,40 @@ static int add_builtin_set(json_t *b, const char *name, const CpuSet *s, unsigne
         return 0;
 }
 
+/* A core whose SMT threads the classes split: its housekeeping threads' interrupts, kernel threads
+ * and tasks run on the execution units and caches of the isolated one. Allowed (a core may be
+ * short of isolated CPUs), but not silently: one note per core, for plan. */
+static int note_split_cores(const Host *h, const CpuSet *iso, const CpuSet *hk, char ***notes) {
+        CpuSet seen = {};
+        CPU_SET_FOREACH (cpu, iso) {
+                if ((unsigned) cpu >= h->n_cpu_ids || h->cpus[cpu].core < 0 ||
+                    cpu_set_has(&seen, (unsigned) h->cpus[cpu].core))
+                        continue;
+                int core = h->cpus[cpu].core;
+                CpuSet in_iso = {}, in_hk = {};
+                cpu_set_add(&seen, (unsigned) core);
+                for (unsigned t = 0; t < h->n_cpu_ids; t++)
+                        if (h->cpus[t].core == core && cpu_set_has(&h->online, t))
+                                cpu_set_add(cpu_set_has(iso, t) ? &in_iso : &in_hk, t);
+                cpu_set_and(&in_hk, hk);
+                if (cpu_set_is_empty(&in_hk))
+                        continue;
+                _cleanup_free_ char *a = cpu_set_format_list(&in_iso), *b = cpu_set_format_list(&in_hk);
+                char *note;
+                if (!a || !b ||
+                    asprintf(&note,
+                             "cpus: CPU %s (isolated) and CPU %s (housekeeping) are SMT siblings, threads of one "
+                             "core: what runs on the housekeeping thread (interrupts, kernel threads, tasks) shares "
+                             "the core's execution units and caches with the isolated one; put the whole core in one "
+                             "class",
+                             a, b) < 0)
+                        return -ENOMEM;
+                if (strv_push(notes, note) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 static int resolve_cpus(ResolveCtx *c, json_t *doc) {
         json_t *cpus = json_object_get(doc, "cpus");
         json_t *iso_v = json_object_get(cpus, "isolated"), *hk_v = json_object_get(cpus, "housekeeping");
@@ -274,6 +310,13 @@ static int resolve_cpus(ResolveCtx *c, json_t *doc) {
                                        : msg);
         }
 
+        /* The split the host gets when the profile names neither class: what "isolated" and
+         * "housekeeping" stand for within the two expressions that define the classes ("node:1,
+         * !housekeeping" is node 1 without its first core). */
+        unsigned per_node_n = per_node ? (unsigned) json_integer_value(per_node) : 1;
+        CpuSet def_iso = {}, def_hk = {};
+        host_default_split(h, per_node_n, &def_hk, &def_iso);
+
         CpuSet iso = {}, hk = {};
         const char *which[2] = { "isolated", "housekeeping" };
         json_t *vals[2] = { iso_v, hk_v };
@@ -287,7 +330,7 @@ static int resolve_cpus(ResolveCtx *c, json_t *doc) {
                 k = expand(&c->x, json_string_value(vals[i]), &exp, &msg);
                 if (k < 0)
                         return k == -ENOMEM ? k : fail_at(c, p, k, msg);
-                k = cpu_expr_parse(exp, h, NULL, NULL, sets[i], &msg);
+                k = cpu_expr_parse(exp, h, &def_iso, &def_hk, sets[i], &msg);
                 if (k < 0)
                         return k == -ENOMEM ? k : fail_at(c, p, k, msg);
         }
@@ -311,8 +354,8 @@ static int resolve_cpus(ResolveCtx *c, json_t *doc) {
                 iso = h->online;
                 cpu_set_andnot(&iso, &hk);
         } else {
-                unsigned n = per_node ? (unsigned) json_integer_value(per_node) : 1;
-                host_default_split(h, n, &hk, &iso);
+                iso = def_iso;
+                hk = def_hk;
         }
 
         if (cpu_set_is_empty(&hk)) {
@@ -337,6 +380,9 @@ static int resolve_cpus(ResolveCtx *c, json_t *doc) {
         }
         c->iso = iso;
         c->hk = hk;
+        k = note_split_cores(h, &iso, &hk, &c->notes);
+        if (k < 0)
+                return k;
 
         _cleanup_free_ char *il = cpu_set_format_list(&iso), *hl = cpu_set_format_list(&hk);
         json_t *out = json_pack("{s:s, s:s}", "isolated", il, "housekeeping", hl);
@@ -405,7 +451,7 @@ int profile_resolve(Profile *p, const Host *host, Resolved **ret, Error *ret_err
         json_object_foreach_safe (r->doc, tmp, key, v) {
                 if (streq(key, "cpus"))
                         continue;
-                const Schema *s = schema_child(profile_schema(), key);
+                const Schema *s = schema_child(p->schema, key);
                 _cleanup_free_ char *ptr = json_pointer_append("", key);
                 if (!ptr) {
                         k = -ENOMEM;
@@ -421,9 +467,11 @@ int profile_resolve(Profile *p, const Host *host, Resolved **ret, Error *ret_err
 
         r->isolated = c.iso;
         r->housekeeping = c.hk;
+        r->notes = TAKE_PTR(c.notes);
         *ret = TAKE_PTR(r);
         k = 0;
 finish:
         json_decref(c.x.builtins);
+        strv_free(c.notes);
         return k;
 }

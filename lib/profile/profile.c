@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Profile loading: files and their trust, includes, merge and origins, the document's schema and
- * names; and the list of profiles. Resolution is in profile-resolve.c, CPU expressions in
- * cpu-expr.c, the schema types in schema.c. */
+ * names. Resolution is in profile-resolve.c, CPU expressions in cpu-expr.c, the schema types in
+ * schema.c, the list of installed profiles in profile-list.c. */
+#include <assert.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "backend.h"
 #include "config.h"
 #include "profile-internal.h"
 #include "schema.h"
@@ -33,19 +32,6 @@ const char * const profile_dirs[] = {
 #define MAX_INCLUDE_DEPTH 16
 #define PROFILE_SIZE_MAX (1024 * 1024) /* bytes a profile file may hold */
 
-/* Where names are looked up: the root's user and shipped directories; then, when --root is not this
- * system, the profiles shipped with this program (installed, or its source tree when it runs from
- * its build directory): shipped profiles belong to the program, not to the host it examines. */
-typedef struct SearchPath {
-        struct {
-                Root *root;
-                const char *dir;
-                bool user;
-        } d[8];
-        size_t n;
-        Root *program, *source;
-} SearchPath;
-
 static bool running_from_build_dir(void) {
         char exe[PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -55,13 +41,13 @@ static bool running_from_build_dir(void) {
         return startswith(exe, BUILD_DIR "/");
 }
 
-static void search_path_done(SearchPath *sp) {
+void search_path_done(SearchPath *sp) {
         root_free(sp->program);
         root_free(sp->source);
         *sp = (SearchPath) {};
 }
 
-static void search_path_init(Root *root, SearchPath *sp) {
+void search_path_init(Root *root, SearchPath *sp) {
         *sp = (SearchPath) {};
         for (const char * const *dir = profile_dirs; *dir && sp->n < ELEMENTSOF(sp->d); dir++)
                 sp->d[sp->n++] = (typeof(sp->d[0])) { root, *dir, streq(*dir, PROFILE_DIR_USER) };
@@ -127,78 +113,15 @@ static const Schema check_schema = { SCHEMA_OBJECT, .fields = check_fields };
 
 static const Schema variables_schema = { SCHEMA_MAP, .items = &schema_scalar };
 
-/* A fragment is what a vendor overlay may carry: everything but include, variables and vendor.
- * Its keys are these, then every backend's section, then the tail. */
-static const SchemaField fragment_head[] = {
-        { "summary", &schema_string }, { "description", &schema_string }, { "cpus", &cpus_schema }, {}
-};
-static const SchemaField fragment_tail[] = { { "drift", &drift_schema }, { "check", &check_schema }, {} };
-static SchemaField fragment_fields[ELEMENTSOF(fragment_head) + _DOMAIN_MAX + ELEMENTSOF(fragment_tail)];
-static const Schema fragment_schema = { SCHEMA_OBJECT, .fields = fragment_fields };
-
-static const SchemaField vendor_fields[] = { { "intel", &fragment_schema }, { "amd", &fragment_schema }, {} };
-static const Schema vendor_schema = { SCHEMA_OBJECT, .fields = vendor_fields };
-
-/* A whole document: these, then a fragment's keys. */
-static const SchemaField top_head[] = {
-        { "include", &schema_strings }, { "variables", &variables_schema }, { "vendor", &vendor_schema }, {}
-};
-static SchemaField top_fields[ELEMENTSOF(top_head) + ELEMENTSOF(fragment_fields)];
-static const Schema top_schema = { SCHEMA_OBJECT, .fields = top_fields };
-
-static size_t fields_append(SchemaField *l, size_t n, const SchemaField *add) {
-        for (; add->key; add++)
-                l[n++] = *add;
-        return n;
-}
-
-static void schema_compose(void) {
-        size_t n = fields_append(fragment_fields, 0, fragment_head);
-        for (Domain d = 0; d < _DOMAIN_MAX; d++) {
-                const Backend *b = backend_for(d);
-                if (b && b->schema)
-                        fragment_fields[n++] = *b->schema;
-        }
-        n = fields_append(fragment_fields, n, fragment_tail);
-        fragment_fields[n] = (SchemaField) {};
-
-        n = fields_append(top_fields, 0, top_head);
-        n = fields_append(top_fields, n, fragment_fields);
-        top_fields[n] = (SchemaField) {};
-}
-
-const Schema *profile_schema(void) {
-        static pthread_once_t once = PTHREAD_ONCE_INIT;
-        (void) pthread_once(&once, schema_compose);
-        return &top_schema;
-}
-
-/* Checks that do not need the host: names and paths that must have a given shape. */
-/* What the schema cannot say: each domain's section is checked by its backend (names, required
- * keys, combinations), the core's own keys here. base: "" or "/vendor/NAME". */
-static int validate_names(const char *file, json_t *doc, const char *base, Error *e) {
-        size_t n;
-        const Backend * const *table = backend_table(&n);
-        for (size_t i = 0; i < n; i++) {
-                const Backend *b = table[i];
-                json_t *section = b->schema ? json_object_get(doc, b->schema->key) : NULL;
-                if (!b->check || !section)
-                        continue;
-                _cleanup_free_ char *p = json_pointer_append(base, b->schema->key);
-                if (!p)
-                        return -ENOMEM;
-                int k = b->check(file, section, p, e);
-                if (k < 0)
-                        return k;
-        }
-
-        size_t ai;
+/* An entry of drift.task_allow must match something. */
+static int check_drift(const char *file, json_t *drift, const char *ptr, Error *e) {
+        size_t i;
         json_t *v;
-        json_array_foreach (json_object_get(json_object_get(doc, "drift"), "task_allow"), ai, v) {
+        json_array_foreach (json_object_get(drift, "task_allow"), i, v) {
                 const char *entry = json_string_value(v);
                 if (entry && (!*entry || streq(entry, "!"))) {
                         _cleanup_free_ char *p = NULL;
-                        if (asprintf(&p, "%s/drift/task_allow/%zu", base, ai) < 0)
+                        if (asprintf(&p, "%s/task_allow/%zu", ptr, i) < 0)
                                 return -ENOMEM;
                         return error_set(e, -EINVAL, file, p,
                                          "an empty entry matches nothing; give a comm pattern (\"qemu-*\"), a cgroup "
@@ -206,6 +129,49 @@ static int validate_names(const char *file, json_t *doc, const char *base, Error
                 }
         }
         return 0;
+}
+
+/* A fragment is what a vendor overlay may carry: everything but include, variables and vendor.
+ * Its keys are these, then the sections, then the tail. */
+static const SchemaField fragment_head[] = {
+        { "summary", &schema_string }, { "description", &schema_string }, { "cpus", &cpus_schema }, {}
+};
+static const SchemaField fragment_tail[] = { { "drift", &drift_schema, check_drift }, { "check", &check_schema }, {} };
+
+/* A whole document: these, then a fragment's keys. */
+static const SchemaField top_head[] = {
+        { "include", &schema_strings }, { "variables", &variables_schema }, { "vendor" }, {}
+};
+
+static size_t fields_append(SchemaField *l, size_t n, const SchemaField *add) {
+        for (; add->key; add++)
+                l[n++] = *add;
+        return n;
+}
+
+void profile_schema_init(ProfileSchema *s, const SchemaField *sections, size_t n_sections) {
+        assert(n_sections <= PROFILE_SECTIONS_MAX);
+        *s = (ProfileSchema) {
+                .top = { SCHEMA_OBJECT, .fields = s->top_fields },
+                .fragment = { SCHEMA_OBJECT, .fields = s->fragment_fields },
+                .vendor = { SCHEMA_OBJECT, .fields = s->vendor_fields },
+        };
+        size_t n = fields_append(s->fragment_fields, 0, fragment_head);
+        for (size_t i = 0; i < n_sections; i++)
+                s->fragment_fields[n++] = sections[i];
+        n = fields_append(s->fragment_fields, n, fragment_tail);
+        s->fragment_fields[n] = (SchemaField) {};
+
+        s->vendor_fields[0] = (SchemaField) { "intel", &s->fragment };
+        s->vendor_fields[1] = (SchemaField) { "amd", &s->fragment };
+        s->vendor_fields[2] = (SchemaField) {};
+
+        n = fields_append(s->top_fields, 0, top_head);
+        for (size_t i = 0; i < n; i++)
+                if (!s->top_fields[i].schema) /* "vendor": overlays of this document's own shape */
+                        s->top_fields[i].schema = &s->vendor;
+        n = fields_append(s->top_fields, n, s->fragment_fields);
+        s->top_fields[n] = (SchemaField) {};
 }
 
 /* ---- loading and merging ---- */
@@ -228,7 +194,7 @@ bool profile_is_path(const char *s) {
         return strchr(s, '/') || (n > 5 && streq(s + n - 5, ".json"));
 }
 
-static bool valid_name(const char *s) {
+bool profile_name_valid(const char *s) {
         if (!*s || strlen(s) > 128)
                 return false;
         for (const char *c = s; *c; c++)
@@ -339,7 +305,7 @@ static int read_trusted(int fd, const char *display, char **ret_text, Error *e) 
 /* Every profile file and include is read here: rel under root, or with root NULL a path from the
  * current directory. Opening never blocks (a FIFO is refused, not waited on); what is read is
  * what was checked. -ENOENT when there is no such file, with the error set. */
-static int profile_read_file(Root *root, const char *rel, const char *display, char **ret_text, Error *e) {
+int profile_read_file(Root *root, const char *rel, const char *display, char **ret_text, Error *e) {
         const int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
         _cleanup_close_ int fd = root ? root_open(root, rel, flags, 0) : open(rel, flags);
         if (!root && fd < 0)
@@ -408,7 +374,7 @@ static int read_profile_text(Root *root, const char *name_or_path, const char *i
                 }
                 display = TAKE_PTR(path);
         } else {
-                if (!valid_name(name_or_path))
+                if (!profile_name_valid(name_or_path))
                         return error_set(
                                 e, -EINVAL, name_or_path, NULL,
                                 "not a profile name; names use letters, digits, '.', '_' and '-' (see rtpartctl list), or give a path to a .json file");
@@ -529,30 +495,18 @@ const char *profile_origin_of(const json_t *origins, const char *ptr, const char
 
 typedef struct LoadState {
         Root *root;
+        const Schema *schema;
         char **stack; /* files being loaded, as displayed */
         char **keys;  /* … and their real paths, for cycle detection */
         char **files;
 } LoadState;
 
-/* The schema and the names of one profile document, its vendor overlays included. */
-static int validate_document(const char *file, const json_t *doc, Error *e) {
-        int k = schema_validate(file, "", doc, profile_schema(), e);
+/* The shape of one profile document and what its checks say (its vendor overlays included). */
+static int validate_document(const char *file, const json_t *doc, const Schema *schema, Error *e) {
+        int k = schema_validate(file, "", doc, schema, e);
         if (k < 0)
                 return k;
-        k = validate_names(file, (json_t *) doc, "", e);
-        if (k < 0)
-                return k;
-        const char *vkey;
-        json_t *vfrag;
-        json_object_foreach (json_object_get(doc, "vendor"), vkey, vfrag) {
-                _cleanup_free_ char *base = NULL;
-                if (asprintf(&base, "/vendor/%s", vkey) < 0)
-                        return -ENOMEM;
-                k = validate_names(file, vfrag, base, e);
-                if (k < 0)
-                        return k;
-        }
-        return 0;
+        return schema_check(file, "", (json_t *) doc, schema, e);
 }
 
 static int load_rec(LoadState *st, const char *name_or_path, const char *include_dir, const char *from_file,
@@ -593,7 +547,7 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
                         return -ENOMEM;
                 return error_set(e, -EINVAL, where, NULL, "not valid JSON: %s", jerr.text);
         }
-        k = validate_document(display, doc, e);
+        k = validate_document(display, doc, st->schema, e);
         if (k < 0)
                 return k;
 
@@ -654,9 +608,9 @@ static int load_rec(LoadState *st, const char *name_or_path, const char *include
         return 0;
 }
 
-int profile_load(Root *root, const char *name_or_path, Profile **ret, Error *ret_error) {
+int profile_load(Root *root, const Schema *schema, const char *name_or_path, Profile **ret, Error *ret_error) {
         _cleanup_(profile_freep) Profile *p = NULL;
-        LoadState st = { .root = root };
+        LoadState st = { .root = root, .schema = schema };
         int k;
 
         p = calloc(1, sizeof(*p));
@@ -664,6 +618,7 @@ int profile_load(Root *root, const char *name_or_path, Profile **ret, Error *ret
                 return -ENOMEM;
         p->origins = json_object();
         p->name = stem(name_or_path);
+        p->schema = schema;
         if (!p->origins || !p->name)
                 return -ENOMEM;
 
@@ -682,7 +637,7 @@ int profile_load(Root *root, const char *name_or_path, Profile **ret, Error *ret
         return 0;
 }
 
-int profile_from_document(const char *name, const json_t *doc, Profile **ret, Error *ret_error) {
+int profile_from_document(const Schema *schema, const char *name, const json_t *doc, Profile **ret, Error *ret_error) {
         _cleanup_(profile_freep) Profile *p = NULL;
         _cleanup_free_ char *label = NULL;
         int k;
@@ -691,7 +646,7 @@ int profile_from_document(const char *name, const json_t *doc, Profile **ret, Er
                 return -ENOMEM;
         if (!name || !*name || !doc)
                 return error_set(ret_error, -EINVAL, label, NULL, "no profile document; apply the profile again");
-        k = validate_document(label, doc, ret_error);
+        k = validate_document(label, doc, schema, ret_error);
         if (k < 0)
                 return k;
         if (json_object_get(doc, "include"))
@@ -702,6 +657,7 @@ int profile_from_document(const char *name, const json_t *doc, Profile **ret, Er
         if (!p)
                 return -ENOMEM;
         p->name = strdup(name);
+        p->schema = schema;
         p->doc = json_deep_copy(doc);
         p->origins = json_object();
         if (!p->name || !p->doc || !p->origins)
@@ -713,90 +669,5 @@ int profile_from_document(const char *name, const json_t *doc, Profile **ret, Er
         if (summary && !(p->summary = strdup(summary)))
                 return -ENOMEM;
         *ret = TAKE_PTR(p);
-        return 0;
-}
-
-void profile_info_free_many(ProfileInfo *l, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(l[i].name);
-                free(l[i].path);
-                free(l[i].summary);
-        }
-        free(l);
-}
-
-static int info_cmp(const void *a, const void *b) {
-        return strcmp(((const ProfileInfo *) a)->name, ((const ProfileInfo *) b)->name);
-}
-
-static int profile_info_add(Root *root, const char *dir, bool user, const char *file, ProfileInfo **l, size_t *n) {
-        size_t len = strlen(file);
-        _cleanup_free_ char *name = strndup(file, len - 5), *rel = NULL, *text = NULL;
-
-        if (!name)
-                return -ENOMEM;
-        for (size_t i = 0; i < *n; i++)
-                if (streq((*l)[i].name, name)) {
-                        (*l)[i].shadows = (*l)[i].shadows || (*l)[i].user; /* the user's hides a shipped one */
-                        return 0;
-                }
-        if (asprintf(&rel, "%s/%s", dir, file) < 0)
-                return -ENOMEM;
-        char *summary = NULL;
-        /* A file that is no profile (a FIFO, another user's) gets no summary; apply says why. */
-        if (profile_read_file(root, rel, rel, &text, NULL) >= 0) {
-                json_t *doc = json_loads(text, 0, NULL);
-                const char *s = json_string_value(json_object_get(doc, "summary"));
-                summary = s ? strdup(s) : NULL;
-                json_decref(doc);
-        }
-        char *path = root_display_path(root, rel);
-        ProfileInfo *m = realloc(*l, (*n + 1) * sizeof(ProfileInfo));
-        if (!m || !path) {
-                free(summary);
-                free(path);
-                if (m)
-                        *l = m;
-                return -ENOMEM;
-        }
-        *l = m;
-        m[(*n)++] = (ProfileInfo) { .name = TAKE_PTR(name), .path = path, .summary = summary, .user = user };
-        return 0;
-}
-
-int profile_list(Root *root, ProfileInfo **ret, size_t *ret_n) {
-        ProfileInfo *l = NULL;
-        size_t n = 0;
-        SearchPath sp;
-
-        search_path_init(root, &sp);
-        for (size_t di = 0; di < sp.n; di++) {
-                struct dirent **entries;
-                _cleanup_close_ int fd = root_open(sp.d[di].root, sp.d[di].dir, O_RDONLY | O_DIRECTORY, 0);
-                if (fd < 0)
-                        continue;
-                int k = scandirat(fd, ".", &entries, NULL, alphasort);
-                if (k < 0)
-                        continue;
-                int r = 0;
-                for (int i = 0; i < k; i++) {
-                        const char *f = entries[i]->d_name;
-                        size_t len = strlen(f);
-                        if (r >= 0 && len > 5 && streq(f + len - 5, ".json") && f[0] != '.')
-                                r = profile_info_add(sp.d[di].root, sp.d[di].dir, sp.d[di].user, f, &l, &n);
-                        free(entries[i]);
-                }
-                free(entries);
-                if (r < 0) {
-                        search_path_done(&sp);
-                        profile_info_free_many(l, n);
-                        return r;
-                }
-        }
-        search_path_done(&sp);
-        if (n)
-                qsort(l, n, sizeof(ProfileInfo), info_cmp);
-        *ret = l;
-        *ret_n = n;
         return 0;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile.h"
 #include "schema.h"
 #include "strv.h"
 
@@ -30,6 +31,25 @@ const Schema *schema_child(const Schema *s, const char *key) {
                         if (streq(f->key, key))
                                 return f->schema;
         return NULL;
+}
+
+int schema_check(const char *file, const char *ptr, json_t *v, const Schema *s, Error *e) {
+        if (!s || s->kind != SCHEMA_OBJECT || !json_is_object(v))
+                return 0;
+        /* This object's own checks, then the objects below it (a vendor overlay's sections). */
+        for (int below = 0; below < 2; below++)
+                for (const SchemaField *f = s->fields; f->key; f++) {
+                        json_t *child = json_object_get(v, f->key);
+                        if (!child || (!below && !f->check))
+                                continue;
+                        _cleanup_free_ char *p = json_pointer_append(ptr, f->key);
+                        if (!p)
+                                return -ENOMEM;
+                        int k = below ? schema_check(file, p, child, f->schema, e) : f->check(file, child, p, e);
+                        if (k < 0)
+                                return k;
+                }
+        return 0;
 }
 
 static unsigned edit_distance(const char *a, const char *b) {

@@ -3,11 +3,12 @@
 
 /* The shape of a profile document: what each key may hold, checked before anything is resolved,
  * with messages that name the JSON pointer and the fix. The core keys live in profile.c; each
- * domain's section lives in its backend file (Backend.schema). */
+ * domain's section lives in its backend file (Backend.schema, Backend.check), and the backends
+ * layer composes the document's schema of both (backend_profile_schema()). */
 
 #include <jansson.h>
 
-#include "profile.h"
+#include "error.h"
 
 typedef enum SchemaKind {
         SCHEMA_STRING,
@@ -27,10 +28,16 @@ typedef enum SchemaKind {
 
 typedef struct Schema Schema;
 
-/* One key of an object, or a whole profile section: its key and what it holds. */
+/* What a schema cannot say of a value (names, required keys, combinations), asked once the whole
+ * document has its shape: an error at a pointer below ptr (v's own), or 0. */
+typedef int (*SchemaCheck)(const char *file, json_t *v, const char *ptr, Error *e);
+
+/* One key of an object, or a whole profile section: its key, what it holds and, where the schema
+ * cannot say it all, the check of its value (NULL: none). */
 typedef struct SchemaField {
         const char *key;
         const Schema *schema;
+        SchemaCheck check;
 } SchemaField;
 
 struct Schema {
@@ -55,13 +62,14 @@ extern const Schema schema_values;   /* free keys, each a scalar or null (sysctl
  * was expected and, for a mistyped key or value, the closest allowed one. */
 int schema_validate(const char *file, const char *ptr, const json_t *v, const Schema *s, Error *e);
 
+/* Runs the checks (SchemaField.check) of v, an object of schema s found at ptr in file: those of
+ * its own fields first, then those below them; v has been validated against s. The first error
+ * is returned. */
+int schema_check(const char *file, const char *ptr, json_t *v, const Schema *s, Error *e);
+
 /* The schema of key in an object or map of schema s; NULL when s does not know key. */
 const Schema *schema_child(const Schema *s, const char *key);
 
 /* The candidate a mistyped word most likely meant ("prio" → "priority"), or NULL: for "did you
  * mean" in messages. */
 const char *schema_closest(const char *key, const char * const *candidates, size_t n);
-
-/* A whole profile document: the core keys (include, variables, vendor, summary, cpus, drift …, in
- * profile.c) around the section of every backend, in Domain order. */
-const Schema *profile_schema(void);

@@ -9,16 +9,25 @@
  *   - after a write of a value the plan would accept, reading the argument gives that value;
  *   - writing back what was read before (revert), when the backend takes it, reads back as it
  *     was read;
- *   - GRUB's variables as env_text_get() finds them never span lines. */
+ *   except where the write gives a GRUB argument back to the base (grub_gives_back()): then it
+ *   reads as the base has it;
+ *   - rtpart's GRUB drop-in is inert: outside comments and single-quoted strings it has no
+ *     command substitution, no backslash but before a quote, and no expansion but of its own
+ *     variables and GRUB's two;
+ *   - sourced by /bin/sh (with the base's values in the environment and no PATH), it gives
+ *     GRUB_CMDLINE_LINUX and _DEFAULT byte for byte as grub_values() computes them. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "backend.h"
+#include "boot-internal.h"
 #include "root.h"
 #include "strv.h"
 
@@ -77,14 +86,120 @@ static bool plan_accepts(const char *v) {
         return !v || (!bootarg_value_invalid(v) && !strpbrk(v, " \t\"'"));
 }
 
+/* Outside comments and single quotes: only rtpart's own expansions, nothing that runs. */
+static bool dropin_inert(const char *t) {
+        static const char * const ok[] = { "rtpart_v", "{rtpart_v", "{rtpart_t", "{GRUB_CMDLINE_LINUX-}",
+                                           "{GRUB_CMDLINE_LINUX_DEFAULT-}" };
+        for (const char *p = t; *p; p++) {
+                if (*p == '#' && (p == t || p[-1] == '\n')) {
+                        p = strchrnul(p, '\n');
+                        if (!*p)
+                                break;
+                } else if (*p == '\'') {
+                        p = strchr(p + 1, '\'');
+                        if (!p)
+                                return false;
+                } else if (*p == '\\' && p[1] == '\'')
+                        p++; /* '\'': a quote inside single quotes, as shell_quote() writes it */
+                else if (*p == '`' || *p == '\\')
+                        return false;
+                else if (*p == '$') {
+                        bool good = false;
+                        for (size_t i = 0; i < ELEMENTSOF(ok); i++)
+                                good = good || startswith(p + 1, ok[i]);
+                        if (!good)
+                                return false;
+                }
+        }
+        return true;
+}
+
+/* What /bin/sh makes of the drop-in, the base's values in its environment: "LINUX\001DEFAULT". */
+static char *sourced(const char *l, const char *d) {
+        char path[PATH_MAX];
+        int fds[2];
+        snprintf(path, sizeof(path), "%s/%s", dir, files[1]);
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                abort();
+        pid_t pid = fork();
+        if (pid < 0)
+                abort();
+        if (pid == 0) {
+                char *envl = NULL, *envd = NULL;
+                if (asprintf(&envl, "GRUB_CMDLINE_LINUX=%s", l) < 0 ||
+                    asprintf(&envd, "GRUB_CMDLINE_LINUX_DEFAULT=%s", d) < 0)
+                        _exit(126);
+                char *envp[] = { envl, envd, (char *) "PATH=/nonexistent", NULL };
+                /* libFuzzer's timer (SIGALRM) would outlive the exec and kill the shell. */
+                (void) setitimer(ITIMER_REAL, &(struct itimerval) {}, NULL);
+                if (dup2(fds[1], STDOUT_FILENO) < 0 || chdir(dir) < 0)
+                        _exit(126);
+                execle("/bin/sh", "sh", "-c",
+                       "set -e; . \"$0\"; printf '%s\\001%s' \"$GRUB_CMDLINE_LINUX\" \"$GRUB_CMDLINE_LINUX_DEFAULT\"",
+                       path, (char *) NULL, envp);
+                _exit(127);
+        }
+        close(fds[1]);
+        StrBuf b = {};
+        char buf[4096];
+        ssize_t n;
+        while ((n = read(fds[0], buf, sizeof(buf) - 1)) != 0) {
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        abort();
+                buf[n] = 0;
+                strbuf_append(&b, buf);
+        }
+        close(fds[0]);
+        int st, w;
+        while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+                ;
+        if (w < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                abort();
+        return strbuf_steal(&b);
+}
+
+/* The drop-in as written is inert and does what grub_values() says. */
+static void check_dropin(void) {
+        _cleanup_(grub_done) Grub g = {};
+        _cleanup_free_ char *why = NULL, *l = NULL, *d = NULL, *text = NULL, *want = NULL, *got = NULL;
+        if (root_read_file(root, files[1], &text, NULL) < 0)
+                return; /* none */
+        if (!dropin_inert(text) || grub_load(root, &g, &why) < 0 || grub_values(&g, &l, &d) < 0)
+                abort();
+        if (strchr(g.linux_, 0x01) || strchr(g.default_, 0x01))
+                return; /* the separator of sourced() */
+        if (asprintf(&want, "%s\001%s", l, d) < 0)
+                abort();
+        got = sourced(g.linux_, g.default_);
+        if (!got || !streq(got, want))
+                abort();
+}
+
+/* What a read gives after writing value: value, or the base's own when the write gives the
+ * argument back to it. */
+static char *expected_after(int mode, const Knob *k, const char *value) {
+        _cleanup_(grub_done) Grub g = {};
+        _cleanup_free_ char *why = NULL;
+        char *v = NULL;
+        if (mode != 0 || grub_load(root, &g, &why) < 0 || !grub_gives_back(&g, k->id + strlen("boot/"), value))
+                return value ? strdup(value) : NULL;
+        g.dropin = false; /* the base alone */
+        if (grub_get(&g, k->id + strlen("boot/"), &v) < 0)
+                abort();
+        return v;
+}
+
 static int read_arg(const Knob *k, char **ret) {
         *ret = NULL;
         return backend_boot.read(root, k, ret);
 }
 
 static int write_arg(const Knob *k, const char *value) {
+        KnobKeep keep = { .root = root, .dir = "var/lib/rtpart/boot-backup" }; /* as the engine lends it */
         KnobResult r = {};
-        int n = backend_boot.write(root, k, value, &r);
+        int n = backend_boot.write(root, k, value, &keep, &r);
         knob_result_done(&r);
         return n;
 }
@@ -122,11 +237,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 put(files[0], part[1], len[1]);
                 if (len[2] > 0)
                         put(files[1], part[2], len[2]);
-                for (size_t i = 0; i < 2; i++) {
-                        _cleanup_free_ char *l = env_text_get(part[1 + i], "GRUB_CMDLINE_LINUX");
-                        if (l && strchr(l, '\n'))
-                                abort();
-                }
         } else if (mode == 1) {
                 put(files[2], part[1], len[1]);
                 put(files[3], part[2], len[2]);
@@ -145,15 +255,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
         if (read_arg(&k, &before) < 0)
                 return 0;
+        _cleanup_free_ char *want = expected_after(mode, &k, value);
         int r = write_arg(&k, value);
         if (r != KNOB_DONE)
                 return 0;
         if (read_arg(&k, &after) < 0)
                 abort();
-        if (!streq_ptr(after, value))
+        if (!streq_ptr(after, want))
                 abort();
+        if (mode == 0)
+                check_dropin();
         /* Revert: the value read first goes back (where the backend takes it). */
-        if (write_arg(&k, before) == KNOB_DONE && (read_arg(&k, &reverted) < 0 || !streq_ptr(reverted, before)))
+        _cleanup_free_ char *want_back = expected_after(mode, &k, before);
+        if (write_arg(&k, before) == KNOB_DONE && (read_arg(&k, &reverted) < 0 || !streq_ptr(reverted, want_back)))
                 abort();
+        if (mode == 0)
+                check_dropin();
         return 0;
 }

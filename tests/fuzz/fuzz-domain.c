@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* libFuzzer target for the libvirt domain XML that export libvirt --domain merges into
- * (lib/interop/export.c export_domain_parse, export_domain_merge). What must hold for a document it
+ * (lib/interop/export-domain.c export_domain_parse, export_domain_merge). What must hold for a document it
  * takes: the spans it would replace lie inside the text, sorted and apart, the insertion point is
  * not inside one of them, and the merged document (with a <cputune/> in place of the elements
  * replaced) is taken again, with the same vCPUs and I/O threads and that one <cputune/> to

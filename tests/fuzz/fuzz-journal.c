@@ -12,11 +12,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (size > 65536)
                 return 0;
         _cleanup_(journal_freep) Journal *j = NULL, *again = NULL;
-        JournalError e = {};
+        _cleanup_(error_done) Error e = {};
         int k = journal_parse((const char *) data, size, "state.json", &j, &e);
-        if (k == -EBADMSG && !e.message)
+        if (k == -EBADMSG && (!e.message || e.code != -EBADMSG || !e.file))
                 abort();
-        journal_error_done(&e);
+        error_done(&e);
         if (k < 0)
                 return 0;
 

@@ -80,7 +80,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Resolved *r = NULL;
         Plan *plan = NULL;
         Error e = {};
-        if (profile_load(root, profile_path, &p, &e) >= 0 && profile_resolve(p, host, &r, &e) >= 0)
+        if (profile_load(root, backend_profile_schema(), profile_path, &p, &e) >= 0 &&
+            profile_resolve(p, host, &r, &e) >= 0)
                 (void) plan_build(r, root, &plan, &e);
         char *msg = error_format(&e, "invalid profile");
         free(msg);

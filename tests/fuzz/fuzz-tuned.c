@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for the tuned profile reader (lib/interop/tuned-import.c): the input is a tuned.conf
+/* libFuzzer target for the tuned profile reader (lib/interop/tuned-*.c): the input is a tuned.conf
  * that may include a fixed profile ("base") and a variables file; it is parsed, merged, its
  * variables and functions expanded, and mapped. What must hold: an import either fails with a
  * message naming a file, or gives a JSON object that serialises, with at most as many unsupported
- * options as notes, each note with a file and a message. The input is also read as a variables
- * file and as a tuned CPU list. */
+ * options as notes, each note with a file and a message. The input is also the profile's script
+ * (its start() mapped), and read as a variables file and as a tuned CPU list. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,7 +32,8 @@ static void split(void *userdata, unsigned cores_per_node, CpuSet *ret) {
 
 static int read_file(void *userdata, const char *path, bool host_path, char **ret) {
         const char *text = NULL;
-        if (streq(path, "/usr/lib/tuned/f/tuned.conf"))
+        /* The input is also its own script ([script] script=${i:PROFILE_DIR}/script.sh). */
+        if (streq(path, "/usr/lib/tuned/f/tuned.conf") || streq(path, "/usr/lib/tuned/f/script.sh"))
                 text = input;
         for (size_t i = 0; i < ELEMENTSOF(files); i++)
                 if (streq(path, files[i].path))
@@ -53,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         cpu_set_add_range(&env.online, 0, 7);
         cpu_set_add_range(&env.present, 0, 9);
         TunedImport t = {};
-        TunedError e = {};
+        Error e = {};
         int r = tuned_import(&env, "f", /* dir= */ false, &t, &e);
         if (r == 0) {
                 if (!json_is_object(t.profile) || t.n_unsupported > t.n_notes)
@@ -65,12 +66,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         } else if (r == -EINVAL && (!e.file || !e.message))
                 abort();
         tuned_import_done(&t);
-        tuned_error_done(&e);
+        error_done(&e);
 
         TunedIni ini = {};
         if (tuned_ini_parse(s, "v.conf", /* allow_no_value= */ true, &ini, &e) == 0)
                 tuned_ini_done(&ini);
-        tuned_error_done(&e);
+        error_done(&e);
 
         CpuSet set;
         (void) tuned_cpulist_parse(s, &set);

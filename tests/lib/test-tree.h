@@ -17,23 +17,17 @@
 #include "strv.h"
 #include "test-util.h"
 
-/* A copy of tests/fixtures/hosts/NAME in a new directory on tmpfs (or /tmp without /dev/shm). */
+/* A copy of the bundled host NAME (fixture_host()) on tmpfs where there is one. */
 static inline char *tree_copy_host(const char *name) {
-        _cleanup_free_ char *src = fixture_host(name), *cmd = NULL;
-        char *dst = strdup(access("/dev/shm", W_OK) == 0 ? "/dev/shm/rtpart-test-XXXXXX" : "/tmp/rtpart-test-XXXXXX");
-        ck_assert_ptr_nonnull(dst);
-        ck_assert_ptr_nonnull(mkdtemp(dst));
-        ck_assert(asprintf(&cmd, "cp -a '%s/.' '%s/'", src, dst) >= 0);
-        ck_assert_int_eq(system(cmd), 0);
+        char *dst = NULL, *prof = NULL;
+        test_fixture(name, /* copy= */ true, &dst, &prof, NULL, NULL);
+        test_rmtree(prof);
+        free(prof);
         return dst;
 }
 
 static inline void tree_remove(const char *path) {
-        _cleanup_free_ char *cmd = NULL;
-        if (!path || (!startswith(path, "/dev/shm/rtpart-test-") && !startswith(path, "/tmp/rtpart-test-")))
-                return;
-        ck_assert(asprintf(&cmd, "rm -rf '%s'", path) >= 0);
-        (void) system(cmd);
+        test_rmtree(path);
 }
 
 /* Runs a shell command with its output captured; returns the exit status. */
@@ -143,7 +137,9 @@ static inline int tree_apply(const char *root_path, const char *profile, EngineR
         ck_assert_msg(k == 0, "plan: %d", k);
         error_done(&pe);
         EngineResult res = {};
-        k = engine_apply(root, host, r, plan, &res);
+        JournalStore *journal = test_journal_locked(root);
+        k = engine_apply(root, journal, host, r, plan, &res);
+        journal_store_free(journal);
         if (ret)
                 *ret = res;
         else
@@ -161,9 +157,7 @@ static inline size_t tree_verify(const char *root_path, char **ret_first) {
         Root *root;
         ck_assert_int_eq(root_new(root_path, &root), 0);
         VerifyResult v = {};
-        Journal *j = NULL;
-        JournalError je = {};
-        ck_assert_int_eq(journal_load(root, &j, &je), 0);
+        Journal *j = test_journal_load(root);
         ck_assert_int_eq(engine_verify(root, j, "", &v), 0);
         journal_free(j);
         size_t n = v.n_drift;
@@ -183,7 +177,9 @@ static inline int tree_revert(const char *root_path) {
         Host *host;
         test_open_host(root_path, &root, &host);
         EngineResult res = {};
-        int k = engine_revert(root, host, &res);
+        JournalStore *journal = test_journal_locked(root);
+        int k = engine_revert(root, journal, host, &res);
+        journal_store_free(journal);
         engine_result_done(&res);
         host_free(host);
         root_free(root);

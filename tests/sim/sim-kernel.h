@@ -45,10 +45,15 @@
 int sim_unshare_file(Root *r, const char *rel);
 /* After a value was written to rel: what tracefs does (sim-tracefs.c). */
 void sim_tracefs_written(Root *r, const char *rel, const char *value);
+/* root_run_program() on a fake host (sim-programs.c). */
+int sim_run_program(Root *r, char * const *argv, char **ret_output);
 
 /* The simulator's ops table (sim-root.c), which root_new() gives every root other than "/" in the
  * programs linked with the simulator. */
 extern const RootOps sim_root_ops;
+/* The units this process asked a simulated root to restart (root_try_restart_unit()), in order; a
+ * NULL-terminated list (NULL: none yet) the simulator owns. */
+char * const *sim_restarted_units(void);
 
 /* hier: the hierarchy's root-relative mount ("sys/fs/cgroup", "sys/fs/cgroup/cpuset"); whether it
  * is cgroup v2 or a v1 cpuset is read from the tree (v2 has cgroup.controllers). name: a

@@ -17,8 +17,9 @@
  *
  * Every write to the tree counts as one fault point, numbered from 1 in the order the process
  * makes them: a value written, a kernel object made, written or removed, a whole file replaced
- * (configuration files and the journal, also under --state-dir), a file reserved or unlinked, a
- * directory made or removed, the bootloader updated. Both hooks count the same points:
+ * (configuration files and the journal, also under --state-dir: two points, its temporary written
+ * and its rename), a file reserved or unlinked, a directory made or removed, the bootloader
+ * updated. Both hooks count the same points:
  *
  *   RTPART_TEST_CRASH_AFTER=N   the process kills itself (SIGKILL, as a crash would) right after
  *                               the Nth write (done or failed), so tests can prove recovery at
@@ -29,7 +30,13 @@
  *   RTPART_TEST_WRITE_LOG=FILE  a line "N OP PATH RESULT" is appended to FILE for every write, so
  *                               that a test knows how many points a run has and what each is.
  *   RTPART_BOOTLOADER_UPDATE=C  the root can update its bootloader, and the command C (run with
- *                               RTPART_ROOT set to the tree) stands in for update-grub. */
+ *                               RTPART_ROOT set to the tree) stands in for update-grub.
+ *   RTPART_TEST_UNIT_LOG=FILE   a line "try-restart UNIT" is appended to FILE for every unit the
+ *                               process asks the root to restart (no write: not a fault point).
+ *   RTPART_TEST_PIN_LOG=FILE    rtpartd pinning itself (no fault point: nothing of the tree is
+ *                               written) appends the CPU list to FILE.
+ *
+ * Programs run (root_run_program()) are stand-ins, where the tree has them: sim-programs.c. */
 
 int sim_unshare_file(Root *r, const char *rel) {
         struct stat st;
@@ -199,8 +206,15 @@ static int write_object(Root *r, RootFs fs, const char *mount, const char *name,
                                                    : sim_cgroup_write(r, mount, name, file, value));
 }
 
+/* Two points: the temporary made and written ("replace-temp"), then renamed over the file
+ * ("replace"); a crash after the first leaves the temporary, as one between them on a real host
+ * would, for the recovery to find. */
 static int replace_file(Root *r, const char *rel, const char *data, size_t size, mode_t mode) {
-        return COUNTED_WRITE("replace", rel, root_file_replace(r, rel, data, size, mode));
+        _cleanup_(root_temp_done) RootTemp t = { .dfd = -EBADF };
+        int k = COUNTED_WRITE("replace-temp", rel, root_file_replace_begin(r, rel, data, size, mode, &t));
+        if (k < 0)
+                return k;
+        return COUNTED_WRITE("replace", rel, root_file_replace_commit(&t));
 }
 
 static int reserve_file(Root *r, const char *rel, size_t size) {
@@ -228,28 +242,62 @@ static int pm_qos_open(Root *r) {
         return fd < 0 ? -errno : fd;
 }
 
+/* The daemon's CPUs are the machine's, not the tree's: the pinning is shown, not made. */
+static int pin_self(Root *r, const CpuSet *cpus) {
+        const char *log = getenv("RTPART_TEST_PIN_LOG");
+        _cleanup_free_ char *list = cpu_set_format_list(cpus);
+        if (!list)
+                return -ENOMEM;
+        if (log && *log) {
+                _cleanup_close_ int fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+                if (fd < 0 || dprintf(fd, "%s\n", list) < 0)
+                        return -errno;
+        }
+        return 0;
+}
+
 static int update_bootloader(Root *r, const char *command) {
         const char *stand_in = getenv("RTPART_BOOTLOADER_UPDATE");
         return COUNTED_WRITE("update-bootloader", "", root_run_shell(r, stand_in && *stand_in ? stand_in : command));
 }
 
+/* Nothing to restart behind a tree: the request is recorded (sim_restarted_units()), and logged. */
+static char **restarted = NULL;
+
+char * const *sim_restarted_units(void) {
+        return restarted;
+}
+
+static int try_restart_unit(Root *r, const char *unit) {
+        const char *log = getenv("RTPART_TEST_UNIT_LOG");
+        if (log && *log) {
+                _cleanup_close_ int fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+                if (fd >= 0)
+                        (void) dprintf(fd, "try-restart %s\n", unit);
+        }
+        return strv_extend(&restarted, unit);
+}
+
 #define SIM_OPS \
         .write_value = write_value, .mkdir_object = mkdir_object, .rmdir_object = rmdir_object, \
-        .write_object = write_object, .pm_qos_open = pm_qos_open, .update_bootloader = update_bootloader, \
-        .replace_file = replace_file, .reserve_file = reserve_file, .unlink_file = unlink_file, .make_dir = make_dir, \
-        .remove_dir = remove_dir
+        .write_object = write_object, .pm_qos_open = pm_qos_open, .pin_self = pin_self, \
+        .update_bootloader = update_bootloader, .replace_file = replace_file, .reserve_file = reserve_file, \
+        .unlink_file = unlink_file, .make_dir = make_dir, .remove_dir = remove_dir, \
+        .try_restart_unit = try_restart_unit, .run_program = sim_run_program
 
 /* No ROOT_CAN_SCHEDULE, _WATCH_PROCESSES, _ASK_SYSTEMD or _MOUNT: a tree's PIDs are nobody's
- * threads, and no systemd or mount table stands behind it. */
+ * threads, and no systemd or mount table stands behind it. A unit restarted is recorded, and
+ * rtpartd pinning itself shown (RTPART_TEST_PIN_LOG). */
 const RootOps sim_root_ops = {
         .name = "simulator",
-        .can = ROOT_CAN_HOLD_PM_QOS,
+        .can = ROOT_CAN_HOLD_PM_QOS | ROOT_CAN_RESTART_UNITS | ROOT_CAN_RUN_PROGRAMS | ROOT_CAN_PIN_SELF,
         SIM_OPS,
 };
 
 static const RootOps sim_root_ops_bootloader = {
         .name = "simulator",
-        .can = ROOT_CAN_HOLD_PM_QOS | ROOT_CAN_UPDATE_BOOTLOADER,
+        .can = ROOT_CAN_HOLD_PM_QOS | ROOT_CAN_UPDATE_BOOTLOADER | ROOT_CAN_RESTART_UNITS | ROOT_CAN_RUN_PROGRAMS |
+                ROOT_CAN_PIN_SELF,
         SIM_OPS,
 };
 

@@ -26,7 +26,7 @@ import unittest
 SRC = os.environ.get("RTPART_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
 BUILD = os.environ.get("RTPART_BUILD_DIR") or os.path.join(SRC, "build")
 CTL = os.environ.get("RTPARTCTL") or os.path.join(BUILD, "tests", "sim", "rtpartctl")
-HOSTS = os.path.join(SRC, "tests", "fixtures", "hosts")
+HOSTS = os.environ.get("RTPART_HOSTS_DIR") or os.path.join(BUILD, "tests", "fixtures", "hosts")
 PROFILES = os.path.join(SRC, "profiles")
 
 
@@ -93,7 +93,11 @@ class SysrootAudit(unittest.TestCase):
             self.assertRegex(p.stderr, r"--(seconds|cpus)")
         p = run("verify", "--seconds", "2", root=self.root)
         self.assertEqual(p.returncode, 2)
-        self.assertIn("they are audit's", p.stderr)
+        self.assertIn("verify does not take --seconds (audit's and check's)", p.stderr)
+        # audit takes --seconds and --cpus: the message names the option it does not take, and whose it is.
+        p = run("audit", "--seconds", "1", "--cpus", "1", "--svg", "x.svg", root=self.root)
+        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.stderr.strip(), "rtpartctl: audit does not take --svg (check's)")
 
     def make_tracefs(self, tracers):
         files = {"available_tracers": tracers + "\n", "current_tracer": "nop\n", "tracing_on": "1\n",
@@ -163,7 +167,39 @@ class SysrootAudit(unittest.TestCase):
         ran = [e for e in c["threads"] if e["tid"] == 12]
         self.assertEqual(len(ran), 1, c["threads"])
         self.assertTrue(ran[0]["kernel"])
-        self.assertIn("kthread.rules", ran[0]["fix"])
+        self.assertIn("kthreads.rules", ran[0]["fix"])
+
+    def test_pinned_task_is_named(self):
+        """A task pinned to the audited CPU only is named, in text first, whatever else may run there."""
+        src, dst = self.path("proc/408"), self.path("proc/409")
+        shutil.copytree(src, dst)
+        os.rename(os.path.join(dst, "task", "408"), os.path.join(dst, "task", "409"))
+        for d in (dst, os.path.join(dst, "task", "409")):
+            if not os.path.isdir(d):
+                continue
+            for name, text in (("comm", "pinned-app\n"),
+                               ("status", None), ("stat", None)):
+                f = os.path.join(d, name)
+                if not os.path.exists(f):
+                    continue
+                if text is None:
+                    with open(f) as fh:
+                        text = fh.read().replace("408 (bash)", "409 (pinned-app)").replace("bash", "pinned-app")
+                        text = re.sub(r"Cpus_allowed:\t\w+", "Cpus_allowed:\t8", text)
+                        text = re.sub(r"Cpus_allowed_list:\t\S+", "Cpus_allowed_list:\t3", text)
+                        text = re.sub(r"^(Pid|Tgid):\t408", r"\1:\t409", text, flags=re.M)
+                with open(f, "w") as fh:
+                    fh.write(text)
+        p = run("--json", "audit", "--cpus", "3", "--seconds", "1", root=self.root)
+        doc = json.loads(p.stdout)
+        may = doc["cpu"][0]["may_run"]
+        self.assertEqual([e["tid"] for e in may["pinned"]], [409], may)
+        self.assertEqual(doc["may_run"][0]["tid"], 409)
+        self.assertTrue(doc["may_run"][0]["pinned"])
+        self.assertEqual(len(doc["may_run"]), may["count"])  # the one CPU audited: every thread, once
+        p = run("audit", "--cpus", "3", "--seconds", "1", root=self.root)
+        self.assertRegex(p.stdout, r"\n  may run     \d+ threads outside the profile's partitions may run here; "
+                                   r"pinned to the audited CPUs: pinned-app \(409\); others: ")
 
     def test_applied_profile_chooses_the_cpus(self):
         p = run("apply", "realtime", root=self.root)

@@ -3,7 +3,9 @@
 bash-completion library and the script sourced, COMP_WORDS/COMP_CWORD/COMP_LINE set, the
 completion function called, COMPREPLY read. Commands, options (a command's own), option values,
 the literal argument of check, the commands after help, and profile names from the tree of the
---root given on the line (a fake host with a profile of its own in etc/rtpart/profiles).
+--root given on the line (a fake host with a profile of its own in etc/rtpart/profiles). No word is
+ever evaluated: a profile file named "$(touch${IFS}x).json" is neither listed nor run on Tab, and
+a list that prints such names (a fake rtpartctl) gets none of them run or offered.
 
 Run by meson (suite sysroot) with RTPARTCTL (the sim build) and RTPART_SOURCE_DIR set; exits 77
 without bash or the bash-completion package (scripts/deps --test).
@@ -19,7 +21,7 @@ SRC = os.environ.get("RTPART_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.
 CTL = os.path.abspath(os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "tests", "sim", "rtpartctl"))
 SCRIPT = os.path.join(SRC, "shell-completion", "rtpartctl.bash")
 LIBRARY = "/usr/share/bash-completion/bash_completion"
-HOST = os.path.join(SRC, "tests", "fixtures", "hosts", "vm")
+HOST = os.path.join(os.environ.get("RTPART_HOSTS_DIR") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "tests", "fixtures", "hosts"), "vm")
 COMMANDS = {"list", "show", "plan", "apply", "verify", "revert", "status", "watch", "audit", "check", "export",
             "import-tuned", "help"}
 SHIPPED = {"realtime", "realtime-virtual-host", "realtime-virtual-guest", "cpu-partitioning"}
@@ -129,6 +131,38 @@ class Completion(unittest.TestCase):
         # A path: .json files.
         self.assertEqual(complete("--root", self.root, "plan", self.root + "/etc/rtpart/profiles/la"),
                          {self.root + "/etc/rtpart/profiles/lab-only.json"})
+
+    def test_never_runs_a_word(self):
+        # A profile file whose name is a command substitution: not listed (plan would not take the
+        # name), and Tab after plan runs nothing.
+        cwd = os.path.join(self.tmp, "cwd")
+        os.makedirs(cwd, exist_ok=True)
+        evil = os.path.join(self.root, "etc", "rtpart", "profiles", "$(touch${IFS}x).json")
+        with open(evil, "w") as f:
+            f.write('{"summary": "evil", "include": ["realtime"]}\n')
+        try:
+            p = subprocess.run([CTL, "--root", self.root, "list"], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertNotIn("touch", p.stdout)
+            got = complete("--root", self.root, "plan", "", cwd=cwd)
+            self.assertIn("lab-only", got)
+            self.assertFalse(any("touch" in w for w in got), got)
+            self.assertEqual(os.listdir(cwd), [])
+        finally:
+            os.unlink(evil)
+        # Whatever a list prints (another rtpartctl's, a wrapper's), no word of it is evaluated, and
+        # none with a character the shell acts on is offered.
+        fake = os.path.join(self.tmp, "fake-rtpartctl")
+        with open(fake, "w") as f:
+            f.write('#!/bin/sh\ncase " $* " in\n*" list "*) printf \'%%s  x\\n\' \'$(touch${IFS}y)\' '
+                    '\'`touch z`\' \'${IFS}\' \'ok-name\' \'*\' ;;\n*) exec %s "$@" ;;\nesac\n' % CTL)
+        os.chmod(fake, 0o755)
+        p = subprocess.run(["bash", "--norc", "--noprofile", "-c", DRIVER, "driver", LIBRARY, SCRIPT, fake, "plan", ""],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60, cwd=cwd,
+                           stdin=subprocess.DEVNULL)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+        self.assertEqual(p.stdout, "ok-name\n")
+        self.assertEqual(os.listdir(cwd), [])
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ profile is exported.
 
 Run by meson (suite sysroot) with RTPARTCTL and RTPART_SOURCE_DIR set.
 """
+import glob
 import json
 import os
 import re
@@ -260,6 +261,26 @@ class ExportTest(unittest.TestCase):
         finally:
             h.close()
 
+    def test_cachetune_unknown_l3_size(self):
+        """Where the L3 size is unknown, export says why it has no <cachetune> (it was left out silently)."""
+        h = Host("intel-2s")
+        try:
+            rc, out, err = h.run("export", "libvirt", "--vcpus", "2", PROFILE)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("<cachetune", out)
+            self.assertNotIn("note:", err)
+            for d in glob.glob(os.path.join(h.root, "sys/devices/system/cpu/cpu*/cache/index3")):
+                os.unlink(os.path.join(d, "size"))
+            rc, out, err = h.run("export", "libvirt", "--vcpus", "2", PROFILE)
+            self.assertEqual(rc, 0, err)
+            validate(self, in_minimal_domain(out), "fragment without cachetune")
+            self.assertNotIn("<cachetune", out)
+            self.assertRegex(err, r"note: no <cache id='\d+'> in <cachetune> for resctrl group rt: the size of L3 "
+                                  r"cache \d+ is unknown \(/sys/devices/system/cpu/cpu\d+/cache/index3/size is "
+                                  r"missing")
+        finally:
+            h.close()
+
     def test_siblings_together(self):
         h = Host("epyc")
         try:
@@ -311,6 +332,19 @@ class ExportTest(unittest.TestCase):
             self.assertEqual(rc, 2)
             self.assertIn("line 3: <cputune> (line 2) closed by </domain>", err)
 
+    def test_domain_not_a_regular_file(self):
+        # A FIFO no one writes to is refused at once (it hung), as a directory and a device are.
+        h = self.hosts["intel-2s"]
+        fifo = os.path.join(h.tmp, "domain.fifo")
+        os.mkfifo(fifo)
+        for path, what in ((fifo, "a FIFO"), (h.tmp, "a directory"), ("/dev/zero", "a device or socket")):
+            with self.subTest(path=path):
+                p = subprocess.run([CTL, "--root", h.root, "export", "libvirt", "--vcpus", "2", "--domain", path,
+                                    PROFILE], capture_output=True, text=True, timeout=30)
+                rc, out, err = p.returncode, p.stdout, p.stderr
+                self.assertEqual((rc, out), (2, ""), err)
+                self.assertIn(f"--domain {path}: not a regular file ({what}); give a libvirt domain XML file", err)
+
     def test_nova(self):
         for h in self.hosts.values():
             with self.subTest(host=h.name):
@@ -322,6 +356,18 @@ class ExportTest(unittest.TestCase):
                 self.assertEqual(cpu_list(sect.group(2)), h.housekeeping)
                 kubelet = re.search(r'^reservedSystemCPUs: "(\S+)"$', out, re.M)
                 self.assertEqual(cpu_list(kubelet.group(1)), h.housekeeping)
+                # --json: the same sets as one document (it was silently ignored).
+                rc, out, err = h.run("--json", "export", "nova", PROFILE)
+                self.assertEqual(rc, 0, err)
+                doc = json.loads(out)
+                self.assertEqual(doc["profile"], PROFILE)
+                self.assertEqual(cpu_list(doc["nova"]["compute"]["cpu_dedicated_set"]), h.isolated)
+                self.assertEqual(cpu_list(doc["nova"]["compute"]["cpu_shared_set"]), h.housekeeping)
+                self.assertEqual(cpu_list(doc["kubelet"]["reservedSystemCPUs"]), h.housekeeping)
+        # export libvirt has no JSON form: refused, not ignored.
+        rc, out, err = self.hosts["vm"].run("--json", "export", "libvirt", "--vcpus", "1", PROFILE)
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn("export libvirt prints libvirt's domain XML, which has no JSON form", err)
 
     def test_applied_profile(self):
         h = Host("vm")

@@ -7,8 +7,8 @@ cgroup or resctrl object, a configuration file or drop-in replaced, a file or di
 removed, the journal (kept here in a --state-dir outside the tree, which the simulator wraps too).
 RTPART_TEST_FAIL_AT=K with RTPART_TEST_FAIL_ERRNO fails the Kth write with that errno;
 RTPART_TEST_CRASH_AFTER=K kills the process (SIGKILL) right after it (tests/sim/sim-root.c). For a
-shipped profile on a bundled host (tests/fixtures/hosts, with their modes as sysroot_apply.py sets
-them) and every point k:
+shipped profile on a bundled host (the build makes them in BUILD/tests/fixtures/hosts, with their
+modes) and every point k:
 
   apply, its kth write failing with EIO, EPERM or ENOSPC: exit 1 and the tree byte for byte the
       original (every file's bytes and mode, the set of files, directories and symlinks), the
@@ -22,8 +22,11 @@ them) and every point k:
       `status` and `revert` again give the original back (an interrupted revert is reported as
       rolled back first);
 
-and after every command no temporary file (".#NAME.PID.tmp", the journal's reserve) is left in the
-tree or the state directory. The daemon: rtpartd (RTPARTD, the sim build) applying through varlink
+and after every command no temporary file (".#NAME.PID.tmp" or ".#NAME.PID-XXXXXXXX.tmp", the
+journal's reserve) is left in the tree or the state directory. A file replaced is two points (its
+temporary written, then its rename), so a kill also falls between them. The sweep counts the
+points where a write really failed or the run was really killed (the write log, the exit status)
+and fails when there are none: a sweep whose faults never happened proves nothing. The daemon: rtpartd (RTPARTD, the sim build) applying through varlink
 with its kth write failing rolls back before it answers, answers with the failure and stays up.
 
 Regressions, each a specific point of the sweep: the journal's last write of apply failing with
@@ -31,13 +34,14 @@ ENOSPC (direct and through rtpartd) once left the knobs changed and the transact
 the same with the state directory on a real, nearly full tmpfs (skipped without root or mount);
 revert with the write of an IRQ's original refused (EIO) once forgot that original; an apply killed
 while rtpartd runs was once left open until some later command, rtpartd's safety check now rolls
-it back.
+it back; apply or revert killed between the GRUB drop-in's temporary and its rename once left the
+temporary for good (the journal does not name the drop-in).
 
 Bounded (meson, suite sysroot): every profile on the vm host at every k, and a deterministic sample
 of k (every 29th, the first 8 and the last 8) on intel-2s and epyc for the first profile; the daemon
 on the vm host at a sample of k. In full, from a shell (minutes to an hour; nice it):
 
-    nice -n 10 python3 tests/sysroot/fault_sweep.py --full [--jobs N] [--hosts vm,epyc]
+    nice -n 10 python3 tests/sysroot/fault_sweep.py --full [--jobs N] [--hosts vm,epyc] [--profiles P,Q]
 
 which runs every profile on every bundled host at every k and prints the points tried, the
 failures (with the command that reproduces each) and the time taken. Exits 77 when the fixtures
@@ -62,14 +66,14 @@ SRC = os.environ.get("RTPART_SOURCE_DIR", os.path.dirname(os.path.dirname(os.pat
 BUILD = os.environ.get("RTPART_BUILD_DIR", os.path.join(SRC, "build"))
 CTL = os.environ.get("RTPARTCTL") or os.path.join(BUILD, "tests", "sim", "rtpartctl")
 DAEMON = os.environ.get("RTPARTD") or os.path.join(BUILD, "tests", "sim", "rtpartd")
-HOSTS = os.path.join(SRC, "tests", "fixtures", "hosts")
+HOSTS = os.environ.get("RTPART_HOSTS_DIR") or os.path.join(BUILD, "tests", "fixtures", "hosts")
 from sysroot_apply import copy_host  # noqa: E402
 PROFILES = ("realtime", "realtime-virtual-host", "realtime-virtual-guest", "cpu-partitioning")
 ALL_HOSTS = ("vm", "intel-2s", "epyc")
 ERRNOS = ("EIO", "EPERM", "ENOSPC")
 VARIANTS = ERRNOS + ("kill",)
 FAULT_ENV = ("RTPART_TEST_CRASH_AFTER", "RTPART_TEST_FAIL_AT", "RTPART_TEST_FAIL_ERRNO", "RTPART_TEST_WRITE_LOG")
-TEMPORARY = re.compile(r"^\.#.*(\.\d+\.tmp|\.reserve)$")
+TEMPORARY = re.compile(r"^\.#.*(\.\d+(-[0-9a-f]{8})?\.tmp|\.reserve)$")
 TMPBASE = "/dev/shm" if os.path.isdir("/dev/shm") else None
 VERBOSE = "--full" in sys.argv or "-v" in sys.argv
 
@@ -119,6 +123,7 @@ class Tree:
         self.pristine = os.path.join(self.tmp, "pristine")
         self.root = os.path.join(self.tmp, "root")
         self.state = os.path.join(self.tmp, "state")
+        self.fired = None  # what the last check_point() really did: "fail", "kill" or None
         copy_host(host, self.pristine)
         self.orig = snapshot(self.pristine)
         self.reset(full=True)
@@ -192,6 +197,20 @@ def fault_env(variant, k):
     return {"RTPART_TEST_FAIL_AT": str(k), "RTPART_TEST_FAIL_ERRNO": variant}
 
 
+def write_failed(log, k):
+    """Whether the write log (tests/sim/sim-root.c: "N OP PATH RESULT") has the kth write failed: the
+    proof that a point of a failing variant was really tried."""
+    try:
+        with open(log) as f:
+            for line in f:
+                fields = line.split()
+                if fields and fields[0] == str(k):
+                    return fields[-1] != "ok"
+    except FileNotFoundError:
+        pass
+    return False
+
+
 # ---- one point ----
 
 def check_point(t, phase, profile, variant, k):
@@ -218,6 +237,11 @@ def check_point(t, phase, profile, variant, k):
         expect(not tmp, f"after {after}, temporary files are left: {tmp}")
 
     env = fault_env(variant, k)
+    log = os.path.join(t.tmp, "fault.log")
+    if os.path.exists(log):
+        os.unlink(log)
+    env["RTPART_TEST_WRITE_LOG"] = log
+    t.fired = None
     if phase == "revert":
         p = t.ctl("apply", profile)
         if not expect(p.returncode == 0, "the clean apply before the revert failed", p):
@@ -227,6 +251,12 @@ def check_point(t, phase, profile, variant, k):
         p = t.ctl("apply", profile, env=env)
     what = f"{phase} with {'a kill after' if variant == 'kill' else variant + ' at'} write {k}"
     j = t.journal()
+    # Whether the fault really happened: the process was killed, or the write log has its kth
+    # write failed. A sweep in which none did proved nothing (fault injection broken).
+    if variant == "kill" and p.returncode == -9:
+        t.fired = "kill"
+    elif variant != "kill" and write_failed(log, k):
+        t.fired = "fail"
 
     if variant == "kill":
         if not expect(p.returncode in (-9, 0), f"{what}: not killed", p):
@@ -301,10 +331,12 @@ def probe(t, profile):
 
 
 def sweep_task(task):
-    """One (host, profile, phase, variant, ks) on a tree of its own: (points tried, failures)."""
+    """One (host, profile, phase, variant, ks) on a tree of its own: (points tried, failures, {"fail":
+    writes that really failed, "kill": runs really killed})."""
     host, profile, phase, variant, every = task
     t = Tree(host)
     started = time.monotonic()
+    fired = {"fail": 0, "kill": 0}
     try:
         n_apply, n_revert = probe(t, profile)
         ks = sample(n_apply if phase == "apply" else n_revert, every)
@@ -313,6 +345,8 @@ def sweep_task(task):
             v = rotate(k, profile) if variant == "rotate" else variant
             t.reset()
             problems = check_point(t, phase, profile, v, k)
+            if t.fired:
+                fired[t.fired] += 1
             for prob in problems:
                 failures.append(f"{host} {profile} {phase} {v} k={k}: {prob}")
                 if VERBOSE:
@@ -322,7 +356,7 @@ def sweep_task(task):
         if VERBOSE:
             print(f"  {host} {profile} {phase} {variant}: {len(ks)} points, {len(failures)} failures, "
                   f"{time.monotonic() - started:.0f} s", flush=True)
-        return len(ks), failures
+        return len(ks), failures, fired
     finally:
         t.close()
 
@@ -330,19 +364,21 @@ def sweep_task(task):
 def run_sweep(hosts, profiles, every_for, jobs, phases=("apply", "revert"), variants=VARIANTS):
     """variants ("rotate",): each k with one variant, in turn."""
     tasks = [(h, prof, ph, v, every_for(h)) for h in hosts for prof in profiles(h) for ph in phases for v in variants]
-    points, failures = 0, []
+    points, failures, fired = 0, [], {"fail": 0, "kill": 0}
     if jobs <= 1:
         results = map(sweep_task, tasks)
     else:
         pool = multiprocessing.Pool(jobs)
         results = pool.imap_unordered(sweep_task, tasks)
-    for n, f in results:
+    for n, f, x in results:
         points += n
         failures += f
+        for key in fired:
+            fired[key] += x[key]
     if jobs > 1:
         pool.close()
         pool.join()
-    return points, failures
+    return points, failures, fired
 
 
 # ---- the daemon ----
@@ -446,10 +482,17 @@ def check_daemon_point(t, profile, errno, k, start):
     """rtpartd applying with its kth write of Apply failing: problems (empty: the point holds)."""
     problems = []
     t.reset()
-    d = Daemon(t, env={"RTPART_TEST_FAIL_AT": str(start + k), "RTPART_TEST_FAIL_ERRNO": errno})
+    log = os.path.join(t.tmp, "daemon-fault.log")
+    if os.path.exists(log):
+        os.unlink(log)
+    d = Daemon(t, env={"RTPART_TEST_FAIL_AT": str(start + k), "RTPART_TEST_FAIL_ERRNO": errno,
+                       "RTPART_TEST_WRITE_LOG": log})
     what = f"rtpartd Apply {profile} with {errno} at write {k}"
+    t.fired = None
     try:
         r = d.call("Apply", {"profile": profile})
+        if write_failed(log, start + k):
+            t.fired = "fail"
         alive = d.proc.poll() is None and d.call("Status") is not None
         if not alive:
             problems.append(f"{what}: rtpartd did not stay up: {d.logtext()[-600:]}")
@@ -482,15 +525,17 @@ def check_daemon_point(t, profile, errno, k, start):
 
 
 def run_daemon_sample(host, profile, every, errnos=ERRNOS):
+    """(points tried, failures, writes that really failed)."""
     t = Tree(host)
     try:
         start, n = daemon_writes(t, profile)
-        points, failures = 0, []
+        points, failures, fired = 0, [], 0
         for k in sample(n, every):
             for e in errnos:
                 points += 1
                 failures += check_daemon_point(t, profile, e, k, start)
-        return points, failures
+                fired += t.fired == "fail"
+        return points, failures, fired
     finally:
         t.close()
 
@@ -642,6 +687,38 @@ def regression_nearly_full_tmpfs():
         t.close()
 
 
+def regression_kill_between_temporary_and_rename():
+    """Apply and revert on a GRUB host killed between the drop-in's temporary and its rename (the
+    write "replace-temp etc/default/grub.d/rtpart.cfg"): the next command removes the temporary,
+    which the journal does not name (a boot argument has no path there), and revert gives the
+    original back. Such a temporary once outlived every later command."""
+    t = Tree("intel-2s")
+    profile = "realtime-virtual-host"
+    problems = []
+    try:
+        for phase in ("apply", "revert"):
+            t.reset(full=True)
+            if phase == "revert":
+                assert t.ctl("apply", profile).returncode == 0
+            log = os.path.join(t.tmp, "writes.log")
+            if os.path.exists(log):
+                os.unlink(log)
+            p = t.ctl(*((phase, profile) if phase == "apply" else (phase,)), env={"RTPART_TEST_WRITE_LOG": log})
+            assert p.returncode == 0, p.stderr
+            ks = [int(line.split()[0]) for line in open(log)
+                  if line.split()[1] == "replace-temp" and line.split()[2] == "etc/default/grub.d/rtpart.cfg"]
+            if not ks:
+                problems.append(f"{phase} wrote no temporary of the GRUB drop-in: nothing to kill between")
+                continue
+            t.reset(full=True)
+            problems += check_point(t, phase, profile, "kill", ks[0])
+            if t.fired != "kill":
+                problems.append(f"{phase} killed after write {ks[0]}: the process was not killed")
+        return problems
+    finally:
+        t.close()
+
+
 # ---- main ----
 
 def main():
@@ -650,6 +727,7 @@ def main():
                     help="every profile on every bundled host at every k")
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--hosts", default=",".join(ALL_HOSTS))
+    ap.add_argument("--profiles", default=",".join(PROFILES), help="the profiles swept (a subset, to reproduce)")
     ap.add_argument("--only", choices=("regressions", "sweep", "daemon"), help="run one part only")
     a = ap.parse_args()
 
@@ -660,7 +738,9 @@ def main():
         if not os.access(prog, os.X_OK):
             skip(f"{prog} not built")
     hosts = [h for h in a.hosts.split(",") if h]
+    profiles = [p for p in PROFILES if p in a.profiles.split(",")]
     failures = []
+    fired = {"fail": 0, "kill": 0}
     start = time.monotonic()
 
     if a.only in (None, "regressions"):
@@ -668,6 +748,7 @@ def main():
                          ("full journal, rtpartd", regression_full_journal_daemon),
                          ("nearly full tmpfs", regression_nearly_full_tmpfs),
                          ("refused restore", regression_refused_restore),
+                         ("kill between a temporary and its rename", regression_kill_between_temporary_and_rename),
                          ("rtpartd's safety check", regression_daemon_safety_check)):
             r = fn()
             if r is None:
@@ -679,31 +760,44 @@ def main():
     points = 0
     if a.only in (None, "sweep"):
         if a.full:
-            n, f = run_sweep(hosts, lambda h: PROFILES, lambda h: 1, a.jobs)
+            n, f, x = run_sweep(hosts, lambda h: profiles, lambda h: 1, a.jobs)
         else:
             # vm: every profile at every k, with one of the variants in turn; the large hosts: the
             # first profile at a sample of k.
-            n, f = run_sweep([h for h in hosts if h == "vm"], lambda h: PROFILES, lambda h: 1, a.jobs,
-                             variants=("rotate",))
-            n2, f2 = run_sweep([h for h in hosts if h != "vm"], lambda h: PROFILES[:1], lambda h: 29, a.jobs,
-                               variants=("rotate",))
+            n, f, x = run_sweep([h for h in hosts if h == "vm"], lambda h: profiles, lambda h: 1, a.jobs,
+                                variants=("rotate",))
+            n2, f2, x2 = run_sweep([h for h in hosts if h != "vm"], lambda h: profiles[:1], lambda h: 29, a.jobs,
+                                   variants=("rotate",))
             n, f = n + n2, f + f2
+            x = {key: x[key] + x2[key] for key in x}
         points += n
         failures += f
-        print(f"sweep: {n} fault points tried (each: EIO, EPERM, ENOSPC or a kill, of apply or revert)")
+        for key in fired:
+            fired[key] += x[key]
+        print(f"sweep: {n} fault points tried (each: EIO, EPERM, ENOSPC or a kill, of apply or revert): "
+              f"{x['fail']} writes really failed, {x['kill']} runs really killed")
+        if n > 0 and (x["fail"] == 0 or x["kill"] == 0):
+            failures.append(f"the sweep tried {n} points, but {x['fail']} writes failed and {x['kill']} runs were "
+                            "killed: fault injection (tests/sim/sim-root.c) did not happen, so nothing was proved")
 
     if a.only in (None, "daemon"):
-        dn = 0
+        dn, dfired = 0, 0
         for h in hosts if a.full else ["vm"]:
-            for prof in PROFILES if a.full else PROFILES[1:2]:
-                n, f = run_daemon_sample(h, prof, every=1 if a.full else 10)
+            for prof in profiles if a.full else profiles[1:2] or profiles[:1]:
+                n, f, x = run_daemon_sample(h, prof, every=1 if a.full else 10)
                 dn += n
+                dfired += x
                 failures += f
         points += dn
-        print(f"daemon: {dn} fault points of Apply through rtpartd tried")
+        fired["fail"] += dfired
+        print(f"daemon: {dn} fault points of Apply through rtpartd tried: {dfired} writes really failed")
+        if dn > 0 and dfired == 0:
+            failures.append(f"rtpartd was given {dn} fault points, but no write failed: fault injection did not "
+                            "happen, so nothing was proved")
 
     elapsed = time.monotonic() - start
-    print(f"{points} fault points tried, {len(failures)} failures, {elapsed:.0f} s")
+    print(f"{points} fault points tried ({fired['fail']} writes failed, {fired['kill']} runs killed), "
+          f"{len(failures)} failures, {elapsed:.0f} s")
     for f in failures[:200]:
         print("FAIL:", f)
     if len(failures) > 200:

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit-advice.h"
 #include "audit.h"
+#include "profile.h"
 #include "strv.h"
 #include "test-util.h"
 
@@ -69,6 +72,14 @@ START_TEST(test_counter_table) {
         ck_assert_uint_eq(counter_table_find(&t, "7")->counts[5], 2);
         counter_table_done(&t);
 
+        /* The header parsed as host discovery parses it (interrupts.h): tabs between columns, and
+         * nothing but "CPUn" words. */
+        ck_assert_int_eq(counter_table_parse("\tCPU0\tCPU2\n 7:  1  2  chip 3-edge x\n", &t), 0);
+        ck_assert_uint_eq(t.n_cpus, 3);
+        ck_assert_uint_eq(counter_table_find(&t, "7")->counts[2], 2);
+        counter_table_done(&t);
+        ck_assert_int_eq(counter_table_parse("  CPU0x  CPU1\n", &t), -EBADMSG);
+
         ck_assert_int_eq(counter_table_parse("", &t), -EBADMSG);
         ck_assert_int_eq(counter_table_parse("hello\n 1: 2\n", &t), -EBADMSG);
         ck_assert_int_eq(counter_table_parse("CPU99999\n", &t), -EBADMSG);
@@ -111,6 +122,13 @@ static void snapshots(AuditSnapshot *a, AuditSnapshot *b) {
         b->threads[b->n_threads++] = thread(40, "idle-user", false, 1, 0, "0-3", "/user.slice");
         b->threads[b->n_threads++] = thread(50, "self", false, 9, 2, "0-3", "/");
         b->threads[b->n_threads++] = thread(60, "newcomer", false, 4, 3, "3", "/");
+}
+
+static bool strv_contains_fragment(char **l, const char *fragment) {
+        for (char **x = l; x && *x; x++)
+                if (strstr(*x, fragment))
+                        return true;
+        return false;
 }
 
 static json_t *cpu_of(json_t *doc, int cpu) {
@@ -214,6 +232,151 @@ START_TEST(test_document) {
 }
 END_TEST
 
+/* Every thread that may run on an audited CPU is named, however many there are: a task pinned only
+ * to the audited CPU is there (per CPU, with the pinned ones, and in the document's list, first)
+ * even behind 20 threads that could run anywhere. */
+START_TEST(test_may_run_every_thread) {
+        AuditSnapshot a = { .usec = 1000000 }, b = { .usec = 2000000 };
+        ck_assert_int_eq(counter_table_parse(interrupts_a, &a.interrupts), 0);
+        ck_assert_int_eq(counter_table_parse(interrupts_a, &b.interrupts), 0);
+        a.threads = calloc(1, sizeof(AuditThread));
+        b.threads = calloc(22, sizeof(AuditThread));
+        for (int i = 0; i < 20; i++) {
+                char comm[16];
+                snprintf(comm, sizeof(comm), "anywhere%d", i);
+                b.threads[b.n_threads++] = thread(100 + i, comm, false, 0, 0, "0-3", "/system.slice/x.service");
+        }
+        b.threads[b.n_threads++] = thread(200, "pinned-app", false, 0, 0, "3", "/user.slice");
+        b.threads[b.n_threads++] = thread(201, "kworker/3:1", true, 0, 3, "3", "/"); /* per-CPU: not listed */
+        AuditScope s = { .source = "--cpus", .clock_ticks = 100 };
+        ck_assert_int_eq(cpu_set_parse_list("3", &s.cpus, NULL), 0);
+        json_t *doc = NULL;
+        ck_assert_int_eq(audit_document(&s, &a, &b, &doc), 0);
+
+        json_t *may = json_object_get(cpu_of(doc, 3), "may_run");
+        ck_assert_int_eq(json_integer_value(json_object_get(may, "count")), 21);
+        json_t *pinned = json_object_get(may, "pinned");
+        ck_assert_uint_eq(json_array_size(pinned), 1);
+        ck_assert_str_eq(json_string_value(json_object_get(json_array_get(pinned, 0), "comm")), "pinned-app");
+        ck_assert_uint_eq(json_array_size(json_object_get(may, "first")), 16);
+
+        json_t *all = json_object_get(doc, "may_run");
+        ck_assert_uint_eq(json_array_size(all), 21);
+        json_t *first = json_array_get(all, 0);
+        ck_assert_str_eq(json_string_value(json_object_get(first, "comm")), "pinned-app");
+        ck_assert(json_is_true(json_object_get(first, "pinned")));
+        ck_assert_str_eq(json_string_value(json_object_get(first, "cpus")), "3");
+        ck_assert(json_is_false(json_object_get(json_array_get(all, 20), "pinned")));
+        ck_assert_ptr_null(find_by(all, "comm", "kworker/3:1"));
+
+        json_decref(doc);
+        audit_snapshot_done(&a);
+        audit_snapshot_done(&b);
+}
+END_TEST
+
+/* A shipped profile as its file says, its includes merged (objects key by key, later over earlier);
+ * vendor overlays aside. */
+static json_t *shipped_profile(const char *name) {
+        _cleanup_free_ char *path = NULL;
+        ck_assert_int_ge(asprintf(&path, "%s/profiles/%s.json", SOURCE_DIR, name), 0);
+        json_error_t e;
+        json_t *doc = json_load_file(path, 0, &e);
+        ck_assert_msg(doc, "%s: %s", path, e.text);
+        const char *include = json_string_value(json_object_get(doc, "include"));
+        if (!include)
+                return doc;
+        json_t *merged = shipped_profile(include);
+        ck_assert_int_eq(json_object_update_recursive(merged, doc), 0);
+        json_decref(doc);
+        return merged;
+}
+
+/* A value at a JSON pointer ("/sysfs/~1sys~1…"), NULL if there is none. */
+static json_t *at_pointer(json_t *doc, const char *pointer) {
+        for (const char *p = pointer; doc && *p == '/';) {
+                const char *e = strchrnul(p + 1, '/');
+                _cleanup_free_ char *tok = strndup(p + 1, (size_t) (e - p - 1));
+                char *w = tok;
+                for (const char *q = tok; *q; q++)
+                        *w++ = q[0] == '~' && (q[1] == '1' || q[1] == '0') ? (*++q == '1' ? '/' : '~') : *q;
+                *w = 0;
+                doc = json_object_get(doc, tok);
+                p = e;
+        }
+        return doc;
+}
+
+/* The advice names settings as the shipped profiles set them (audit advised
+ * kernel.timer_migration=1 where every profile sets 0, and "kthread.rules", which no profile has):
+ * each setting a fix names is one a profile may have, with the value every shipped profile that
+ * sets it gives it; no fix names a setting outside the table. */
+START_TEST(test_advice_agrees_with_profiles) {
+        _cleanup_free_ char *dir = NULL;
+        ck_assert_int_ge(asprintf(&dir, "%s/profiles", SOURCE_DIR), 0);
+        _cleanup_strv_free_ char **names = NULL;
+        DIR *d = opendir(dir);
+        ck_assert_ptr_nonnull(d);
+        for (struct dirent *de; (de = readdir(d));) {
+                size_t n = strlen(de->d_name);
+                if (n > 5 && streq(de->d_name + n - 5, ".json"))
+                        ck_assert_int_eq(strv_push(&names, strndup(de->d_name, n - 5)), 0);
+        }
+        closedir(d);
+        ck_assert_uint_ge(strv_length(names), 4);
+
+        size_t n;
+        const AuditSetting *settings = audit_settings(&n);
+        for (size_t i = 0; i < n; i++) {
+                const AuditSetting *s = &settings[i];
+                json_error_t e;
+                _cleanup_(json_decrefp) json_t *want = json_loads(s->value, JSON_DECODE_ANY, &e);
+                ck_assert_msg(want, "%s: value %s is not JSON", s->key, s->value);
+                /* A profile may have it: alone in a profile, the schema takes it. */
+                _cleanup_free_ char *copy = strdup(s->pointer);
+                _cleanup_(json_decrefp) json_t *alone = json_object();
+                json_t *o = alone;
+                char *last = strrchr(copy, '/');
+                *last = 0;
+                for (char *sp = NULL, *tok = strtok_r(copy, "/", &sp); tok; tok = strtok_r(NULL, "/", &sp))
+                        o = json_object_get(o, tok)
+                                ?: (json_object_set_new(o, tok, json_object()), json_object_get(o, tok));
+                _cleanup_free_ char *key = strdup(last + 1);
+                char *w = key;
+                for (const char *q = key; *q; q++)
+                        *w++ = q[0] == '~' && q[1] == '1' ? (q++, '/') : *q;
+                *w = 0;
+                json_object_set(o, key, want);
+                Profile *p = NULL;
+                Error err = {};
+                ck_assert_msg(profile_from_document(backend_profile_schema(), "advice", alone, &p, &err) == 0,
+                              "%s: %s: %s", s->key, s->pointer, strempty(err.message));
+                profile_free(p);
+                if (s->example)
+                        continue;
+                /* Every shipped profile that sets it gives it the value advised; one at least does. */
+                size_t setting = 0;
+                for (char **name = names; *name; name++) {
+                        _cleanup_(json_decrefp) json_t *doc = shipped_profile(*name);
+                        json_t *v = at_pointer(doc, s->pointer);
+                        if (!v)
+                                continue;
+                        setting++;
+                        _cleanup_free_ char *got = json_dumps(v, JSON_ENCODE_ANY);
+                        ck_assert_msg(json_equal(v, want), "audit advises %s %s, the shipped profile %s sets %s",
+                                      s->pointer, s->value, *name, got);
+                }
+                ck_assert_msg(setting > 0, "audit advises %s, which no shipped profile sets", s->pointer);
+        }
+        /* Every "@key@" of the texts is a setting of the table. */
+        _cleanup_strv_free_ char **texts = audit_advice_texts();
+        ck_assert_uint_gt(strv_length(texts), 20);
+        for (char **x = texts; *x; x++)
+                ck_assert_msg(!strchr(*x, '@'), "a fix names a setting outside the table: %s", *x);
+        ck_assert(strv_contains_fragment(texts, "sysctl.\"kernel.timer_migration\" = 0"));
+}
+END_TEST
+
 /* The snapshot of a fake host: its counters and every thread of its proc/, with places. */
 START_TEST(test_snapshot_fixture) {
         _cleanup_free_ char *path = fixture_host("vm");
@@ -243,6 +406,8 @@ static Suite *audit_suite(void) {
         tcase_add_test(tc, test_counter_table);
         tcase_add_test(tc, test_document);
         tcase_add_test(tc, test_snapshot_fixture);
+        tcase_add_test(tc, test_may_run_every_thread);
+        tcase_add_test(tc, test_advice_agrees_with_profiles);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "strv.h"
+#include "test-tree.h"
 #include "test-util.h"
 
 /* Boot arguments end up in files a shell (GRUB's etc/default/grub.d, sourced by grub-mkconfig as
@@ -209,8 +210,53 @@ static void revert_all(const Plan *p) {
         }
 }
 
-/* The drop-in for legitimate values is what rtpart always wrote, byte for byte; revert removes it. */
-START_TEST(test_grub_dropin_unchanged) {
+static char *read_arg(const char *key) {
+        _cleanup_free_ char *id = NULL;
+        char *v = NULL;
+        ck_assert(asprintf(&id, "boot/%s", key) >= 0);
+        Knob k = { .id = id, .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
+        ck_assert_int_ge(backend_boot.read(root, &k, &v), 0);
+        return v;
+}
+
+/* What grub-mkconfig gets: etc/default/grub and the drop-ins sourced with /bin/sh (set -e, as it
+ * does), in an empty directory of their own, with nothing in the environment: GRUB_CMDLINE_LINUX
+ * and GRUB_CMDLINE_LINUX_DEFAULT as "L[…]\nD[…]\n". Fails if sourcing ran a command (the directory
+ * is no longer empty: each attack below runs "touch pwned"). */
+static char *grub_source(void) {
+        _cleanup_free_ char *sandbox = test_tmpdir(), *out = NULL, *ls = NULL;
+        int st = tree_sh(&out,
+                         "cd '%s' && env -i PATH=/usr/bin:/bin /bin/sh -c 'set -e; . \"$0/etc/default/grub\"; "
+                         "for f in \"$0\"/etc/default/grub.d/*.cfg; do if [ -e \"$f\" ]; then . \"$f\"; fi; done; "
+                         "printf \"L[%%s]\\nD[%%s]\\n\" \"$GRUB_CMDLINE_LINUX\" \"$GRUB_CMDLINE_LINUX_DEFAULT\"' '%s'",
+                         sandbox, host_dir);
+        ck_assert_msg(st == 0, "sourcing failed (%d): %s", st, out);
+        ck_assert_int_eq(tree_sh(&ls, "ls -A '%s'", sandbox), 0);
+        ck_assert_msg(streq(ls, ""), "sourcing GRUB's defaults ran a command: %s", ls);
+        test_rmtree(sandbox);
+        return TAKE_PTR(out);
+}
+
+/* The words the kernel gets from what grub_source() printed (GRUB_CMDLINE_LINUX, then _DEFAULT),
+ * one a line. */
+static char *grub_words(const char *sourced) {
+        const char *l = strstr(sourced, "L["), *d = strstr(sourced, "\nD[");
+        ck_assert(l && d);
+        _cleanup_free_ char *line = NULL;
+        ck_assert(asprintf(&line, "%.*s %.*s", (int) (d - l - 3), l + 2, (int) (strlen(d + 3) - 2), d + 3) >= 0);
+        _cleanup_strv_free_ char **w = NULL;
+        ck_assert_int_eq(cmdline_split(line, &w), 0);
+        StrBuf b = {};
+        for (char **i = w; *i; i++)
+                strbuf_appendf(&b, "%s\n", *i);
+        char *out = strbuf_steal(&b);
+        return out ? out : strdup("");
+}
+
+/* The drop-in for legitimate values: rtpart's arguments added, "quiet" taken out where the user's
+ * file has it, nothing of the user's text in it but the word it takes out (quoted); revert removes
+ * it. */
+START_TEST(test_grub_dropin) {
         _cleanup_(plan_freep) Plan *p =
                 plan_ok("{\"boot\": {\"args\": {\"isolcpus\": \"managed_irq,domain,1-3\", "
                         "\"nohz_full\": \"1-3\", \"console\": \"ttyS0,115200n8\", "
@@ -218,22 +264,200 @@ START_TEST(test_grub_dropin_unchanged) {
         write_all(p);
         _cleanup_free_ char *drop = read_rel("etc/default/grub.d/rtpart.cfg");
         ck_assert_ptr_nonnull(drop);
-        ck_assert_str_eq(drop,
-                         "# Kernel arguments managed by rtpart; 'rtpartctl revert' removes this file.\n"
-                         "# Do not edit: rtpart rewrites it. The lines below record what rtpart set.\n"
-                         "# rtpart-set: isolcpus=managed_irq,domain,1-3\n"
-                         "# rtpart-set: nohz_full=1-3\n"
-                         "# rtpart-set: console=ttyS0,115200n8\n"
-                         "# rtpart-set: kvm-intel.nested=0\n"
-                         "# rtpart-set: nosoftlockup\n"
-                         "# rtpart-unset: quiet\n"
-                         "GRUB_CMDLINE_LINUX=\"isolcpus=managed_irq,domain,1-3 nohz_full=1-3 console=ttyS0,115200n8 "
-                         "kvm-intel.nested=0 nosoftlockup\"\n"
-                         "GRUB_CMDLINE_LINUX_DEFAULT=\"\"\n");
+        ck_assert_str_eq(
+                drop,
+                "# Kernel arguments managed by rtpart; 'rtpartctl revert' removes this file.\n"
+                "# Do not edit: rtpart rewrites it. The lines below record what rtpart set.\n"
+                "# rtpart-format: 2\n"
+                "# rtpart-set: isolcpus=managed_irq,domain,1-3\n"
+                "# rtpart-set: nohz_full=1-3\n"
+                "# rtpart-set: console=ttyS0,115200n8\n"
+                "# rtpart-set: kvm-intel.nested=0\n"
+                "# rtpart-set: nosoftlockup\n"
+                "# rtpart-unset: quiet\n"
+                "# rtpart-was: quiet\n"
+                "# rtpart-takes: GRUB_CMDLINE_LINUX_DEFAULT quiet\n"
+                "# The values etc/default/grub and the drop-ins before this one gave, without the words\n"
+                "# rtpart takes out; rtpart's arguments go at the end of GRUB_CMDLINE_LINUX (before a \"--\").\n"
+                "rtpart_v=\" ${GRUB_CMDLINE_LINUX-} \"\n"
+                "rtpart_t=\n"
+                "case $rtpart_v in *' -- '*) rtpart_t=' -- '${rtpart_v#*' -- '}; rtpart_v=${rtpart_v%%' -- '*}' ' ;; "
+                "esac\n"
+                "rtpart_v=${rtpart_v# }\n"
+                "rtpart_v=${rtpart_v% }\n"
+                "GRUB_CMDLINE_LINUX=${rtpart_v:+$rtpart_v }'isolcpus=managed_irq,domain,1-3 nohz_full=1-3 "
+                "console=ttyS0,115200n8 kvm-intel.nested=0 nosoftlockup'${rtpart_t% }\n"
+                "rtpart_v=\" ${GRUB_CMDLINE_LINUX_DEFAULT-} \"\n"
+                "while :; do case $rtpart_v in *' quiet '*) rtpart_v=${rtpart_v%%' quiet '*}' '${rtpart_v#*' quiet '} "
+                ";; *) break ;; esac; done\n"
+                "rtpart_v=${rtpart_v# }\n"
+                "GRUB_CMDLINE_LINUX_DEFAULT=${rtpart_v% }\n"
+                "unset rtpart_v rtpart_t\n");
+        _cleanup_free_ char *sourced = grub_source();
+        ck_assert_str_eq(sourced,
+                         "L[isolcpus=managed_irq,domain,1-3 nohz_full=1-3 console=ttyS0,115200n8 kvm-intel.nested=0 "
+                         "nosoftlockup]\nD[]\n");
         revert_all(p);
         ck_assert(!exists_rel("etc/default/grub.d/rtpart.cfg"));
         _cleanup_free_ char *base = read_rel("etc/default/grub");
         ck_assert_str_eq(base, grub_base);
+}
+END_TEST
+
+/* The user's GRUB_CMDLINE_LINUX keeps the meaning it has in their file: text a shell would expand
+ * or split, inert there inside single quotes, stays inert and the same words once rtpart's drop-in
+ * is sourced after it, also where rtpart takes an argument out of it. */
+START_TEST(test_grub_user_quoting) {
+        static const struct {
+                const char *line;  /* GRUB_CMDLINE_LINUX=… as the user wrote it */
+                const char *words; /* the kernel's words after apply */
+        } cases[] = {
+                { "'console=ttyS0 x=$(touch pwned) isolcpus=7'",
+                  "console=ttyS0\nx=$(touch\npwned)\nisolcpus=1-3\nskew_tick=1\n" },
+                { "'quiet y=\"$(touch pwned)\" isolcpus=7'", "y=\"$(touch pwned)\"\nisolcpus=1-3\nskew_tick=1\n" },
+                { "'console=ttyS0 isolcpus=7 a='\"'\"'z;touch pwned;'\"'\"",
+                  "console=ttyS0\na='z;touch\npwned;'\nisolcpus=1-3\nskew_tick=1\n" },
+                { "'dyndbg=\"file a.c +p\" quiet'", "dyndbg=\"file a.c +p\"\nisolcpus=1-3\nskew_tick=1\n" },
+                { "\"x=\\$(touch pwned) \\`touch pwned\\` quiet\"",
+                  "x=$(touch\npwned)\n`touch\npwned`\nisolcpus=1-3\nskew_tick=1\n" },
+                { "'isolcpus=7 '\"'\"'$(touch pwned)'\"'\"' -- single'",
+                  "'$(touch\npwned)'\nisolcpus=1-3\nskew_tick=1\n--\nsingle\n" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *grub = NULL, *before = NULL, *words = NULL, *sourced = NULL;
+                ck_assert(asprintf(&grub, "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=%s\nGRUB_CMDLINE_LINUX_DEFAULT=\"\"\n",
+                                   cases[i].line) >= 0);
+                test_write(host_dir, "etc/default/grub", grub);
+                _cleanup_(plan_freep) Plan *p = plan_ok(
+                        "{\"boot\": {\"args\": {\"isolcpus\": \"1-3\", \"skew_tick\": \"1\", \"quiet\": false}}}");
+                before = grub_source();
+                write_all(p);
+                sourced = grub_source();
+                words = grub_words(sourced);
+                ck_assert_msg(streq(words, cases[i].words), "case %zu: %s: words\n%s, expected\n%s", i, cases[i].line,
+                              words, cases[i].words);
+                _cleanup_free_ char *iso = read_arg("isolcpus"), *quiet = read_arg("quiet");
+                ck_assert_str_eq(iso, "1-3");
+                ck_assert_ptr_null(quiet);
+                revert_all(p);
+                ck_assert(!exists_rel("etc/default/grub.d/rtpart.cfg"));
+                _cleanup_free_ char *after = grub_source();
+                ck_assert_str_eq(after, before);
+        }
+}
+END_TEST
+
+/* The user's later edits to GRUB_CMDLINE_LINUX take effect; one that sets an argument rtpart owns
+ * to another value is what GRUB reads for it (drift); revert keeps them. */
+START_TEST(test_grub_later_edits) {
+        test_write(host_dir, "etc/default/grub",
+                   "GRUB_CMDLINE_LINUX=\"hugepages=16 isolcpus=1\"\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n");
+        _cleanup_(plan_freep) Plan *p = plan_ok("{\"boot\": {\"args\": {\"isolcpus\": \"1-3\", \"quiet\": false}}}");
+        write_all(p);
+        _cleanup_free_ char *s1 = grub_source();
+        ck_assert_str_eq(s1, "L[hugepages=16 isolcpus=1-3]\nD[]\n");
+
+        test_write(host_dir, "etc/default/grub",
+                   "GRUB_CMDLINE_LINUX=\"hugepages=32 isolcpus=1\"\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n");
+        _cleanup_free_ char *s2 = grub_source(), *iso = read_arg("isolcpus"), *hp = read_arg("hugepages");
+        ck_assert_str_eq(s2, "L[hugepages=32 isolcpus=1-3]\nD[]\n");
+        ck_assert_str_eq(iso, "1-3");
+        ck_assert_str_eq(hp, "32");
+
+        /* isolcpus is rtpart's: the user's own value for it is a conflict, read as theirs. */
+        test_write(host_dir, "etc/default/grub",
+                   "GRUB_CMDLINE_LINUX=\"hugepages=32 isolcpus=5\"\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet splash\"\n");
+        _cleanup_free_ char *iso2 = read_arg("isolcpus"), *quiet = read_arg("quiet");
+        ck_assert_str_eq(iso2, "5");
+        ck_assert_ptr_null(quiet);
+        revert_all(p);
+        ck_assert(!exists_rel("etc/default/grub.d/rtpart.cfg"));
+        _cleanup_free_ char *s3 = grub_source();
+        ck_assert_str_eq(s3, "L[hugepages=32 isolcpus=5]\nD[quiet splash]\n");
+}
+END_TEST
+
+/* What rtpart cannot take out or know without running the file is refused, with the reason, before
+ * anything is written: a value from a command substitution, an argument separated by a tab. */
+START_TEST(test_grub_refusals) {
+        Knob k = { .id = (char *) "boot/isolcpus", .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
+        KnobResult w = {};
+        test_write(host_dir, "etc/default/grub", "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX=\"$(cat /etc/cmdline) quiet\"\n");
+        _cleanup_(plan_freep) Plan *p = plan_ok("{\"boot\": {\"args\": {\"isolcpus\": \"1-3\"}}}");
+        ck_assert(plan_has_note(p,
+                                "/etc/default/grub, line 2: a command substitution ($(…)): GRUB_CMDLINE_LINUX's "
+                                "value cannot be known without running the file"));
+        ck_assert_int_eq(backend_boot.write(root, &k, "1-3", /* keep= */ NULL, &w), -EBADMSG);
+        ck_assert_ptr_nonnull(strstr(w.reason, "write the kernel arguments there literally"));
+        knob_result_done(&w);
+        ck_assert(!exists_rel("etc/default/grub.d/rtpart.cfg"));
+
+        test_write(host_dir, "etc/default/grub", "GRUB_CMDLINE_LINUX=\"quiet\tisolcpus=7\"\n");
+        ck_assert_int_eq(backend_boot.write(root, &k, "1-3", /* keep= */ NULL, &w), -EBADMSG);
+        ck_assert_ptr_nonnull(strstr(w.reason, "separate the arguments with spaces"));
+        knob_result_done(&w);
+        ck_assert(!exists_rel("etc/default/grub.d/rtpart.cfg"));
+}
+END_TEST
+
+/* A drop-in an older rtpart wrote, which restated the variables: read as it was, and rewritten
+ * in the new form by the next write; revert takes it away. */
+START_TEST(test_grub_older_dropin) {
+        test_write(host_dir, "etc/default/grub.d/rtpart.cfg",
+                   "# Kernel arguments managed by rtpart; 'rtpartctl revert' removes this file.\n"
+                   "# Do not edit: rtpart rewrites it. The lines below record what rtpart set.\n"
+                   "# rtpart-set: isolcpus=1-3\n"
+                   "# rtpart-unset: quiet\n"
+                   "GRUB_CMDLINE_LINUX=\"isolcpus=1-3\"\n"
+                   "GRUB_CMDLINE_LINUX_DEFAULT=\"\"\n");
+        _cleanup_free_ char *iso = read_arg("isolcpus"), *quiet = read_arg("quiet");
+        ck_assert_str_eq(iso, "1-3");
+        ck_assert_ptr_null(quiet);
+        Knob k = { .id = (char *) "boot/nohz_full", .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
+        ck_assert_int_eq(backend_write(&backend_boot, root, &k, "1-3"), 0);
+        _cleanup_free_ char *sourced = grub_source(), *drop = read_rel("etc/default/grub.d/rtpart.cfg");
+        ck_assert_str_eq(sourced, "L[isolcpus=1-3 nohz_full=1-3]\nD[]\n");
+        ck_assert_ptr_nonnull(strstr(drop, "# rtpart-format: 2\n"));
+        Knob ki = { .id = (char *) "boot/isolcpus", .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
+        Knob kq = { .id = (char *) "boot/quiet", .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
+        ck_assert_int_eq(backend_write(&backend_boot, root, &k, NULL), 0);
+        ck_assert_int_eq(backend_write(&backend_boot, root, &ki, NULL), 0);
+        ck_assert_int_eq(backend_write(&backend_boot, root, &kq, ""), 0);
+        ck_assert(!exists_rel("etc/default/grub.d/rtpart.cfg"));
+}
+END_TEST
+
+/* The same through rtpartctl on a fake GRUB host: apply, a later edit of the user's that takes
+ * effect (verify in sync), one that conflicts with an argument rtpart owns (verify 3, naming it),
+ * revert (the user's file as they left it, rtpart's drop-in gone). */
+START_TEST(test_grub_verify_drift) {
+        _cleanup_free_ char *dir = tree_copy_host("intel-2s"), *prof = NULL, *out = NULL;
+        test_write(dir, "etc/default/grub",
+                   "GRUB_CMDLINE_LINUX=\"hugepages=16\"\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n");
+        prof = test_profile(prof_dir, "edits", "{\"boot\": {\"args\": {\"isolcpus\": \"1-3\", \"skew_tick\": \"1\"}}}");
+        _cleanup_free_ char *apply = NULL;
+        ck_assert(asprintf(&apply, "apply '%s'", prof) >= 0);
+        ck_assert_int_eq(tree_ctl(dir, &out, apply), 0);
+        free(out);
+        ck_assert_int_eq(tree_ctl(dir, &out, "verify"), 4); /* in sync, a reboot pending */
+        free(out);
+
+        static const char edited[] = "GRUB_CMDLINE_LINUX=\"hugepages=32\"\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n";
+        test_write(dir, "etc/default/grub", edited);
+        ck_assert_int_eq(tree_ctl(dir, &out, "verify"), 4);
+        free(out);
+        static const char conflict[] =
+                "GRUB_CMDLINE_LINUX=\"hugepages=32 isolcpus=5\"\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n";
+        test_write(dir, "etc/default/grub", conflict);
+        ck_assert_int_eq(tree_ctl(dir, &out, "verify"), 3);
+        ck_assert_msg(strstr(out, "boot/isolcpus"), "verify does not name the argument: %s", out);
+        free(out);
+        ck_assert_int_eq(tree_ctl(dir, &out, "--json verify"), 3);
+        ck_assert_msg(strstr(out, "\"knob\": \"boot/isolcpus\"") && strstr(out, "\"actual\": \"5\""), "%s", out);
+        ck_assert_int_eq(tree_ctl(dir, NULL, "revert"), 0);
+        tree_assert_file(dir, "etc/default/grub", conflict);
+        ck_assert(!tree_exists(dir, "etc/default/grub.d/rtpart.cfg"));
+        tree_remove(dir);
 }
 END_TEST
 
@@ -264,15 +488,6 @@ START_TEST(test_write_refuses_unsafe) {
         ck_assert_str_eq(back, entry);
 }
 END_TEST
-
-static char *read_arg(const char *key) {
-        _cleanup_free_ char *id = NULL;
-        char *v = NULL;
-        ck_assert(asprintf(&id, "boot/%s", key) >= 0);
-        Knob k = { .id = id, .domain = DOMAIN_BOOT, .kind = VALUE_BOOTARG, .reboot = true };
-        ck_assert_int_ge(backend_boot.read(root, &k, &v), 0);
-        return v;
-}
 
 /* What follows "--" is init's: arguments go before it, and init's own stay as they are. A line
  * that leaves a quote open is not edited (the argument would become part of the quoted one). An
@@ -307,14 +522,14 @@ START_TEST(test_edit_init_args_and_quotes) {
         _cleanup_free_ char *root_arg = read_arg("root");
         ck_assert_str_eq(root_arg, "/dev/vda");
 
-        /* GRUB: the restated GRUB_CMDLINE_LINUX keeps "--" and init's arguments last. */
+        /* GRUB: GRUB_CMDLINE_LINUX as sourced keeps "--" and init's arguments last. */
         _cleanup_free_ char *entry_path = NULL;
         ck_assert(asprintf(&entry_path, "%s/boot/loader/entries/debian.conf", host_dir) >= 0);
         ck_assert_int_eq(unlink(entry_path), 0);
         test_write(host_dir, "etc/default/grub", "GRUB_CMDLINE_LINUX=\"ro -- single x=2\"\n");
         ck_assert_int_eq(backend_write(&backend_boot, root, &k, "1"), 0);
-        _cleanup_free_ char *drop = read_rel("etc/default/grub.d/rtpart.cfg");
-        ck_assert_ptr_nonnull(strstr(drop, "GRUB_CMDLINE_LINUX=\"ro x=1 -- single x=2\"\n"));
+        _cleanup_free_ char *sourced = grub_source();
+        ck_assert_str_eq(sourced, "L[ro x=1 -- single x=2]\nD[]\n");
         _cleanup_free_ char *g = read_arg("x");
         ck_assert_str_eq(g, "1");
 }
@@ -327,7 +542,12 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_value_injection_refused);
         tcase_add_test(tc, test_name_refused);
         tcase_add_test(tc, test_legitimate_accepted);
-        tcase_add_test(tc, test_grub_dropin_unchanged);
+        tcase_add_test(tc, test_grub_dropin);
+        tcase_add_test(tc, test_grub_user_quoting);
+        tcase_add_test(tc, test_grub_later_edits);
+        tcase_add_test(tc, test_grub_verify_drift);
+        tcase_add_test(tc, test_grub_refusals);
+        tcase_add_test(tc, test_grub_older_dropin);
         tcase_add_test(tc, test_write_refuses_unsafe);
         tcase_add_test(tc, test_edit_init_args_and_quotes);
         suite_add_tcase(s, tc);

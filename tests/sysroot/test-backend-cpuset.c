@@ -18,16 +18,14 @@ static char *host_dir, *prof_dir;
 static Root *root;
 static Host *host;
 
+/* The fake host: a copy to edit with test_write() before open_host(), or the bundled one itself
+ * for tests that change nothing in it. */
 static void copy_host(const char *name) {
-        host_dir = tree_copy_host(name);
-        prof_dir = test_tmpdir();
+        test_fixture(name, /* copy= */ true, &host_dir, &prof_dir, NULL, NULL);
 }
 
-/* Opens the committed fixture itself, for tests that change nothing in it. */
 static void use_host(const char *name) {
-        host_dir = fixture_host(name);
-        prof_dir = test_tmpdir();
-        test_open_host(host_dir, &root, &host);
+        test_fixture(name, /* copy= */ false, &host_dir, &prof_dir, &root, &host);
 }
 
 static void open_host(void) {
@@ -35,14 +33,7 @@ static void open_host(void) {
 }
 
 static void teardown(void) {
-        host = host_free(host);
-        root = root_free(root);
-        if (host_dir && !startswith(host_dir, FIXTURE_DIR))
-                tree_remove(host_dir);
-        test_rmtree(prof_dir);
-        free(host_dir);
-        free(prof_dir);
-        host_dir = prof_dir = NULL;
+        test_fixture_clear(&host_dir, &prof_dir, &root, &host);
 }
 
 static Plan *plan_ok(const char *json) {
@@ -398,7 +389,7 @@ START_TEST(test_v2_invalid_partition) {
                 " \"cpuset\": {\"confine\": [], \"partitions\": [{\"name\": \"rtpart-rt\", \"cpus\": \"4-11\"}]}}");
         EngineResult res = {};
         ck_assert_int_eq(tree_apply(host_dir, prof, &res), -EINVAL);
-        ck_assert_str_eq(res.failed_knob, "cpuset/rtpart-rt/partition");
+        ck_assert_str_eq(res.error.pointer, "cpuset/rtpart-rt/partition");
         ck_assert(res.rolled_back && !res.rollback_incomplete);
         engine_result_done(&res);
         _cleanup_free_ char *after = tree_snapshot(host_dir);
@@ -416,12 +407,12 @@ START_TEST(test_v2_invalid_partition) {
         ck_assert_int_eq(backend_write(&backend_cpuset, root, &cpus, "4-11"), 0);
         /* The kernel takes the mode and says why it is invalid when read: the write's reason. */
         _cleanup_(knob_result_done) KnobResult w = {};
-        ck_assert_int_eq(backend_cpuset.write(root, &part, "isolated", &w), -EINVAL);
+        ck_assert_int_eq(backend_cpuset.write(root, &part, "isolated", NULL, &w), -EINVAL);
         ck_assert_int_eq(w.status, KNOB_FAILED);
         ck_assert_int_eq(w.error, -EINVAL);
         ck_assert_str_eq(w.reason, "isolated invalid (Cpu list in cpuset.cpus not exclusive)");
         knob_result_done(&w);
-        ck_assert_int_eq(backend_cpuset.write(root, &cpus, "4-7", &w), 0);
+        ck_assert_int_eq(backend_cpuset.write(root, &cpus, "4-7", NULL, &w), 0);
         ck_assert_int_eq(w.status, KNOB_DONE);
         ck_assert_ptr_null(w.reason);
         ck_assert_int_eq(backend_write(&backend_cpuset, root, &part, "isolated"), 0);
@@ -457,6 +448,42 @@ START_TEST(test_v2_enable_controller) {
         ck_assert_int_eq(tree_apply(host_dir, prof, NULL), 0);
         ck_assert_int_eq(tree_revert(host_dir), 0);
         tree_assert_file(host_dir, "sys/fs/cgroup/cgroup.subtree_control", "cpuset cpu io memory pids\n");
+}
+END_TEST
+
+/* A v2 host whose root does not give its children cpuset, and so no cgroup below it has cpuset
+ * files, as the kernel shows it: apply enables the controller (the kernel then makes every
+ * child's cpuset files), confines the slices, makes the partition; revert takes all of it back,
+ * to the byte. */
+START_TEST(test_v2_enable_controller_confined) {
+        copy_host("epyc");
+        _cleanup_free_ char *out = NULL;
+        ck_assert_int_eq(
+                tree_sh(&out,
+                        "cd '%s/sys/fs/cgroup' && rm -r '%s/run/systemd' && "
+                        "find . -mindepth 2 -name 'cpuset.*' -delete && "
+                        "for f in $(find . -mindepth 2 -name cgroup.controllers -o -name cgroup.subtree_control); do "
+                        "sed -i 's/cpuset //; s/^cpuset$//' \"$f\"; done && "
+                        "echo 'cpu io memory pids' > cgroup.subtree_control",
+                        host_dir, host_dir),
+                0);
+        ck_assert(!tree_exists(host_dir, "sys/fs/cgroup/system.slice/cpuset.cpus"));
+        tree_assert_file(host_dir, "sys/fs/cgroup/system.slice/cgroup.controllers", "cpu io memory pids\n");
+        _cleanup_free_ char *before = tree_snapshot(host_dir), *first = NULL;
+        _cleanup_free_ char *prof =
+                test_profile(prof_dir, "lab",
+                             "{\"cpus\": {\"isolated\": \"4-31,36-63\"},"
+                             " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"8-15\"}]}}");
+        ck_assert_int_eq(tree_apply(host_dir, prof, NULL), 0);
+        tree_assert_file(host_dir, "sys/fs/cgroup/cgroup.subtree_control", "cpuset cpu io memory pids\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/system.slice/cgroup.controllers", "cpuset cpu io memory pids\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/system.slice/cpuset.cpus", "0-3,32-35\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/init.scope/cpuset.cpus", "0-3,32-35\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/rt/cpuset.cpus.partition", "isolated\n");
+        ck_assert_uint_eq(tree_verify(host_dir, &first), 0);
+        ck_assert_int_eq(tree_revert(host_dir), 0);
+        _cleanup_free_ char *after = tree_snapshot(host_dir);
+        tree_assert_same(before, after, "revert after enabling cpuset");
 }
 END_TEST
 
@@ -545,7 +572,89 @@ START_TEST(test_v1_exclusive_conflict) {
                 " \"cpuset\": {\"confine\": [], \"partitions\": [{\"name\": \"rt\", \"cpus\": \"2-3\"}]}}");
         EngineResult res = {};
         ck_assert_int_eq(tree_apply(host_dir, prof, &res), -EINVAL);
-        ck_assert_str_eq(res.failed_knob, "cpuset/rt/cpus");
+        ck_assert_str_eq(res.error.pointer, "cpuset/rt/cpus");
+        engine_result_done(&res);
+        _cleanup_free_ char *after = tree_snapshot(host_dir);
+        tree_assert_same(before, after, "rolled back");
+}
+END_TEST
+
+/* libvirt's cpusets on a v1 host: "machine" and a VM's below it hold every CPU, which an exclusive
+ * partition may share with no sibling (the kernel refuses its cpu_exclusive). */
+static void v1_machine(const char *vcpu_cpus) {
+        static const char *v1 = "sys/fs/cgroup/cpuset";
+        static const char * const dirs[] = { "machine", "machine/qemu-1-rt", "machine/qemu-1-rt/vcpu0" };
+        copy_host("vm");
+        open_host();
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                _cleanup_free_ char *parent = NULL;
+                const char *slash = strrchr(dirs[i], '/');
+                ck_assert(asprintf(&parent, "%s%s%.*s", v1, slash ? "/" : "", slash ? (int) (slash - dirs[i]) : 0,
+                                   dirs[i]) >= 0);
+                const char *name = slash ? slash + 1 : dirs[i];
+                ck_assert_int_eq(sim_cgroup_mkdir(root, parent, name), 0);
+                ck_assert_int_eq(sim_cgroup_write(root, parent, name, "cpuset.cpus",
+                                                  i == ELEMENTSOF(dirs) - 1 ? vcpu_cpus : "0-3"),
+                                 0);
+                ck_assert_int_eq(sim_cgroup_write(root, parent, name, "cpuset.mems", "0"), 0);
+        }
+        /* A task in the VM's vCPU cpuset. */
+        ck_assert_int_eq(sim_cgroup_write(root, "sys/fs/cgroup/cpuset/machine/qemu-1-rt", "vcpu0", "tasks", "405"), 0);
+        host = host_free(host);
+        root = root_free(root);
+}
+
+static const char v1_rt[] =
+        "{\"cpus\": {\"isolated\": \"2-3\"},"
+        " \"cpuset\": {\"partitions\": [{\"name\": \"rt\", \"cpus\": \"2-3\", \"mode\": \"isolated\"}]}}";
+
+/* The siblings go off the partition's CPUs first, children before their parent; revert gives the
+ * CPUs back, every file as it was. */
+START_TEST(test_v1_machine_shrunk) {
+        v1_machine("0-3");
+        _cleanup_free_ char *before = tree_snapshot(host_dir), *drift = NULL;
+        open_host();
+        _cleanup_(plan_freep) Plan *p = plan_ok(v1_rt);
+        const Knob *vcpu = knob(p, "cpuset/machine/qemu-1-rt/vcpu0/cpus",
+                                "sys/fs/cgroup/cpuset/machine/qemu-1-rt/vcpu0/cpuset.cpus", "0-1");
+        ck_assert_str_eq(vcpu->current, "0-3");
+        knob(p, "cpuset/machine/qemu-1-rt/cpus", NULL, "0-1");
+        knob(p, "cpuset/machine/cpus", "sys/fs/cgroup/cpuset/machine/cpuset.cpus", "0-1");
+        ck_assert_uint_lt(index_of(p, "cpuset/machine/qemu-1-rt/vcpu0/cpus"), index_of(p, "cpuset/machine/cpus"));
+        ck_assert_uint_lt(index_of(p, "cpuset/machine/cpus"), index_of(p, "cpuset/rt/cpu_exclusive"));
+        ck_assert(plan_has_note(p, "the cpuset machine holds CPUs of the exclusive partitions (2-3)"));
+
+        _cleanup_free_ char *prof = test_profile(prof_dir, "lab", v1_rt);
+        ck_assert_int_eq(tree_apply(host_dir, prof, NULL), 0);
+        tree_assert_file(host_dir, "sys/fs/cgroup/cpuset/machine/cpuset.cpus", "0-1\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/cpuset/machine/qemu-1-rt/vcpu0/cpuset.cpus", "0-1\n");
+        tree_assert_file(host_dir, "sys/fs/cgroup/cpuset/rt/cpuset.cpu_exclusive", "1\n");
+        ck_assert_msg(tree_verify(host_dir, &drift) == 0, "drift: %s", strempty(drift));
+        ck_assert_int_eq(tree_revert(host_dir), 0);
+        _cleanup_free_ char *after = tree_snapshot(host_dir);
+        tree_assert_same(before, after, "revert");
+}
+END_TEST
+
+/* A vCPU pinned to the partition's CPUs alone cannot be shrunk: the plan says what to do, and
+ * apply fails at cpu_exclusive naming the sibling, and changes nothing. */
+START_TEST(test_v1_machine_blocked) {
+        v1_machine("3");
+        _cleanup_free_ char *before = tree_snapshot(host_dir);
+        open_host();
+        _cleanup_(plan_freep) Plan *p = plan_ok(v1_rt);
+        ck_assert_ptr_null(plan_find(p, "cpuset/machine/cpus"));
+        ck_assert(plan_has_note(p,
+                                "cannot be taken off the cpuset machine/qemu-1-rt/vcpu0 (it would be left "
+                                "without CPUs)"));
+        ck_assert(plan_has_note(p, "pin it to housekeeping CPUs, or start it in the partition"));
+
+        _cleanup_free_ char *prof = test_profile(prof_dir, "lab", v1_rt);
+        EngineResult res = {};
+        ck_assert_int_eq(tree_apply(host_dir, prof, &res), -EINVAL);
+        ck_assert_str_eq(res.error.pointer, "cpuset/rt/cpu_exclusive");
+        ck_assert_msg(res.error.detail && strstr(res.error.detail, "CPUs 2-3 of rt are also in the cpuset machine"),
+                      "%s", strempty(res.error.detail));
         engine_result_done(&res);
         _cleanup_free_ char *after = tree_snapshot(host_dir);
         tree_assert_same(before, after, "rolled back");
@@ -598,8 +707,11 @@ static Suite *suite(void) {
         tcase_add_test(tc, test_apply_v2_intel);
         tcase_add_test(tc, test_v2_invalid_partition);
         tcase_add_test(tc, test_v2_enable_controller);
+        tcase_add_test(tc, test_v2_enable_controller_confined);
         tcase_add_test(tc, test_apply_v1_vm);
         tcase_add_test(tc, test_v1_exclusive_conflict);
+        tcase_add_test(tc, test_v1_machine_shrunk);
+        tcase_add_test(tc, test_v1_machine_blocked);
         tcase_add_test(tc, test_invalid_changes_nothing);
         suite_add_tcase(s, tc);
         return s;

@@ -57,11 +57,23 @@ static char *as_written(const char *text) {
 
 static Journal *parse_ok(const char *text) {
         Journal *j = NULL;
-        JournalError e = {};
+        Error e = {};
         int r = journal_parse(text, strlen(text), "state.json", &j, &e);
         ck_assert_msg(r == 0, "journal_parse: %d: %s", r, strempty(e.message));
         ck_assert_ptr_null(e.message);
         return j;
+}
+
+/* A journal refused, as the user reads it: "FILE: ENTRY: WHAT" (caller frees). */
+static char *parse_refused(const char *text) {
+        Journal *j = NULL;
+        _cleanup_(error_done) Error e = {};
+        ck_assert_int_eq(journal_parse(text, strlen(text), "state.json", &j, &e), -EBADMSG);
+        ck_assert_ptr_null(j);
+        ck_assert_int_eq(e.code, -EBADMSG);
+        ck_assert_str_eq(strempty(e.file), "state.json");
+        ck_assert_ptr_nonnull(e.message);
+        return error_format(&e, NULL);
 }
 
 /* Load → save gives the same bytes. */
@@ -197,7 +209,7 @@ START_TEST(test_short_forms) {
 
         /* No file: an empty journal. */
         Journal *none = NULL;
-        JournalError e = {};
+        Error e = {};
         ck_assert_int_eq(journal_parse(NULL, 0, "state.json", &none, &e), 0);
         ck_assert_uint_eq(none->n_originals, 0);
         ck_assert(!none->transaction_open);
@@ -477,12 +489,8 @@ START_TEST(test_wrong_entry) {
         const BadCase *c = &bad_cases[_i];
         _cleanup_free_ char *text = NULL;
         ck_assert_int_ge(asprintf(&text, "{\"version\": 1, \"originals\": %s%s}", c->originals, c->rest), 0);
-        Journal *j = NULL;
-        JournalError e = {};
-        ck_assert_int_eq(journal_parse(text, strlen(text), "state.json", &j, &e), -EBADMSG);
-        ck_assert_ptr_null(j);
-        ck_assert_str_eq(strempty(e.message), c->message);
-        journal_error_done(&e);
+        _cleanup_free_ char *msg = parse_refused(text);
+        ck_assert_str_eq(msg, c->message);
 }
 END_TEST
 
@@ -494,12 +502,8 @@ START_TEST(test_not_a_journal) {
                                               "{\"version\": 0, \"originals\": {}}",
                                               "{\"originals\": {}}" };
         for (size_t i = 0; i < ELEMENTSOF(texts); i++) {
-                Journal *j = NULL;
-                JournalError e = {};
-                ck_assert_int_eq(journal_parse(texts[i], strlen(texts[i]), "state.json", &j, &e), -EBADMSG);
-                ck_assert_ptr_nonnull(e.message);
-                ck_assert_msg(strncmp(e.message, "state.json: not ", 16) == 0, "%s", e.message);
-                journal_error_done(&e);
+                _cleanup_free_ char *msg = parse_refused(texts[i]);
+                ck_assert_msg(strncmp(msg, "state.json: not ", 16) == 0, "%s", msg);
         }
 }
 END_TEST
@@ -538,9 +542,7 @@ START_TEST(test_apply_round_trip) {
         /* What apply recorded: the profile, an original and an applied entry per written knob. */
         Root *root;
         ck_assert_int_eq(root_new(host_dir, &root), 0);
-        _cleanup_(journal_freep) Journal *j = NULL;
-        JournalError e = {};
-        ck_assert_int_eq(journal_load(root, &j, &e), 0);
+        _cleanup_(journal_freep) Journal *j = test_journal_load(root);
         ck_assert_str_eq(j->profile, "realtime-virtual-host");
         ck_assert_ptr_nonnull(j->hash);
         ck_assert_ptr_nonnull(j->source);
@@ -568,8 +570,7 @@ START_TEST(test_apply_round_trip) {
         ck_assert_int_eq(tree_revert(host_dir), 0);
         assert_file_round_trip("revert");
         ck_assert_int_eq(root_new(host_dir, &root), 0);
-        _cleanup_(journal_freep) Journal *r = NULL;
-        ck_assert_int_eq(journal_load(root, &r, &e), 0);
+        _cleanup_(journal_freep) Journal *r = test_journal_load(root);
         ck_assert_ptr_null(r->profile);
         ck_assert_uint_eq(r->n_applied, 0);
         ck_assert_uint_eq(r->n_unmovable, 0);
@@ -582,31 +583,33 @@ END_TEST
 START_TEST(test_transaction_open) {
         host_dir = tree_copy_host("vm");
         Root *root;
+        JournalStore *journal;
         ck_assert_int_eq(root_new(host_dir, &root), 0);
-        ck_assert(!journal_transaction_open(root)); /* no journal */
+        ck_assert_int_eq(journal_store_open(root, &journal), 0);
+        ck_assert(!journal_store_transaction_open(journal)); /* no journal */
 
         _cleanup_(journal_freep) Journal *j = parse_ok(EVERY_FIELD);
         ck_assert(j->transaction_open);
         _cleanup_free_ char *open_text = NULL;
         ck_assert_int_eq(journal_format(j, &open_text, NULL), 0);
         test_write(host_dir, "var/lib/rtpart/state.json", open_text);
-        ck_assert(journal_transaction_open(root));
+        ck_assert(journal_store_transaction_open(journal));
 
         journal_end(j);
         _cleanup_free_ char *closed = NULL;
         ck_assert_int_eq(journal_format(j, &closed, NULL), 0);
         ck_assert_ptr_nonnull(strstr(closed, "\n \"transaction\": null,\n"));
         test_write(host_dir, "var/lib/rtpart/state.json", closed);
-        ck_assert(!journal_transaction_open(root));
+        ck_assert(!journal_store_transaction_open(journal));
 
         /* Compact, and indented by jansson (the writer before): parsed. */
         json_t *doc = json_loads(open_text, 0, NULL);
         ck_assert_ptr_nonnull(doc);
         _cleanup_free_ char *compact = json_dumps(doc, JSON_COMPACT), *indented = json_dumps(doc, JSON_INDENT(1));
         test_write(host_dir, "var/lib/rtpart/state.json", compact);
-        ck_assert(journal_transaction_open(root));
+        ck_assert(journal_store_transaction_open(journal));
         test_write(host_dir, "var/lib/rtpart/state.json", indented);
-        ck_assert(journal_transaction_open(root));
+        ck_assert(journal_store_transaction_open(journal));
 
         /* A line " \"transaction\": null" before the document's own member, of an object nested in
          * it (an unknown member first, as another writer may put it): parsed, and open. */
@@ -621,11 +624,12 @@ START_TEST(test_transaction_open) {
         ck_assert(at < strstr(nested, "\n \"transaction\": {"));
         ck_assert_int_ge(asprintf(&flat, "%.*s%s", (int) (at - nested + 1), nested, at + 2), 0);
         test_write(host_dir, "var/lib/rtpart/state.json", flat);
-        ck_assert(journal_transaction_open(root));
+        ck_assert(journal_store_transaction_open(journal));
         json_decref(doc);
 
         test_write(host_dir, "var/lib/rtpart/state.json", "not json");
-        ck_assert(!journal_transaction_open(root));
+        ck_assert(!journal_store_transaction_open(journal));
+        journal_store_free(journal);
         root_free(root);
 }
 END_TEST
@@ -682,17 +686,20 @@ START_TEST(test_engine_refuses) {
         test_open_host(host_dir, &root, &host);
 
         EngineResult res = {};
-        ck_assert_int_eq(engine_revert(root, host, &res), -EBADMSG);
+        JournalStore *store = test_journal_locked(root);
+        ck_assert_int_eq(engine_revert(root, store, host, &res), -EBADMSG);
         ck_assert_uint_eq(res.written, 0);
-        ck_assert_msg(res.journal_error.message && strstr(res.journal_error.message, msg), "%s",
-                      strempty(res.journal_error.message));
+        ck_assert_int_eq(res.error.code, -EBADMSG);
+        ck_assert_ptr_null(res.error.pointer); /* not a knob's write */
+        ck_assert_msg(res.error.message && strstr(res.error.message, msg), "%s", strempty(res.error.message));
         engine_result_done(&res);
-        ck_assert_int_eq(engine_recover(root, host, &res), -EBADMSG);
+        ck_assert_int_eq(engine_recover(root, store, host, &res), -EBADMSG);
         engine_result_done(&res);
+        journal_store_free(store);
         host_free(host);
         root_free(root);
         ck_assert_int_eq(tree_apply(host_dir, "cpu-partitioning", &res), -EBADMSG);
-        ck_assert_ptr_nonnull(strstr(strempty(res.journal_error.message), msg));
+        ck_assert_ptr_nonnull(strstr(strempty(res.error.message), msg));
         engine_result_done(&res);
 
         _cleanup_free_ char *tree_after = tree_snapshot(host_dir),

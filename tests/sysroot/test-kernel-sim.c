@@ -297,6 +297,46 @@ START_TEST(test_v2_before_6_7) {
 }
 END_TEST
 
+/* "+cpuset" in a cgroup's subtree_control gives its existing children the controller: their
+ * cgroup.controllers lists it and they get its files, with the parent's effective CPUs and nodes;
+ * "-cpuset" takes both away, refused while a child still enables it for its own children. A
+ * cgroup other than the root with processes enables no controller (no internal processes). */
+START_TEST(test_v2_subtree_control_children) {
+        v2_tree(true);
+        ck_assert_int_eq(sim_cgroup_mkdir(root, CG, "a"), 0);
+        ck_assert_int_eq(sim_cgroup_mkdir(root, CG "/a", "b"), 0);
+        F(CG "/a/cgroup.controllers", "cpu memory\n");
+        ck_assert(!tree_exists(dir, CG "/a/cpuset.cpus"));
+
+        ck_assert_int_eq(sim_cgroup_write(root, CG, NULL, "cgroup.subtree_control", "+cpuset"), 0);
+        F(CG "/a/cgroup.controllers", "cpuset cpu memory\n");
+        F(CG "/a/cpuset.cpus", "\n");
+        F(CG "/a/cpuset.cpus.effective", "0-7\n");
+        F(CG "/a/cpuset.cpus.exclusive", "\n");
+        F(CG "/a/cpuset.cpus.partition", "member\n");
+        F(CG "/a/cpuset.mems", "\n");
+        F(CG "/a/cpuset.mems.effective", "0-1\n");
+        ck_assert(!tree_exists(dir, CG "/a/b/cpuset.cpus")); /* a does not give it to b */
+        F(CG "/a/b/cgroup.controllers", "\n");
+        ck_assert_int_eq(sim_cgroup_write(root, CG, "a", "cpuset.cpus", "2-3"), 0);
+
+        ck_assert_int_eq(sim_cgroup_write(root, CG, "a", "cgroup.subtree_control", "+cpuset"), 0);
+        F(CG "/a/b/cgroup.controllers", "cpuset\n");
+        F(CG "/a/b/cpuset.cpus.effective", "2-3\n");
+        ck_assert_int_eq(sim_cgroup_write(root, CG, NULL, "cgroup.subtree_control", "-cpuset"), -EBUSY);
+        ck_assert_int_eq(sim_cgroup_write(root, CG, "a", "cgroup.subtree_control", "-cpuset"), 0);
+        ck_assert(!tree_exists(dir, CG "/a/b/cpuset.cpus"));
+        ck_assert_int_eq(sim_cgroup_write(root, CG, NULL, "cgroup.subtree_control", "-cpuset"), 0);
+        F(CG "/cgroup.subtree_control", "cpu memory\n");
+        F(CG "/a/cgroup.controllers", "cpu memory\n");
+        ck_assert(!tree_exists(dir, CG "/a/cpuset.cpus"));
+        ck_assert(!tree_exists(dir, CG "/a/cpuset.cpus.partition"));
+
+        ck_assert_int_eq(sim_cgroup_write(root, CG, "a", "cgroup.procs", "5"), 0);
+        ck_assert_int_eq(sim_cgroup_write(root, CG, "a", "cgroup.subtree_control", "+cpu"), -EBUSY);
+}
+END_TEST
+
 /* ---- cgroup v1 ---- */
 
 #define V1 "sys/fs/cgroup/cpuset"
@@ -345,6 +385,22 @@ START_TEST(test_v1_cpuset) {
         ck_assert_int_eq(sim_cgroup_write(root, V1, "x", "tasks", "5"), 0);
         F(V1 "/cgroup.procs", "1\n2\n");
         ck_assert_int_eq(sim_cgroup_rmdir(root, V1, "x"), -EBUSY);
+
+        /* A cpuset below another: its CPUs lie in its parent's, which cannot shrink below them
+         * (EBUSY); a task moves in from wherever in the hierarchy it is; one with tasks keeps CPUs. */
+        ck_assert_int_eq(sim_cgroup_mkdir(root, V1 "/x", "z"), 0);
+        ck_assert_int_eq(sim_cgroup_write(root, V1 "/x", "z", "cpuset.cpus", "3"), 0);
+        ck_assert_int_eq(sim_cgroup_write(root, V1 "/x", "z", "cpuset.mems", "0"), 0);
+        ck_assert_int_eq(sim_cgroup_write(root, V1, "x", "cpuset.cpus", "2"), -EBUSY);
+        ck_assert_int_eq(sim_cgroup_write(root, V1 "/x", "z", "tasks", "1"), 0);
+        F(V1 "/tasks", "2\n");
+        F(V1 "/x/z/tasks", "1\n");
+        ck_assert_int_eq(sim_cgroup_write(root, V1 "/x", "z", "cpuset.cpus", ""), -ENOSPC);
+        ck_assert_int_eq(sim_cgroup_write(root, V1, NULL, "tasks", "1"), 0);
+        F(V1 "/x/z/tasks", "");
+        ck_assert_int_eq(sim_cgroup_write(root, V1 "/x", "z", "cpuset.cpus", ""), 0);
+        ck_assert_int_eq(sim_cgroup_write(root, V1, "x", "cpuset.cpus", ""), -ENOSPC); /* x has tasks */
+        ck_assert_int_eq(sim_cgroup_rmdir(root, V1 "/x", "z"), 0);
 
         /* Exclusive siblings do not overlap. */
         ck_assert_int_eq(sim_cgroup_write(root, V1, "x", "cpuset.cpu_exclusive", "1"), 0);
@@ -417,6 +473,36 @@ START_TEST(test_plain_tree_ops) {
         ck_assert_int_eq(root_pm_qos_open(root), -EOPNOTSUPP);
         ck_assert_int_eq(root_mount(root, "sys/fs/resctrl", "resctrl", NULL), -EOPNOTSUPP);
         ck_assert_int_eq(root_update_bootloader(root, "true"), -EOPNOTSUPP);
+        ck_assert_int_eq(root_try_restart_unit(root, "irqbalance.service"), -EOPNOTSUPP);
+}
+END_TEST
+
+/* irqbalance reads its banned CPUs only at start: after a write, its backend asks the root to
+ * restart it where systemd runs (the kernel's root: TryRestartUnit over D-Bus), which the simulator
+ * records; where no systemd runs it says so. */
+START_TEST(test_irqbalance_restart_through_root) {
+        W("etc/default/irqbalance", "#IRQBALANCE_ONESHOT=\n");
+        W("run/systemd/system/.keep", "");
+        open_root();
+        size_t before = strv_length((char **) sim_restarted_units());
+        Knob k = { .id = (char *) "irqbalance/banned_cpus",
+                   .domain = DOMAIN_IRQBALANCE,
+                   .kind = VALUE_CPU_LIST,
+                   .path = (char *) "etc/default/irqbalance" };
+        ck_assert_int_eq(backend_write(&backend_irqbalance, root, &k, "2-3"), 0);
+        F("etc/default/irqbalance", "#IRQBALANCE_ONESHOT=\nIRQBALANCE_BANNED_CPULIST=\"2-3\"\n");
+        _cleanup_free_ char *note = NULL, *note2 = NULL;
+        ck_assert_int_eq(backend_irqbalance.flush(root, NULL, &note), 0);
+        ck_assert_ptr_null(note);
+        char * const *units = sim_restarted_units();
+        ck_assert_uint_eq(strv_length((char **) units), before + 1);
+        ck_assert_str_eq(units[before], "irqbalance.service");
+
+        ck_assert_int_eq(root_unlink(root, "run/systemd/system/.keep"), 0);
+        ck_assert_int_eq(root_rmdir(root, "run/systemd/system"), 0);
+        ck_assert_int_eq(backend_irqbalance.flush(root, NULL, &note2), 0);
+        ck_assert_str_eq(note2, "restart irqbalance for its banned CPU list to take effect");
+        ck_assert_uint_eq(strv_length((char **) sim_restarted_units()), before + 1);
 }
 END_TEST
 
@@ -432,6 +518,7 @@ static Suite *suite(void) {
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_v2_partition);
         tcase_add_test(tc, test_v2_before_6_7);
+        tcase_add_test(tc, test_v2_subtree_control_children);
         tcase_add_test(tc, test_v1_cpuset);
         tcase_add_test(tc, test_v1_noprefix);
         suite_add_tcase(s, tc);
@@ -439,6 +526,7 @@ static Suite *suite(void) {
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_ops_chosen_at_link_time);
         tcase_add_test(tc, test_plain_tree_ops);
+        tcase_add_test(tc, test_irqbalance_restart_through_root);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -33,10 +33,7 @@ static Plan *plan_now(const char *profile) {
         _cleanup_free_ char *err = NULL;
         test_open_host(host_dir, &root, &host);
         ck_assert_msg(test_plan(root, host, profile, &plan, &err) == 0, "plan: %s", strempty(err));
-        _cleanup_(journal_freep) Journal *j = NULL;
-        _cleanup_(journal_error_done) JournalError je = {};
-        if (journal_load(root, &j, &je) < 0)
-                j = NULL;
+        _cleanup_(journal_freep) Journal *j = test_journal_load(root);
         ck_assert_int_eq(engine_mark_refused(plan, j), 0);
         host_free(host);
         root_free(root);

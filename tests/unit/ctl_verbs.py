@@ -119,6 +119,20 @@ class VerbTable(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertEqual(p.stderr, "rtpartctl: missing command; try 'rtpartctl --help'\n")
 
+    def test_options_not_taken(self):
+        # Each option refused names the verbs that take it, and only the options given.
+        for args, message in (
+                (["audit", "--svg", "x"], "audit does not take --svg (check's)"),
+                (["check", "latency", "--no-osnoise"], "check does not take --no-osnoise (audit's)"),
+                (["verify", "--seconds", "2", "-o", "f"],
+                 "verify does not take --seconds (audit's and check's), --output (import-tuned's)"),
+                (["status", "--all"], "status does not take --all (plan's)"),
+                (["apply", "--vcpus", "2", "--domain", "d", "x"], "apply does not take --vcpus (export's), --domain (export's)"),
+                (["show", "--cpus", "1", "x"], "show does not take --cpus (audit's and check's)")):
+            with self.subTest(args=args):
+                p = ctl(*args)
+                self.assertEqual((p.returncode, p.stdout, p.stderr), (2, "", f"rtpartctl: {message}\n"))
+
     def test_runs_with_right_count(self):
         # With the count right the verb runs: here it fails on the missing root, as bad usage.
         p = ctl("--no-daemon", "verify")

@@ -104,7 +104,7 @@ START_TEST(test_irq_refused) {
         for (size_t i = 0; i < ELEMENTSOF(errnos); i++) {
                 _cleanup_(knob_result_done) KnobResult w = {};
                 refusal_errno = errnos[i];
-                ck_assert_int_eq(backend_irq.write(root, &k, "0-1", &w), KNOB_REFUSED);
+                ck_assert_int_eq(backend_irq.write(root, &k, "0-1", NULL, &w), KNOB_REFUSED);
                 ck_assert_int_eq(w.status, KNOB_REFUSED);
                 ck_assert_int_eq(w.error, 0);
                 ck_assert_str_eq(w.reason, "the kernel manages this IRQ's affinity (managed or per-CPU interrupt)");
@@ -117,7 +117,7 @@ START_TEST(test_irq_refused) {
                      .path = (char *) "proc/irq/default_smp_affinity" };
         _cleanup_(knob_result_done) KnobResult w = {};
         refusal_errno = -EIO;
-        ck_assert_int_eq(backend_irq.write(root, &def, "3", &w), -EIO);
+        ck_assert_int_eq(backend_irq.write(root, &def, "3", NULL, &w), -EIO);
         ck_assert_int_eq(w.status, KNOB_FAILED);
         ck_assert_int_eq(w.error, -EIO);
         ck_assert_ptr_null(w.reason);

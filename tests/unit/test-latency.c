@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -168,6 +169,29 @@ START_TEST(test_osnoise_lines) {
 }
 END_TEST
 
+/* Programs run through the root's ops (root_run_program(), the kernel's table for "/"): their
+ * output, a program not installed, one that fails; a plain tree runs none. */
+START_TEST(test_run_program) {
+        _cleanup_(root_freep) Root *root = NULL, *tree = NULL;
+        _cleanup_free_ char *out = NULL;
+        ck_assert_int_eq(root_new("/", &root), 0);
+        ck_assert(root_can(root, ROOT_CAN_RUN_PROGRAMS));
+        char *echo[] = { (char *) "echo", (char *) "a", (char *) "b", NULL };
+        ck_assert_int_eq(root_run_program(root, echo, &out), 0);
+        ck_assert_str_eq(out, "a b\n");
+        char *missing[] = { (char *) "rtpart-no-such-program", NULL }, *fails[] = { (char *) "false", NULL };
+        ck_assert_int_eq(root_run_program(root, missing, &out), -ENOENT);
+        ck_assert_int_eq(root_run_program(root, fails, &out), -EPROTO);
+        ck_assert_str_eq(out, "a b\n"); /* untouched on failure */
+        /* A tree's own table (the plain one, without the simulator) runs nothing. */
+        _cleanup_free_ char *dir = test_tmpdir();
+        ck_assert_int_eq(root_new(dir, &tree), 0);
+        if (!root_can(tree, ROOT_CAN_RUN_PROGRAMS))
+                ck_assert_int_eq(latency_run_cyclictest(tree, &(CpuSet) {}, 1, &(LatencyResult) {}), -EOPNOTSUPP);
+        test_rmtree(dir);
+}
+END_TEST
+
 static Suite *latency_suite(void) {
         Suite *s = suite_create("latency");
         TCase *tc = tcase_create("latency");
@@ -175,6 +199,7 @@ static Suite *latency_suite(void) {
         tcase_add_test(tc, test_stats);
         tcase_add_test(tc, test_cyclictest);
         tcase_add_test(tc, test_osnoise_lines);
+        tcase_add_test(tc, test_run_program);
         suite_add_tcase(s, tc);
         return s;
 }

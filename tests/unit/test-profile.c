@@ -56,6 +56,17 @@ static Resolved *resolve_ok(const char *name, const char *json, Profile **ret_p)
         return r;
 }
 
+/* The profile resolves to these classes. */
+static void expect_split(const char *name, const char *json, const char *isolated, const char *housekeeping) {
+        Profile *p = NULL;
+        Resolved *r = resolve_ok(name, json, &p);
+        _cleanup_free_ char *iso = cpu_set_format_list(&r->isolated), *hk = cpu_set_format_list(&r->housekeeping);
+        ck_assert_msg(streq(iso, isolated) && streq(hk, housekeeping), "%s: isolated %s, housekeeping %s", name, iso,
+                      hk);
+        resolved_free(r);
+        profile_free(p);
+}
+
 #define RESOLVED_STR(r, ...) json_string_value(json_object_get_path((r)->doc, __VA_ARGS__))
 
 static json_t *json_object_get_path(json_t *doc, const char *a, const char *b) {
@@ -154,7 +165,6 @@ START_TEST(test_cpu_errors) {
                      "both isolated and housekeeping");
         expect_error("c6", "{\"cpus\": {\"isolated\": \"all\"}}", "/cpus/isolated", "no housekeeping CPU");
         expect_error("c7", "{\"cpus\": {\"housekeeping\": \"all\"}}", "/cpus/housekeeping", "nothing to isolate");
-        expect_error("c8", "{\"cpus\": {\"isolated\": \"housekeeping\"}}", "/cpus/isolated", "cannot be used here");
         expect_error("c9", "{\"cpus\": {\"isolated\": \"14-17\"}}", "/cpus/isolated", "CPU 16-17 do not exist");
         expect_error("c10", "{\"irq\": {\"affinity\": \"l3:3\"}}", "/irq/affinity", "L3 cache domain 3 does not exist");
         expect_error("c11", "{\"cpus\": {\"housekeeping_cores_per_node\": 4}}", "/cpus", "nothing to isolate");
@@ -261,10 +271,36 @@ START_TEST(test_default_split) {
         resolved_free(r);
         profile_free(p);
 
-        r = resolve_ok("split3", "{\"cpus\": {\"isolated\": \"node:1,!4,!12\"}}", &p);
-        _cleanup_free_ char *iso3 = cpu_set_format_list(&r->isolated), *hk3 = cpu_set_format_list(&r->housekeeping);
-        ck_assert_str_eq(iso3, "5-7,13-15");
-        ck_assert_str_eq(hk3, "0-4,8-12");
+        expect_split("split3", "{\"cpus\": {\"isolated\": \"node:1,!4,!12\"}}", "5-7,13-15", "0-4,8-12");
+        /* Within the expressions that define the classes, "isolated" and "housekeeping" are the
+         * default split's (README's example: node 1 without its first core, 4 and 12), by
+         * housekeeping_cores_per_node as the default split is. */
+        expect_split("split4", "{\"cpus\": {\"isolated\": \"node:1,!housekeeping\"}}", "5-7,13-15", "0-4,8-12");
+        expect_split("split5", "{\"cpus\": {\"housekeeping_cores_per_node\": 2, \"housekeeping\": \"housekeeping,2\"}}",
+                     "3,6-7,10-11,14-15", "0-2,4-5,8-9,12-13");
+        expect_split("split6", "{\"cpus\": {\"isolated\": \"housekeeping\"}}", "0,4,8,12", "1-3,5-7,9-11,13-15");
+        expect_split("split7", "{\"cpus\": {\"isolated\": \"isolated,!node:0\", \"housekeeping\": \"node:0\"}}",
+                     "5-7,13-15", "0-3,8-11");
+
+        /* SMT siblings (CPU c and c+8 here) split between the classes: a note per core, which the
+         * plan carries first; the default split and whole cores make none. */
+        r = resolve_ok("smt", "{\"cpus\": {\"isolated\": \"1,8,2-3,10-11\"}}", &p);
+        ck_assert_uint_eq(strv_length(r->notes), 2);
+        ck_assert(startswith(r->notes[0], "cpus: CPU 1 (isolated) and CPU 9 (housekeeping) are SMT siblings"));
+        ck_assert(startswith(r->notes[1], "cpus: CPU 8 (isolated) and CPU 0 (housekeeping) are SMT siblings"));
+        Plan *plan = NULL;
+        ck_assert_int_eq(plan_build(r, root, &plan, NULL), 0);
+        ck_assert_str_eq(plan->notes[0], r->notes[0]);
+        ck_assert_str_eq(plan->notes[1], r->notes[1]);
+        plan_free(plan);
+        resolved_free(r);
+        profile_free(p);
+        r = resolve_ok("smt2", "{\"cpus\": {\"isolated\": \"node:1,!housekeeping\"}}", &p);
+        ck_assert_ptr_null(r->notes);
+        resolved_free(r);
+        profile_free(p);
+        r = resolve_ok("smt3", "{}", &p);
+        ck_assert_ptr_null(r->notes);
         resolved_free(r);
         profile_free(p);
 
@@ -333,10 +369,15 @@ START_TEST(test_lookup_and_list) {
         test_write(host_dir, "usr/share/rtpart/profiles/beta.json", "{\"summary\": \"shipped beta\"}");
         test_write(host_dir, "etc/rtpart/profiles/alpha.json", "{\"summary\": \"user alpha\", \"include\": \"beta\"}");
         test_write(host_dir, "usr/share/rtpart/profiles/README", "not a profile");
+        /* Listed only under a name plan takes: none of these is one. */
+        test_write(host_dir, "etc/rtpart/profiles/$(touch${IFS}x).json", "{\"summary\": \"evil\"}");
+        test_write(host_dir, "etc/rtpart/profiles/a.json.json", "{\"summary\": \"path\"}");
+        test_write(host_dir, "etc/rtpart/profiles/.hidden.json", "{\"summary\": \"hidden\"}");
+        test_write(host_dir, "etc/rtpart/profiles/sp ace.json", "{\"summary\": \"space\"}");
 
         Profile *p = NULL;
         Error e = {};
-        ck_assert_int_eq(profile_load(root, "alpha", &p, &e), 0);
+        ck_assert_int_eq(profile_load(root, backend_profile_schema(), "alpha", &p, &e), 0);
         ck_assert_str_eq(p->summary, "user alpha");
         ck_assert_str_eq(p->name, "alpha");
         ck_assert_uint_eq(strv_length(p->files), 2);
@@ -347,7 +388,7 @@ START_TEST(test_lookup_and_list) {
          * the shipped one, not itself (rtpart.profile(5), INCLUDE). */
         test_write(host_dir, "etc/rtpart/profiles/beta.json", "{\"summary\": \"user beta\", \"include\": \"beta\"}");
         p = NULL;
-        ck_assert_int_eq(profile_load(root, "beta", &p, &e), 0);
+        ck_assert_int_eq(profile_load(root, backend_profile_schema(), "beta", &p, &e), 0);
         ck_assert_str_eq(p->summary, "user beta");
         ck_assert_uint_eq(strv_length(p->files), 2);
         ck_assert(strstr(p->files[0], "usr/share/rtpart/profiles/beta.json"));
@@ -360,7 +401,7 @@ START_TEST(test_lookup_and_list) {
         /* Under a root that does not have it, a name is also looked up among the program's own
          * shipped profiles (rtpartctl(1)): outside the root. */
         p = NULL;
-        ck_assert_int_eq(profile_load(root, "realtime-virtual-host", &p, &e), 0);
+        ck_assert_int_eq(profile_load(root, backend_profile_schema(), "realtime-virtual-host", &p, &e), 0);
         ck_assert(!startswith(p->files[strv_length(p->files) - 1], host_dir));
         profile_free(p);
 
@@ -567,7 +608,7 @@ START_TEST(test_from_document) {
         ck_assert_ptr_null(json_object_get(p->doc, "include"));
 
         /* The merged document makes the same profile again, with no file read. */
-        ck_assert_int_eq(profile_from_document("doctop", p->doc, &q, &e), 0);
+        ck_assert_int_eq(profile_from_document(backend_profile_schema(), "doctop", p->doc, &q, &e), 0);
         ck_assert_str_eq(q->name, "doctop");
         ck_assert_str_eq(q->summary, "top");
         ck_assert_ptr_null(q->path);
@@ -580,13 +621,13 @@ START_TEST(test_from_document) {
 
         /* A document is checked as a file is: a hand-edited journal gives nothing invalid. */
         json_t *bad = json_pack("{s:{s:i}}", "sysctl", "../../x", 1);
-        ck_assert_int_eq(profile_from_document("doctop", bad, &q, &e), -EINVAL);
+        ck_assert_int_eq(profile_from_document(backend_profile_schema(), "doctop", bad, &q, &e), -EINVAL);
         _cleanup_free_ char *msg = error_format(&e, "invalid profile");
         ck_assert_msg(strstr(msg, "/sysctl/..~1..~1x") && strstr(msg, "doctop"), "%s", msg);
         error_done(&e);
         json_decref(bad);
         bad = json_pack("{s:s}", "include", "/tmp/x.json");
-        ck_assert_int_eq(profile_from_document("doctop", bad, &q, &e), -EINVAL);
+        ck_assert_int_eq(profile_from_document(backend_profile_schema(), "doctop", bad, &q, &e), -EINVAL);
         error_done(&e);
         json_decref(bad);
         resolved_free(r);

@@ -18,6 +18,14 @@ static size_t count_key(const Schema *s, const char *key) {
         return n;
 }
 
+/* The field of key in an object schema, or NULL. */
+static const SchemaField *field_of(const Schema *s, const char *key) {
+        for (const SchemaField *f = s->fields; f->key; f++)
+                if (streq(f->key, key))
+                        return f;
+        return NULL;
+}
+
 /* How many backends declare key as their section. */
 static size_t count_backends(const char *key) {
         size_t n = 0;
@@ -27,7 +35,7 @@ static size_t count_backends(const char *key) {
 }
 
 START_TEST(test_every_backend_has_a_section) {
-        const Schema *top = profile_schema();
+        const Schema *top = backend_profile_schema();
         ck_assert_int_eq(top->kind, SCHEMA_OBJECT);
         for (Domain d = 0; d < _DOMAIN_MAX; d++) {
                 const Backend *b = backend_for(d);
@@ -44,6 +52,9 @@ START_TEST(test_every_backend_has_a_section) {
                 const Schema *intel = schema_child(schema_child(top, "vendor"), "intel");
                 ck_assert_ptr_nonnull(intel);
                 ck_assert_ptr_eq(schema_child(intel, b->schema->key), b->schema->schema);
+                /* … each with its backend's check, which profile loading runs without knowing it. */
+                ck_assert_ptr_eq((void *) field_of(top, b->schema->key)->check, (void *) b->check);
+                ck_assert_ptr_eq((void *) field_of(intel, b->schema->key)->check, (void *) b->check);
         }
 }
 END_TEST
@@ -56,7 +67,7 @@ START_TEST(test_top_level_order) {
                 "irq",     "irqbalance", "cpuset", "cat",     "sysctl",      "sysfs", "kthreads",
                 "cpu",     "modules",    "drift",  "check",   NULL,
         };
-        const SchemaField *f = profile_schema()->fields;
+        const SchemaField *f = backend_profile_schema()->fields;
         size_t i = 0;
         for (; f[i].key && expected[i]; i++)
                 ck_assert_str_eq(f[i].key, expected[i]);
@@ -76,7 +87,7 @@ static void check_keys(const char *file, const char *where, const json_t *obj, c
 }
 
 START_TEST(test_shipped_profiles_are_declared) {
-        const Schema *top = profile_schema();
+        const Schema *top = backend_profile_schema();
         DIR *d = opendir(SOURCE_PROFILE_DIR);
         ck_assert_ptr_nonnull(d);
         size_t n = 0;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* tuned profiles read as tuned reads them (lib/interop/tuned-import.c): the INI syntax, include chains,
+/* tuned profiles read as tuned reads them (lib/interop/tuned-*.c): the INI syntax, include chains,
  * variables, every built-in function, the kernel command line's "+" and "-", the mapping onto
  * rtpart's schema, and errors that name the file and the line. The files live in memory. */
 #include <errno.h>
@@ -42,7 +42,7 @@ static TunedEnv mem_env(void) {
         return env;
 }
 
-static int import(const MemFile *files, const char *name, TunedImport *ret, TunedError *ret_error) {
+static int import(const MemFile *files, const char *name, TunedImport *ret, Error *ret_error) {
         TunedEnv env = mem_env();
         mem_files = files;
         return tuned_import(&env, name, /* dir= */ strchr(name, '/') != NULL, ret, ret_error);
@@ -50,7 +50,7 @@ static int import(const MemFile *files, const char *name, TunedImport *ret, Tune
 
 static TunedImport import_ok(const MemFile *files, const char *name) {
         TunedImport t = {};
-        TunedError e = {};
+        Error e = {};
         int r = import(files, name, &t, &e);
         ck_assert_msg(r == 0, "import %s: %d %s:%u: %s", name, r, strempty(e.file), e.line, strempty(e.message));
         return t;
@@ -58,12 +58,12 @@ static TunedImport import_ok(const MemFile *files, const char *name) {
 
 static void import_err(const MemFile *files, const char *name, const char *file, unsigned line, const char *msg) {
         TunedImport t = {};
-        TunedError e = {};
+        Error e = {};
         ck_assert_int_eq(import(files, name, &t, &e), -EINVAL);
         ck_assert_str_eq(e.file, file);
         ck_assert_uint_eq(e.line, line);
         ck_assert_msg(strstr(e.message, msg), "'%s' has no '%s'", e.message, msg);
-        tuned_error_done(&e);
+        error_done(&e);
 }
 
 /* A value of the profile as text: a string as it is, a number in decimal, true as "true". */
@@ -99,7 +99,7 @@ static bool has_note(const TunedImport *t, const char *file, unsigned line, cons
 
 START_TEST(test_ini) {
         TunedIni ini = {};
-        TunedError e = {};
+        Error e = {};
         static const char text[] = "# comment\n"
                                    "; also a comment\n"
                                    "[main]\n"
@@ -142,7 +142,7 @@ START_TEST(test_ini) {
                 ck_assert_str_eq(e.file, "bad.conf");
                 ck_assert_uint_eq(e.line, bad[i].line);
                 ck_assert_msg(strstr(e.message, bad[i].msg), "%s", e.message);
-                tuned_error_done(&e);
+                error_done(&e);
         }
         /* A variables file: no header, keys without values. */
         ck_assert_int_eq(tuned_ini_parse("x=1\nflag\n", "v.conf", true, &ini, &e), 0);
@@ -443,12 +443,86 @@ START_TEST(test_dir) {
                                                   { "/home/u/vars", "/etc/tuned/locked.conf" } };
         for (size_t i = 0; i < ELEMENTSOF(locked); i++) {
                 TunedImport x = {};
-                TunedError e = {};
+                Error e = {};
                 ck_assert_int_eq(import(files, locked[i][0], &x, &e), -EACCES);
                 ck_assert_str_eq(e.file, locked[i][1]);
                 ck_assert(strstr(e.message, "cannot read: Permission denied"));
-                tuned_error_done(&e);
+                error_done(&e);
         }
+}
+END_TEST
+
+/* tuned's "<N" and ">N" (at most, at least): a write that depends on the host's value when tuned
+ * starts; never written as that text. */
+static const MemFile comparisons[] = {
+        { "/usr/lib/tuned/cmp/tuned.conf",
+          "[sysctl]\nnet.core.somaxconn=>2048\nkernel.pid_max = <4096\nvm.swappiness=10\n"
+          "[sysfs]\n/sys/kernel/mm/ksm/run=>1\n[selinux]\navc_cache_threshold=>8192\n" },
+        {},
+};
+
+START_TEST(test_comparisons) {
+        _cleanup_(tuned_import_done) TunedImport t = import_ok(comparisons, "cmp");
+        const char *f = "/usr/lib/tuned/cmp/tuned.conf";
+        json_t *sysctl = json_object_get(t.profile, "sysctl");
+        ck_assert_uint_eq(json_object_size(sysctl), 1);
+        assert_value(t.profile, "sysctl", "vm.swappiness", "10");
+        ck_assert_ptr_null(json_object_get(t.profile, "sysfs"));
+        ck_assert(has_note(&t, f, 2, "net.core.somaxconn", true, "\"at least 2048\""));
+        ck_assert(has_note(&t, f, 2, "net.core.somaxconn", true, "{\"net.core.somaxconn\": 2048}"));
+        ck_assert(has_note(&t, f, 3, "kernel.pid_max", true, "\"at most 4096\""));
+        ck_assert(has_note(&t, f, 6, "/sys/kernel/mm/ksm/run", true, "tuned writes it as it is"));
+        ck_assert(has_note(&t, f, 8, "avc_cache_threshold", true, "\"at least 8192\""));
+        ck_assert_uint_eq(t.n_unsupported, 4);
+}
+END_TEST
+
+/* [script]: what start() calls of tuned's shell functions, mapped; every other statement listed at
+ * its line; the included profile's script first (tuned concatenates them). */
+static const MemFile scripts[] = {
+        { "/usr/lib/tuned/rvh/tuned.conf",
+          "[main]\ninclude=base\n[script]\nscript=${i:PROFILE_DIR}/script.sh\n"
+          "[bootloader]\ncmdline_network_latency=skew_tick=1 rcupdate.rcu_normal_after_boot=1\n" },
+        { "/usr/lib/tuned/rvh/script.sh",
+          "#!/bin/bash\n\n. /usr/lib/tuned/functions\n\nstart() {\n    setup_kvm_mod_low_latency\n"
+          "    disable_ksm\n    cp x \"${TUNED_tmpdir}/etc\"\n    [ \"$X\" = 1 ] && enable_usb_autosuspend\n"
+          "    enable_wifi_powersave\n    return 0\n}\n\nstop() {\n    teardown_kvm_mod_low_latency\n}\n\n"
+          "verify() {\n    tuna -c 1 -P\n}\n\nprocess $@\n" },
+        { "/usr/lib/tuned/base/tuned.conf", "[script]\nscript=${i:PROFILE_DIR}/script.sh\n" },
+        { "/usr/lib/tuned/base/script.sh", "start()\n{\n        return 0\n}\nprocess $@\n" },
+        { "/usr/lib/tuned/gone/tuned.conf", "[script]\nscript=${i:PROFILE_DIR}/script.sh\n" },
+        {},
+};
+
+START_TEST(test_script) {
+        _cleanup_(tuned_import_done) TunedImport t = import_ok(scripts, "rvh");
+        const char *s = "/usr/lib/tuned/rvh/script.sh";
+        json_t *modules = json_object_get(t.profile, "modules");
+        json_t *kvm = json_object_get(modules, "kvm");
+        ck_assert(json_is_false(json_object_get(kvm, "kvmclock_periodic_sync")));
+        ck_assert(json_is_false(json_object_get(kvm, "nx_huge_pages")));
+        json_t *intel = json_object_get(json_object_get(json_object_get(t.profile, "vendor"), "intel"), "modules");
+        ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(intel, "kvm_intel"), "ple_gap")), 0);
+        ck_assert_ptr_null(json_object_get(modules, "kvm_intel")); /* Intel's module on Intel hosts only */
+        assert_value(t.profile, "sysfs", "/sys/kernel/mm/ksm/run", "2");
+
+        ck_assert(has_note(&t, s, 6, NULL, false, "'setup_kvm_mod_low_latency'"));
+        ck_assert(has_note(&t, s, 7, NULL, false, "masks ksm.service"));
+        ck_assert(has_note(&t, s, 8, NULL, true, "initramfs"));
+        ck_assert(has_note(&t, s, 9, NULL, true, "'[ \"$X\" = 1 ] && enable_usb_autosuspend'"));
+        ck_assert(has_note(&t, s, 10, NULL, true, "Wi-Fi"));
+        ck_assert_uint_eq(t.n_unsupported, 3); /* stop(), verify() and the rest are not start() */
+        /* Both scripts were read, the included profile's first. */
+        ck_assert_uint_eq(strv_length(t.files), 4);
+        ck_assert_str_eq(t.files[2], "/usr/lib/tuned/base/script.sh");
+        ck_assert_str_eq(t.files[3], s);
+        /* What a later tuned has on network-latency's command line, and this one lacks. */
+        ck_assert(has_note(&t, "/usr/lib/tuned/rvh/tuned.conf", 6, "cmdline_network_latency", false,
+                           "also put rcutree.nohz_full_patience_delay=1000 here"));
+
+        _cleanup_(tuned_import_done) TunedImport g = import_ok(scripts, "gone");
+        ck_assert(has_note(&g, "/usr/lib/tuned/gone/tuned.conf", 2, "script", true, "cannot be read"));
+        ck_assert_uint_eq(g.n_unsupported, 1);
 }
 END_TEST
 
@@ -462,6 +536,8 @@ int main(void) {
         tcase_add_test(tc, test_functions);
         tcase_add_test(tc, test_mapping);
         tcase_add_test(tc, test_dir);
+        tcase_add_test(tc, test_comparisons);
+        tcase_add_test(tc, test_script);
         suite_add_tcase(s, tc);
         return test_run(s);
 }
