@@ -484,7 +484,7 @@ def osnoise_cpu(c, text):
     """One isolated CPU's figures from its trace: osnoise's per-period sums, the sources of its
     noise events, and the threads sched_switch switched to (but idle and osnoise's own)."""
     fig = {"periods": 0, "runtime_us": 0, "noise_us": 0, "max_single_us": 0, "hw": 0, "nmi": 0, "irq": 0,
-           "softirq": 0, "thread": 0, "noise_sources": {}, "threads": {}, "switches": 0}
+           "softirq": 0, "thread": 0, "noise_sources": {}}
     for line in text.splitlines():
         m = TRACE_CPU.match(line)
         if not m or int(m.group(3)) != c:
@@ -504,15 +504,7 @@ def osnoise_cpu(c, text):
         if n:
             src = n.group(1) + ":" + re.sub(r"[-:]\d+$", "", n.group(2))
             fig["noise_sources"][src] = fig["noise_sources"].get(src, 0) + 1
-            continue
-        s = SWITCH.match(body)
-        if s:
-            comm = s.group(1)
-            if comm.startswith(("swapper/", "osnoise/")):
-                continue
-            key = f"{comm}[{s.group(2)}]"
-            fig["threads"][key] = fig["threads"].get(key, 0) + 1
-            fig["switches"] += 1
+    fig["threads"], fig["switches"] = switches_cpu(c, text, ())
     return fig
 
 
@@ -655,25 +647,15 @@ def window_figures(isolated, hk, first, last):
 # ---- the stages ----
 
 
-def tool_apply(conf):
-    return {"tuned": ["tuned-adm", "profile", "realtime-virtual-host"],
-            "rtpart": ["rtpartctl", "apply", "realtime-virtual-host"]}[conf["tool"]]
-
-
-def tool_launcher(conf):
-    """How a realtime task gets onto the isolated CPUs with each tool: tuned only restricts the
-    affinity of what runs, so taskset from anywhere; rtpart confines every service to the
-    housekeeping CPUs and gives the isolated ones to its partition's slice, where realtime work is
-    started (systemd-run --slice=, as rtpart's profile says)."""
-    return {"tuned": [], "rtpart": ["systemd-run", "--quiet", "--scope", "--slice=rtpart\\x2drt.slice"]}[conf["tool"]]
-
-
-def tool_verify(conf):
-    return {"tuned": ["tuned-adm", "verify"], "rtpart": ["rtpartctl", "verify"]}[conf["tool"]]
-
-
-def tool_unit(conf):
-    return {"tuned": "tuned.service", "rtpart": "rtpartd.service"}[conf["tool"]]
+# Each tool's apply and verify commands and unit, and how a realtime task gets onto the isolated
+# CPUs with it: tuned only restricts the affinity of what runs, so taskset from anywhere; rtpart
+# confines every service to the housekeeping CPUs and gives the isolated ones to its partition's
+# slice, where realtime work is started (systemd-run --slice=, as rtpart's profile says).
+TOOLS = {"tuned": {"apply": ["tuned-adm", "profile", "realtime-virtual-host"], "verify": ["tuned-adm", "verify"],
+                   "unit": "tuned.service", "launcher": []},
+         "rtpart": {"apply": ["rtpartctl", "apply", "realtime-virtual-host"], "verify": ["rtpartctl", "verify"],
+                    "unit": "rtpartd.service",
+                    "launcher": ["systemd-run", "--quiet", "--scope", "--slice=rtpart\\x2drt.slice"]}}
 
 
 def tool_log(con, conf):
@@ -711,7 +693,7 @@ def stage1(con, conf, hk):
         con.r("install_rc", rc)
         if rc:
             con.line("@@O install| " + outp[-3000:].replace("\n", "\n@@O install| "))
-    con.r("unit_before", run(["systemctl", "is-active", tool_unit(conf)])[1])
+    con.r("unit_before", run(["systemctl", "is-active", TOOLS[conf["tool"]]["unit"]])[1])
     if conf["tool"] == "tuned":
         con.r("tuned_profile_before", run(["tuned-adm", "active"])[1])
     movable, fixed = movable_irqs()
@@ -722,14 +704,14 @@ def stage1(con, conf, hk):
     watch = Watch(hk, fixed)
     t0 = time.monotonic()
     watch.start()
-    rc, outp = run(tool_apply(conf), timeout=conf["apply_timeout"])
+    rc, outp = run(TOOLS[conf["tool"]]["apply"], timeout=conf["apply_timeout"])
     t_cmd = time.monotonic()
     watch.wait(max(0.0, conf["apply_timeout"] - (t_cmd - t0)))
     watch.stop.set()
     watch.join()
     con.r("apply_rc", rc)
     con.line("@@O apply| " + outp[-3000:].rstrip().replace("\n", "\n@@O apply| "))
-    con.j("apply", {"command": " ".join(tool_apply(conf)), "rc": rc, "command_s": t_cmd - t0,
+    con.j("apply", {"command": " ".join(TOOLS[conf["tool"]]["apply"]), "rc": rc, "command_s": t_cmd - t0,
                     "reached_s": None if watch.reached is None else watch.reached - t0,
                     "not_yet_s": None if watch.not_yet is None else watch.not_yet - t0,
                     "first_s": {k: v - t0 for k, v in watch.first.items()}, "looks": watch.looks,
@@ -741,16 +723,15 @@ def stage2(con, conf, hk, isolated, watch, started):
     con.r("cmdline", read("/proc/cmdline"))
     con.r("isolated", read("/sys/devices/system/cpu/isolated"))
     con.r("nohz_full", read("/sys/devices/system/cpu/nohz_full"))
-    unit_t = run(["systemctl", "show", "-P", "ActiveEnterTimestampMonotonic", tool_unit(conf)])[1].strip()
-    unit_s = run(["systemctl", "show", "-P", "InactiveExitTimestampMonotonic", tool_unit(conf)])[1].strip()
+    unit_t = run(["systemctl", "show", "-P", "ActiveEnterTimestampMonotonic", TOOLS[conf["tool"]]["unit"]])[1].strip()
+    unit_s = run(["systemctl", "show", "-P", "InactiveExitTimestampMonotonic", TOOLS[conf["tool"]]["unit"]])[1].strip()
     watch.wait(conf["apply_timeout"])
     con.j("boot", {"watch_started_s": started, "reached_s": watch.reached, "not_yet_s": watch.not_yet,
-                   "looks": watch.looks,
-                   "first_s": watch.first, "offenders": watch.last,
+                   "looks": watch.looks, "first_s": watch.first, "offenders": watch.last,
                    "unit_started_s": int(unit_s) / 1e6 if unit_s.isdigit() else None,
                    "unit_active_s": int(unit_t) / 1e6 if unit_t.isdigit() else None})
     watch.stop.set()
-    rc, outp = run(tool_verify(conf), timeout=600)
+    rc, outp = run(TOOLS[conf["tool"]]["verify"], timeout=600)
     con.r("verify_rc", rc)
     con.line("@@O verify| " + outp[-2000:].rstrip().replace("\n", "\n@@O verify| "))
     bootloader_state(con)
@@ -759,7 +740,7 @@ def stage2(con, conf, hk, isolated, watch, started):
     procs = start_load(hk, "10.0.2.2", conf["port"])
     try:
         time.sleep(conf["warmup"])
-        fig = busy_window(isolated, hk, conf["window"], snapshot, tool_launcher(conf))
+        fig = busy_window(isolated, hk, conf["window"], snapshot, TOOLS[conf["tool"]]["launcher"])
         fig["osnoise"] = osnoise_window(isolated, conf["window"], snapshot)
         fig["timerlat"] = timerlat_window(isolated, conf["timerlat"])
     finally:
