@@ -47,9 +47,9 @@ def source_files(source):
     return sorted(files)
 
 
-# Files the package build never reads: the tests that take its .deb. A change to them keeps the
-# package kept for the tree.
-KEY_EXCLUDED = ("tests/vm/", "tests/pkg/")
+# Files the package build never reads: the tests and the benchmark that take its .deb. A change
+# to them keeps the package kept for the tree.
+KEY_EXCLUDED = ("tests/vm/", "tests/pkg/", "bench/isolation")
 
 
 def tree_key(source, files):

@@ -232,6 +232,32 @@ def boot(qemu, kernel, initrd, img, cmdline, console):
     return text, qemu_out.decode(errors="replace"), time.monotonic() - t0, timed_out
 
 
+def run_guest(cmd, console, end_marker, timeout, grace=180, tick=None):
+    """Runs a qemu that spans several boots until the guest powers off: killed after timeout
+    seconds, or grace seconds after end_marker (bytes) appeared on its serial console file;
+    tick(pid) is called every 2 s meanwhile. Returns the console's text and the seconds it ran."""
+    if os.path.exists(console):
+        os.unlink(console)  # qemu appends: an older run's markers would read as this one's
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ended = None
+    while p.poll() is None:
+        now = time.monotonic()
+        if tick:
+            tick(p.pid)
+        if ended is None and os.path.exists(console):
+            with open(console, "rb") as f:
+                if end_marker in f.read():
+                    ended = now
+        if now - t0 > timeout or (ended is not None and now - ended > grace):
+            os.kill(p.pid, 9)  # the qemu this run started, by its PID
+            p.wait()
+            break
+        time.sleep(2)
+    with open(console, "rb") as f:
+        return f.read().decode(errors="replace"), time.monotonic() - t0
+
+
 def parse(text, stage):
     """The @@ lines of one stage: results, and every line for the log."""
     res, lines = {}, []
