@@ -63,10 +63,14 @@ def expected_files():
         "usr/share/doc/rtpart/changelog.gz",
         "usr/share/lintian/overrides/rtpart",  # debian/rtpart.lintian-overrides
         "usr/share/bash-completion/completions/rtpartctl",  # shell-completion/
-        # docs/: the example playbook (both under dh_compress's 4 KiB threshold)
-        "usr/share/doc/rtpart/ansible/rtpart.yml",
-        "usr/share/doc/rtpart/ansible/README.md",
     }
+    # docs/: the fleet's examples, uncompressed (debian/rules: dh_compress leaves them alone)
+    for sub in ("ansible", "prometheus", "grafana"):
+        for d, _, names in os.walk(os.path.join(SOURCE, "docs", sub)):
+            for n in names:
+                if n.endswith(".test.yml"):
+                    continue  # the rules' promtool test stays in the source (docs/meson.build)
+                files.add(os.path.join("usr/share/doc/rtpart", os.path.relpath(os.path.join(d, n), os.path.join(SOURCE, "docs"))))
     for n in os.listdir(os.path.join(SOURCE, "man")):
         m = re.match(r"(.+\.(\d))\.scd$", n)
         if m:

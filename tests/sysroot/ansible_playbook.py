@@ -20,9 +20,7 @@ SRC = os.environ.get("RTPART_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.
 CTL = os.path.abspath(os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "tests", "sim", "rtpartctl"))
 PLAYBOOK = os.path.join(SRC, "docs", "ansible", "rtpart.yml")
 from sysroot_apply import copy_host  # noqa: E402
-PLAYBOOK_BIN = shutil.which("ansible-playbook")
-# The report as JSON, through a callback of this test's own: Debian's ansible-core has no json one.
-CALLBACKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ansible")
+from ansible_role import PLAYBOOK_BIN, ansible_env, main  # noqa: E402
 
 
 class Playbook(unittest.TestCase):
@@ -37,11 +35,7 @@ class Playbook(unittest.TestCase):
     def play(self, profile, ctl=CTL):
         """ansible-playbook's JSON report of one run: (exit status, stats of localhost, {task: result})."""
         home = os.path.join(self.tmp, "ansible")
-        env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="rtpart_report", ANSIBLE_CALLBACK_PLUGINS=CALLBACKS,
-                   ANSIBLE_HOME=home, ANSIBLE_LOCAL_TEMP=home,
-                   ANSIBLE_REMOTE_TEMP=home, ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="False",
-                   ANSIBLE_INVENTORY_UNPARSED_WARNING="False", ANSIBLE_RETRY_FILES_ENABLED="False",
-                   ANSIBLE_PYTHON_INTERPRETER="auto_silent")
+        env = ansible_env(home)
         p = subprocess.run([PLAYBOOK_BIN, "-c", "local", "-i", "localhost,", PLAYBOOK,
                             "-e", json.dumps({"rtpartctl": ctl, "rtpart_root": self.root, "rtpart_profile": profile,
                                               "rtpart_become": False})],
@@ -100,8 +94,4 @@ class Playbook(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    if not PLAYBOOK_BIN:
-        print("SKIP: no ansible-playbook (Debian package ansible-core; scripts/deps --test)")
-        sys.exit(77)
-    result = unittest.main(verbosity=2, exit=False).result
-    sys.exit(0 if result.wasSuccessful() else 1)
+    main()

@@ -27,7 +27,13 @@ markers:
     arguments rtpart wrote); rtpartd, enabled, re-applied the profile: verify is clean with no
     reboot pending, the slices are still confined, the partition is back; after a clean stop,
     a varlink connection (rtpartd.socket) and a D-Bus call each start it again; `rtpartctl revert`
-    empties AllowedCPUs=, removes the partition and leaves nothing applied. Then it powers off.
+    empties AllowedCPUs=, removes the partition and leaves nothing applied. Then it powers off or,
+    where ansible-playbook is installed, stays up for
+  the Ansible role over SSH (tests/vm/vm_ansible.py, on the same guest boot): qemu's user network
+    forwards a local port to the guest's sshd; docs/ansible/rollout.yml applies a profile, reboots
+    the guest through ansible.builtin.reboot (this script boots it again with the command line it
+    wrote: stage 3), verifies 0 and checks; a second run changes nothing and reboots nothing; a
+    drift made over SSH fails an audit run naming the knob. Then the guest is powered off.
 
 Needs root. Installs nothing on this machine: exits 77 (skip) with the reason when
 qemu-system-x86_64, debootstrap, mkfs.ext4, dpkg-buildpackage or debhelper is missing
@@ -52,6 +58,7 @@ import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pkg"))
 import debbuild  # noqa: E402
+import vm_ansible  # noqa: E402
 
 SOURCE = os.environ.get("RTPART_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("RTPART_BUILD_DIR") or os.path.join(SOURCE, "build")
@@ -64,13 +71,15 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 BASE_PACKAGES = ["systemd", "systemd-sysv", "dbus", "udev", "kmod", "iproute2", "linux-image-amd64", "jq", "socat"]
 # One root for both guests of the suite, debootstrapped once on a machine: this one boots its
 # Debian kernel; vm-rt-boot (tests/vm/vm_rt_boot.py) the PREEMPT_RT one through systemd-boot.
-GUEST_PACKAGES = BASE_PACKAGES + ["linux-image-rt-amd64", "systemd-boot-efi"]
+# vm_ansible.PACKAGES: what the Ansible role's run over SSH after stage 2 needs.
+GUEST_PACKAGES = BASE_PACKAGES + ["linux-image-rt-amd64", "systemd-boot-efi"] + vm_ansible.PACKAGES
 # The guest's own boot arguments; the bootloader stand-in /etc/kernel/cmdline starts with these.
 # no_timer_check: under TCG on a loaded host the kernel's IO-APIC timer check can fail and panic
 # at boot ("IO-APIC + timer doesn't work!", seen here).
 BASE_CMDLINE = "root=/dev/vda rw console=ttyS0 panic=-1 quiet loglevel=3 systemd.show_status=false no_timer_check"
 STAGE_TIMEOUT = 600  # seconds for one boot, its checks and its reboot or poweroff (TCG on a loaded host)
 DEBOOTSTRAP_TIMEOUT = 900
+STALE_DAYS = 7  # a cached root of another package list unused this long is removed
 
 
 def skip(reason):
@@ -129,9 +138,14 @@ def cached_root(packages, mirror_url):
     with open(os.path.join(CACHE, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two runs at once debootstrap once
         if os.path.exists(tarball):
+            os.utime(tarball)  # in use: its mtime says when it was last used
             return tarball, False
+        # Another package list's root, unused for a week: outdated. One in use (by another tree's
+        # run, or another test's root named otherwise in the cache) is left alone.
         for old in glob.glob(os.path.join(CACHE, f"{SUITE}-*.tar")):
-            os.unlink(old)  # another package list's (or the RT guest's own, as it once had): outdated
+            if re.fullmatch(rf"{SUITE}-[0-9a-f]{{16}}\.tar", os.path.basename(old)) and \
+                    time.time() - os.stat(old).st_mtime > STALE_DAYS * 86400:
+                os.unlink(old)
         tmp = tempfile.mkdtemp(prefix="debootstrap-", dir=CACHE)
         try:
             root = os.path.join(tmp, "root")
@@ -210,26 +224,41 @@ def make_image(root, img):
     subprocess.run(["mkfs.ext4", "-q", "-F", "-L", "rtpart-vm", "-d", root, img], check=True)
 
 
-def boot(qemu, kernel, initrd, img, cmdline, console):
-    """Boots the image once, until the guest powers off or reboots (-no-reboot), bounded."""
+def start(qemu, kernel, initrd, img, cmdline, console, extra=()):
+    """qemu booting the image (its process): it ends when the guest powers off or reboots (-no-reboot)."""
     cmd = [qemu, "-accel", "tcg", "-cpu", "max", "-smp", "4", "-m", "1024",
            "-kernel", kernel, "-initrd", initrd, "-append", cmdline,
            "-drive", f"file={img},format=raw,if=virtio",
-           "-display", "none", "-serial", f"file:{console}", "-monitor", "none", "-nodefaults", "-no-reboot"]
+           "-display", "none", "-serial", f"file:{console}", "-monitor", "none", "-nodefaults", "-no-reboot"] + list(extra)
     if os.path.exists(console):
         os.unlink(console)  # qemu appends: an older run's markers would read as this one's
+    return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def boot(qemu, kernel, initrd, img, cmdline, console, extra=(), until=None):
+    """Boots the image once, until the guest powers off or reboots, bounded; with until, only until
+    the console shows that line (the guest left running: its process is returned last, else None)."""
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    p = start(qemu, kernel, initrd, img, cmdline, console, extra)
     timed_out = False
+    while until and p.poll() is None and time.monotonic() - t0 < STAGE_TIMEOUT:
+        time.sleep(2)  # qemu makes the console file once it runs
+        try:
+            with open(console, "rb") as f:
+                text = f.read().decode(errors="replace")
+        except FileNotFoundError:
+            continue
+        if until in text:
+            return text, "", time.monotonic() - t0, False, p
     try:
-        qemu_out, _ = p.communicate(timeout=STAGE_TIMEOUT)
+        qemu_out, _ = p.communicate(timeout=max(1, STAGE_TIMEOUT - (time.monotonic() - t0)))
     except subprocess.TimeoutExpired:
         timed_out = True
         os.kill(p.pid, 9)  # the qemu this run started, by its PID
         qemu_out, _ = p.communicate()
     with open(console, "rb") as f:
         text = f.read().decode(errors="replace")
-    return text, qemu_out.decode(errors="replace"), time.monotonic() - t0, timed_out
+    return text, qemu_out.decode(errors="replace"), time.monotonic() - t0, timed_out, None
 
 
 def run_guest(cmd, console, end_marker, timeout, grace=180, tick=None):
@@ -512,12 +541,17 @@ def main():
     logdir = os.path.join(BUILD, "meson-logs")
     os.makedirs(logdir, exist_ok=True)
     c = Checks()
+    guest = None
     try:
         t0 = time.monotonic()
         root = os.path.join(work, "root")
         os.mkdir(root)
         subprocess.run(["tar", "-C", root, "--numeric-owner", "--xattrs", "--xattrs-include=*", "-xf", tarball], check=True)
         prepare_root(root, deb)
+        why_not = vm_ansible.missing()
+        key = None if why_not else vm_ansible.prepare_root(root, work)
+        port = vm_ansible.free_port()
+        extra = vm_ansible.netdev(port)
         # Debian's kernel, not the PREEMPT_RT one vm-rt-boot boots from the same root
         kernels = sorted(k for k in glob.glob(os.path.join(root, "boot", "vmlinuz-*")) if "-rt-" not in k)
         initrds = sorted(k for k in glob.glob(os.path.join(root, "boot", "initrd.img-*")) if "-rt-" not in k)
@@ -536,7 +570,12 @@ def main():
         results = {}
         for stage in (1, 2):
             console = os.path.join(logdir, f"vm-systemd-stage{stage}.log")
-            text, qemu_out, elapsed, timed_out = boot(qemu, kernel, initrd, img, cmdline, console)
+            # With the Ansible part, stage 2's guest stays up for the play.
+            until = "@@END stage=2" if stage == 2 and key else None
+            text, qemu_out, elapsed, timed_out, proc = boot(qemu, kernel, initrd, img, cmdline, console, extra, until)
+            if proc:
+                guest = vm_ansible.Guest(proc, lambda line, log_file: start(qemu, kernel, initrd, img, line, log_file, extra),
+                                         img, port, key, logdir)
             r, lines = parse(text, stage)
             # The output of each command, joined, for the checks that look into it.
             for line in lines:
@@ -563,7 +602,16 @@ def main():
                 cmdline = r.get("next_cmdline") or BASE_CMDLINE
             else:
                 check_stage2(c, r, cmdline)
+        if guest:
+            vm_ansible.run(c, guest, work, deb)
+        elif why_not:
+            print(f"the Ansible role over SSH: skipped, {why_not}")
+        elif key:
+            c("stage 2 left the guest up for the Ansible role", False)
     finally:
+        if guest is not None and guest.proc.poll() is None:
+            os.kill(guest.proc.pid, 9)  # the qemu this run started, by its PID
+            guest.proc.wait()
         if os.environ.get("RTPART_VM_KEEP"):
             print(f"kept {work}")
         else:

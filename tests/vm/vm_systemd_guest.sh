@@ -12,7 +12,8 @@
 # command line the bootloader stand-in (/etc/kernel/cmdline) now holds, and reboots.
 # Stage 2 (after the reboot, with that command line): rtpartd re-applied the profile at start;
 # verify is clean; a clean stop, then socket and bus activation; revert undoes everything; then
-# power off.
+# power off, or, with the Ansible part ($S/ansible), stay up for the host's play over SSH.
+# Stage 3 (the boots the play's reboot makes): reports that the system is up, nothing else.
 
 exec > /dev/ttyS0 2>&1
 S=/var/lib/rtpart-vm-test
@@ -323,10 +324,27 @@ EOF
         sandbox_refusals
         journal 2
         echo "@@END stage=2"
-        systemctl poweroff
+        # With the Ansible part (tests/vm/vm_ansible.py), the guest stays up for the host's
+        # ansible-playbook over SSH, which reboots it and powers it off; every later boot is stage 3.
+        if [ -e "$S/ansible" ]; then
+                echo 3 > "$S/stage"
+        else
+                systemctl poweroff
+        fi
+}
+
+# Stage 3: a boot the Ansible role asked for; the host's play goes on over SSH.
+stage3() {
+        common
+        r sshd "$(systemctl is-active ssh.service)"
+        echo "@@END stage=3"
 }
 
 stage=$(cat "$S/stage" 2>/dev/null || echo 1)
 echo "@@BEGIN stage=$stage"
 systemctl is-system-running --wait > /dev/null
-if [ "$stage" = 2 ]; then stage2; else stage1; fi
+case "$stage" in
+2) stage2 ;;
+3) stage3 ;;
+*) stage1 ;;
+esac
