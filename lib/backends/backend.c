@@ -16,8 +16,8 @@
  * IRQs: a channel change requests a NIC's IRQs again or moves them (virtio_net), and the irq
  * backend places them after it. */
 static const Backend * const backends[] = {
-        &backend_boot, &backend_cpuset, &backend_resctrl, &backend_net, &backend_irq, &backend_irqbalance,
-        &backend_kthread, &backend_sysctl, &backend_sysfs, &backend_cpu, &backend_module, &backend_hugepages,
+        &backend_boot,    &backend_cpuset, &backend_resctrl, &backend_net, &backend_irq,    &backend_irqbalance,
+        &backend_kthread, &backend_sysctl, &backend_sysfs,   &backend_cpu, &backend_module, &backend_hugepages,
 };
 
 char *knob_count_phrase(const size_t counts[_DOMAIN_MAX]) {
