@@ -361,7 +361,7 @@ def main():
     out = {"host": "intel-2s", "profile": PROFILE, "starts": {}, "events": []}
     try:
         root = os.path.join(tmp, "root")
-        shutil.copytree(os.path.join(SRC, "tests", "fixtures", "hosts", "intel-2s"), root, symlinks=True)
+        shutil.copytree(os.path.join(args.build, "tests", "fixtures", "hosts", "intel-2s"), root, symlinks=True)
         pdir = os.path.join(root, "usr", "share", "rtpart", "profiles")
         os.makedirs(pdir, exist_ok=True)
         for f in os.listdir(os.path.join(SRC, "profiles")):

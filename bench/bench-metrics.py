@@ -111,7 +111,7 @@ def main():
         print("bench-metrics needs root (Apply over varlink)", file=sys.stderr)
         return 77
     exe = os.path.join(a.build, "tests", "sim", "rtpartd")
-    host = os.path.join(SRC, "tests", "fixtures", "hosts", "intel-2s")
+    host = os.path.join(a.build, "tests", "fixtures", "hosts", "intel-2s")
     res = {True: ([], []), False: ([], [])}
     for _ in range(a.runs):
         for metrics in (False, True):

@@ -26,7 +26,7 @@ wall time only):
     large host, <= 4 MiB on the bundled hosts; beside
     it, the same of bench/idle.c, an idle process with rtpartd's libraries (its memory floor),
 on the large fake host (1024 CPUs / 8192 IRQs, made by tests/fixtures/mkhost.py on tmpfs), on copies
-of the bundled hosts (tests/fixtures/hosts/{vm,intel-2s,epyc}), and, as root, on this machine's
+of the bundled hosts (vm, intel-2s, epyc: the build makes them in build/tests/fixtures/hosts), and, as root, on this machine's
 kernel: apply / verify / revert of realtime-virtual-host's runtime knobs that a benchmark may change
 and put back (every movable IRQ and default_smp_affinity on the housekeeping CPUs, the profile's
 sysctls, the workqueue masks, its isolated cpuset partition under a benchmark-unique name with
@@ -464,7 +464,7 @@ def main():
                 print(f"generated the 1024-CPU / 8192-IRQ host in {time.perf_counter() - t0:.1f} s", flush=True)
             else:
                 root = os.path.join(tmp, h)
-                shutil.copytree(os.path.join(SRC, "tests", "fixtures", "hosts", h), root, symlinks=True)
+                shutil.copytree(os.path.join(args.build, "tests", "fixtures", "hosts", h), root, symlinks=True)
             install_profiles(root)
             state = os.path.join(root, "var", "lib", "rtpart")
             if args.no_cycle:

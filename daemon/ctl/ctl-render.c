@@ -14,7 +14,7 @@
 #include "strv.h"
 
 /* The documents printed: as JSON (--json), or as text for people. Each renderer takes the
- * document as daemon/wire/document.c builds it, whether rtpartd or rtpartctl made it. */
+ * document as lib/engine/document.c builds it, whether rtpartd or rtpartctl made it. */
 
 /* A failure to write stdout: said by nobody (stdout may be a closed pipe), status 1. */
 static int flushed(void) {

@@ -12,7 +12,7 @@
  * of another shape (another version of rtpartd, or no rtpartd at all) is an error that names the
  * member, never a crash or a half-printed report.
  *
- * A shape is written as the documents are packed (daemon/wire/document.c):
+ * A shape is written as the documents are packed (lib/engine/document.c):
  *   s string   i integer   n number   b true or false   D a knob domain's name   * anything
  *   {key:SHAPE, key?:SHAPE, …}   an object with those members (others may be there too); "key?"
  *                               may be absent or null

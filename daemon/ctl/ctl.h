@@ -18,7 +18,7 @@
  *   ctl-text.c     text for people: control characters escaped on the way out
  *
  * Every command that rtpartd serves is a document: built here (working on the host directly) or
- * by rtpartd (daemon/wire/document.c either way), then printed by the same renderer, as JSON or as
+ * by rtpartd (lib/engine/document.c either way), then printed by the same renderer, as JSON or as
  * text. Talking to rtpartd or not, the output and the exit status are the same.
  *
  * Functions return 0 when done; a negative errno when they failed, after saying why (exit status

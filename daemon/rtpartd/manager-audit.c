@@ -54,11 +54,8 @@ static int on_audit_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         int r = audit_snapshot(m->root, AUDIT_SNAPSHOT_PLACES, &second);
         if (r >= 0)
                 r = audit_document(&a->target.s, &a->first, &second, &doc);
-        if (r < 0) {
-                e.name = MANAGER_ERROR_FAILED;
-                if (asprintf(&e.message, "cannot read the host's counters: %s", strerror(-r)) < 0)
-                        e.message = NULL;
-        }
+        if (r < 0)
+                manager_error_set(&e, MANAGER_ERROR_FAILED, r, "cannot read the host's counters: %s", strerror(-r));
         if (doc)
                 manager_emit_audited(m, doc);
         /* The caller is answered last: it may cancel others, never this one (taken off first). */
@@ -76,26 +73,19 @@ int manager_audit(Manager *m, unsigned seconds, const char *cpus, ManagerAuditDo
         ManagerAudit *a = NULL;
         int r;
 
-        if (seconds < 1 || seconds > MANAGER_AUDIT_SECONDS_MAX) {
-                e->name = MANAGER_ERROR_INVALID_ARGUMENT;
-                return asprintf(&e->message, "seconds is 1 to %u, not %u", MANAGER_AUDIT_SECONDS_MAX, seconds) < 0
-                        ? -ENOMEM
-                        : -EINVAL;
-        }
-        if (m->n_audits >= MANAGER_AUDITS_MAX) {
-                e->name = MANAGER_ERROR_BUSY;
-                return asprintf(&e->message, "%u audits are running; ask again when one ends", MANAGER_AUDITS_MAX) < 0
-                        ? -ENOMEM
-                        : -EBUSY;
-        }
+        if (seconds < 1 || seconds > MANAGER_AUDIT_SECONDS_MAX)
+                return manager_error_set_parameter(e, MANAGER_ERROR_INVALID_ARGUMENT, "seconds",
+                                                   "seconds is 1 to %u, not %u", MANAGER_AUDIT_SECONDS_MAX, seconds);
+        if (m->n_audits >= MANAGER_AUDITS_MAX)
+                return manager_error_set(e, MANAGER_ERROR_BUSY, -EBUSY,
+                                         "%u audits are running; ask again when one ends", MANAGER_AUDITS_MAX);
         a = calloc(1, sizeof(*a));
         if (!a)
                 return -ENOMEM;
         *a = (ManagerAudit) { .manager = m, .done = done, .userdata = userdata };
         r = audit_target(m->root, m->journal, cpus, &a->target, &why);
         if (r == -EINVAL || r == -ENOENT) {
-                e->name = MANAGER_ERROR_INVALID_ARGUMENT;
-                e->message = TAKE_PTR(why);
+                manager_error_set(e, MANAGER_ERROR_INVALID_ARGUMENT, r, "%s", strempty(why));
                 audit_free(a);
                 return r;
         }
@@ -110,9 +100,8 @@ int manager_audit(Manager *m, unsigned seconds, const char *cpus, ManagerAuditDo
         ManagerAudit **n = r >= 0 ? realloc(m->audits, (m->n_audits + 1) * sizeof(ManagerAudit *)) : NULL;
         if (!n) {
                 audit_free(a);
-                e->name = MANAGER_ERROR_FAILED;
-                (void) asprintf(&e->message, "cannot start an audit: %s", strerror(r < 0 ? -r : ENOMEM));
-                return r < 0 ? r : -ENOMEM;
+                return manager_error_set(e, MANAGER_ERROR_FAILED, r < 0 ? r : -ENOMEM, "cannot start an audit: %s",
+                                         strerror(r < 0 ? -r : ENOMEM));
         }
         (void) sd_event_source_set_description(a->timer, "manager-audit");
         m->audits = n;
@@ -129,13 +118,15 @@ void manager_audit_cancel(Manager *m, ManagerAudit *a) {
 }
 
 void manager_audits_free(Manager *m) {
-        ManagerError e = { .name = MANAGER_ERROR_FAILED, .message = (char *) "rtpartd is stopping" };
         while (m->n_audits > 0) {
                 ManagerAudit *a = m->audits[m->n_audits - 1];
                 ManagerAuditDone done = a->done;
                 void *ud = a->userdata;
+                ManagerError e = {};
                 audit_remove(m, a);
+                manager_error_set(&e, MANAGER_ERROR_FAILED, -ESHUTDOWN, "rtpartd is stopping");
                 done(m, NULL, &e, ud);
+                manager_error_done(&e);
         }
         free(m->audits);
         m->audits = NULL;

@@ -153,6 +153,34 @@ bool string_set_contains(const StringSet *s, const char *item) {
         return found;
 }
 
+static int strcmp_ptr(const void *a, const void *b) {
+        return strcmp(*(char * const *) a, *(char * const *) b);
+}
+
+int string_set_take(StringSet *s, char **items, size_t n) {
+        if (n > 0)
+                qsort(items, n, sizeof(char *), strcmp_ptr);
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+                if (k > 0 && streq(items[k - 1], items[i]))
+                        free(items[i]);
+                else
+                        items[k++] = items[i];
+        string_set_done(s);
+        *s = (StringSet) { .items = items, .n = k, .allocated = n };
+        return 0;
+}
+
+void string_set_keep(StringSet *s, const StringSet *only) {
+        size_t k = 0;
+        for (size_t i = 0; i < s->n; i++)
+                if (string_set_contains(only, s->items[i]))
+                        s->items[k++] = s->items[i];
+                else
+                        free(s->items[i]);
+        s->n = k;
+}
+
 int string_set_add(StringSet *s, const char *item) {
         bool found;
         size_t i = string_set_position(s, item, &found);

@@ -52,8 +52,13 @@ typedef struct StringSet {
 
 void string_set_done(StringSet *s);
 bool string_set_contains(const StringSet *s, const char *item);
-/* Returns 1 if added, 0 if already there. */
+/* Returns 1 if added, 0 if already there (cheap at the end: in sorted order). */
 int string_set_add(StringSet *s, const char *item);
+/* Replaces s by the n strings of items (an array of n malloc'ed strings, taken, itself malloc'ed),
+ * sorted once; repeats are dropped. */
+int string_set_take(StringSet *s, char **items, size_t n);
+/* Drops from s what `only` does not have. */
+void string_set_keep(StringSet *s, const StringSet *only);
 static inline size_t string_set_size(const StringSet *s) {
         return s->n;
 }

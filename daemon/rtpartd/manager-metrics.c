@@ -28,7 +28,9 @@ typedef struct Inputs {
 
 struct ManagerMetrics {
         Manager *manager; /* NULL once the manager is freed */
-        char *dir;
+        Root *root;
+        char *dir;     /* relative to root */
+        char *display; /* dir as the user names it */
         sd_event_source *post;
         char *last;     /* the text last written or tried */
         int last_error; /* the last write's error, 0: written, 1: none tried yet */
@@ -153,16 +155,16 @@ void manager_metrics_flush(ManagerMetrics *mm) {
         mm->have_inputs = true;
         if (mm->last && streq(mm->last, text))
                 return;
-        r = metrics_write(mm->dir, METRICS_FILE, text);
+        r = metrics_write(mm->root, mm->dir, text);
         if (r != mm->last_error) {
                 if (r == -ENOENT || r == -ENOTDIR)
                         log_info("No directory %s: no metrics are written (install prometheus-node-exporter, or "
                                  "give rtpartd --metrics-dir=DIR)",
-                                 mm->dir);
+                                 mm->display);
                 else if (r < 0)
-                        (void) log_warning_errno(r, "Cannot write the metrics %s/%s: %m", mm->dir, METRICS_FILE);
+                        (void) log_warning_errno(r, "Cannot write the metrics %s/%s: %m", mm->display, METRICS_FILE);
                 else
-                        log_info("Writing metrics to %s/%s", mm->dir, METRICS_FILE);
+                        log_info("Writing metrics to %s/%s", mm->display, METRICS_FILE);
         }
         mm->last_error = r;
         free(mm->last);
@@ -206,13 +208,15 @@ static void on_detach(Manager *m, void *userdata) {
         mm->manager = NULL;
 }
 
-int manager_metrics_attach(Manager *m, const char *dir, ManagerMetrics **ret) {
+int manager_metrics_attach(Manager *m, Root *root, const char *dir, ManagerMetrics **ret) {
         _cleanup_(manager_metrics_freep) ManagerMetrics *mm = calloc(1, sizeof(*mm));
         if (!mm)
                 return -ENOMEM;
         mm->last_error = 1;
+        mm->root = root;
         mm->dir = strdup(dir);
-        if (!mm->dir)
+        mm->display = root_display_path(root, dir);
+        if (!mm->dir || !mm->display)
                 return -ENOMEM;
         int r = sd_event_add_post(m->event, &mm->post, on_post, mm);
         if (r < 0)
@@ -243,6 +247,7 @@ ManagerMetrics *manager_metrics_free(ManagerMetrics *mm) {
         free(mm->profile);
         free(mm->last);
         free(mm->dir);
+        free(mm->display);
         free(mm);
         return NULL;
 }

@@ -8,10 +8,10 @@
 
 typedef struct ManagerMetrics ManagerMetrics;
 
-/* Writes METRICS_FILE into dir (absolute), from now on. A directory that is missing or refuses
- * the write costs one log line, never a failure: the file is written at the next change after
- * it can be. */
-int manager_metrics_attach(Manager *m, const char *dir, ManagerMetrics **ret);
+/* Writes METRICS_FILE into dir, relative to root (the managed root, or "/" for a --metrics-dir; not
+ * owned), from now on. A directory that is missing or refuses the write costs one log line, never
+ * a failure: the file is written at the next change after it can be. */
+int manager_metrics_attach(Manager *m, Root *root, const char *dir, ManagerMetrics **ret);
 /* Renders now and writes if the text changed (after manager_startup(), before the loop runs). */
 void manager_metrics_flush(ManagerMetrics *mm);
 ManagerMetrics *manager_metrics_free(ManagerMetrics *mm);

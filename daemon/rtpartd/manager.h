@@ -2,9 +2,10 @@
 #pragma once
 
 /* rtpartd's logic: one Manager owns the root, the journal as last read, the drift it knows of and
- * the watcher. The D-Bus (manager-dbus.c) and varlink (manager-varlink.c) sides call the same
- * manager_* functions and only marshal: every answer is the JSON document `rtpartctl --json`
- * prints for the same command. */
+ * the watcher. Its calls are declared once for D-Bus and varlink (manager-methods.c: the wire's
+ * method table), and every answer is the JSON document `rtpartctl --json` prints for the same
+ * command; manager-dbus.c and manager-varlink.c add what only one wire has (properties and
+ * signals; Watch streams). manager-internal.h maps its files. */
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -17,6 +18,7 @@
 #include "engine.h"
 #include "log.h"
 #include "manager-drift.h"
+#include "method.h"
 #include "root.h"
 #include "task.h"
 #include "varlink.h"
@@ -31,14 +33,8 @@ typedef enum DriftPolicy {
         _DRIFT_POLICY_INVALID = -EINVAL,
 } DriftPolicy;
 
-/* Why a call failed, in words for the caller. `name` is the last component of the error name
- * on both interfaces: org.rtpart.Manager1.Error.<name> and org.rtpart.Manager.<name>. */
-typedef struct ManagerError {
-        const char *name; /* MANAGER_ERROR_* */
-        char *message;
-        json_t *details; /* a failed apply's document, or NULL */
-} ManagerError;
-
+/* Why a call failed: a ManagerError (method.h), named by one of these, the last component of the
+ * error's name on both interfaces: org.rtpart.Manager1.Error.<name> and org.rtpart.Manager.<name>. */
 #define MANAGER_ERROR_INVALID_PROFILE "InvalidProfile" /* "FILE: POINTER: MESSAGE", or not found */
 #define MANAGER_ERROR_PERMISSION_DENIED "PermissionDenied"
 #define MANAGER_ERROR_NOT_APPLIED "NotApplied" /* Correct with no active profile */
@@ -46,10 +42,9 @@ typedef struct ManagerError {
 #define MANAGER_ERROR_INVALID_ARGUMENT "InvalidArgument"
 #define MANAGER_ERROR_BUSY "Busy" /* too many of these calls at once */
 
-void manager_error_done(ManagerError *e);
-
 typedef struct Manager Manager;
 typedef struct ManagerAudit ManagerAudit;
+typedef struct ManagerNewcomers ManagerNewcomers;
 
 /* ---- what the manager announces ----
  *
@@ -63,12 +58,6 @@ typedef enum ManagerDriftEvent {
         _MANAGER_DRIFT_EVENT_MAX,
         _MANAGER_DRIFT_EVENT_INVALID = -EINVAL,
 } ManagerDriftEvent;
-
-/* IRQ numbers, sorted, without repeats. */
-typedef struct IrqSet {
-        unsigned *v;
-        size_t n;
-} IrqSet;
 
 typedef struct ManagerListener {
         /* A profile was applied: by an Apply (or the start-up re-apply), or, with external, by
@@ -118,15 +107,12 @@ struct Manager {
         DriftPolicy policy[_DOMAIN_MAX];
         DriftPolicy policy_default; /* the profile's "drift" policy, before per-domain ones */
         uint64_t profile_interval_usec;
-        /* New IRQs (manager.c): the numbers in proc/irq a plan has seen in /proc/interrupts (or
-         * that were there at start), those that appeared without a line there yet, and the timer
-         * that looks again after a device event and while some wait. */
-        IrqSet irqs_known, irqs_waiting;
-        unsigned irq_step;
-        bool irq_stepping;
-        sd_event_source *irq_source;
+        /* Objects the kernel makes while the daemon runs, one per backend that declares them
+         * (manager-newcomers.c). */
+        ManagerNewcomers **newcomers;
+        size_t n_newcomers;
 
-        /* What Verify and Status answer from (manager.c): the last full read of every knob
+        /* What Verify and Status answer from (manager-check.c): the last full read of every knob
          * (start-up, safety check, reload, a changed journal) and what file events and the reads
          * since have established. */
         struct {
@@ -162,9 +148,11 @@ struct Manager {
         ManagerListener *listeners;
         size_t n_listeners;
 
+        /* the methods (manager-methods.c), for both front ends */
+        MethodBinding methods;
         /* the two front ends' own state (manager.c does not touch it) */
         sd_bus *bus;
-        sd_bus_slot *bus_slot;
+        sd_bus_slot *bus_slot; /* the properties and signals */
         VarlinkServer *varlink;
         VarlinkCall **streams; /* open Watch/Monitor calls */
         /* Audit calls in their window (manager-audit.c). */
@@ -193,7 +181,7 @@ int manager_verify(Manager *m, json_t **ret, ManagerError *e);
 #define MANAGER_AUDIT_SECONDS_MAX 3600U
 
 /* The end of an Audit: the document (the callee's), or e with why it failed. */
-typedef void (*ManagerAuditDone)(Manager *m, json_t *doc, const ManagerError *e, void *userdata);
+typedef void (*ManagerAuditDone)(Manager *m, json_t *doc, ManagerError *e, void *userdata);
 /* Starts observing cpus (NULL: the isolated ones, as rtpartctl audit chooses them) for `seconds`;
  * done is called from the event loop when the window ends, unless cancelled first. Errors:
  * InvalidArgument (seconds out of 1…3600, cpus no list, no CPUs to observe), Busy. */
@@ -204,19 +192,14 @@ void manager_audit_cancel(Manager *m, ManagerAudit *a);
 void manager_audits_free(Manager *m);
 int manager_revert(Manager *m, json_t **ret, ManagerError *e);
 int manager_status(Manager *m, json_t **ret, ManagerError *e);
-/* Verify as C types: the engine's VerifyResult (verify_result_done() it), from the live state:
- * file events are taken in first (a write just made shows), and what no event announces is read
- * again (knobs without a watched file; after a CPU hotplug, what the kernel moves itself). With
- * ret_daemon, what only the daemon knows of it: {"live": bool (false: every knob was read for this
- * answer), "freshness": {DOMAIN: {"checked_usec": CLOCK_REALTIME µs when all its knobs were last
- * read, "age_ms": how long ago, "watched": whether file events announce every change of it}}}. */
-int manager_verify_result(Manager *m, VerifyResult *ret, json_t **ret_daemon, ManagerError *e);
 /* Every property and the known drift in one document, for D-Bus Describe and varlink Describe:
  * {profile, in_sync, reboot_required, drift_count, drift: [{knob, domain, expected, actual}],
  *  tasks_unlisted, watched_files, interval_s}. */
 int manager_describe(Manager *m, json_t **ret, ManagerError *e);
 /* Writes every drifted knob back now, whatever the policy. */
 int manager_correct(Manager *m, json_t **ret, ManagerError *e);
+/* The drift known, the knobs' then the user tasks': [{knob, domain, expected, actual}]. */
+json_t *manager_drift_list(Manager *m);
 
 /* A Plan/Apply argument that names a file (profile_is_path()) is read by rtpartd as root: Plan
  * takes one from root only (MANAGER_PLAN_PATH_DENIED), as Apply does anyway. */
@@ -233,7 +216,7 @@ bool manager_reboot_required(Manager *m);
 /* Re-reads the journal and re-checks every knob (SIGHUP, the safety timer). */
 void manager_reload(Manager *m);
 
-/* ---- inside the daemon: manager.c for manager-task.c ---- */
+/* ---- inside the daemon: manager.c for manager-task.c and the front ends ---- */
 
 /* Announces changed properties (D-Bus PropertiesChanged, sd_notify STATUS). */
 void manager_properties_update(Manager *m);
@@ -261,7 +244,7 @@ void manager_task_events(Manager *m, const int *pids, size_t n_pids, const int *
 DriftPolicy drift_policy_from_string(const char *s);
 const char *drift_policy_to_string(DriftPolicy p);
 
-/* ---- the front ends (manager-dbus.c, manager-varlink.c) ---- */
+/* ---- the front ends (manager-methods.c, manager-dbus.c, manager-varlink.c) ---- */
 
 #define MANAGER_DBUS_NAME "org.rtpart.Manager1"
 #define MANAGER_DBUS_PATH "/org/rtpart/Manager1"
@@ -269,8 +252,15 @@ const char *drift_policy_to_string(DriftPolicy p);
 #define MANAGER_DBUS_ERROR_PREFIX "org.rtpart.Manager1.Error."
 #define MANAGER_VARLINK_INTERFACE "org.rtpart.Manager"
 
-/* Registers the object on a bus (the system bus, or one end of a socketpair in tests) and the
- * listener that sends its signals. */
+/* org.rtpart.Manager1 and org.rtpart.Manager: every method once (manager-methods.c). */
+extern const MethodInterface manager_interface;
+/* Drift as a D-Bus a(ssss) from [{knob, domain, expected, actual}] (null values: "(absent)"). */
+int manager_dbus_append_drift(sd_bus_message *m, json_t *drift);
+/* varlink's Watch and Monitor: the current state, then every event, until the caller goes. */
+int manager_varlink_watch(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata);
+
+/* Registers the object on a bus (the system bus, or one end of a socketpair in tests): the table's
+ * methods, the properties and signals, and the listener that sends the signals. */
 int manager_dbus_attach(Manager *m, sd_bus *bus);
 void manager_dbus_detach(Manager *m);
 
@@ -278,4 +268,3 @@ void manager_dbus_detach(Manager *m);
  * {"event": "drift"|"corrected"|"applied"|"reverted", …}. */
 int manager_varlink_attach(Manager *m, VarlinkServer *server);
 void manager_varlink_detach(Manager *m);
-extern const char manager_varlink_description[];

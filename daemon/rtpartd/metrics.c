@@ -10,6 +10,7 @@
 
 #include "macro.h"
 #include "metrics.h"
+#include "root.h"
 
 /* The text exposition format (prometheus.io/docs/instrumenting/exposition_formats): "# HELP name
  * text", "# TYPE name gauge|counter", then "name{label="value"} number" lines. Names carry the
@@ -207,40 +208,19 @@ int metrics_audit_from_json(const json_t *doc, uint64_t usec, MetricsAudit *ret)
         return 0;
 }
 
-int metrics_write(const char *dir, const char *name, const char *text) {
-        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
-        _cleanup_free_ char *tmp = NULL;
-        size_t left = strlen(text);
-
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
-        if (asprintf(&tmp, ".%s.%d.tmp", name, (int) getpid()) < 0)
+int metrics_write(Root *r, const char *dir, const char *text) {
+        _cleanup_free_ char *rel = NULL;
+        struct stat st;
+        /* node_exporter's package makes the directory; rtpartd never does. */
+        int k = root_stat(r, dir, &st);
+        if (k < 0)
+                return k;
+        if (!S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        if (asprintf(&rel, "%s/%s", dir, METRICS_FILE) < 0)
                 return -ENOMEM;
-        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return -errno;
-        int r = 0;
-        /* The collector runs as another user (prometheus): readable by all, whatever the umask. */
-        if (fchmod(fd, 0644) < 0)
-                r = -errno;
-        for (const char *p = text; r == 0 && left > 0;) {
-                ssize_t k = write(fd, p, left);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        r = k < 0 ? -errno : -EIO;
-                else {
-                        p += k;
-                        left -= (size_t) k;
-                }
-        }
-        /* No fsync: a file lost to a crash is written again when rtpartd starts. */
-        if (r == 0 && close(TAKE_FD(fd)) < 0)
-                r = -errno;
-        if (r == 0 && renameat(dfd, tmp, dfd, name) < 0)
-                r = -errno;
-        if (r < 0)
-                (void) unlinkat(dfd, tmp, 0);
-        return r;
+        /* No fsync of its own would be needed (a file lost to a crash is written again when rtpartd
+         * starts), but the root's atomic replacement is the one that holds against what others
+         * may plant in a directory they can write: a FIFO or a file at the temporary's name. */
+        return root_write_file_atomic(r, rel, text, strlen(text), 0644);
 }

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "root.h"
+
 #define METRICS_DIR_DEFAULT "var/lib/prometheus/node-exporter" /* under the root; Debian's */
 #define METRICS_FILE "rtpart.prom"
 
@@ -58,7 +60,8 @@ int metrics_render(const MetricsState *s, char **ret);
 int metrics_audit_from_json(const json_t *doc, uint64_t usec, MetricsAudit *ret);
 void metrics_audit_done(MetricsAudit *a);
 
-/* Replaces dir/name by text: a temporary file ".name.PID.tmp" (which the collector's *.prom glob
- * does not match) of mode 0644 in the same directory, renamed over it. -ENOENT or -ENOTDIR when
- * dir is missing. */
-int metrics_write(const char *dir, const char *name, const char *text);
+/* Replaces dir/METRICS_FILE (dir root-relative) by text through the root's atomic replacement (a
+ * temporary ".#…tmp", which the collector's *.prom glob does not match, of mode 0644, renamed
+ * over it): under --root, a directory that is a symlink resolves inside the tree. -ENOENT or
+ * -ENOTDIR when dir is missing. */
+int metrics_write(Root *r, const char *dir, const char *text);

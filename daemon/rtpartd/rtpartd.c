@@ -217,20 +217,23 @@ static int setup_varlink(sd_event *event, Root *root, Manager *m, VarlinkServer 
         return 0;
 }
 
-/* The textfile directory of node_exporter: --metrics-dir, else Debian's under the root. */
-static int setup_metrics(Manager *m, Root *root, ManagerMetrics **ret) {
-        _cleanup_free_ char *dir = NULL;
-        if (arg_metrics_dir)
-                dir = strdup(arg_metrics_dir);
-        else if (root_is_system(root))
-                dir = strdup("/" METRICS_DIR_DEFAULT);
-        else if (asprintf(&dir, "%s/%s", root->path, METRICS_DIR_DEFAULT) < 0)
-                dir = NULL;
-        if (!dir)
-                return -ENOMEM;
-        int r = manager_metrics_attach(m, dir, ret);
+/* The textfile directory of node_exporter: --metrics-dir (an absolute path of this system's, resolved
+ * from "/"), else Debian's under the root; written through the root either way, so that under
+ * --root a directory that is a symlink stays inside the tree. */
+static int setup_metrics(Manager *m, Root *root, Root **ret_root, ManagerMetrics **ret) {
+        _cleanup_(root_freep) Root *system = NULL;
+        int r;
+
+        if (arg_metrics_dir) {
+                r = root_new("/", &system);
+                if (r < 0)
+                        return log_error_errno(r, "Cannot open / for the metrics: %m");
+        }
+        const char *dir = arg_metrics_dir ? arg_metrics_dir + strspn(arg_metrics_dir, "/") : METRICS_DIR_DEFAULT;
+        r = manager_metrics_attach(m, system ?: root, *dir ? dir : ".", ret);
         if (r < 0)
                 return log_error_errno(r, "Cannot set up the metrics: %m");
+        *ret_root = TAKE_PTR(system);
         return 0;
 }
 
@@ -241,7 +244,7 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
 }
 
 static int run(int argc, char **argv) {
-        _cleanup_(root_freep) Root *root = NULL;
+        _cleanup_(root_freep) Root *root = NULL, *metrics_root = NULL;
         _cleanup_(sd_event_unrefp) sd_event *event = NULL;
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(manager_freep) Manager *m = NULL;
@@ -303,7 +306,7 @@ static int run(int argc, char **argv) {
         r = setup_varlink(event, root, m, &varlink);
         if (r < 0)
                 return 1;
-        if (arg_metrics && setup_metrics(m, root, &metrics) < 0)
+        if (arg_metrics && setup_metrics(m, root, &metrics_root, &metrics) < 0)
                 return 1;
 
 #ifdef HAVE_PM_QOS_HOLDER

@@ -15,8 +15,18 @@
  * - Connections: VARLINK_CONNECTIONS_MAX in all; each uid other than 0 at most
  *   VARLINK_CONNECTIONS_PER_UID_MAX at once; other uids together never take the last
  *   VARLINK_CONNECTIONS_ROOT_RESERVE slots, which are uid 0's. A refused connection gets one
- *   VARLINK_ERROR_TOO_MANY_CONNECTIONS reply and is closed; refusals are reported through the
- *   refused callback at most once per uid per VARLINK_REFUSED_LOG_INTERVAL_USEC.
+ *   VARLINK_ERROR_TOO_MANY_CONNECTIONS reply and lingers: it is read (and what it sends dropped)
+ *   until its first message ends, it closes, or VARLINK_LINGER_USEC pass, then closed, so that a
+ *   client that sends its call before it reads gets the refusal, not EPIPE (at most
+ *   VARLINK_LINGER_MAX linger; past them a refused connection is closed at once). Refusals are
+ *   reported through the refused callback at most once per uid per
+ *   VARLINK_REFUSED_LOG_INTERVAL_USEC.
+ * - Time: calls run one at a time, so one that takes long delays everybody's. The time the calls
+ *   of a uid other than 0 take is owed by that uid and paid back at 1 µs per
+ *   VARLINK_UID_BUSY_SHARE µs passing (every uid but 0 together: per VARLINK_OTHERS_BUSY_SHARE
+ *   µs); while one owes more than VARLINK_BUSY_BURST_USEC, its connections take no call (nor are
+ *   they read): their clients wait, nothing is refused, and a call of root's waits at most for the
+ *   one call running.
  * - Idle: a connection with no call in progress (a "more" subscription is one) for
  *   VARLINK_IDLE_TIMEOUT_USEC is closed. One timer for the server, off while no connection is
  *   idle.
@@ -65,6 +75,11 @@
 #define VARLINK_INPUT_MAX (16U << 20)        /* input buffers of every uid but 0, together */
 #define VARLINK_INPUT_FLOOR (16U << 10)      /* of each connection's input buffer, beside the bounds */
 #define VARLINK_REFUSED_LOG_INTERVAL_USEC (60U * 1000000ULL)
+#define VARLINK_LINGER_MAX 64U                   /* refused connections read until their call */
+#define VARLINK_LINGER_USEC (2U * 1000000ULL)    /* … for at most this long */
+#define VARLINK_UID_BUSY_SHARE 8U                /* a uid but 0: 1/8 of the server's time … */
+#define VARLINK_OTHERS_BUSY_SHARE 3U             /* every uid but 0 together: 1/3 … */
+#define VARLINK_BUSY_BURST_USEC (100U * 1000ULL) /* … beyond a burst of 100 ms */
 #define VARLINK_UID_INVALID ((uid_t) -1)
 /* What a client the server does not take reads before the connection closes. */
 #define VARLINK_ERROR_TOO_MANY_CONNECTIONS "org.rtpart.Manager.TooManyConnections"
@@ -107,11 +122,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(VarlinkServer *, varlink_server_free);
 int varlink_server_set_info(VarlinkServer *s, const char *vendor, const char *product, const char *version,
                             const char *url);
 /* Adds an interface: its name, its description in the varlink interface definition language (as
- * GetInterfaceDescription returns it) and its methods (terminated by an entry with name NULL).
- * Both arrays must outlive the server. */
+ * GetInterfaceDescription returns it) and its methods (terminated by an entry with name NULL),
+ * which get userdata. The server keeps copies of them. */
 int varlink_server_add_interface(VarlinkServer *s, const char *name, const char *description,
-                                 const VarlinkMethod *methods);
-void varlink_server_set_userdata(VarlinkServer *s, void *userdata);
+                                 const VarlinkMethod *methods, void *userdata);
 
 /* Listens on a unix socket at an absolute path (an old socket file there is replaced), with the
  * given mode. Paths longer than sockaddr_un allows are bound through their directory's fd. */
@@ -122,13 +136,16 @@ int varlink_server_listen_fd(VarlinkServer *s, int fd);
 int varlink_server_add_connection(VarlinkServer *s, int fd);
 /* The same, for a peer of the given uid whatever SO_PEERCRED says (tests). Both refuse a
  * connection over the limits above (-EMFILE: all slots, or all but root's, are taken; -EUSERS:
- * the uid has its VARLINK_CONNECTIONS_PER_UID_MAX) after sending it the refusal, and close it. */
+ * the uid has its VARLINK_CONNECTIONS_PER_UID_MAX) after sending it the refusal; it lingers (above). */
 int varlink_server_add_connection_uid(VarlinkServer *s, int fd, uid_t uid);
 size_t varlink_server_n_connections(VarlinkServer *s);
 /* Unsent reply bytes held for all connections. */
 size_t varlink_server_queued_bytes(VarlinkServer *s);
 /* Bytes allocated for all connections' input buffers. */
 size_t varlink_server_buffered_bytes(VarlinkServer *s);
+/* Whether the calls of uids other than 0 are held back by the time they took (on unless set: tests
+ * of the other bounds turn it off). */
+void varlink_server_set_time_shares(VarlinkServer *s, bool on);
 /* VARLINK_IDLE_TIMEOUT_USEC unless set (tests); 0 turns the idle timeout off. */
 void varlink_server_set_idle_timeout(VarlinkServer *s, uint64_t usec);
 /* Called when a connection is refused, at most once per uid per VARLINK_REFUSED_LOG_INTERVAL_USEC:

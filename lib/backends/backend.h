@@ -35,6 +35,26 @@ typedef struct KnobKeep {
         const char *dir; /* root-relative; made when something is first kept */
 } KnobKeep;
 
+/* What the daemon does when the kernel makes a new object of a domain while it runs (the IRQs of
+ * a device that came): Backend.newcomers. The kernel makes each object's entry in `dir`
+ * (/proc/irq/N at request_irq()) with no file event for it, and host discovery may find the object
+ * only later (/proc/interrupts lists N once its handler is there). So rtpartd reads `dir` after
+ * every device event (a uevent, an interface brought up, an entry made in a tree's dir), at each
+ * of `steps_usec` after it, and at every safety check: an entry it has not seen makes a plan,
+ * which places what that plan's host discovery found. An entry discovery has not found yet waits
+ * and is looked for again at every step and safety check, never taken as placed. */
+typedef struct BackendNewcomers {
+        const char *dir; /* root-relative */
+        /* Whether an entry of dir is one of the objects (NULL: every entry is). */
+        bool (*is_object)(const char *entry);
+        /* The objects host discovery found, named as their entries of dir (a strv; NULL: none). */
+        int (*discovered)(const Host *host, char ***ret);
+        /* When to look after a device event, µs after it, ascending; 0 ends the list. */
+        const uint64_t *steps_usec;
+        const char *noun;      /* one object, for the daemon's log: "IRQ" */
+        const char *discovery; /* where discovery finds them, for the log: "/proc/interrupts" */
+} BackendNewcomers;
+
 typedef struct Backend {
         Domain domain;
         const char *name;
@@ -92,6 +112,9 @@ typedef struct Backend {
         /* What a plan shows above this domain's knobs, from the plan document's "host" object
          * ({"bootloader": …, "cgroup": …, "systemd": …}); a new string. NULL: the name. */
         char *(*heading)(json_t *host);
+        /* The objects of this domain the kernel makes while the daemon runs, and how it finds
+         * them (BackendNewcomers); NULL: every object is there when a profile is applied. */
+        const BackendNewcomers *newcomers;
 } Backend;
 
 extern const Backend backend_boot, backend_irq, backend_irqbalance, backend_cpuset, backend_resctrl, backend_sysctl,

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "cpuset-internal.h"
 #include "proc.h"
+#include "root-cgroup.h"
 #include "strv.h"
 #include "systemd.h"
 
@@ -529,6 +530,8 @@ int cpuset_read(Root *root, const Knob *k, char **ret) {
 static int cpuset_write(Root *root, const Knob *k, const char *value, const KnobKeep *keep, KnobResult *ret) {
         *ret = (KnobResult) {};
         int r = cpuset_write_value(root, k, value, ret);
+        if (r == -ELIBACC && root_cgroup_library_error())
+                knob_result_reason(ret, "%s", root_cgroup_library_error());
         return knob_result_finish(ret, r);
 }
 

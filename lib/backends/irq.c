@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fnmatch.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +192,48 @@ static int irq_check(const char *file, json_t *section, const char *pointer, Err
                  : -ENOMEM;
 }
 
+/* ---- the daemon's part: a new device's IRQs ----
+ *
+ * /proc/irq/N appears at request_irq() (and, for IRQs that existed at boot, stays after
+ * free_irq()). No event names it: procfs raises no inotify event for a directory the kernel makes,
+ * and a driver requests its IRQs after the uevent of its device (at probe) or when its interface is
+ * brought up (ndo_open(), before the RTM_NEWLINK that says IFF_UP). So the daemon looks at
+ * proc/irq a few times after each device event, soon and then less often; the plan places what
+ * /proc/interrupts lists (BackendNewcomers). */
+
+static bool irq_is_object(const char *entry) {
+        char *end;
+        errno = 0;
+        unsigned long x = strtoul(entry, &end, 10);
+        return end != entry && !*end && errno == 0 && x <= UINT_MAX && entry[0] >= '0' && entry[0] <= '9';
+}
+
+static int irq_discovered(const Host *host, char ***ret) {
+        _cleanup_strv_free_ char **l = calloc(host->n_irqs + 1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        for (size_t i = 0; i < host->n_irqs; i++)
+                if (asprintf(&l[i], "%u", host->irqs[i].number) < 0) {
+                        l[i] = NULL;
+                        return -ENOMEM;
+                }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+static const uint64_t irq_steps_usec[] = {
+        20 * 1000ULL, 100 * 1000ULL, 500 * 1000ULL, 2000 * 1000ULL, 5000 * 1000ULL, 0
+};
+
+static const BackendNewcomers irq_newcomers = {
+        .dir = "proc/irq",
+        .is_object = irq_is_object,
+        .discovered = irq_discovered,
+        .steps_usec = irq_steps_usec,
+        .noun = "IRQ",
+        .discovery = "/proc/interrupts",
+};
+
 const Backend backend_irq = {
         .domain = DOMAIN_IRQ,
         .name = "irq",
@@ -202,6 +245,7 @@ const Backend backend_irq = {
         .refusal_reason = IRQ_REFUSAL,
         .flags = BACKEND_OBJECTS_VANISH | BACKEND_HOTPLUG_MOVES,
         .watch = irq_watch,
+        .newcomers = &irq_newcomers,
 };
 
 /* irqbalance: the banned CPU list in its environment file, so that it never moves an IRQ onto an

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "root-cgroup.h"
 #include "root.h"
 #include "systemd.h"
 #include "task.h"
@@ -30,19 +31,26 @@ static int kernel_write_value(Root *r, const char *rel, const char *value) {
         return root_write_once(r, rel, 0, data);
 }
 
-/* Kernel objects, cgroup v2 and v1 alike, and resctrl's groups: mkdir(2) and rmdir(2) as on a
- * tree (the kernel makes and removes the files; cgroup_rmdir() has moved the tasks out first), and
- * one write(2) of the value to the object's file, whose errno is the kernel's answer to it. */
+/* Kernel objects, cgroup v2 and v1 alike, and resctrl's groups. A cgroup's go through libcgroup
+ * (root-cgroup.c) unless it answers ROOT_CGROUP_DIRECT; resctrl's, and those, are mkdir(2) and
+ * rmdir(2) as on a tree (the kernel makes and removes the files; cgroup_rmdir() has moved the tasks
+ * out first) and one write(2) of the value to the object's file, whose errno is the kernel's
+ * answer to it. */
 static int kernel_mkdir_object(Root *r, RootFs fs, const char *mount, const char *name) {
-        return root_plain_tree_ops.mkdir_object(r, fs, mount, name);
+        int k = fs == ROOT_FS_CGROUP ? root_cgroup_mkdir(r, mount, name) : ROOT_CGROUP_DIRECT;
+        return k == ROOT_CGROUP_DIRECT ? root_plain_tree_ops.mkdir_object(r, fs, mount, name) : k;
 }
 
 static int kernel_rmdir_object(Root *r, RootFs fs, const char *mount, const char *name) {
-        return root_plain_tree_ops.rmdir_object(r, fs, mount, name);
+        int k = fs == ROOT_FS_CGROUP ? root_cgroup_rmdir(r, mount, name) : ROOT_CGROUP_DIRECT;
+        return k == ROOT_CGROUP_DIRECT ? root_plain_tree_ops.rmdir_object(r, fs, mount, name) : k;
 }
 
 static int kernel_write_object(Root *r, RootFs fs, const char *mount, const char *name, const char *file,
                                const char *value) {
+        int k = fs == ROOT_FS_CGROUP ? root_cgroup_write(r, mount, name, file, value) : ROOT_CGROUP_DIRECT;
+        if (k != ROOT_CGROUP_DIRECT)
+                return k;
         _cleanup_free_ char *p = object_path(mount, name, file);
         return p ? kernel_write_value(r, p, value) : -ENOMEM;
 }
@@ -53,6 +61,10 @@ static int kernel_set_affinity(Root *r, int tid, const CpuSet *cpus) {
 
 static int kernel_set_scheduler(Root *r, int tid, unsigned policy, unsigned priority) {
         return task_set_scheduler(tid, policy, priority);
+}
+
+static int kernel_pin_self(Root *r, const CpuSet *cpus) {
+        return task_set_affinity(0, cpus);
 }
 
 static int kernel_pm_qos_open(Root *r) {
@@ -162,13 +174,15 @@ static int kernel_umount(Root *r, const char *rel) {
 const RootOps root_kernel_ops = {
         .name = "kernel",
         .can = ROOT_CAN_SCHEDULE | ROOT_CAN_ASK_SYSTEMD | ROOT_CAN_UPDATE_BOOTLOADER | ROOT_CAN_HOLD_PM_QOS |
-                ROOT_CAN_MOUNT | ROOT_CAN_WATCH_PROCESSES | ROOT_CAN_RESTART_UNITS | ROOT_CAN_RUN_PROGRAMS,
+                ROOT_CAN_MOUNT | ROOT_CAN_WATCH_PROCESSES | ROOT_CAN_RESTART_UNITS | ROOT_CAN_RUN_PROGRAMS |
+                ROOT_CAN_PIN_SELF,
         .write_value = kernel_write_value,
         .mkdir_object = kernel_mkdir_object,
         .rmdir_object = kernel_rmdir_object,
         .write_object = kernel_write_object,
         .set_affinity = kernel_set_affinity,
         .set_scheduler = kernel_set_scheduler,
+        .pin_self = kernel_pin_self,
         .pm_qos_open = kernel_pm_qos_open,
         .update_bootloader = root_run_shell,
         .try_restart_unit = kernel_try_restart_unit,

@@ -68,8 +68,8 @@ typedef struct Root {
  * asks root_can() instead of where it runs; the answer is its root's ops table's. */
 typedef enum RootCan {
         /* Thread ids read from the root's proc/ are this kernel's live tasks, and its CPUs are the
-         * ones this process runs on: sched_setaffinity()/sched_setscheduler() reach them, the
-         * daemon may pin itself to the root's housekeeping CPUs and move tasks off isolated ones. */
+         * ones this process runs on: sched_setaffinity()/sched_setscheduler() reach them, and the
+         * daemon may move tasks off isolated ones. */
         ROOT_CAN_SCHEDULE = 1u << 0,
         /* A systemd manager runs for this root and answers on the system bus (when the root also
          * has run/systemd/system): slices' AllowedCPUs=, restarting irqbalance. */
@@ -88,6 +88,9 @@ typedef enum RootCan {
         ROOT_CAN_RESTART_UNITS = 1u << 6,
         /* root_run_program() runs a program (a measuring tool: cyclictest) on the root's host. */
         ROOT_CAN_RUN_PROGRAMS = 1u << 7,
+        /* root_pin_self() pins this process (the daemon, to the root's housekeeping CPUs): the
+         * kernel's CPUs are the ones it runs on; a simulator shows the pinning instead. */
+        ROOT_CAN_PIN_SELF = 1u << 8,
 } RootCan;
 
 /* Which kernel filesystem holds an object made with root_mkdir_object(). */
@@ -122,6 +125,8 @@ struct RootOps {
         /* ROOT_CAN_SCHEDULE */
         int (*set_affinity)(Root *r, int tid, const CpuSet *cpus);
         int (*set_scheduler)(Root *r, int tid, unsigned policy, unsigned priority);
+        /* ROOT_CAN_PIN_SELF: pins this process (the daemon, to the root's housekeeping CPUs). */
+        int (*pin_self)(Root *r, const CpuSet *cpus);
         /* ROOT_CAN_HOLD_PM_QOS: an fd whose 4-byte writes (a native s32, µs) set this process's
          * request and whose close drops it; -ENOENT if the root has no dev/cpu_dma_latency. */
         int (*pm_qos_open)(Root *r);
@@ -252,6 +257,9 @@ int root_rmdir_object(Root *r, RootFs fs, const char *mount, const char *name);
 int root_write_object(Root *r, RootFs fs, const char *mount, const char *name, const char *file, const char *value);
 /* -EOPNOTSUPP where the root cannot (root_can()). */
 int root_set_affinity(Root *r, int tid, const CpuSet *cpus);
+static inline int root_pin_self(Root *r, const CpuSet *cpus) {
+        return root_can(r, ROOT_CAN_PIN_SELF) ? r->ops->pin_self(r, cpus) : -EOPNOTSUPP;
+}
 int root_set_scheduler(Root *r, int tid, unsigned policy, unsigned priority);
 int root_pm_qos_open(Root *r);
 int root_update_bootloader(Root *r, const char *command);

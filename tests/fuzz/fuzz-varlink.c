@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* libFuzzer target for the varlink server's input path (daemon/wire/varlink.c): the bytes are what a
+/* libFuzzer target for the varlink server's input path (daemon/wire/varlink-*.c): the bytes are what a
  * client sends on one connection (NUL-framed messages), written into a socketpair the server
  * serves, then the client end shuts down its side. The server parses, checks and dispatches every
  * message (org.varlink.service and a small test interface whose methods check their parameters
@@ -76,7 +76,7 @@ static void setup(void) {
         if (sd_event_new(&event) < 0 || varlink_server_new(event, &server) < 0 ||
             varlink_server_set_info(server, "rtpart", "rtpartd", "fuzz", "https://example.org") < 0 ||
             varlink_server_add_interface(server, "org.rtpart.Fuzz", "interface org.rtpart.Fuzz\nmethod Echo() -> ()\n",
-                                         methods) < 0)
+                                         methods, NULL) < 0)
                 abort();
 
         /* A socket the client connects to, served by hand. */

@@ -17,6 +17,13 @@ were shrunk off the partition's CPU, reverts, checks that both have every CPU ag
 the two cpusets it made. It skips when a cpuset it did not make already holds the partition's CPU
 (the test changes only what it created and rtpart's own).
 
+A third test checks the way those cgroup operations take: through libcgroup, loaded by apply and
+revert (glibc's loader says so under LD_DEBUG=files: no tracer), not by verify, which changes no
+cgroup, and the partition made by its mkdir (mode 0775 under umask 0, where rtpart's own mkdir
+asks 0755); with RTPART_LIBCGROUP=0 the same apply and revert write the files directly and do not
+load it; and with libcgroup unloadable (a private mount namespace binds /dev/null over its file)
+apply fails, names libcgroup and what to do, and leaves nothing behind.
+
 Skips (77) when not root, without a v1 cpuset hierarchy, or with a single CPU.
 """
 import json
@@ -106,9 +113,10 @@ class V1Base(unittest.TestCase):
                 f.write(self.balance)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    def run_ctl(self, *args):
-        return subprocess.run([CTL, "--no-daemon", "--state-dir", self.state, *args], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    def run_ctl(self, *args, env=None, prefix=(), umask=None):
+        return subprocess.run([*prefix, CTL, "--no-daemon", "--state-dir", self.state, *args], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=None if env is None else {**os.environ, **env},
+                              umask=-1 if umask is None else umask)
 
 
 class RealCpusetV1(V1Base):
@@ -192,6 +200,61 @@ class RealCpusetV1Sibling(V1Base):
         self.assertFalse(os.path.exists(self.dir), "revert left the cpuset behind")
         for d in (self.sib, self.sib_child):
             self.assertEqual(cpu_list(read(os.path.join(d, self.prefix + "cpus"))), all_cpus, d)
+        self.assertEqual(read(self.balance_path), self.balance)
+
+
+def loads_libcgroup(p):
+    """Whether glibc's loader (LD_DEBUG=files) reported libcgroup dlopen'ed by the run."""
+    return any("file=libcgroup.so." in line and "dynamically loaded by" in line for line in p.stderr.splitlines())
+
+
+class RealCpusetV1Libcgroup(V1Base):
+    """The cgroup operations go through libcgroup, loaded when a cgroup changes."""
+
+    def check_applied(self, mode):
+        self.assertEqual(read(os.path.join(self.dir, self.prefix + "cpus")), str(self.cpu))
+        self.assertEqual(read(os.path.join(self.dir, self.prefix + "cpu_exclusive")), "1")
+        self.assertEqual(oct(os.stat(self.dir).st_mode & 0o777), oct(mode), "the mode of whose mkdir")
+
+    def test_through_libcgroup(self):
+        ld = {"LD_DEBUG": "files"}
+        p = self.run_ctl("apply", self.profile, env=ld, umask=0)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr[-3000:])
+        self.assertTrue(loads_libcgroup(p), "apply made the cpuset without loading libcgroup")
+        self.check_applied(0o775)
+        p = self.run_ctl("verify", env=ld)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr[-3000:])
+        self.assertFalse(loads_libcgroup(p), "verify changes no cgroup, yet loaded libcgroup")
+        p = self.run_ctl("revert", env=ld)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr[-3000:])
+        self.assertTrue(loads_libcgroup(p), "revert removed the cpuset without loading libcgroup")
+        self.assertFalse(os.path.exists(self.dir), "revert left the cpuset behind")
+
+    def test_direct_when_asked(self):
+        env = {"LD_DEBUG": "files", "RTPART_LIBCGROUP": "0"}
+        p = self.run_ctl("apply", self.profile, env=env, umask=0)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr[-3000:])
+        self.assertFalse(loads_libcgroup(p), "RTPART_LIBCGROUP=0, yet apply loaded libcgroup")
+        self.check_applied(0o755)
+        p = self.run_ctl("revert", env=env)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr[-3000:])
+        self.assertFalse(loads_libcgroup(p))
+        self.assertFalse(os.path.exists(self.dir), "revert left the cpuset behind")
+
+    def test_libcgroup_missing(self):
+        probe = subprocess.run(["ldconfig", "-p"], stdout=subprocess.PIPE, text=True).stdout
+        libs = [line.split("=>")[-1].strip() for line in probe.splitlines() if "libcgroup.so.2 " in line]
+        if not libs or not shutil.which("unshare"):
+            self.skipTest("libcgroup.so.2 is not in ldconfig's cache, or no unshare(1)")
+        real = os.path.realpath(libs[0])
+        # Only this run's private mount namespace sees the library's file empty.
+        p = self.run_ctl("apply", self.profile, prefix=("unshare", "-m", "sh", "-c",
+                                                        f'mount --bind /dev/null "{real}" && exec "$0" "$@"'))
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("changed through libcgroup", p.stderr)
+        self.assertIn("install libcgroup", p.stderr)
+        self.assertIn("RTPART_LIBCGROUP=0", p.stderr)
+        self.assertFalse(os.path.exists(self.dir), "a failed apply left the cpuset behind")
         self.assertEqual(read(self.balance_path), self.balance)
 
 

@@ -17,6 +17,9 @@ checks). The task tests isolate the last CPU now, as rtpartd checks only CPUs is
 (no isolcpus= here): with a test-unique cpuset partition rtpart-test-<pid> that revert removes
 (on cgroup v1 also the root cpuset's sched_load_balance, recorded and restored). The tasks it reports or moves are its own "rtpart-probe" processes (every other task is
 allowed by the profile's drift.task_allow), ended by PID.
+
+rtpartd changes cgroups through libcgroup, which it loads the first time it changes one: its
+/proc/PID/maps holds libcgroup once it applied the partition, and not after an IRQ-only profile.
 """
 import json
 import os
@@ -45,6 +48,12 @@ def cpus_allowed(pid):
             if line.startswith("Cpus_allowed_list:"):
                 return line.split()[1]
     return None
+
+
+def maps_libcgroup(pid):
+    """Whether the process has libcgroup mapped."""
+    with open(f"/proc/{pid}/maps") as f:
+        return any("/libcgroup.so." in line for line in f)
 
 
 class HostDaemon(unittest.TestCase):
@@ -185,6 +194,7 @@ class HostDaemon(unittest.TestCase):
         st = self.status()
         self.assertFalse(st["daemon"]["task_check"], "task_allow [\"*\"] must turn the task check off")
         self.assertGreaterEqual(st["daemon"]["watched_files"], 2)
+        self.assertFalse(maps_libcgroup(self.proc.pid), "rtpartd changed no cgroup, yet mapped libcgroup")
         knob = f"irq/{self.irq_no}/affinity"
 
         m = self.monitor()
@@ -256,6 +266,7 @@ class HostDaemon(unittest.TestCase):
         if "Cannot listen to the proc connector" in self.logtext():
             self.skipTest("the proc connector is not available here: " + self.logtext())
         self.assertTrue(self.status()["daemon"]["task_check"])
+        self.assertTrue(maps_libcgroup(self.proc.pid), "rtpartd made the partition without libcgroup")
 
     def test_task_on_isolated_cpu_is_reported_once_and_forgotten(self):
         self.start_tasks()

@@ -17,23 +17,17 @@
 #include "strv.h"
 #include "test-util.h"
 
-/* A copy of tests/fixtures/hosts/NAME in a new directory on tmpfs (or /tmp without /dev/shm). */
+/* A copy of the bundled host NAME (fixture_host()) on tmpfs where there is one. */
 static inline char *tree_copy_host(const char *name) {
-        _cleanup_free_ char *src = fixture_host(name), *cmd = NULL;
-        char *dst = strdup(access("/dev/shm", W_OK) == 0 ? "/dev/shm/rtpart-test-XXXXXX" : "/tmp/rtpart-test-XXXXXX");
-        ck_assert_ptr_nonnull(dst);
-        ck_assert_ptr_nonnull(mkdtemp(dst));
-        ck_assert(asprintf(&cmd, "cp -a '%s/.' '%s/'", src, dst) >= 0);
-        ck_assert_int_eq(system(cmd), 0);
+        char *dst = NULL, *prof = NULL;
+        test_fixture(name, /* copy= */ true, &dst, &prof, NULL, NULL);
+        test_rmtree(prof);
+        free(prof);
         return dst;
 }
 
 static inline void tree_remove(const char *path) {
-        _cleanup_free_ char *cmd = NULL;
-        if (!path || (!startswith(path, "/dev/shm/rtpart-test-") && !startswith(path, "/tmp/rtpart-test-")))
-                return;
-        ck_assert(asprintf(&cmd, "rm -rf '%s'", path) >= 0);
-        (void) system(cmd);
+        test_rmtree(path);
 }
 
 /* Runs a shell command with its output captured; returns the exit status. */

@@ -1,38 +1,29 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "strv.h"
 #include "test-util.h"
 
-/* git keeps only 0644/0755: hosts/NAME.modes lists the files the kernel shows read-only (a
- * module parameter's mode decides whether it is written now or at the next boot). */
-static void fixture_apply_modes(const char *tree, const char *name) {
-        _cleanup_free_ char *manifest = NULL;
-        ck_assert(asprintf(&manifest, "%s/hosts/%s.modes", FIXTURE_DIR, name) >= 0);
-        FILE *f = fopen(manifest, "re");
-        if (!f)
-                return;
-        char line[1024];
-        while (fgets(line, sizeof(line), f)) {
-                unsigned mode;
-                char rel[1000];
-                if (sscanf(line, "%o %999s", &mode, rel) != 2)
-                        continue;
-                _cleanup_free_ char *path = NULL;
-                ck_assert(asprintf(&path, "%s/%s", tree, rel) >= 0);
-                (void) chmod(path, (mode_t) mode);
-        }
-        fclose(f);
+/* The bundled hosts' directory: RTPART_HOSTS_DIR (meson's test environment), else the build's. */
+static const char *hosts_dir(void) {
+        const char *d = getenv("RTPART_HOSTS_DIR");
+        return d && *d ? d : HOSTS_DIR;
 }
 
 char *fixture_host(const char *name) {
         char *p;
-        ck_assert(asprintf(&p, "%s/hosts/%s", FIXTURE_DIR, name) >= 0);
-        fixture_apply_modes(p, name);
+        struct stat st;
+        ck_assert(asprintf(&p, "%s/%s", hosts_dir(), name) >= 0);
+        ck_assert_msg(stat(p, &st) == 0 && S_ISDIR(st.st_mode),
+                      "fake host %s missing: the build makes it (ninja -C BUILD tests/fixtures/hosts.stamp, "
+                      "tests/fixtures/meson.build)",
+                      p);
         return p;
 }
 
@@ -51,9 +42,18 @@ char *test_copy_host(const char *name) {
         return dst;
 }
 
+char *test_tmpdir_tmpfs(void) {
+        char *t = strdup("/dev/shm/rtpart-test-XXXXXX");
+        ck_assert_ptr_nonnull(t);
+        if (mkdtemp(t))
+                return t;
+        free(t);
+        return test_tmpdir();
+}
+
 void test_rmtree(const char *path) {
         _cleanup_free_ char *cmd = NULL;
-        if (!path || !startswith(path, "/tmp/rtpart-test-"))
+        if (!path || (!startswith(path, "/tmp/rtpart-test-") && !startswith(path, "/dev/shm/rtpart-test-")))
                 return;
         ck_assert(asprintf(&cmd, "rm -rf '%s'", path) >= 0);
         (void) system(cmd);
@@ -79,6 +79,26 @@ void test_open_host(const char *path, Root **ret_root, Host **ret_host) {
         ck_assert_msg(r >= 0, "host_discover(%s): %s", path, strerror(-r));
         *ret_root = root;
         *ret_host = host;
+}
+
+void test_fixture(const char *name, bool copy, char **ret_dir, char **ret_prof_dir, Root **ret_root, Host **ret_host) {
+        if (copy) {
+                _cleanup_free_ char *src = fixture_host(name), *cmd = NULL;
+                *ret_dir = test_tmpdir_tmpfs();
+                ck_assert(asprintf(&cmd, "cp -a '%s/.' '%s/'", src, *ret_dir) >= 0);
+                ck_assert_int_eq(system(cmd), 0);
+        } else
+                *ret_dir = fixture_host(name);
+        *ret_prof_dir = test_tmpdir();
+        if (ret_root)
+                test_open_host(*ret_dir, ret_root, ret_host);
+}
+
+void test_fixture_clear(char **host_dir, char **prof_dir, Root **root, Host **host) {
+        test_fixture_done(*root, *host, *host_dir, *prof_dir);
+        *root = NULL;
+        *host = NULL;
+        *host_dir = *prof_dir = NULL;
 }
 
 void test_fixture_done(Root *root, Host *host, char *host_dir, char *prof_dir) {
@@ -188,18 +208,71 @@ unsigned test_slow(void) {
         return v > 0 ? v : 1;
 }
 
-int test_run(Suite *s) {
+/* What test_skip() recorded, in memory shared with the processes Check forks for its tests. */
+typedef struct SkipLog {
+        unsigned n;
+        size_t len;
+        char text[8192];
+} SkipLog;
+static SkipLog *skips;
+
+void test_skip(const char *fmt, ...) {
+        ck_assert_msg(skips, "test_skip() outside test_run()");
+        va_list ap;
+        va_start(ap, fmt);
+        char *reason = NULL;
+        int k = vasprintf(&reason, fmt, ap);
+        va_end(ap);
+        ck_assert_int_ge(k, 0);
+        skips->n++;
+        size_t room = sizeof(skips->text) - skips->len;
+        int w = snprintf(skips->text + skips->len, room, "SKIP: %s\n", reason);
+        if (w > 0)
+                skips->len += (size_t) w < room ? (size_t) w : room - 1;
+        free(reason);
+}
+
+static int run(Suite *s, const char *tcase, bool fork) {
+        if (!skips) {
+                /* no ck_assert here: it works only inside a test */
+                skips = mmap(NULL, sizeof(SkipLog), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+                if (skips == MAP_FAILED) {
+                        perror("mmap");
+                        abort();
+                }
+        }
         SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
+        if (fork)
+                srunner_set_fork_status(sr, CK_FORK);
+        srunner_run(sr, NULL, tcase, CK_NORMAL);
         int failed = srunner_ntests_failed(sr);
+        int ran = srunner_ntests_run(sr);
         srunner_free(sr);
         if (failed > 0)
                 return EXIT_FAILURE;
-        if (root_skipped > 0) {
-                printf("SKIP: not root: %u test case(s) left out: %s\n", root_skipped, root_skip_reason);
+        if (tcase && ran == 0) {
+                printf("no test case '%s' in this program\n", tcase);
+                return EXIT_FAILURE;
+        }
+        if (skips->n > 0 || root_skipped > 0) {
+                fputs(skips->text, stdout);
+                if (root_skipped > 0)
+                        printf("SKIP: not root: %u test case(s) left out: %s\n", root_skipped, root_skip_reason);
                 return 77;
         }
         return EXIT_SUCCESS;
+}
+
+int test_run(Suite *s) {
+        return run(s, NULL, false);
+}
+
+int test_run_case(Suite *s, const char *tcase) {
+        return run(s, tcase, false);
+}
+
+int test_run_forked(Suite *s) {
+        return run(s, NULL, true);
 }
 
 char *test_mini_host(unsigned cpus, bool smt, unsigned nodes) {

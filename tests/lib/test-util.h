@@ -10,21 +10,31 @@
 #include "profile.h"
 #include "root.h"
 
-/* Path of a committed fake host: tests/fixtures/hosts/NAME. */
+/* Path of a bundled fake host, made by the build (tests/fixtures/meson.build): BUILD/tests/fixtures/
+ * hosts/NAME, or RTPART_HOSTS_DIR/NAME. Fails the test when it is missing. */
 char *fixture_host(const char *name);
 
 /* Copies a fake host into a fresh temporary directory (so a test may add or change files);
  * returns its path. Remove it with test_rmtree(). */
 char *test_copy_host(const char *name);
-/* Creates an empty temporary directory. */
+/* Creates an empty temporary directory: in /tmp; on tmpfs (/dev/shm) where there is one, for trees
+ * of thousands of files, which take seconds to write and remove on a disk. */
 char *test_tmpdir(void);
+char *test_tmpdir_tmpfs(void);
+/* Removes a tree made by one of the two above (any other path is left alone). */
 void test_rmtree(const char *path);
 /* Writes text to ROOT/rel, creating parent directories. */
 void test_write(const char *root, const char *rel, const char *text);
 
+/* A suite's fake host, in the suite's own variables: *ret_dir is a copy of the bundled host NAME on
+ * tmpfs (copy: to change before test_open_host()) or the bundled host itself (to read only);
+ * *ret_prof_dir an empty directory for profiles; with ret_root, the host is opened. */
+void test_fixture(const char *name, bool copy, char **ret_dir, char **ret_prof_dir, Root **ret_root, Host **ret_host);
 /* Undoes a suite's fixture: frees the host and the root, removes and frees both temporary
- * directories (any of them may be NULL). */
+ * directories (any of them may be NULL; the bundled host itself is never removed). */
 void test_fixture_done(Root *root, Host *host, char *host_dir, char *prof_dir);
+/* The same, and sets the four variables to NULL. */
+void test_fixture_clear(char **host_dir, char **prof_dir, Root **root, Host **host);
 
 /* Opens a root, discovers its host; aborts the test on failure. */
 void test_open_host(const char *path, Root **ret_root, Host **ret_host);
@@ -48,8 +58,19 @@ void test_plan_err(Root *root, const Host *host, const char *dir, const char *na
  * valgrind sets it), else 1. */
 unsigned test_slow(void);
 
-/* Runs a suite, returns the exit status for main(). */
+/* Runs a suite, returns the exit status for main(): failure when a test failed, else 77 (skip)
+ * when a test called test_skip() or a root-only test case was left out, else success. */
 int test_run(Suite *s);
+/* Runs only the test case named tcase of s (every one when NULL): a program whose cases may be
+ * skipped one by one is registered in meson once per case, so that a skip hides no pass. */
+int test_run_case(Suite *s, const char *tcase);
+/* Runs s with each test in a process of its own even where CK_FORK=no (meson's valgrind setup):
+ * for tests that leave their process changed for good (a seccomp filter). */
+int test_run_forked(Suite *s);
+/* In a test: it did not check what it is for, because of what the reason says (the machine lacks
+ * a device, another program holds a value). The test returns after it; test_run() prints the
+ * reason and returns 77 unless a test failed. Works with and without CK_FORK. */
+void test_skip(const char *fmt, ...) _printf_(1, 2);
 /* Adds tc, whose tests need root, to s when running as root. Otherwise leaves it out and records
  * why: test_run() then runs the rest and, if none of it failed, prints the reason and returns 77
  * (skip), so that a run without root is never reported as a pass. */

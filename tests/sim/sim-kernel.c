@@ -58,6 +58,14 @@ int sim_put(Root *r, const char *dir, const char *file, const char *text, mode_t
         if (u < 0)
                 return u;
         _cleanup_close_ int fd = root_open(r, p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode);
+        if (fd == -EACCES) {
+                /* a read-only file this kernel made before, and a user without CAP_DAC_OVERRIDE
+                 * (the tests as non-root): the kernel writes its own files all the same */
+                int k = root_unlink(r, p);
+                if (k < 0)
+                        return k;
+                fd = root_open(r, p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode);
+        }
         if (fd < 0)
                 return fd;
         size_t n = strlen(text);

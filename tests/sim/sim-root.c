@@ -33,6 +33,8 @@
  *                               RTPART_ROOT set to the tree) stands in for update-grub.
  *   RTPART_TEST_UNIT_LOG=FILE   a line "try-restart UNIT" is appended to FILE for every unit the
  *                               process asks the root to restart (no write: not a fault point).
+ *   RTPART_TEST_PIN_LOG=FILE    rtpartd pinning itself (no fault point: nothing of the tree is
+ *                               written) appends the CPU list to FILE.
  *
  * Programs run (root_run_program()) are stand-ins, where the tree has them: sim-programs.c. */
 
@@ -240,6 +242,20 @@ static int pm_qos_open(Root *r) {
         return fd < 0 ? -errno : fd;
 }
 
+/* The daemon's CPUs are the machine's, not the tree's: the pinning is shown, not made. */
+static int pin_self(Root *r, const CpuSet *cpus) {
+        const char *log = getenv("RTPART_TEST_PIN_LOG");
+        _cleanup_free_ char *list = cpu_set_format_list(cpus);
+        if (!list)
+                return -ENOMEM;
+        if (log && *log) {
+                _cleanup_close_ int fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+                if (fd < 0 || dprintf(fd, "%s\n", list) < 0)
+                        return -errno;
+        }
+        return 0;
+}
+
 static int update_bootloader(Root *r, const char *command) {
         const char *stand_in = getenv("RTPART_BOOTLOADER_UPDATE");
         return COUNTED_WRITE("update-bootloader", "", root_run_shell(r, stand_in && *stand_in ? stand_in : command));
@@ -264,21 +280,24 @@ static int try_restart_unit(Root *r, const char *unit) {
 
 #define SIM_OPS \
         .write_value = write_value, .mkdir_object = mkdir_object, .rmdir_object = rmdir_object, \
-        .write_object = write_object, .pm_qos_open = pm_qos_open, .update_bootloader = update_bootloader, \
-        .replace_file = replace_file, .reserve_file = reserve_file, .unlink_file = unlink_file, .make_dir = make_dir, \
-        .remove_dir = remove_dir, .try_restart_unit = try_restart_unit, .run_program = sim_run_program
+        .write_object = write_object, .pm_qos_open = pm_qos_open, .pin_self = pin_self, \
+        .update_bootloader = update_bootloader, .replace_file = replace_file, .reserve_file = reserve_file, \
+        .unlink_file = unlink_file, .make_dir = make_dir, .remove_dir = remove_dir, \
+        .try_restart_unit = try_restart_unit, .run_program = sim_run_program
 
 /* No ROOT_CAN_SCHEDULE, _WATCH_PROCESSES, _ASK_SYSTEMD or _MOUNT: a tree's PIDs are nobody's
- * threads, and no systemd or mount table stands behind it. A unit restarted is recorded. */
+ * threads, and no systemd or mount table stands behind it. A unit restarted is recorded, and
+ * rtpartd pinning itself shown (RTPART_TEST_PIN_LOG). */
 const RootOps sim_root_ops = {
         .name = "simulator",
-        .can = ROOT_CAN_HOLD_PM_QOS | ROOT_CAN_RESTART_UNITS | ROOT_CAN_RUN_PROGRAMS,
+        .can = ROOT_CAN_HOLD_PM_QOS | ROOT_CAN_RESTART_UNITS | ROOT_CAN_RUN_PROGRAMS | ROOT_CAN_PIN_SELF,
         SIM_OPS,
 };
 
 static const RootOps sim_root_ops_bootloader = {
         .name = "simulator",
-        .can = ROOT_CAN_HOLD_PM_QOS | ROOT_CAN_UPDATE_BOOTLOADER | ROOT_CAN_RESTART_UNITS | ROOT_CAN_RUN_PROGRAMS,
+        .can = ROOT_CAN_HOLD_PM_QOS | ROOT_CAN_UPDATE_BOOTLOADER | ROOT_CAN_RESTART_UNITS | ROOT_CAN_RUN_PROGRAMS |
+                ROOT_CAN_PIN_SELF,
         SIM_OPS,
 };
 

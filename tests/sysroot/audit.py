@@ -26,7 +26,7 @@ import unittest
 SRC = os.environ.get("RTPART_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
 BUILD = os.environ.get("RTPART_BUILD_DIR") or os.path.join(SRC, "build")
 CTL = os.environ.get("RTPARTCTL") or os.path.join(BUILD, "tests", "sim", "rtpartctl")
-HOSTS = os.path.join(SRC, "tests", "fixtures", "hosts")
+HOSTS = os.environ.get("RTPART_HOSTS_DIR") or os.path.join(BUILD, "tests", "fixtures", "hosts")
 PROFILES = os.path.join(SRC, "profiles")
 
 

@@ -21,7 +21,7 @@ SRC = os.environ.get("RTPART_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.
 CTL = os.path.abspath(os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "tests", "sim", "rtpartctl"))
 SCRIPT = os.path.join(SRC, "shell-completion", "rtpartctl.bash")
 LIBRARY = "/usr/share/bash-completion/bash_completion"
-HOST = os.path.join(SRC, "tests", "fixtures", "hosts", "vm")
+HOST = os.path.join(os.environ.get("RTPART_HOSTS_DIR") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "tests", "fixtures", "hosts"), "vm")
 COMMANDS = {"list", "show", "plan", "apply", "verify", "revert", "status", "watch", "audit", "check", "export",
             "import-tuned", "help"}
 SHIPPED = {"realtime", "realtime-virtual-host", "realtime-virtual-guest", "cpu-partitioning"}

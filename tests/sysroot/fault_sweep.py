@@ -7,8 +7,8 @@ cgroup or resctrl object, a configuration file or drop-in replaced, a file or di
 removed, the journal (kept here in a --state-dir outside the tree, which the simulator wraps too).
 RTPART_TEST_FAIL_AT=K with RTPART_TEST_FAIL_ERRNO fails the Kth write with that errno;
 RTPART_TEST_CRASH_AFTER=K kills the process (SIGKILL) right after it (tests/sim/sim-root.c). For a
-shipped profile on a bundled host (tests/fixtures/hosts, with their modes as sysroot_apply.py sets
-them) and every point k:
+shipped profile on a bundled host (the build makes them in BUILD/tests/fixtures/hosts, with their
+modes) and every point k:
 
   apply, its kth write failing with EIO, EPERM or ENOSPC: exit 1 and the tree byte for byte the
       original (every file's bytes and mode, the set of files, directories and symlinks), the
@@ -66,7 +66,7 @@ SRC = os.environ.get("RTPART_SOURCE_DIR", os.path.dirname(os.path.dirname(os.pat
 BUILD = os.environ.get("RTPART_BUILD_DIR", os.path.join(SRC, "build"))
 CTL = os.environ.get("RTPARTCTL") or os.path.join(BUILD, "tests", "sim", "rtpartctl")
 DAEMON = os.environ.get("RTPARTD") or os.path.join(BUILD, "tests", "sim", "rtpartd")
-HOSTS = os.path.join(SRC, "tests", "fixtures", "hosts")
+HOSTS = os.environ.get("RTPART_HOSTS_DIR") or os.path.join(BUILD, "tests", "fixtures", "hosts")
 from sysroot_apply import copy_host  # noqa: E402
 PROFILES = ("realtime", "realtime-virtual-host", "realtime-virtual-guest", "cpu-partitioning")
 ALL_HOSTS = ("vm", "intel-2s", "epyc")

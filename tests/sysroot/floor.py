@@ -21,7 +21,7 @@ SRC = os.environ.get("RTPART_SOURCE_DIR") or os.path.join(os.path.dirname(__file
 BUILD = os.environ.get("RTPART_BUILD_DIR") or os.path.join(SRC, "build")
 CTL = os.environ.get("RTPARTCTL") or os.path.join(BUILD, "tests", "sim", "rtpartctl")
 FLOOR = os.environ.get("FLOOR") or os.path.join(BUILD, "bench", "floor")
-VM = os.path.join(SRC, "tests", "fixtures", "hosts", "vm")
+VM = os.path.join(os.environ.get("RTPART_HOSTS_DIR") or os.path.join(BUILD, "tests", "fixtures", "hosts"), "vm")
 sys.path.insert(0, os.path.join(SRC, "bench"))
 import floorlist  # noqa: E402
 

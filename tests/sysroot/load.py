@@ -50,6 +50,12 @@ that never read fill the bus's queue from rtpartd, and every D-Bus caller waits.
 keeps nothing per bus client; its queues hold what the bus has not read yet); its fd count is
 back to baseline.
 
+Unprivileged Plans: six loops of Plan realtime-virtual-host by the test user, root's Describe and
+drift detection sampled idle and beside them (RTPART_LOAD_PLAN_HOST, default vm; bench/load.sh:
+big, the 1024-CPU host, over RTPART_LOAD_PLAN_SECONDS 60): printed, with the ratios to idle, never
+asserted (measured there: Describe median 0.37 ms idle, 1,575 ms beside the loops before rtpartd
+held a user's calls to a share of its time, 0.38 ms after; drift detection 9 ms, 1,108 ms, 6.5 ms).
+
 The CI run (suite sysroot) is these 1000 clients x 2 cycles; bench/load.sh (4000 clients) or
 RTPART_LOAD_CLIENTS=N RTPART_LOAD_CYCLES=N run larger ones. Figures are printed, one JSON line
 per transport ("load: {...}"). Exits 77 when it cannot run here (not root, no setpriv, no
@@ -68,8 +74,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from daemon import (BUS_CONF, DAEMON, HOSTS, IFACE, SRC, Daemon, TestUser, Varlink, close_daemon, proc_status,  # noqa: E402
-                    skip, terminate)
+from daemon import (BUS_CONF, DAEMON, HOSTS, IFACE, SRC, Daemon, TestUser, Varlink, call_ok, close_daemon,  # noqa: E402
+                    proc_status, skip, terminate)
 
 CLIENTS = int(os.environ.get("RTPART_LOAD_CLIENTS", "1000"))
 CYCLES = int(os.environ.get("RTPART_LOAD_CYCLES", "2"))
@@ -358,6 +364,126 @@ class VarlinkLoad(unittest.TestCase):
         c.close()
 
 
+# ---- one user's loops of Plan, and root beside them ----
+
+# The host the Plans are made for: a fixture host, or "big" (mkhost.py big: 1024 CPUs, 8192 IRQs,
+# made for the run, a minute and ~1 GB), as bench/load.sh asks for.
+PLAN_HOST = os.environ.get("RTPART_LOAD_PLAN_HOST", "vm")
+PLAN_LOOPS = 6
+# How long root's calls are sampled, idle and then while the user floods (a sample every 0.1 s):
+# long enough to span many of the user's Plans on a large host (bench/load.sh: 60 s).
+PLAN_SECONDS = float(os.environ.get("RTPART_LOAD_PLAN_SECONDS", "3"))
+PLANNER = r"""
+import json, socket, sys
+sock, profile, n = sys.argv[1], sys.argv[2], 0
+while True:
+    s = socket.socket(socket.AF_UNIX)  # a connection per call, as rtpartctl makes them
+    s.connect(sock)
+    s.sendall(json.dumps({"method": "org.rtpart.Manager.Plan", "parameters": {"profile": profile}}).encode() + b"\0")
+    buf = b""
+    while not buf.endswith(b"\0"):
+        d = s.recv(1 << 20)
+        if not d:
+            sys.exit("connection closed")
+        buf += d
+    s.close()
+    r = json.loads(buf[:-1])
+    if "error" in r:
+        sys.exit(json.dumps(r))
+    n += 1
+    print(n, flush=True)
+"""
+
+
+def quantiles(samples):
+    s = sorted(samples)
+    return {"median_ms": round(statistics.median(s) * 1000, 2), "p90_ms": round(s[int(len(s) * 0.9)] * 1000, 2),
+            "max_ms": round(s[-1] * 1000, 2)}
+
+
+class UnprivilegedPlans(unittest.TestCase):
+    """Six loops of Plan realtime-virtual-host by one non-root user (issue 22, item 11): root's
+    Describe (a connection per call) and drift detection (a write to a knob file until root's Watch
+    stream reports it) measured idle and while the user floods. Printed ("load (unprivileged
+    Plans)"), with the ratios bench/load.sh's goal is about (within 2x of idle on the 1024-CPU
+    host); asserted is only that everything is answered and that the user is served too."""
+
+    def setUp(self):
+        self.test_uid, self.test_gid = TestUser.get(self)
+        make = None
+        if PLAN_HOST == "big":
+            def make(root):
+                subprocess.run([sys.executable, os.path.join(SRC, "tests", "fixtures", "mkhost.py"), "big", root, "-q"],
+                               check=True)
+        self.d = Daemon(host=PLAN_HOST, make_host=make)
+        self.d.start()
+        self.planners = []
+
+    def tearDown(self):
+        for p in self.planners:  # our own children, by PID
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+            p.stdout.close()
+        close_daemon(self, self.d, tail=5000)
+
+    def measure(self, watcher, base):
+        describe, drift = [], []
+        end = time.monotonic() + PLAN_SECONDS
+        for i in range(1000000):
+            if i >= 5 and time.monotonic() >= end:
+                break
+            time.sleep(0.1)
+            t0 = time.monotonic()
+            self.assertIn("in_sync", call_ok(self.d.sock, "Describe"))
+            describe.append(time.monotonic() - t0)
+            value = str(base + i)
+            t0 = time.monotonic()
+            self.d.write("proc/sys/vm/swappiness", value + "\n")
+            while True:
+                ev = watcher.recv()
+                self.assertIsNotNone(ev, "the Watch stream ended")
+                if any(x["knob"] == "sysctl/vm.swappiness" and x["actual"] == value
+                       for x in ev["parameters"].get("drift", [])):
+                    break
+            drift.append(time.monotonic() - t0)
+        return describe, drift
+
+    def test_root_beside_a_users_plans(self):
+        py = python_for_users()
+        if not py:
+            self.skipTest("no python3 the other uids may run")
+        call_ok(self.d.sock, "Apply", {"profile": "realtime-virtual-host"}, timeout=600)
+        watcher = Varlink(self.d.sock, timeout=600)
+        watcher.send(IFACE + ".Watch", more=True)
+        watcher.recv()
+        self.measure(watcher, 20)  # a warm-up, at the sampling's pace
+        idle = self.measure(watcher, 20)
+        for _ in range(PLAN_LOOPS):
+            self.planners.append(subprocess.Popen(
+                ["setpriv", f"--reuid={self.test_uid}", f"--regid={self.test_gid}", "--clear-groups", py, "-c",
+                 PLANNER, self.d.sock, "realtime-virtual-host"], stdout=subprocess.PIPE, text=True, cwd="/"))
+        # A Plan of the user's answered: the flood is on.
+        r, _, _ = select.select([p.stdout for p in self.planners], [], [], 600)
+        self.assertTrue(r, "no Plan of the user's was answered")
+        flood = self.measure(watcher, 10000)
+        plans = 0
+        for p in self.planners:
+            p.kill()
+            p.wait()
+            plans += max([0] + [int(n) for n in p.stdout.read().split()])  # each line is its count so far
+        watcher.close()
+        figures = {"host": PLAN_HOST, "loops": PLAN_LOOPS, "seconds": PLAN_SECONDS, "samples": len(idle[0]),
+                   "flood_samples": len(flood[0]), "user_plans": plans}
+        for name, k in (("describe", 0), ("drift", 1)):
+            figures[name + "_idle"] = quantiles(idle[k])
+            figures[name + "_flood"] = quantiles(flood[k])
+            figures[name + "_ratio_median"] = round(statistics.median(flood[k]) / statistics.median(idle[k]), 2)
+        print("load (unprivileged Plans): " + json.dumps(figures), flush=True)
+        self.assertGreater(plans, 0)
+        self.assertIsNone(self.d.proc.poll())
+
+
 LOAD_BUS_LIMITS = """
   <limit name="max_incomplete_connections">2000</limit>
   <limit name="max_connections_per_user">2000</limit>
@@ -461,7 +587,7 @@ if __name__ == "__main__":
     if not os.access(DAEMON, os.X_OK):
         skip(f"{DAEMON} not built")
     if not os.path.isdir(os.path.join(HOSTS, "vm")):
-        skip("fixture host tests/fixtures/hosts/vm missing")
+        skip(f"fixture host {HOSTS}/vm missing (the build makes it)")
     if os.geteuid() != 0:
         skip("the clients run as several uids (setpriv) and Apply needs root; run as root")
     if not shutil.which("setpriv"):

@@ -24,6 +24,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -297,6 +298,62 @@ class MetricsFileTest(unittest.TestCase):
         self.assertEqual(value(s, "rtpart_last_apply_success"), 0)
         self.assertEqual(value(s, "rtpart_profile_applied"), 0)
         self.assertIsNotNone(value(s, "rtpart_last_apply_timestamp_seconds"))
+
+    def test_under_root_the_directory_stays_in_the_tree(self):
+        # Without --metrics-dir the directory is the root's var/lib/prometheus/node-exporter: a
+        # var/lib/prometheus that is a symlink (absolute, or climbing with "..") resolves inside
+        # the tree, never to the directory outside it named.
+        outside = tempfile.mkdtemp(prefix="rtpart-metrics-outside-")
+        self.addCleanup(shutil.rmtree, outside, ignore_errors=True)
+        os.makedirs(os.path.join(outside, "node-exporter"))
+        for target in (outside, "../" * 12 + os.path.relpath(outside, "/")):
+            with self.subTest(target=target):
+                self.d = Daemon()
+                os.makedirs(self.d.path("var/lib"), exist_ok=True)
+                os.symlink(target, self.d.path("var/lib/prometheus"))
+                self.d.start()
+                call_ok(self.d.sock, "Apply", {"profile": "realtime"})
+                call_ok(self.d.sock, "Status")  # answered after the Apply's metrics were rendered
+                self.assertEqual(os.listdir(os.path.join(outside, "node-exporter")), [])
+                self.assertIn("no metrics are written", self.d.logtext())
+                close_daemon(self, self.d)
+                self.d = None
+
+    def test_planted_temporaries_neither_block_nor_own_it(self):
+        # A metrics directory others can write: what a user plants at the temporary's names (a
+        # FIFO, a file of theirs) and at rtpart.prom itself neither blocks rtpartd (Describe is
+        # answered) nor becomes rtpart.prom, which is always a regular file rtpartd made. The names
+        # are the ones rtpartd's writers used (".rtpart.prom.PID.tmp" before the root's, whose is
+        # ".#rtpart.prom.PID.tmp"). The timeouts only detect a hang.
+        m = self.start()
+        os.chmod(self.prom, 0o1777)
+        pid, user = self.d.proc.pid, 4190001
+        fifo = os.path.join(self.prom, f".#{FILE}.{pid}.tmp")
+        os.mkfifo(fifo, 0o666)
+        planted = []
+        for name in (f".{FILE}.{pid}.tmp", FILE):
+            path = os.path.join(self.prom, name)
+            with open(path, "w") as f:
+                f.write("planted 1\n")
+            os.chmod(path, 0o666)
+            planted.append(path)
+        for path in planted + [fifo]:
+            os.chown(path, user, user)
+        m.seen = m.state()
+        c = Varlink(self.d.sock, timeout=10 * SLOW)
+        r = c.call(IFACE + ".Apply", {"profile": "realtime"})
+        self.assertNotIn("error", r, r)
+        self.assertIn("parameters", c.call(IFACE + ".Describe"))
+        c.close()
+        s = wait_for(lambda: (lambda st: st if st and "planted" not in st[2] else None)(m.state()), "rtpart.prom")
+        st = os.lstat(m.file)
+        self.assertTrue(stat.S_ISREG(st.st_mode))
+        self.assertEqual((st.st_uid, st.st_mode & 0o7777), (0, 0o644))
+        self.assertEqual(value(parse(s[2]), "rtpart_profile_applied"), 1)
+        for path in planted[:1]:
+            with open(path) as f:
+                self.assertEqual(f.read(), "planted 1\n", f"{path} was written")
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
 
     def test_missing_directory(self):
         self.d = Daemon()

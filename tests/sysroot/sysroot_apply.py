@@ -21,7 +21,7 @@ import unittest
 # The sim build (the real program linked with the kernel simulator), as meson passes it.
 CTL = os.environ.get("RTPARTCTL") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "tests", "sim", "rtpartctl")
 SRC = os.environ.get("RTPART_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-HOSTS = os.path.join(SRC, "tests", "fixtures", "hosts")
+HOSTS = os.environ.get("RTPART_HOSTS_DIR") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "tests", "fixtures", "hosts")
 PROFILES = os.path.join(SRC, "profiles")
 STATE = os.path.join("var", "lib", "rtpart")
 
@@ -64,11 +64,9 @@ def install_profiles(root):
 
 
 def copy_host(name, root, profiles=True):
-    """A copy of the fixture host name at root, with the modes its .modes file gives (git keeps
-    none) and, with profiles, the shipped profiles installed in it."""
+    """A copy of the fixture host name at root, its files' modes kept (the build gave the bundled
+    hosts those of tests/fixtures/modes) and, with profiles, the shipped profiles installed in it."""
     shutil.copytree(os.path.join(HOSTS, name), root, symlinks=True)
-    subprocess.run([sys.executable, os.path.join(SRC, "tests", "fixtures", "apply-modes.py"), "--from", name, root],
-                   check=True)
     if profiles:
         install_profiles(root)
 
@@ -333,6 +331,7 @@ class ApplyVerifyRevert(unittest.TestCase):
 
     def test_crash_at_every_step(self):
         probe = self.host("vm")
+        before = snapshot(probe.root)  # a fresh copy of the vm host, the same for every point
         p = probe.run("apply", "realtime-virtual-host", json_out=True)
         self.assertEqual(p.returncode, 0, p.stderr)
         changes = json.loads(p.stdout)["changed"]
@@ -340,34 +339,46 @@ class ApplyVerifyRevert(unittest.TestCase):
         applied = snapshot(probe.root)
         # The simulator crashes after the Nth write to the tree (a value, a cgroup, a resctrl
         # group, a configuration file, the journal): every knob write is one or more of them.
-        # Crash at every one, until the apply runs past the last.
-        for n in range(1, 10 * changes):
-            with self.subTest(crash_after=n):
-                h = Host("vm")
-                try:
-                    before = snapshot(h.root)
-                    p = h.run("apply", "realtime-virtual-host", env={"RTPART_TEST_CRASH_AFTER": str(n)})
+        # Crash at every one, until the apply runs past the last. A point that left the tree the
+        # original (rolled back, or killed before it changed anything) hands it to the next point
+        # without its journal, as a fresh copy would be; any other gets a fresh copy.
+        h = None
+        try:
+            for n in range(1, 10 * changes):
+                reusable = False
+                with self.subTest(crash_after=n):
+                    if h is None:
+                        h = Host("vm")
+                    shutil.rmtree(os.path.join(h.root, STATE), ignore_errors=True)
+                    t = h
+                    p = t.run("apply", "realtime-virtual-host", env={"RTPART_TEST_CRASH_AFTER": str(n)})
                     if p.returncode == 0:
                         self.assertGreater(n, changes, "fewer crash points than knobs written")
                         return
                     self.assertEqual(p.returncode, -9, p.stdout + p.stderr)
-                    path = os.path.join(h.root, STATE, "state.json")
-                    st = h.state() if os.path.exists(path) else None
-                    p = h.run("status")  # any next run rolls back first
+                    path = os.path.join(t.root, STATE, "state.json")
+                    st = t.state() if os.path.exists(path) else None
+                    p = t.run("status")  # any next run rolls back first
                     self.assertEqual(p.returncode, 0, p.stderr)
                     if st and st["transaction"] is not None:
                         self.assertIn("rolled back", p.stderr)
-                        self.assertIsNone(h.state()["transaction"])
-                        self.assertEqual(diff(before, snapshot(h.root)), [])
+                        self.assertIsNone(t.state()["transaction"])
+                        self.assertEqual(diff(before, snapshot(t.root)), [])
+                        reusable = True
                     elif st and st["profile"]:
                         # killed after its commit, the journal's last write: the apply is done
                         self.assertIn("realtime-virtual-host", p.stdout)
-                        self.assertEqual(diff(applied, snapshot(h.root)), [])
+                        self.assertEqual(diff(applied, snapshot(t.root)), [])
                     else:
                         # killed before the journal held the transaction: nothing was changed
-                        self.assertEqual(diff(before, snapshot(h.root)), [])
-                finally:
+                        self.assertEqual(diff(before, snapshot(t.root)), [])
+                        reusable = True
+                if not reusable and h:
                     h.close()
+                    h = None
+        finally:
+            if h:
+                h.close()
         self.fail("the apply never ran past its last change")
 
     def test_crash_during_revert(self):
@@ -430,19 +441,29 @@ class ApplyVerifyRevert(unittest.TestCase):
         self.assertEqual(diff(before, snapshot(h.root)), [])
         self.assertFalse(os.path.exists(os.path.join(h.root, STATE, "state.json")))
 
-        # Files that are no profile, or not one root may apply: exit 2 at once, naming the file.
+        # Files that are no profile: exit 2 at once, naming the file.
         fifo = os.path.join(h.tmp, "fifo.json")
         os.mkfifo(fifo)
+        for path, why in ((fifo, "not a regular file (a FIFO)"), (h.tmp, "not a regular file (a directory)"),
+                          ("/dev/zero", "not a regular file (a character device)")):
+            p = h.run("apply", path)
+            self.assertEqual(p.returncode, 2, p.stderr)
+            self.assertIn(f"{path}: {why}", p.stderr)
+        self.assertEqual(diff(before, snapshot(h.root)), [])
+
+    @unittest.skipUnless(os.geteuid() == 0, "root refuses a profile another user owns; as a user, every profile "
+                         "is one's own to apply (and chown to another uid needs root)")
+    def test_foreign_profile_refused_to_root(self):
+        # A profile not one root may apply: exit 2 at once, naming the file.
+        h = self.host("vm")
+        before = snapshot(h.root)
         theirs = os.path.join(h.tmp, "theirs.json")
         with open(theirs, "w") as f:
             f.write('{"include": "realtime"}')
         os.chown(theirs, 65534, 65534)
-        for path, why in ((fifo, "not a regular file (a FIFO)"), (h.tmp, "not a regular file (a directory)"),
-                          ("/dev/zero", "not a regular file (a character device)"),
-                          (theirs, "owned by uid 65534, not by root")):
-            p = h.run("apply", path)
-            self.assertEqual(p.returncode, 2, p.stderr)
-            self.assertIn(f"{path}: {why}", p.stderr)
+        p = h.run("apply", theirs)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn(f"{theirs}: owned by uid 65534, not by root", p.stderr)
         self.assertEqual(diff(before, snapshot(h.root)), [])
 
     def test_boot_arg_injection_refused(self):

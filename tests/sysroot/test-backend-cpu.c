@@ -88,27 +88,6 @@ static void cpu_files(const char *dir, int c) {
         }
 }
 
-/* Trees of thousands of files go to tmpfs where there is one: on a disk they take seconds to
- * write and remove. */
-static char *big_tmpdir(void) {
-        char *t = strdup("/dev/shm/rtpart-test-XXXXXX");
-        ck_assert_ptr_nonnull(t);
-        if (mkdtemp(t))
-                return t;
-        free(t);
-        return test_tmpdir();
-}
-
-static void big_rmtree(const char *path) {
-        _cleanup_free_ char *cmd = NULL;
-        if (!startswith(path, "/dev/shm/rtpart-test-")) {
-                test_rmtree(path);
-                return;
-        }
-        ck_assert(asprintf(&cmd, "rm -rf '%s'", path) >= 0);
-        (void) system(cmd);
-}
-
 static void setup(void) {
         host_dir = test_mini_host(8, false, 0);
         prof_dir = test_tmpdir();
@@ -421,7 +400,7 @@ END_TEST
 
 START_TEST(test_many_cpus) {
         /* 1024 CPUs with cpufreq and 4 idle states: each file once, well under a second. */
-        _cleanup_free_ char *dir = big_tmpdir();
+        _cleanup_free_ char *dir = test_tmpdir_tmpfs();
         put(dir, CPU "/online", "0-1023\n");
         put(dir, "proc/cpuinfo", "vendor_id\t: GenuineIntel\n");
         for (int c = 0; c < 1024; c++)
@@ -441,7 +420,7 @@ START_TEST(test_many_cpus) {
         plan_free(p);
         host_free(h);
         root_free(r);
-        big_rmtree(dir);
+        test_rmtree(dir);
 }
 END_TEST
 
@@ -992,15 +971,7 @@ START_TEST(test_module_unloaded) {
 }
 END_TEST
 
-/* ---- the committed fake hosts (tests/fixtures/hosts), when they are there ---- */
-
-static bool have_fixture(const char *name) {
-        char dir[4096];
-        struct stat st;
-        /* not fixture_host(): this runs in main(), outside a test, where ck_assert cannot */
-        snprintf(dir, sizeof(dir), "%s/hosts/%s", FIXTURE_DIR, name);
-        return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
-}
+/* ---- the bundled fake hosts (the build makes them: tests/fixtures/meson.build) ---- */
 
 static const char fixture_profile[] =
         "{\"cpu\": {\"governor\": \"performance\", \"idle_max_latency_us\": 10, \"no_turbo\": true},"
@@ -1147,26 +1118,14 @@ int main(void) {
         tcase_add_test(m, test_module_dropin_foreign);
         tcase_add_test(m, test_module_unloaded);
         suite_add_tcase(s, m);
-        /* Each fixture test runs when its fake host has been generated. */
+        /* A fake host missing fails its test (fixture_host()). */
         TCase *fx = tcase_create("fixtures");
         tcase_add_checked_fixture(fx, setup, teardown);
         tcase_set_timeout(fx, 120); /* copies of a 42 MB fake host */
-        const struct {
-                const char *host;
-                const TTest *test;
-        } fixture_tests[] = {
-                { "intel-2s", test_fixture_intel },
-                { "intel-2s", test_fixture_intel_write },
-                { "epyc", test_fixture_epyc },
-                { "vm", test_fixture_vm },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(fixture_tests); i++) {
-                if (have_fixture(fixture_tests[i].host))
-                        tcase_add_test(fx, fixture_tests[i].test);
-                else
-                        fprintf(stderr, "tests/fixtures/hosts/%s missing: its test is skipped\n",
-                                fixture_tests[i].host);
-        }
+        tcase_add_test(fx, test_fixture_intel);
+        tcase_add_test(fx, test_fixture_intel_write);
+        tcase_add_test(fx, test_fixture_epyc);
+        tcase_add_test(fx, test_fixture_vm);
         suite_add_tcase(s, fx);
         return test_run(s);
 }

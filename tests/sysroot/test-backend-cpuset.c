@@ -18,16 +18,14 @@ static char *host_dir, *prof_dir;
 static Root *root;
 static Host *host;
 
+/* The fake host: a copy to edit with test_write() before open_host(), or the bundled one itself
+ * for tests that change nothing in it. */
 static void copy_host(const char *name) {
-        host_dir = tree_copy_host(name);
-        prof_dir = test_tmpdir();
+        test_fixture(name, /* copy= */ true, &host_dir, &prof_dir, NULL, NULL);
 }
 
-/* Opens the committed fixture itself, for tests that change nothing in it. */
 static void use_host(const char *name) {
-        host_dir = fixture_host(name);
-        prof_dir = test_tmpdir();
-        test_open_host(host_dir, &root, &host);
+        test_fixture(name, /* copy= */ false, &host_dir, &prof_dir, &root, &host);
 }
 
 static void open_host(void) {
@@ -35,14 +33,7 @@ static void open_host(void) {
 }
 
 static void teardown(void) {
-        host = host_free(host);
-        root = root_free(root);
-        if (host_dir && !startswith(host_dir, FIXTURE_DIR))
-                tree_remove(host_dir);
-        test_rmtree(prof_dir);
-        free(host_dir);
-        free(prof_dir);
-        host_dir = prof_dir = NULL;
+        test_fixture_clear(&host_dir, &prof_dir, &root, &host);
 }
 
 static Plan *plan_ok(const char *json) {

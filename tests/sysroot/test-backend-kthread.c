@@ -79,27 +79,6 @@ static void remove_task(const char *dir, int pid) {
         ck_assert_int_eq(system(cmd), 0);
 }
 
-/* Trees of thousands of files go to tmpfs where there is one: on a disk they take seconds to
- * write and remove. */
-static char *big_tmpdir(void) {
-        char *t = strdup("/dev/shm/rtpart-test-XXXXXX");
-        ck_assert_ptr_nonnull(t);
-        if (mkdtemp(t))
-                return t;
-        free(t);
-        return test_tmpdir();
-}
-
-static void big_rmtree(const char *path) {
-        _cleanup_free_ char *cmd = NULL;
-        if (!startswith(path, "/dev/shm/rtpart-test-")) {
-                test_rmtree(path);
-                return;
-        }
-        ck_assert(asprintf(&cmd, "rm -rf '%s'", path) >= 0);
-        (void) system(cmd);
-}
-
 static void setup(void) {
         host_dir = test_mini_host(8, false, 0);
         prof_dir = test_tmpdir();
@@ -372,7 +351,7 @@ END_TEST
 START_TEST(test_many) {
         /* 1024 CPUs × 3 per-CPU threads + 1000 movable ones with 500 distinct names: planning
          * must stay well under a second (no quadratic name matching). */
-        _cleanup_free_ char *dir = big_tmpdir();
+        _cleanup_free_ char *dir = test_tmpdir_tmpfs();
         char comm[32];
         put(dir, "sys/devices/system/cpu/online", "0-7\n");
         put(dir, "proc/cpuinfo", "vendor_id\t: GenuineIntel\n");
@@ -404,7 +383,7 @@ START_TEST(test_many) {
         plan_free(p);
         host_free(h);
         root_free(r);
-        big_rmtree(dir);
+        test_rmtree(dir);
 }
 END_TEST
 
@@ -475,15 +454,7 @@ START_TEST(test_fixture_write) {
 }
 END_TEST
 
-/* ---- the committed fake hosts (tests/fixtures/hosts), when they are there ---- */
-
-static bool have_fixture(const char *name) {
-        char dir[4096];
-        struct stat st;
-        /* not fixture_host(): this runs in main(), outside a test, where ck_assert cannot */
-        snprintf(dir, sizeof(dir), "%s/hosts/%s", FIXTURE_DIR, name);
-        return stat(dir, &st) == 0 && S_ISDIR(st.st_mode);
-}
+/* ---- the bundled fake hosts (the build makes them: tests/fixtures/meson.build) ---- */
 
 START_TEST(test_fixture_rt) {
         /* intel-2s: an RT kernel, so rcuc/ktimers at FIFO 1 and threaded IRQ handlers */
@@ -563,18 +534,12 @@ int main(void) {
         tcase_add_test(tc, test_many);
         tcase_add_test(tc, test_write_fake_root);
         suite_add_tcase(s, tc);
-        /* Each fixture test runs when its fake host has been generated. */
+        /* A fake host missing fails its test (fixture_host()). */
         TCase *fx = tcase_create("fixtures");
         tcase_add_checked_fixture(fx, setup, teardown);
-        if (have_fixture("intel-2s")) {
-                tcase_add_test(fx, test_fixture_rt);
-                tcase_add_test(fx, test_fixture_write);
-        } else
-                fprintf(stderr, "tests/fixtures/hosts/intel-2s missing: its test is skipped\n");
-        if (have_fixture("vm"))
-                tcase_add_test(fx, test_fixture_vm);
-        else
-                fprintf(stderr, "tests/fixtures/hosts/vm missing: its test is skipped\n");
+        tcase_add_test(fx, test_fixture_rt);
+        tcase_add_test(fx, test_fixture_write);
+        tcase_add_test(fx, test_fixture_vm);
         suite_add_tcase(s, fx);
         return test_run(s);
 }

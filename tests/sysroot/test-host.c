@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Host discovery on the fake hosts in tests/fixtures/hosts and on a generated 1024-CPU host. */
+/* Host discovery on the bundled fake hosts (tests/fixtures) and on a generated 1024-CPU host. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -14,6 +14,7 @@
 #include <linux/fs.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,9 +282,26 @@ START_TEST(test_enosys_walks) {
 }
 END_TEST
 
+/* Whether openat2 answers here before any filter: valgrind's memcheck does not know the system
+ * call and answers ENOSYS for it. */
+static bool have_openat2(void) {
+        struct {
+                uint64_t flags, mode, resolve;
+        } how = { .flags = O_RDONLY | O_CLOEXEC };
+        int fd = (int) syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof(how));
+        if (fd >= 0)
+                close(fd);
+        return fd >= 0 || errno != ENOSYS;
+}
+
 /* Any other refusal is that file's result: with openat2 refused for every file (a seccomp
  * profile answering EPERM), every open fails, and none escapes. */
 START_TEST(test_eperm_stays_confined) {
+        if (!have_openat2()) {
+                test_skip("openat2 answers ENOSYS before any filter (a kernel before 5.6, or memcheck, which "
+                          "does not know it): a refusal other than ENOSYS not tested");
+                return;
+        }
         _cleanup_free_ char *b = make_base(), *outside = NULL;
         _cleanup_(root_freep) Root *r = open_tree(b, ROOT_RESOLVE_KERNEL);
 
@@ -467,16 +485,15 @@ int main(int argc, char *argv[]) {
         tcase_add_loop_test(tc, test_remove_temporaries, 0, ELEMENTSOF(modes));
         suite_add_tcase(s, tc);
 
-        /* A seccomp filter outlives the test: only in a process of its own. */
-        const char *fork = getenv("CK_FORK");
-        if (fork && streq(fork, "no"))
-                fprintf(stderr, "CK_FORK=no: the seccomp tests are skipped\n");
-        else {
-                tc = tcase_create("openat2-refused");
-                tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
-                tcase_add_test(tc, test_enosys_walks);
-                tcase_add_test(tc, test_eperm_stays_confined);
-                suite_add_tcase(s, tc);
-        }
-        return test_run(s);
+        /* A seccomp filter outlives the test: each in a process of its own, even where CK_FORK=no
+         * (meson's valgrind setup) runs the others in this one. */
+        Suite *sec = suite_create("root-seccomp");
+        tc = tcase_create("openat2-refused");
+        tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
+        tcase_add_test(tc, test_enosys_walks);
+        tcase_add_test(tc, test_eperm_stays_confined);
+        suite_add_tcase(sec, tc);
+        int r = test_run(s);
+        int k = test_run_forked(sec);
+        return r == EXIT_FAILURE || k == EXIT_FAILURE ? EXIT_FAILURE : r != EXIT_SUCCESS ? r : k;
 }

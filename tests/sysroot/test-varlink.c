@@ -174,12 +174,21 @@ static int t_flood(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, vo
         return varlink_call_reply(call, NULL);
 }
 
-static const VarlinkMethod test_methods[] = {
-        { "org.example.test.Echo", t_echo },     { "org.example.test.Count", t_count },
-        { "org.example.test.WhoAmI", t_whoami }, { "org.example.test.Hold", t_hold },
-        { "org.example.test.Fail", t_fail },     { "org.example.test.Big", t_big },
-        { "org.example.test.Flood", t_flood },   {}
-};
+/* Keeps the server busy for "ms" milliseconds, then answers "n". */
+static int t_busy(VarlinkCall *call, json_t *params, VarlinkCallFlags flags, void *userdata) {
+        usleep((useconds_t) json_integer_value(json_object_get(params, "ms")) * 1000);
+        return varlink_call_reply(call, json_pack("{s:O?}", "n", json_object_get(params, "n")));
+}
+
+static const VarlinkMethod test_methods[] = { { "org.example.test.Echo", t_echo },
+                                              { "org.example.test.Count", t_count },
+                                              { "org.example.test.WhoAmI", t_whoami },
+                                              { "org.example.test.Hold", t_hold },
+                                              { "org.example.test.Fail", t_fail },
+                                              { "org.example.test.Big", t_big },
+                                              { "org.example.test.Flood", t_flood },
+                                              { "org.example.test.Busy", t_busy },
+                                              {} };
 
 static VarlinkServer *server;
 static Client client;
@@ -190,9 +199,11 @@ static void proto_setup(void) {
         ck_assert_int_ge(varlink_server_new(event, &server), 0);
         ck_assert_int_ge(varlink_server_set_info(server, "rtpart", "test", "1", "https://example.org"), 0);
         ck_assert_int_ge(varlink_server_add_interface(server, "org.example.test",
-                                                      "interface org.example.test\nmethod Echo() -> ()\n",
-                                                      test_methods),
+                                                      "interface org.example.test\nmethod Echo() -> ()\n", test_methods,
+                                                      NULL),
                          0);
+        /* The other bounds alone; test_busy_uid_waits_root_does_not turns the time shares on. */
+        varlink_server_set_time_shares(server, false);
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
         ck_assert_int_ge(varlink_server_add_connection(server, fds[0]), 0);
         client = (Client) { .fd = fds[1] };
@@ -505,12 +516,13 @@ static int connect_as(uid_t uid) {
         ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
         int r = varlink_server_add_connection_uid(server, fds[0], uid);
         if (r < 0) {
-                /* Refused: it says why, then it is closed. */
+                /* Refused: it says why; once the client sent its call, it is closed. */
                 Client c = { .fd = fds[1] };
                 _cleanup_(json_decrefp) json_t *m = client_recv(&c, 1000);
                 ck_assert_ptr_nonnull(m);
                 ck_assert_str_eq(error_of(m), VARLINK_ERROR_TOO_MANY_CONNECTIONS);
                 ck_assert_ptr_nonnull(json_string_value(json_object_get(params_of(m), "message")));
+                client_send(&c, "{\"method\":\"org.example.test.Echo\"}");
                 ck_assert_ptr_null(client_recv(&c, 1000));
                 ck_assert(c.eof);
                 free(c.buf);
@@ -658,6 +670,100 @@ START_TEST(test_client_reads_the_refusal) {
                 close(fds[i]);
         server = varlink_server_free(server);
         test_rmtree(dir);
+}
+END_TEST
+
+/* A refused client that sends its call before it reads (what every client does) gets the refusal:
+ * the server reads the call before it closes, so the send does not fail with EPIPE. One that
+ * sends nothing is closed after VARLINK_LINGER_USEC; past VARLINK_LINGER_MAX lingering, at once. */
+START_TEST(test_refused_client_sends_first) {
+        static int fds[VARLINK_CONNECTIONS_PER_UID_MAX], silent[VARLINK_LINGER_MAX];
+        int pair[2];
+
+        for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++)
+                ck_assert_int_ge(fds[i] = connect_as(1000), 0);
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+        ck_assert_int_eq(varlink_server_add_connection_uid(server, pair[0], 1000), -EUSERS);
+        for (int i = 0; i < 10; i++)
+                (void) sd_event_run(event, 0);
+        const char call[] = "{\"method\":\"org.example.test.Echo\"}";
+        ck_assert_int_eq(send(pair[1], call, sizeof(call), MSG_NOSIGNAL), (ssize_t) sizeof(call));
+        Client c = { .fd = pair[1] };
+        _cleanup_(json_decrefp) json_t *m = client_recv(&c, 5000);
+        ck_assert_ptr_nonnull(m);
+        ck_assert_str_eq(error_of(m), VARLINK_ERROR_TOO_MANY_CONNECTIONS);
+        ck_assert_ptr_null(client_recv(&c, 5000));
+        ck_assert(c.eof);
+        free(c.buf);
+        close(pair[1]);
+
+        /* Silent ones: VARLINK_LINGER_MAX linger, the next is closed at once. */
+        for (unsigned i = 0; i < VARLINK_LINGER_MAX; i++) {
+                ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+                ck_assert_int_eq(varlink_server_add_connection_uid(server, pair[0], 1000), -EUSERS);
+                silent[i] = pair[1];
+        }
+        ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+        ck_assert_int_eq(varlink_server_add_connection_uid(server, pair[0], 1000), -EUSERS);
+        Client past = { .fd = pair[1] };
+        _cleanup_(json_decrefp) json_t *pm = client_recv(&past, 1000);
+        ck_assert_ptr_nonnull(pm);
+        ck_assert_ptr_null(client_recv(&past, 1000));
+        ck_assert(past.eof);
+        free(past.buf);
+        close(pair[1]);
+        Client first = { .fd = silent[0] };
+        _cleanup_(json_decrefp) json_t *fm = client_recv(&first, 1000);
+        ck_assert_ptr_nonnull(fm);
+        ck_assert_ptr_null(client_recv(&first, VARLINK_LINGER_USEC / 1000 + 5000));
+        ck_assert(first.eof);
+        free(first.buf);
+        for (unsigned i = 0; i < VARLINK_LINGER_MAX; i++)
+                close(silent[i]);
+        for (unsigned i = 0; i < VARLINK_CONNECTIONS_PER_UID_MAX; i++)
+                close(fds[i]);
+}
+END_TEST
+
+/* A uid other than 0 whose calls keep the server busy waits once it owes more than the burst: a
+ * call of root sent after four pipelined 60 ms calls of uid 1000 is answered before their last,
+ * and every one of them is still answered. Root's own are never held back. */
+START_TEST(test_busy_uid_waits_root_does_not) {
+        varlink_server_set_time_shares(server, true);
+        Client user = { .fd = connect_as(1000) }, boss = { .fd = connect_as(0) };
+        const int n = 4;
+        for (int i = 0; i < n; i++) {
+                char msg[128];
+                snprintf(msg, sizeof(msg), "{\"method\":\"org.example.test.Busy\",\"parameters\":{\"ms\":60,\"n\":%d}}",
+                         i);
+                client_send(&user, msg);
+        }
+        (void) sd_event_run(event, 0); /* the user's calls are read first */
+        client_send(&boss, "{\"method\":\"org.example.test.Echo\",\"parameters\":{\"n\":99}}");
+        _cleanup_(json_decrefp) json_t *b = client_recv(&boss, 10000);
+        ck_assert_ptr_nonnull(b);
+        ck_assert_int_eq(json_integer_value(json_object_get(params_of(b), "n")), 99);
+        /* Root's answer is there; the user's last is not yet. */
+        int got = 0;
+        for (json_t *m; (m = client_recv(&user, 0)); json_decref(m))
+                got++;
+        ck_assert_int_lt(got, n);
+        for (; got < n; got++) {
+                _cleanup_(json_decrefp) json_t *m = client_recv(&user, 20000);
+                ck_assert_ptr_nonnull(m);
+                ck_assert_int_eq(json_integer_value(json_object_get(params_of(m), "n")), got);
+        }
+        /* Root pipelines the same and is answered in one go, ahead of a user's call sent after. */
+        for (int i = 0; i < n; i++)
+                client_send(&boss, "{\"method\":\"org.example.test.Busy\",\"parameters\":{\"ms\":60}}");
+        for (int i = 0; i < n; i++) {
+                _cleanup_(json_decrefp) json_t *m = client_recv(&boss, 10000);
+                ck_assert_ptr_nonnull(m);
+        }
+        free(user.buf);
+        free(boss.buf);
+        close(user.fd);
+        close(boss.fd);
 }
 END_TEST
 
@@ -1145,6 +1251,8 @@ static Suite *suite(void) {
         tcase_add_test(tl, test_connections_per_uid);
         tcase_add_test(tl, test_connections_root_reserve);
         tcase_add_test(tl, test_client_reads_the_refusal);
+        tcase_add_test(tl, test_refused_client_sends_first);
+        tcase_add_test(tl, test_busy_uid_waits_root_does_not);
         tcase_add_test(tl, test_idle_timeout);
         tcase_add_test(tl, test_back_pressure);
         tcase_add_test(tl, test_output_bounds);

@@ -305,14 +305,15 @@ static unsigned count_entries(const char *dir) {
 }
 
 START_TEST(test_atomic_write) {
-        _cleanup_free_ char *dir = test_tmpdir(), *path = NULL, *missing = NULL, *text = NULL;
+        _cleanup_free_ char *dir = test_tmpdir(), *path = NULL, *text = NULL;
+        _cleanup_(root_freep) Root *root = NULL;
         struct stat st1, st2;
         ck_assert_int_ge(asprintf(&path, "%s/%s", dir, METRICS_FILE), 0);
-        ck_assert_int_ge(asprintf(&missing, "%s/no-such-dir", dir), 0);
+        ck_assert_int_ge(root_new(dir, &root), 0);
 
         /* Readable by the collector's user whatever the umask. */
         mode_t old = umask(077);
-        ck_assert_int_eq(metrics_write(dir, METRICS_FILE, "rtpart_in_sync 1\n"), 0);
+        ck_assert_int_eq(metrics_write(root, ".", "rtpart_in_sync 1\n"), 0);
         umask(old);
         ck_assert_int_eq(stat(path, &st1), 0);
         ck_assert_uint_eq(st1.st_mode & 07777, 0644);
@@ -321,7 +322,7 @@ START_TEST(test_atomic_write) {
         ck_assert_uint_eq(count_entries(dir), 1); /* no temporary file left */
 
         /* Replaced by rename: a new inode, never the old one rewritten in place. */
-        ck_assert_int_eq(metrics_write(dir, METRICS_FILE, "rtpart_in_sync 0\n"), 0);
+        ck_assert_int_eq(metrics_write(root, ".", "rtpart_in_sync 0\n"), 0);
         ck_assert_int_eq(stat(path, &st2), 0);
         ck_assert_uint_ne(st1.st_ino, st2.st_ino);
         free(text);
@@ -330,10 +331,17 @@ START_TEST(test_atomic_write) {
         ck_assert_uint_eq(count_entries(dir), 1);
 
         /* A missing directory is ENOENT, and nothing is made. */
-        ck_assert_int_eq(metrics_write(missing, METRICS_FILE, "x 1\n"), -ENOENT);
-        ck_assert_int_eq(access(missing, F_OK), -1);
+        ck_assert_int_eq(metrics_write(root, "no-such-dir", "x 1\n"), -ENOENT);
+        ck_assert_uint_eq(count_entries(dir), 1);
         /* A file where the directory should be is ENOTDIR. */
-        ck_assert_int_eq(metrics_write(path, METRICS_FILE, "x 1\n"), -ENOTDIR);
+        ck_assert_int_eq(metrics_write(root, METRICS_FILE, "x 1\n"), -ENOTDIR);
+        /* A directory that is a symlink out of the root resolves inside it: nothing outside. */
+        _cleanup_free_ char *outside = test_tmpdir(), *link = NULL;
+        ck_assert_int_ge(asprintf(&link, "%s/out", dir), 0);
+        ck_assert_int_eq(symlink(outside, link), 0);
+        ck_assert_int_eq(metrics_write(root, "out", "x 1\n"), -ENOENT);
+        ck_assert_uint_eq(count_entries(outside), 0);
+        test_rmtree(outside);
         test_rmtree(dir);
 }
 END_TEST

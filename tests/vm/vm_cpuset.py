@@ -12,6 +12,11 @@ profile. Inside the guest (4 CPUs, cgroup2 mounted, no systemd):
   4. a sibling cgroup that claims CPU 3 makes the kernel report "isolated invalid (reason)":
      apply fails, rolls back, and leaves no partition behind;
 
+apply and revert change the cgroups through libcgroup, which rtpartctl dlopens (so ldd does not
+list it: the initramfs gets it and what it needs beside the libraries ldd lists); glibc's loader
+reports it loaded by apply and not by verify (LD_DEBUG=files, into files of its own), and the
+partition's directory has libcgroup's mode (its mkdir asks 0775, rtpart's own 0755; umask 0);
+
 then powers off. Results come back on the serial console between markers. Installs nothing:
 exits 77 (skip) with the reason when qemu-system-x86_64, a kernel image or busybox is missing
 (Debian packages: qemu-system-x86, linux-image-amd64, busybox-static). Kernel: $RTPART_VM_KERNEL
@@ -66,15 +71,18 @@ f root_subtree_before $CG/cgroup.subtree_control
 f root_isolated_file $CG/cpuset.cpus.isolated
 rtpartctl --no-daemon plan /test.json > /tmp/plan.txt 2>&1; r plan_rc $?
 sed 's/^/@@PLAN /' /tmp/plan.txt
-rtpartctl --no-daemon apply /test.json > /tmp/apply.txt 2>&1; r apply_rc $?
+(umask 000; LD_DEBUG=files LD_DEBUG_OUTPUT=/tmp/ld-apply rtpartctl --no-daemon apply /test.json > /tmp/apply.txt 2>&1); r apply_rc $?
 sed 's/^/@@APPLY /' /tmp/apply.txt
+r apply_libcgroup "$(cat /tmp/ld-apply.* | grep -c 'file=libcgroup.so.2 .*dynamically loaded by')"
+r partition_mode "$(stat -c %a $P)"
 f partition $P/cpuset.cpus.partition
 f cpus $P/cpuset.cpus
 f cpus_effective $P/cpuset.cpus.effective
 f exclusive $P/cpuset.cpus.exclusive
 f root_subtree_after $CG/cgroup.subtree_control
 f root_effective $CG/cpuset.cpus.effective
-rtpartctl --no-daemon verify > /tmp/verify.txt 2>&1; r verify_rc $?
+LD_DEBUG=files LD_DEBUG_OUTPUT=/tmp/ld-verify rtpartctl --no-daemon verify > /tmp/verify.txt 2>&1; r verify_rc $?
+r verify_libcgroup "$(cat /tmp/ld-verify.* | grep -c 'file=libcgroup.so.2 .*dynamically loaded by')"
 sed 's/^/@@VERIFY /' /tmp/verify.txt
 sleep 300 &
 S=$!
@@ -117,6 +125,21 @@ def find_kernel():
     cands = [p for p in glob.glob("/boot/vmlinuz-*") if os.access(p, os.R_OK)]
     cands.sort(key=lambda p: [(0, x) if isinstance(x, int) else (1, x) for x in version(p)])
     return cands[-1] if cands else None
+
+
+# What rtpartctl dlopens itself (tests/unit/shipped_libraries.py checks the list): not in ldd's.
+DLOPENED = ["libcgroup.so.2"]
+
+
+def dlopened_libs():
+    """The files of DLOPENED (ldconfig's cache) and those they load in turn."""
+    cache = subprocess.run(["ldconfig", "-p"], stdout=subprocess.PIPE, text=True).stdout
+    libs = []
+    for soname in DLOPENED:
+        paths = [line.split("=>")[-1].strip() for line in cache.splitlines() if line.strip().startswith(soname + " ")]
+        if paths:
+            libs += [paths[0]] + shared_libs(paths[0])
+    return libs
 
 
 def shared_libs(binary):
@@ -185,7 +208,7 @@ def build_initramfs(path, busybox):
     c.symlink("bin/sh", "busybox")
     with open(CTL, "rb") as f:
         c.file("bin/rtpartctl", f.read())
-    for lib in sorted(set(shared_libs(busybox) + shared_libs(CTL))):
+    for lib in sorted(set(shared_libs(busybox) + shared_libs(CTL) + dlopened_libs())):
         real = os.path.realpath(lib)
         with open(real, "rb") as f:
             c.file(lib, f.read())
@@ -249,6 +272,9 @@ def main():
         ("apply exits 0", res.get("apply_rc") == "0"),
         ("the partition reads back isolated", res.get("partition") == "isolated"),
         ("its CPUs are 2-3", res.get("cpus") == "2-3" and res.get("cpus_effective") == "2-3"),
+        ("apply made it through libcgroup, loaded when the first cgroup changed",
+         res.get("apply_libcgroup") == "1" and res.get("partition_mode") == "775"),
+        ("verify, which changes no cgroup, did not load libcgroup", res.get("verify_libcgroup") == "0"),
         ("apply enabled cpuset for the root's children", "cpuset" in res.get("root_subtree_after", "").split()),
         ("verify is clean", res.get("verify_rc") == "0"),
         ("a process moved into the partition runs on CPUs 2-3",

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """PREEMPT_RT end to end, through a real bootloader (suite vm).
 
-A Debian 12 guest with systemd as PID 1 and Debian's PREEMPT_RT kernel (linux-image-rt-amd64),
-debootstrapped once and cached as vm-systemd's root is (its own tarball beside it), rtpart's
+A Debian 12 guest with systemd as PID 1 and Debian's PREEMPT_RT kernel (linux-image-rt-amd64):
+vm-systemd's root, debootstrapped once for both and cached (tests/vm/vm_systemd.py), rtpart's
 Debian package of the tree installed into it by apt in the guest (as in vm-systemd). It boots as a machine does: OVMF (UEFI firmware) starts systemd-boot from an
 EFI system partition (a FAT image made with mkfs.vfat and mtools: no loop device), which reads
 the BLS entry loader/entries/rtpart.conf and boots the kernel with its "options". The guest
@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import vm_systemd as vs  # noqa: E402
 
 GUEST_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vm_rt_boot_guest.sh")
-PACKAGES = [p for p in vs.BASE_PACKAGES if p != "linux-image-amd64"] + ["linux-image-rt-amd64", "systemd-boot-efi"]
+PACKAGES = vs.GUEST_PACKAGES
 OVMF_CODE = "/usr/share/OVMF/OVMF_CODE_4M.fd"
 OVMF_VARS = "/usr/share/OVMF/OVMF_VARS_4M.fd"
 TIMEOUT = 1500  # three boots under TCG, UEFI firmware included
@@ -97,7 +97,7 @@ def main():
     packages = set(PACKAGES) | set(vs.debbuild.depends_packages(deb))
     t0 = time.monotonic()
     try:
-        tarball, built = vs.cached_root(packages, vs.mirror(), flavour="-rt")
+        tarball, built = vs.cached_root(packages, vs.mirror())
     except (RuntimeError, subprocess.SubprocessError) as e:
         print(f"FAIL: cannot build the Debian root: {e}")
         return 1

@@ -4,7 +4,8 @@
 Takes rtpart's Debian package of the tree (tests/pkg/debbuild.py: the .deb the pkg suite's
 deb-package test kept in the build directory for this tree, else dpkg-buildpackage in a copy of
 it); builds a Debian 12 (bookworm) root with debootstrap (systemd, dbus, udev, the Debian kernel
-and the packages the .deb depends on), cached as a tarball keyed by its package list; puts the
+(and the PREEMPT_RT one, for vm-rt-boot's guest from the same root) and the packages the .deb
+depends on), cached as a tarball keyed by its package list; puts the
 .deb into a fresh copy, adds the guest driver tests/vm/vm_systemd_guest.sh as a Type=simple unit,
 makes a raw ext4 image with `mkfs.ext4 -d` (no loop devices) and boots it under qemu TCG with the
 guest's own kernel and initrd. The guest checks, and reports on the serial console between
@@ -61,6 +62,9 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 # What the guest needs beyond the packages rtpart's .deb depends on: systemd as PID 1 and the
 # bus, the kernel, jq to read plan --json, socat to speak varlink directly.
 BASE_PACKAGES = ["systemd", "systemd-sysv", "dbus", "udev", "kmod", "iproute2", "linux-image-amd64", "jq", "socat"]
+# One root for both guests of the suite, debootstrapped once on a machine: this one boots its
+# Debian kernel; vm-rt-boot (tests/vm/vm_rt_boot.py) the PREEMPT_RT one through systemd-boot.
+GUEST_PACKAGES = BASE_PACKAGES + ["linux-image-rt-amd64", "systemd-boot-efi"]
 # The guest's own boot arguments; the bootloader stand-in /etc/kernel/cmdline starts with these.
 # no_timer_check: under TCG on a loaded host the kernel's IO-APIC timer check can fail and panic
 # at boot ("IO-APIC + timer doesn't work!", seen here).
@@ -116,18 +120,18 @@ def install_deb(root, deb):
     shutil.copy(deb, d)
 
 
-def cached_root(packages, mirror_url, flavour=""):
-    """The tarball of the debootstrapped root for this package list: built once, then reused.
-    flavour ("-rt") keeps another test's root beside this one's."""
+def cached_root(packages, mirror_url):
+    """The tarball of the debootstrapped root for this package list: built once, then reused by
+    both guests of the suite."""
     key = hashlib.sha256(" ".join([SUITE, "minbase"] + sorted(packages)).encode()).hexdigest()[:16]
-    tarball = os.path.join(CACHE, f"{SUITE}{flavour}-{key}.tar")
+    tarball = os.path.join(CACHE, f"{SUITE}-{key}.tar")
     os.makedirs(CACHE, exist_ok=True)
     with open(os.path.join(CACHE, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two runs at once debootstrap once
         if os.path.exists(tarball):
             return tarball, False
-        for old in glob.glob(os.path.join(CACHE, f"{SUITE}{flavour}-[0-9a-f]*.tar")):
-            os.unlink(old)  # another package list's: outdated
+        for old in glob.glob(os.path.join(CACHE, f"{SUITE}-*.tar")):
+            os.unlink(old)  # another package list's (or the RT guest's own, as it once had): outdated
         tmp = tempfile.mkdtemp(prefix="debootstrap-", dir=CACHE)
         try:
             root = os.path.join(tmp, "root")
@@ -468,7 +472,7 @@ def main():
         return 1
     # The root holds what the package depends on, and nothing of rtpart: apt in the guest finds
     # every dependency installed or fails naming the one the package forgot.
-    packages = set(BASE_PACKAGES) | set(debbuild.depends_packages(deb))
+    packages = set(GUEST_PACKAGES) | set(debbuild.depends_packages(deb))
     url = mirror()
     t0 = time.monotonic()
     try:
@@ -488,8 +492,9 @@ def main():
         os.mkdir(root)
         subprocess.run(["tar", "-C", root, "--numeric-owner", "--xattrs", "--xattrs-include=*", "-xf", tarball], check=True)
         prepare_root(root, deb)
-        kernels = sorted(glob.glob(os.path.join(root, "boot", "vmlinuz-*")))
-        initrds = sorted(glob.glob(os.path.join(root, "boot", "initrd.img-*")))
+        # Debian's kernel, not the PREEMPT_RT one vm-rt-boot boots from the same root
+        kernels = sorted(k for k in glob.glob(os.path.join(root, "boot", "vmlinuz-*")) if "-rt-" not in k)
+        initrds = sorted(k for k in glob.glob(os.path.join(root, "boot", "initrd.img-*")) if "-rt-" not in k)
         if not kernels or not initrds:
             print("FAIL: the debootstrapped root has no kernel or initrd in /boot")
             return 1
