@@ -16,12 +16,12 @@
 
 /* The profile the split comes from, planned for the host: the one named, else the one the journal
  * says is applied (its stored document, as rtpartd uses it). */
-static int export_prepare(Root *root, const char *name, Prepared *ret) {
+int ctl_prepare_applied(Root *root, const char *name, PrepareFlags flags, Prepared *ret) {
         PrepareError pe = {};
         int r;
 
         if (name) {
-                r = prepare_profile(root, name, PREPARE_PLAN, ret, &pe);
+                r = prepare_profile(root, name, flags, ret, &pe);
                 if (r < 0)
                         return ctl_prepare_failure(root, &pe, r);
                 prepare_error_done(&pe);
@@ -48,7 +48,7 @@ static int export_prepare(Root *root, const char *name, Prepared *ret) {
                                   j->profile);
                         return EXIT_USAGE;
                 }
-                r = prepare_profile(root, j->profile, PREPARE_PLAN, ret, &pe);
+                r = prepare_profile(root, j->profile, flags, ret, &pe);
         } else {
                 json_error_t jerr;
                 _cleanup_(json_decrefp) json_t *doc = json_loads(j->source, 0, &jerr);
@@ -63,7 +63,7 @@ static int export_prepare(Root *root, const char *name, Prepared *ret) {
                         pe.step = PREPARE_STEP_PROFILE;
                         return ctl_prepare_failure(root, &pe, r);
                 }
-                r = prepare_profile_built(root, profile, PREPARE_PLAN, ret, &pe);
+                r = prepare_profile_built(root, profile, flags, ret, &pe);
         }
         if (r < 0)
                 return ctl_prepare_failure(root, &pe, r);
@@ -273,7 +273,7 @@ int verb_export(int argc, char **argv) {
         }
         if ((r = ctl_open_root(&root)) != 0)
                 return r;
-        r = export_prepare(root, argc > 2 ? argv[2] : NULL, &p);
+        r = ctl_prepare_applied(root, argc > 2 ? argv[2] : NULL, PREPARE_PLAN, &p);
         if (r != 0)
                 return r;
         r = export_split_from_plan(root, p.host, p.plan, p.resolved->doc, &s);

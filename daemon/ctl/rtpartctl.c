@@ -29,6 +29,10 @@ const char *arg_domain = NULL;
 const char *arg_output = NULL;
 bool arg_force = false;
 bool arg_active = false;
+int arg_node = -1;
+const char *arg_emulator = NULL;
+unsigned arg_cache = 0;
+const char *arg_hugepages = NULL;
 static bool arg_help = false;
 
 /* The options, in the order help lists them; a verb's help lists those it takes. */
@@ -51,6 +55,10 @@ typedef enum CtlOption {
         OPTION_SUMMARY = 1 << 15,
         OPTION_FORCE = 1 << 16,
         OPTION_ACTIVE = 1 << 17,
+        OPTION_NODE = 1 << 18,
+        OPTION_EMULATOR = 1 << 19,
+        OPTION_CACHE = 1 << 20,
+        OPTION_HUGEPAGES = 1 << 21,
 } CtlOption;
 
 static const struct {
@@ -73,7 +81,14 @@ static const struct {
         { OPTION_CPUS, "      --cpus=LIST   audit, check: these CPUs instead of the isolated ones\n" },
         { OPTION_SVG, "      --svg=FILE    check latency: also draw the histograms into FILE\n" },
         { OPTION_NO_OSNOISE, "      --no-osnoise  audit: do not run the osnoise tracer in the window\n" },
-        { OPTION_VCPUS, "      --vcpus=N     export libvirt: pin N vCPUs\n" },
+        { OPTION_VCPUS, "      --vcpus=N     export libvirt: pin N vCPUs; vm add: reserve CPUs for N\n" },
+        { OPTION_NODE, "      --node=N      vm add: on NUMA node N (default: one with room)\n" },
+        { OPTION_EMULATOR,
+          "      --emulator=share|isolate\n"
+          "                    vm add: emulator threads on housekeeping CPUs (share,\n"
+          "                    the default) or on an isolated core of their own\n" },
+        { OPTION_CACHE, "      --cache=PERCENT  vm add: its share of the L3 ways kept for guests\n" },
+        { OPTION_HUGEPAGES, "      --hugepages=SIZE vm add: the huge page size backing it (2M, 1G)\n" },
         { OPTION_DOMAIN, "      --domain=FILE export libvirt: merge into this domain XML and print it\n" },
         { OPTION_OUTPUT, "  -o, --output=FILE import-tuned: write the profile to FILE, not stdout\n" },
         { OPTION_ACTIVE, "      --active      import-tuned: the profile tuned has active, not NAME\n" },
@@ -92,10 +107,11 @@ static const struct {
         CtlOption option;
         const char *name;
 } option_names[] = {
-        { OPTION_ALL, "--all" },     { OPTION_SUMMARY, "--summary" }, { OPTION_SECONDS, "--seconds" },
-        { OPTION_CPUS, "--cpus" },   { OPTION_SVG, "--svg" },         { OPTION_NO_OSNOISE, "--no-osnoise" },
-        { OPTION_VCPUS, "--vcpus" }, { OPTION_DOMAIN, "--domain" },   { OPTION_OUTPUT, "--output" },
-        { OPTION_FORCE, "--force" }, { OPTION_ACTIVE, "--active" },
+        { OPTION_ALL, "--all" },           { OPTION_SUMMARY, "--summary" }, { OPTION_SECONDS, "--seconds" },
+        { OPTION_CPUS, "--cpus" },         { OPTION_SVG, "--svg" },         { OPTION_NO_OSNOISE, "--no-osnoise" },
+        { OPTION_VCPUS, "--vcpus" },       { OPTION_DOMAIN, "--domain" },   { OPTION_OUTPUT, "--output" },
+        { OPTION_FORCE, "--force" },       { OPTION_ACTIVE, "--active" },   { OPTION_NODE, "--node" },
+        { OPTION_EMULATOR, "--emulator" }, { OPTION_CACHE, "--cache" },     { OPTION_HUGEPAGES, "--hugepages" },
 };
 
 #define OPTIONS_DAEMON (OPTION_ROOT | OPTION_JSON | OPTION_NO_DAEMON | OPTION_VARLINK_SOCKET | OPTION_STATE_DIR)
@@ -277,6 +293,23 @@ static const Verb verbs[] = {
                 OPTION_ROOT | OPTION_OUTPUT | OPTION_ACTIVE,
                 verb_import_tuned,
                 /* prints_document= */ true,
+        },
+        {
+                "vm",
+                1,
+                2,
+                "add|remove|list [NAME]",
+                "Reserve isolated CPUs for a VM, free them, list the ledger",
+                "The ledger of which VM holds which isolated CPUs of the applied profile.\n"
+                "add NAME --vcpus N: reserves a core per vCPU (SMT siblings held idle, unless\n"
+                "the profile's cpus.vcpu_siblings is \"together\"), on one NUMA node whenever\n"
+                "one has room (--node: that one), never another VM's; the emulator on the\n"
+                "housekeeping CPUs of its node (--emulator isolate: an isolated core of its\n"
+                "own). Exits with status 2 when they do not fit, naming how many cores are\n"
+                "free on which nodes. remove NAME: frees them. list: every VM and its CPUs.\n"
+                "Through rtpartd when it runs; add and remove need root.\n",
+                OPTIONS_DAEMON | OPTION_VCPUS | OPTION_NODE | OPTION_EMULATOR | OPTION_CACHE | OPTION_HUGEPAGES,
+                verb_vm,
         },
         {
                 "help",
@@ -462,6 +495,10 @@ enum {
         ARG_SUMMARY,
         ARG_FORCE,
         ARG_ACTIVE,
+        ARG_NODE,
+        ARG_EMULATOR,
+        ARG_CACHE,
+        ARG_HUGEPAGES,
 };
 
 static const struct option long_options[] = { { "root", required_argument, NULL, 'r' },
@@ -482,10 +519,58 @@ static const struct option long_options[] = { { "root", required_argument, NULL,
                                               { "output", required_argument, NULL, 'o' },
                                               { "force", no_argument, NULL, ARG_FORCE },
                                               { "active", no_argument, NULL, ARG_ACTIVE },
+                                              { "node", required_argument, NULL, ARG_NODE },
+                                              { "emulator", required_argument, NULL, ARG_EMULATOR },
+                                              { "cache", required_argument, NULL, ARG_CACHE },
+                                              { "hugepages", required_argument, NULL, ARG_HUGEPAGES },
                                               {} };
+
+/* vm add's options: false when c is none of them; else true and *ret 0, or EXIT_USAGE after a
+ * message for a wrong value. */
+static bool parse_vm_option(int c, int *ret) {
+        *ret = EXIT_USAGE;
+        switch (c) {
+        case ARG_NODE: {
+                unsigned n;
+                if (!(streq(optarg, "0") ? (n = 0, true) : parse_count(optarg, 4095, &n))) {
+                        log_error("--node takes a NUMA node number from 0 to 4095, not '%s'", optarg);
+                        return true;
+                }
+                arg_node = (int) n;
+                arg_given |= OPTION_NODE;
+                break;
+        }
+        case ARG_EMULATOR:
+                if (!streq(optarg, "share") && !streq(optarg, "isolate")) {
+                        log_error("--emulator takes share or isolate, not '%s'", optarg);
+                        return true;
+                }
+                arg_emulator = optarg;
+                arg_given |= OPTION_EMULATOR;
+                break;
+        case ARG_CACHE:
+                if (!parse_count(optarg, 100, &arg_cache)) {
+                        log_error("--cache takes a percentage from 1 to 100, not '%s'", optarg);
+                        return true;
+                }
+                arg_given |= OPTION_CACHE;
+                break;
+        case ARG_HUGEPAGES:
+                arg_hugepages = optarg;
+                arg_given |= OPTION_HUGEPAGES;
+                break;
+        default:
+                return false;
+        }
+        *ret = 0;
+        return true;
+}
 
 /* One option of getopt_long(): 0, -1 when done (--version), or EXIT_USAGE after a message. */
 static int parse_option(int c) {
+        int r;
+        if (parse_vm_option(c, &r))
+                return r;
         switch (c) {
         case 'r':
                 arg_root = optarg;

@@ -50,6 +50,9 @@ void manager_check_flagged(Manager *m, BackendFlags flag);
 
 /* ---- manager-apply.c ---- */
 
+/* The journal's lock, waiting for it (*ret: the store, for journal_store_unlockp). */
+int manager_take_lock(Manager *m, JournalStore **ret, ManagerError *e);
+
 /* Applies the profile name, or with name NULL the journal's profile again (at start-up). */
 int manager_apply_full(Manager *m, const char *name, json_t **ret, ManagerError *e);
 /* Applies the journal's profile again to the knobs in ids (drift to correct) and to the knobs new

@@ -220,8 +220,13 @@ int ledger_place(const Ledger *l, const Host *h, const LedgerSplit *split, const
         vm.vcpu_cpus = calloc(req->n_vcpus, sizeof(unsigned));
         vm.name = strdup(req->name);
         vm.added = journal_now_iso8601();
-        if (!vm.vcpu_cpus || !vm.name || !vm.added || (req->hugepages && !(vm.hugepages = strdup(req->hugepages))))
+        if (!vm.vcpu_cpus || !vm.name || !vm.added)
                 return -ENOMEM;
+        if (req->hugepages && (r = ledger_hugepages_normalize(req->hugepages, &vm.hugepages)) < 0)
+                return r == -ENOMEM
+                        ? r
+                        : error_set(e, -EINVAL, NULL, NULL, "vm %s: '%s' is no huge page size; give e.g. 2M or 1G",
+                                    req->name, req->hugepages);
         for (unsigned k = 0; k < n_order && got < need; k++)
                 for (size_t i = 0; i < u.n && got < need; i++) {
                         const Unit *unit = &u.units[i];

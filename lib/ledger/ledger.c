@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The ledger's document: read, checked, written; and the changes made under the journal's lock. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +72,39 @@ bool ledger_name_is_valid(const char *name) {
                       strchr("_.+-", *p)))
                         return false;
         return true;
+}
+
+int ledger_hugepages_normalize(const char *s, char **ret) {
+        char *end;
+        if (!s || !(*s >= '1' && *s <= '9'))
+                return -EINVAL;
+        errno = 0;
+        unsigned long long n = strtoull(s, &end, 10), kib;
+        if (errno || n > (1ULL << 32))
+                return -EINVAL;
+        switch (*end) {
+        case 'k':
+        case 'K':
+                kib = n;
+                break;
+        case 'm':
+        case 'M':
+                kib = n << 10;
+                break;
+        case 'g':
+        case 'G':
+                kib = n << 20;
+                break;
+        default:
+                return -EINVAL;
+        }
+        end++;
+        if (!strv_contains((char **) (const char * const[]) { "", "B", "b", "iB", "ib", NULL }, end))
+                return -EINVAL;
+        int k = kib % (1ULL << 20) == 0 ? asprintf(ret, "%lluG", kib >> 20)
+                : kib % 1024 == 0       ? asprintf(ret, "%lluM", kib >> 10)
+                                        : asprintf(ret, "%llukB", kib);
+        return k < 0 ? -ENOMEM : 0;
 }
 
 /* ---- the document ---- */
@@ -217,7 +252,7 @@ int ledger_save(JournalStore *s, const Ledger *l) {
         _cleanup_(json_decrefp) json_t *doc = ledger_to_json(l);
         if (!doc)
                 return -ENOMEM;
-        /* One VM a line: a ledger read by people and diffed. */
+        /* Indented: a ledger people read. */
         _cleanup_free_ char *text = json_dumps(doc, JSON_INDENT(1) | JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (!text)
                 return -ENOMEM;

@@ -78,6 +78,10 @@ void ledger_reserved(const Ledger *l, CpuSet *ret);
 /* Whether name may name a VM: 1 to LEDGER_NAME_MAX of [A-Za-z0-9_.+-], not starting with '.' or '-'. */
 bool ledger_name_is_valid(const char *name);
 
+/* A huge page size as a person writes it ("2M", "2MB", "1G", "1GiB", "2048kB"), in the form the
+ * ledger keeps ("2M", "1G", "64kB"): -EINVAL when it is no size. */
+int ledger_hugepages_normalize(const char *s, char **ret);
+
 /* The document those bytes make (an empty ledger for NULL). -EBADMSG with e naming the file
  * (display), the entry ("/vms/1/cpus") and what is wrong. */
 int ledger_parse(const char *text, size_t size, const char *display, Ledger **ret, Error *e);
