@@ -72,3 +72,21 @@ void manager_newcomers_look(Manager *m, bool force);
 /* A device event: a look now, and a series of them after it. */
 void manager_newcomers_device_added(Manager *m);
 void manager_newcomers_free(Manager *m);
+
+/* ---- manager-vm.c: the running VMs of the ledger ----
+ *
+ * A thread named "CPU n/KVM" or "CPU n/TCG" of a qemu process whose -name guest=NAME is a VM of the
+ * ledger belongs on the CPU the ledger gives vCPU n: checked with the user tasks (manager-task.c:
+ * its proc connector events, and every full check, where no event announces sched_setaffinity()),
+ * as drift "task/TID" of the domain "vm", and never as a user task on isolated CPUs. */
+
+typedef struct Ledger Ledger;
+typedef struct Task Task;
+/* The ledger, NULL when it has no VM (or cannot be read: said once per check). */
+Ledger *manager_vm_ledger(Manager *m);
+/* 0: t is no vCPU thread of l's VMs; 1: one on its CPU; 2: one off it, *ret its drift entry. */
+int manager_vm_task(Manager *m, const Ledger *l, const Task *t, DriftEntry *ret);
+/* Moves vCPU thread tid onto expected (the entry's CPU): true when done. */
+bool manager_vm_correct(Manager *m, int tid, const char *expected);
+/* Appends the thread ids of every process whose guest is a VM of l to *tids (n long). */
+int manager_vm_threads(Manager *m, const Ledger *l, int **tids, size_t *n);

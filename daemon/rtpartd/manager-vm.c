@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* VmAdd, VmRemove, VmList: the ledger of which VM holds which isolated CPUs (lib/ledger), changed
  * under the journal's lock, its VMs placed on the applied profile's split. */
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "ledger.h"
 #include "manager-internal.h"
+#include "task.h"
 
 /* A ledger's refusal (a request wrong in itself, a name not there, no room) is the caller's:
  * InvalidArgument; anything else (the file refused, the disk) failed. */
@@ -59,4 +62,91 @@ int manager_vm_list(Manager *m, json_t **ret, ManagerError *e) {
                 return ledger_failure(e, &le, r);
         *ret = ledger_to_json(l);
         return *ret ? 0 : -ENOMEM;
+}
+
+/* ---- running VMs: their vCPU threads on the ledger's CPUs ---- */
+
+Ledger *manager_vm_ledger(Manager *m) {
+        _cleanup_(error_done) Error le = {};
+        Ledger *l = NULL;
+        int r = ledger_load(m->store, &l, &le);
+        if (r < 0) {
+                _cleanup_free_ char *msg = error_format(&le, NULL);
+                log_warning("Cannot read the ledger: %s; VMs' vCPU threads are not checked", msg ?: strerror(-r));
+                return NULL;
+        }
+        if (l->n_vms == 0)
+                return ledger_free(l);
+        return l;
+}
+
+int manager_vm_task(Manager *m, const Ledger *l, const Task *t, DriftEntry *ret) {
+        LedgerVcpuThread v;
+        CpuSet want = {};
+        if (t->kernel || ledger_vcpu_thread(l, m->root, t->pid, t->comm, &v) <= 0)
+                return 0;
+        if (v.cpu >= 0)
+                cpu_set_add(&want, (unsigned) v.cpu);
+        if (v.cpu >= 0 && cpu_set_equal(&want, &t->cpus_allowed))
+                return 1;
+        _cleanup_free_ char *cpus = cpu_set_format_list(&t->cpus_allowed), *actual = NULL, *knob = NULL;
+        _cleanup_free_ char *expected = NULL, *domain = strdup("vm");
+        if (!cpus || !domain || asprintf(&knob, "task/%d", t->pid) < 0 ||
+            asprintf(&actual, "%s (%s of VM %s)", cpus, t->comm, v.vm->name) < 0 ||
+            (v.cpu >= 0 ? asprintf(&expected, "%d", v.cpu) : asprintf(&expected, "(vCPU %u not reserved)", v.vcpu)) < 0)
+                return -ENOMEM;
+        *ret = (DriftEntry) {
+                .knob = TAKE_PTR(knob),
+                .domain = TAKE_PTR(domain),
+                .expected = TAKE_PTR(expected),
+                .actual = TAKE_PTR(actual),
+        };
+        return 2;
+}
+
+bool manager_vm_correct(Manager *m, int tid, const char *expected) {
+        CpuSet want;
+        if (cpu_set_parse_list(expected, &want, NULL) < 0 || cpu_set_is_empty(&want))
+                return false; /* a vCPU the ledger has no CPU for: only reported */
+        int r = root_set_affinity(m->root, tid, &want);
+        if (r < 0) {
+                (void) log_warning_errno(r, "Cannot move vCPU thread %d to CPU %s: %m", tid, expected);
+                return false;
+        }
+        log_notice("Corrected: vCPU thread %d moved to CPU %s", tid, expected);
+        return true;
+}
+
+int manager_vm_threads(Manager *m, const Ledger *l, int **tids, size_t *n) {
+        DIR *d = NULL;
+        int r = root_opendir(m->root, "proc", &d);
+        if (r < 0)
+                return r;
+        for (struct dirent *de; (de = readdir(d));) {
+                _cleanup_free_ char *cmdline = NULL, *guest = NULL;
+                size_t size;
+                char rel[64];
+                int pid = atoi(de->d_name);
+                if (pid <= 0)
+                        continue;
+                snprintf(rel, sizeof(rel), "proc/%d/cmdline", pid);
+                if (root_read_file(m->root, rel, &cmdline, &size) < 0 ||
+                    ledger_guest_parse_cmdline(cmdline, size, &guest) < 0 || !ledger_find(l, guest))
+                        continue;
+                snprintf(rel, sizeof(rel), "proc/%d/task", pid);
+                DIR *td = NULL;
+                if (root_opendir(m->root, rel, &td) < 0)
+                        continue;
+                for (struct dirent *te; (te = readdir(td));) {
+                        int tid = atoi(te->d_name);
+                        int *p = tid > 0 ? realloc(*tids, (*n + 1) * sizeof(int)) : NULL;
+                        if (!p)
+                                continue;
+                        *tids = p;
+                        (*tids)[(*n)++] = tid;
+                }
+                closedir(td);
+        }
+        closedir(d);
+        return 0;
 }

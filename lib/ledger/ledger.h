@@ -126,3 +126,21 @@ int ledger_add(JournalStore *s, const Host *h, const LedgerSplit *split, const L
                Error *e);
 /* The same for removing the VM name: -ENOENT with e when the ledger has none of that name. */
 int ledger_remove(JournalStore *s, const char *name, json_t **ret, Error *e);
+
+/* ---- running VMs (ledger-vcpu.c) ---- */
+
+/* The vCPU index of a qemu vCPU thread's name ("CPU 3/KVM", "CPU 3/TCG"): -EINVAL for another. */
+int ledger_vcpu_parse_comm(const char *comm, unsigned *ret);
+/* The guest's name in qemu's command line (proc/PID/cmdline: NUL-separated arguments), from
+ * "-name guest=NAME,…" or "-name NAME" (",," is a comma): -ENOENT when it names none. */
+int ledger_guest_parse_cmdline(const char *buf, size_t size, char **ret);
+
+typedef struct LedgerVcpuThread {
+        const LedgerVm *vm; /* l's */
+        unsigned vcpu;
+        int cpu; /* where the ledger puts it; -1: the VM runs more vCPUs than it reserved */
+} LedgerVcpuThread;
+
+/* Whether the thread tid, named comm, is a vCPU thread of a qemu process whose guest is a VM of
+ * l: 1 and *ret, else 0 (a thread of anything else, or gone). */
+int ledger_vcpu_thread(const Ledger *l, Root *root, int tid, const char *comm, LedgerVcpuThread *ret);

@@ -230,6 +230,47 @@ START_TEST(test_parse) {
 }
 END_TEST
 
+START_TEST(test_running_vm_names) {
+        static const struct {
+                const char *comm;
+                int index; /* -1: no vCPU thread */
+        } comms[] = {
+                { "CPU 0/KVM", 0 }, { "CPU 12/TCG", 12 },      { "CPU /KVM", -1 },        { "CPU 1", -1 },
+                { "CPU 1/", -1 },   { "qemu-system-x86", -1 }, { "IO mon_iothread", -1 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(comms); i++) {
+                unsigned n = 99;
+                int r = ledger_vcpu_parse_comm(comms[i].comm, &n);
+                ck_assert_msg(comms[i].index < 0 ? r == -EINVAL : r == 0 && n == (unsigned) comms[i].index, "%s",
+                              comms[i].comm);
+        }
+        static const struct {
+                const char *cmdline; /* '|' for NUL */
+                const char *guest;   /* NULL: none */
+        } cmdlines[] = {
+                { "/usr/bin/qemu-system-x86_64|-name|guest=rt1,debug-threads=on|-S|", "rt1" },
+                { "qemu|-name|plain|", "plain" },
+                { "qemu|-name|guest=a,,b,debug-threads=on|", "a,b" },
+                { "qemu|-machine|pc|", NULL },
+                { "qemu|-name", NULL },
+                { "qemu|-name|", NULL },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cmdlines); i++) {
+                _cleanup_free_ char *buf = strdup(cmdlines[i].cmdline), *guest = NULL;
+                size_t n = strlen(buf);
+                for (char *p = buf; *p; p++)
+                        if (*p == '|')
+                                *p = 0;
+                int r = ledger_guest_parse_cmdline(buf, n, &guest);
+                if (cmdlines[i].guest)
+                        ck_assert_msg(r == 0 && streq(guest, cmdlines[i].guest), "%s: %d %s", cmdlines[i].cmdline, r,
+                                      strempty(guest));
+                else
+                        ck_assert_msg(r == -ENOENT, "%s: %d", cmdlines[i].cmdline, r);
+        }
+}
+END_TEST
+
 static Suite *ledger_suite(void) {
         Suite *s = suite_create("ledger");
         TCase *tc = tcase_create("ledger");
@@ -240,6 +281,7 @@ static Suite *ledger_suite(void) {
         tcase_add_test(tc, test_no_numa);
         tcase_add_test(tc, test_epyc_fill);
         tcase_add_test(tc, test_parse);
+        tcase_add_test(tc, test_running_vm_names);
         suite_add_tcase(s, tc);
         return s;
 }
