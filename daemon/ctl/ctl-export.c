@@ -88,9 +88,9 @@ static int refuse_vcpus(const Prepared *p, const ExportSplit *s, unsigned n, uns
         if (s->siblings == EXPORT_SIBLINGS_APART) {
                 /* How many would fit with the SMT siblings shared. */
                 ExportSplit together = *s;
-                ExportPins unused = {};
+                ExportReservation unused = {};
                 together.siblings = EXPORT_SIBLINGS_TOGETHER;
-                (void) export_pin(p->host, &together, 0, &unused, &room);
+                (void) export_reserve(p->host, &together, 0, &unused, &room);
         }
         if (room > capacity)
                 log_error("%u vCPUs do not fit: profile %s isolates %u CPUs (%s) on %u cores, and with "
@@ -155,37 +155,48 @@ static int read_domain(const char *path, char **ret, size_t *ret_size) {
         return 0;
 }
 
-/* Why the elements have no <cachetune>, or less of one, where the profile has resctrl groups. */
-static void note_cachetune(const ExportSplit *s, const ExportPins *pins) {
-        for (char **n = s->notes; n && *n; n++)
-                log_info("note: %s", *n);
-        if (s->n_groups == 0 || pins->cat)
-                return;
-        _cleanup_free_ char *cpus = cpu_set_format_list(&s->groups[0].cpus);
-        log_info("note: no <cachetune>: the vCPUs are not all on the CPUs of one resctrl group of the profile "
-                 "(%s has %s); give fewer vCPUs, or the group more CPUs",
-                 s->groups[0].name, cpus ? cpus : "no CPUs");
+/* The domain file of --domain, read and located; 0, or an exit status after a message. */
+static int load_domain(char **ret_text, ExportDomain *ret) {
+        _cleanup_free_ char *text = NULL, *error = NULL;
+        size_t size = 0;
+        int r = read_domain(arg_domain, &text, &size);
+        if (r != 0)
+                return r;
+        r = export_domain_parse(text, size, ret, &error);
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0) {
+                log_error("--domain %s: %s; give a libvirt domain XML file (virsh dumpxml)", arg_domain, error);
+                return EXIT_USAGE;
+        }
+        if (arg_memory_kib && ret->memory_kib && arg_memory_kib != ret->memory_kib) {
+                log_error("--domain %s: <memory> is %llu KiB but --memory is %llu KiB; leave out --memory, or change "
+                          "<memory> in the file",
+                          arg_domain, (unsigned long long) ret->memory_kib, (unsigned long long) arg_memory_kib);
+                return EXIT_USAGE;
+        }
+        *ret_text = TAKE_PTR(text);
+        return 0;
+}
+
+/* What the guest's elements leave out or replace, and why. */
+static void log_notes(char **notes, const char *prefix) {
+        for (char **m = notes; m && *m; m++)
+                log_info("note: %s%s%s", strempty(prefix), prefix ? ": " : "", *m);
 }
 
 static int export_libvirt(const Prepared *p, ExportSplit *s) {
-        _cleanup_free_ char *text = NULL, *xml = NULL, *out = NULL, *error = NULL;
+        _cleanup_free_ char *text = NULL, *out = NULL;
         _cleanup_(export_domain_done) ExportDomain d = {};
-        _cleanup_(export_pins_done) ExportPins pins = {};
-        size_t size = 0;
+        _cleanup_(export_reservation_done) ExportReservation res = {};
+        _cleanup_(export_elements_done) ExportElements e = {};
         unsigned n = arg_vcpus, capacity = 0;
         int r;
 
         if (arg_domain) {
-                r = read_domain(arg_domain, &text, &size);
+                r = load_domain(&text, &d);
                 if (r != 0)
                         return r;
-                r = export_domain_parse(text, size, &d, &error);
-                if (r == -ENOMEM)
-                        return log_oom();
-                if (r < 0) {
-                        log_error("--domain %s: %s; give a libvirt domain XML file (virsh dumpxml)", arg_domain, error);
-                        return EXIT_USAGE;
-                }
                 if (n == 0)
                         n = d.vcpus;
                 else if (d.vcpus != 0 && d.vcpus != n) {
@@ -201,54 +212,39 @@ static int export_libvirt(const Prepared *p, ExportSplit *s) {
                 return EXIT_USAGE;
         }
 
-        r = export_pin(p->host, s, n, &pins, &capacity);
+        r = export_reserve(p->host, s, n, &res, &capacity);
         if (r == -ENOSPC)
                 return refuse_vcpus(p, s, n, capacity);
         if (r < 0)
                 return log_oom();
-        note_cachetune(s, &pins);
-
-        ExportXmlOptions o = {
-                .indent = arg_domain ? d.indent : "  ",
-                .with_vcpu = !arg_domain || d.vcpus == 0,
-                .with_iothread = !arg_domain,
-                .iothreads = d.iothreads,
-                .n_iothreads = d.n_iothreads,
-                .memory_keep = d.memory_keep,
-        };
-        xml = export_libvirt_xml(p->host, s, &pins, &o);
-        if (!xml)
+        ExportXmlOptions o = { .domain = arg_domain ? &d : NULL, .memory_kib = arg_memory_kib };
+        if (export_libvirt_elements(p->host, s, &res, &o, &e) < 0)
                 return log_oom();
-        if (!arg_domain) {
-                /* A comment holds no "--": a profile name with one is left out. */
-                bool named = !strstr(p->resolved->name, "--");
-                printf("<!-- rtpartctl export libvirt: %s%s%s%u vCPUs. These elements go inside <domain>,\n"
-                       "     replacing its own <vcpu>, <iothreads>, <cputune>, <numatune> and <memoryBacking>. -->\n"
-                       "%s",
-                       named ? "profile " : "", named ? p->resolved->name : "", named ? ", " : "", n, xml);
+        log_notes(s->notes, NULL);
+        log_notes(e.notes, arg_domain);
+        if (arg_domain) {
+                if (d.n_iothreads == 0)
+                        log_info("%s has no I/O threads: its disks' I/O runs in the emulator thread, pinned with "
+                                 "<emulatorpin>",
+                                 arg_domain);
+                out = export_domain_merge(&d, &e);
+                if (!out)
+                        return log_oom();
+                fputs(out, stdout);
                 return 0;
         }
-        if (d.n_iothreads == 0)
-                log_info("%s has no I/O threads: its disks' I/O runs in the emulator thread, pinned with "
-                         "<emulatorpin>",
-                         arg_domain);
-        out = export_domain_merge(&d, xml);
+        out = export_elements_fragment(&e, "  ");
         if (!out)
                 return log_oom();
-        fputs(out, stdout);
+        /* A comment holds no "--": a profile name with one is left out. */
+        bool named = !strstr(p->resolved->name, "--");
+        printf("<!-- rtpartctl export libvirt: %s%s%s%u vCPUs. These elements go inside <domain>, replacing\n"
+               "     its own <vcpu>, <iothreads>, <cputune>, <numatune>, <memoryBacking> and <cpu>; <pmu/> goes\n"
+               "     into its <features> and <memballoon/> into its <devices>, replacing the one there\n"
+               "     (export libvirt with a domain FILE makes this merge itself). -->\n"
+               "%s",
+               named ? "profile " : "", named ? p->resolved->name : "", named ? ", " : "", n, out);
         return 0;
-}
-
-/* export nova --json: the same sets, where nova.conf and kubelet's configuration take them. */
-static int export_nova_json(const ExportSplit *s, const char *profile) {
-        _cleanup_free_ char *iso = cpu_set_format_list(&s->isolated), *hk = cpu_set_format_list(&s->housekeeping);
-        _cleanup_(json_decrefp) json_t *doc = iso && hk
-                ? json_pack("{s:s, s:{s:{s:s, s:s}}, s:{s:s}}", "profile", profile, "nova", "compute",
-                            "cpu_dedicated_set", iso, "cpu_shared_set", hk, "kubelet", "reservedSystemCPUs", hk)
-                : NULL;
-        if (!doc)
-                return log_oom();
-        return render_json(doc);
 }
 
 int verb_export(int argc, char **argv) {
@@ -262,8 +258,8 @@ int verb_export(int argc, char **argv) {
                 log_error("export makes libvirt or nova configuration, not '%s'; give 'libvirt' or 'nova'", argv[1]);
                 return EXIT_USAGE;
         }
-        if (!libvirt && (arg_vcpus || arg_domain)) {
-                log_error("--vcpus and --domain are export libvirt's; export nova takes neither");
+        if (!libvirt && (arg_vcpus || arg_domain || arg_memory_kib)) {
+                log_error("--vcpus, --domain and --memory are export libvirt's; export nova takes none of them");
                 return EXIT_USAGE;
         }
         if (libvirt && arg_json) {
@@ -276,15 +272,25 @@ int verb_export(int argc, char **argv) {
         r = ctl_prepare_applied(root, argc > 2 ? argv[2] : NULL, PREPARE_PLAN, &p);
         if (r != 0)
                 return r;
-        r = export_split_from_plan(root, p.host, p.plan, p.resolved->doc, &s);
+        _cleanup_free_ char *message = NULL;
+        r = export_split_from_plan(root, p.host, p.plan, p.resolved->doc, &s, &message);
+        if (r == -EINVAL) {
+                log_error("%s: /hugepages: %s; see rtpart.profile(5)", p.resolved->name, strempty(message));
+                return EXIT_USAGE;
+        }
         if (r < 0)
                 return log_oom();
         if (libvirt)
                 return export_libvirt(&p, &s);
 
-        if (arg_json)
-                return export_nova_json(&s, p.resolved->name);
-        _cleanup_free_ char *out = export_nova(&s, p.resolved->name);
+        _cleanup_(export_nova_done) ExportNova nova = {};
+        if (export_nova_make(&s, &nova) < 0)
+                return log_oom();
+        if (arg_json) {
+                _cleanup_(json_decrefp) json_t *doc = export_nova_document(&nova, p.resolved->name);
+                return doc ? render_json(doc) : log_oom();
+        }
+        _cleanup_free_ char *out = export_nova(&nova, p.resolved->name);
         if (!out)
                 return log_oom();
         fputs(out, stdout);

@@ -65,6 +65,7 @@ extern const char *arg_svg;
 extern bool arg_no_osnoise;
 extern unsigned arg_vcpus;
 extern const char *arg_domain;
+extern uint64_t arg_memory_kib;
 extern const char *arg_output;
 extern bool arg_force;
 extern bool arg_active;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "config.h"
 #include "ctl.h"
@@ -26,6 +27,7 @@ const char *arg_svg = NULL;
 bool arg_no_osnoise = false;
 unsigned arg_vcpus = 0;
 const char *arg_domain = NULL;
+uint64_t arg_memory_kib = 0;
 const char *arg_output = NULL;
 bool arg_force = false;
 bool arg_active = false;
@@ -59,6 +61,7 @@ typedef enum CtlOption {
         OPTION_EMULATOR = 1 << 19,
         OPTION_CACHE = 1 << 20,
         OPTION_HUGEPAGES = 1 << 21,
+        OPTION_MEMORY = 1 << 22,
 } CtlOption;
 
 static const struct {
@@ -90,6 +93,9 @@ static const struct {
         { OPTION_CACHE, "      --cache=PERCENT  vm add: its share of the L3 ways kept for guests\n" },
         { OPTION_HUGEPAGES, "      --hugepages=SIZE vm add: the huge page size backing it (2M, 1G)\n" },
         { OPTION_DOMAIN, "      --domain=FILE export libvirt: merge into this domain XML and print it\n" },
+        { OPTION_MEMORY,
+          "      --memory=SIZE export libvirt: the guest's memory (\"16G\"), for its NUMA\n"
+          "                    cells where its vCPUs span nodes (--domain: its <memory>)\n" },
         { OPTION_OUTPUT, "  -o, --output=FILE import-tuned: write the profile to FILE, not stdout\n" },
         { OPTION_ACTIVE, "      --active      import-tuned: the profile tuned has active, not NAME\n" },
         { OPTION_FORCE,
@@ -112,6 +118,7 @@ static const struct {
         { OPTION_VCPUS, "--vcpus" },       { OPTION_DOMAIN, "--domain" },   { OPTION_OUTPUT, "--output" },
         { OPTION_FORCE, "--force" },       { OPTION_ACTIVE, "--active" },   { OPTION_NODE, "--node" },
         { OPTION_EMULATOR, "--emulator" }, { OPTION_CACHE, "--cache" },     { OPTION_HUGEPAGES, "--hugepages" },
+        { OPTION_MEMORY, "--memory" },
 };
 
 #define OPTIONS_DAEMON (OPTION_ROOT | OPTION_JSON | OPTION_NO_DAEMON | OPTION_VARLINK_SOCKET | OPTION_STATE_DIR)
@@ -264,17 +271,21 @@ static const Verb verbs[] = {
                 1,
                 2,
                 "libvirt|nova [PROFILE]",
-                "Print the libvirt or nova/kubelet CPU pinning of the split",
-                "libvirt: the <cputune> (vCPUs pinned one per isolated CPU, NUMA-local,\n"
+                "Print a realtime guest's libvirt domain, or nova's and kubelet's settings",
+                "libvirt: a realtime guest of --vcpus vCPUs as libvirt's kvm-realtime guide\n"
+                "has it: <vcpu> and <cputune> (vCPUs pinned one per isolated CPU, NUMA-local,\n"
                 "SCHED_FIFO 1; emulator and I/O threads on housekeeping CPUs; <cachetune> of\n"
-                "the profile's resctrl group), <numatune> and <memoryBacking> (locked, huge\n"
-                "pages when the host has some) of a realtime guest with --vcpus vCPUs; with\n"
-                "--domain, merged into that domain XML, printed whole. Exits with status 2\n"
-                "when the vCPUs do not fit the isolated CPUs. nova: nova.conf's [compute]\n"
-                "cpu_dedicated_set and cpu_shared_set, and kubelet's reservedSystemCPUs (with\n"
-                "--json, as one JSON document). The split is PROFILE's planned for this host,\n"
-                "else the applied profile's.\n",
-                OPTION_ROOT | OPTION_JSON | OPTION_STATE_DIR | OPTION_VCPUS | OPTION_DOMAIN,
+                "the L3 ways the profile keeps for guests), <numatune> strict, <memoryBacking>\n"
+                "(the profile's huge pages, locked, unshared), <cpu mode='host-passthrough'>\n"
+                "(tsc-deadline required where the host has it; NUMA cells where the vCPUs span\n"
+                "nodes), <pmu state='off'/> and <memballoon model='none'/>; with --domain,\n"
+                "merged into that domain XML, printed whole, what it replaced named on stderr.\n"
+                "Exits with status 2 when the vCPUs do not fit the isolated CPUs. nova:\n"
+                "nova.conf's reserved_huge_pages and [compute] cpu_dedicated_set and\n"
+                "cpu_shared_set, a realtime flavor's `openstack flavor set` line, and kubelet's\n"
+                "reservedSystemCPUs (with --json, as one JSON document). The split is\n"
+                "PROFILE's planned for this host, else the applied profile's.\n",
+                OPTION_ROOT | OPTION_JSON | OPTION_STATE_DIR | OPTION_VCPUS | OPTION_DOMAIN | OPTION_MEMORY,
                 verb_export,
                 /* prints_document= */ true,
         },
@@ -480,6 +491,26 @@ static bool parse_count(const char *s, unsigned long max, unsigned *ret) {
         return true;
 }
 
+/* A size with a binary unit (K, M, G, T, optionally followed by "iB" or "B"; KiB without one),
+ * in KiB, 1 KiB to 1 PiB. */
+static bool parse_size_kib(const char *s, uint64_t *ret) {
+        static const char units[] = "KMGT";
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        const char *u = *end ? strchr(units, toupper((unsigned char) *end)) : units;
+        if (end == s || s[0] == '-' || errno || !u || v == 0)
+                return false;
+        if (*end && !streq(end + 1, "") && strcasecmp(end + 1, "iB") != 0 && strcasecmp(end + 1, "B") != 0)
+                return false;
+        for (const char *p = units; p < u; p++)
+                v = v > (1ULL << 40) ? 0 : v * 1024;
+        if (v == 0 || v > (1ULL << 40))
+                return false;
+        *ret = v;
+        return true;
+}
+
 /* getopt_long()'s values for the long options that have no short one. */
 enum {
         ARG_NO_DAEMON = 0x100,
@@ -499,6 +530,7 @@ enum {
         ARG_EMULATOR,
         ARG_CACHE,
         ARG_HUGEPAGES,
+        ARG_MEMORY,
 };
 
 static const struct option long_options[] = { { "root", required_argument, NULL, 'r' },
@@ -523,6 +555,7 @@ static const struct option long_options[] = { { "root", required_argument, NULL,
                                               { "emulator", required_argument, NULL, ARG_EMULATOR },
                                               { "cache", required_argument, NULL, ARG_CACHE },
                                               { "hugepages", required_argument, NULL, ARG_HUGEPAGES },
+                                              { "memory", required_argument, NULL, ARG_MEMORY },
                                               {} };
 
 /* vm add's options: false when c is none of them; else true and *ret 0, or EXIT_USAGE after a
@@ -641,6 +674,16 @@ static int parse_option(int c) {
         case ARG_ACTIVE:
                 arg_active = true;
                 arg_given |= OPTION_ACTIVE;
+                break;
+        case ARG_MEMORY:
+                if (!parse_size_kib(optarg, &arg_memory_kib)) {
+                        log_error(
+                                "--memory takes a size such as \"16G\", \"512M\" or \"1048576K\" (KiB without a unit), "
+                                "not '%s'",
+                                optarg);
+                        return EXIT_USAGE;
+                }
+                arg_given |= OPTION_MEMORY;
                 break;
         case 'h':
                 arg_help = true;

@@ -151,6 +151,23 @@ int cat_groups_parse(PlanCtx *ctx, json_t *arr, CatGroup *groups, size_t n) {
         return 0;
 }
 
+int cat_guests_parse(PlanCtx *ctx, json_t *cat, CatGuests *ret) {
+        json_t *g = json_object_get(cat, "guests"), *mb = json_object_get(g, "mb");
+
+        *ret = (CatGuests) { .l3.spec = json_object_get(g, "l3") };
+        if (!mb)
+                return 0;
+        if (ctx->host->vendor == CPU_VENDOR_AMD)
+                return plan_fail(
+                        ctx, "/cat/guests/mb",
+                        "\"mb\" is a percentage of memory bandwidth (Intel MBA); on this AMD host resctrl's MB "
+                        "is an absolute limit in 1/8 GB/s units, which rtpart does not translate; remove "
+                        "\"mb\" or move it under \"vendor\": {\"intel\": …}");
+        ret->has_mb = true;
+        ret->mb = ret->mb_asked = (unsigned) json_integer_value(mb);
+        return 0;
+}
+
 /* ---- the host's side ---- */
 
 void cat_host_done(CatHost *ch) {
@@ -223,8 +240,8 @@ int cat_host_init(PlanCtx *ctx, CatHost *ch) {
         return 0;
 }
 
-/* The resources a group's keys need must exist, and fit the number of CLOSIDs. */
-int cat_check_resources(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_t n) {
+/* The resources a group's keys (and the guests') need must exist, and fit the number of CLOSIDs. */
+int cat_check_resources(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_t n, const CatGuests *guests) {
         const Resctrl *rc = ch->rc;
 
         for (size_t i = 0; i < n; i++) {
@@ -249,6 +266,17 @@ int cat_check_resources(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_
                                 "remove \"mb\"",
                                 ch->mount);
         }
+        if (guests->l3.spec && !rc->l3.present && !rc->cdp)
+                return plan_fail(ctx, "/cat/guests/l3",
+                                 "this host's resctrl has no L3 cache allocation (no info/L3 under /%s); remove "
+                                 "\"l3\"",
+                                 ch->mount);
+        if (guests->has_mb && !rc->mb.present)
+                return plan_fail(
+                        ctx, "/cat/guests/mb",
+                        "this host's resctrl has no memory bandwidth allocation (no info/MB under /%s); remove "
+                        "\"mb\"",
+                        ch->mount);
 
         /* CLOSIDs: the kernel uses the smallest num_closids of its allocation resources. */
         const ResctrlResource *res[] = { &rc->l3, &rc->l3code, &rc->l3data, &rc->mb };
@@ -277,110 +305,143 @@ int cat_check_resources(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_
         return 0;
 }
 
-static int cat_check_mask(PlanCtx *ctx, const CatHost *ch, size_t i, const char *key, uint64_t m) {
+static int cat_check_mask(PlanCtx *ctx, const CatHost *ch, const char *pointer, uint64_t m) {
         const ResctrlResource *r = ch->cache;
         char a[24], b[24];
 
         if (m == 0)
-                return plan_fail_item(ctx, "/cat/groups", i, key,
-                                      "mask 0 selects no cache ways; this host has %u ways (cbm_mask %s)", r->cbm_bits,
-                                      cat_mask_str(b, r->cbm_mask, r->cbm_bits));
+                return plan_fail(ctx, pointer, "mask 0 selects no cache ways; this host has %u ways (cbm_mask %s)",
+                                 r->cbm_bits, cat_mask_str(b, r->cbm_mask, r->cbm_bits));
         if (m & ~r->cbm_mask)
-                return plan_fail_item(ctx, "/cat/groups", i, key,
-                                      "mask 0x%llx exceeds this host's cbm_mask %s (%u ways)", (unsigned long long) m,
-                                      cat_mask_str(b, r->cbm_mask, r->cbm_bits), r->cbm_bits);
+                return plan_fail(ctx, pointer, "mask 0x%llx exceeds this host's cbm_mask %s (%u ways)",
+                                 (unsigned long long) m, cat_mask_str(b, r->cbm_mask, r->cbm_bits), r->cbm_bits);
         if (cat_popcount(m) < ch->min_bits)
-                return plan_fail_item(ctx, "/cat/groups", i, key,
-                                      "mask %s has %u bit%s; this host's min_cbm_bits is %u: give at least %u ways",
-                                      cat_mask_str(a, m, r->cbm_bits), cat_popcount(m), cat_popcount(m) == 1 ? "" : "s",
-                                      ch->min_bits, ch->min_bits);
+                return plan_fail(ctx, pointer,
+                                 "mask %s has %u bit%s; this host's min_cbm_bits is %u: give at least %u ways",
+                                 cat_mask_str(a, m, r->cbm_bits), cat_popcount(m), cat_popcount(m) == 1 ? "" : "s",
+                                 ch->min_bits, ch->min_bits);
         if (!ch->sparse && !mask_contiguous(m)) {
                 unsigned cnt = cat_popcount(m), top = 63U - (unsigned) __builtin_clzll(m);
-                return plan_fail_item(ctx, "/cat/groups", i, key,
-                                      "mask %s is not contiguous and this host's CPUs take only contiguous masks "
-                                      "(info/%s/sparse_masks is not 1); use e.g. %s",
-                                      cat_mask_str(a, m, r->cbm_bits), ch->cache_name,
-                                      cat_mask_str(b, mask_run(cnt, top + 1 - cnt), r->cbm_bits));
+                return plan_fail(ctx, pointer,
+                                 "mask %s is not contiguous and this host's CPUs take only contiguous masks "
+                                 "(info/%s/sparse_masks is not 1); use e.g. %s",
+                                 cat_mask_str(a, m, r->cbm_bits), ch->cache_name,
+                                 cat_mask_str(b, mask_run(cnt, top + 1 - cnt), r->cbm_bits));
         }
         return 0;
 }
 
-/* Explicit masks first (they are fixed), then ways and percentages from the top bits down, in
- * group order, around every explicit mask and every earlier allocation; the default group keeps
- * the low bits. Exclusive groups also stay off the shareable bits (the kernel refuses exclusive
- * mode on them). */
-int cat_compute_masks(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_t n) {
+/* A share's explicit "mask", checked against the host (0 when it gives none). */
+static int share_explicit(PlanCtx *ctx, const CatHost *ch, json_t *spec, const char *pointer, uint64_t *ret) {
+        json_t *mask = json_object_get(spec, "mask");
+        uint64_t m;
+
+        *ret = 0;
+        if (!mask)
+                return 0;
+        if (!json_is_string(mask) || resctrl_mask_parse(json_string_value(mask), &m) < 0)
+                return plan_fail(ctx, pointer, "\"%s\" is not a capacity bitmask; write hex digits such as \"0x7f0\"",
+                                 json_is_string(mask) ? json_string_value(mask) : "mask");
+        int k = cat_check_mask(ctx, ch, pointer, m);
+        if (k < 0)
+                return k;
+        *ret = m;
+        return 0;
+}
+
+/* How many ways a share's "ways" or "percent" asks for (0: it gives neither). */
+static int share_want(PlanCtx *ctx, const CatHost *ch, json_t *spec, const char *pointer, unsigned *ret) {
         const ResctrlResource *r = ch->cache;
-        uint64_t taken = 0;
+        json_t *ways = json_object_get(spec, "ways"), *pct = json_object_get(spec, "percent");
+        unsigned want = 0;
+        char a[24];
+
+        if (ways) {
+                want = (unsigned) json_integer_value(ways);
+                if (want > r->cbm_bits)
+                        return plan_fail(ctx, pointer, "%u ways exceed this host's %u ways (cbm_mask %s)", want,
+                                         r->cbm_bits, cat_mask_str(a, r->cbm_mask, r->cbm_bits));
+                if (want < ch->min_bits)
+                        return plan_fail(ctx, pointer, "%u way%s is fewer than this host's min_cbm_bits %u", want,
+                                         want == 1 ? "" : "s", ch->min_bits);
+        } else if (pct) {
+                long long p = json_integer_value(pct);
+                want = (unsigned) ((r->cbm_bits * p + 50) / 100);
+                want = MAX(want, ch->min_bits);
+        }
+        *ret = want;
+        return 0;
+}
+
+/* The highest run of `want` ways that misses `taken` (and the shareable bits for an exclusive
+ * group), or an error at pointer saying why there is none. */
+static int share_alloc(PlanCtx *ctx, const CatHost *ch, const char *pointer, unsigned want, uint64_t taken,
+                       bool exclusive, bool guests, uint64_t *ret) {
+        const ResctrlResource *r = ch->cache;
+        uint64_t avoid = taken | (exclusive ? r->shareable_bits : 0);
         char a[24], b[24];
+
+        *ret = mask_alloc_top(r->cbm_mask, r->cbm_bits, avoid, want);
+        if (*ret != 0)
+                return 0;
+        char extra[160] = "";
+        if (exclusive && r->shareable_bits)
+                snprintf(extra, sizeof(extra),
+                         " and an exclusive group cannot use the shareable_bits %s (ways I/O devices and other "
+                         "agents fill)",
+                         cat_mask_str(b, r->shareable_bits, r->cbm_bits));
+        return plan_fail(ctx, pointer,
+                         "%u contiguous ways do not fit: this host has %u ways (cbm_mask %s), %s are given to %s%s; "
+                         "%s",
+                         want, r->cbm_bits, cat_mask_str(a, r->cbm_mask, r->cbm_bits),
+                         cat_mask_str(b, taken, r->cbm_bits), guests ? "the groups" : "other groups", extra,
+                         guests ? "keep fewer ways for guests, or give the groups fewer"
+                                : "ask for fewer ways or give an explicit \"mask\" to share ways with another group");
+}
+
+/* Explicit masks first (they are fixed), then ways and percentages from the top bits down, in
+ * group order, around every explicit mask and every earlier allocation, the guests' ways after
+ * the groups'; the default group keeps the low bits. Exclusive groups also stay off the shareable
+ * bits (the kernel refuses exclusive mode on them). */
+int cat_compute_masks(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_t n, CatGuests *guests) {
+        uint64_t taken = 0;
+        char ptr[256];
         int k;
 
-        if (!r)
+        if (!ch->cache)
                 return 0;
         for (size_t i = 0; i < n; i++)
                 for (int s = 0; s < _SHARE_MAX; s++) {
-                        json_t *spec = groups[i].share[s].spec;
-                        json_t *mask = json_object_get(spec, "mask");
-                        if (!mask)
-                                continue;
-                        uint64_t m;
-                        if (!json_is_string(mask) || resctrl_mask_parse(json_string_value(mask), &m) < 0)
-                                return plan_fail_item(
-                                        ctx, "/cat/groups", i, cat_share_key[s],
-                                        "\"%s\" is not a capacity bitmask; write hex digits such as \"0x7f0\"",
-                                        json_is_string(mask) ? json_string_value(mask) : "mask");
-                        k = cat_check_mask(ctx, ch, i, cat_share_key[s], m);
+                        snprintf(ptr, sizeof(ptr), "/cat/groups/%zu/%s", i, cat_share_key[s]);
+                        k = share_explicit(ctx, ch, groups[i].share[s].spec, ptr, &groups[i].share[s].mask);
                         if (k < 0)
                                 return k;
-                        groups[i].share[s].mask = m;
-                        taken |= m;
+                        taken |= groups[i].share[s].mask;
                 }
+        k = share_explicit(ctx, ch, guests->l3.spec, "/cat/guests/l3", &guests->l3.mask);
+        if (k < 0)
+                return k;
+        taken |= guests->l3.mask;
 
-        for (size_t i = 0; i < n; i++) {
-                CatGroup *g = &groups[i];
-                for (int s = 0; s < _SHARE_MAX; s++) {
-                        json_t *spec = g->share[s].spec;
-                        json_t *ways = json_object_get(spec, "ways"), *pct = json_object_get(spec, "percent");
-                        unsigned want;
-                        if (ways) {
-                                want = (unsigned) json_integer_value(ways);
-                                if (want > r->cbm_bits)
-                                        return plan_fail_item(ctx, "/cat/groups", i, cat_share_key[s],
-                                                              "%u ways exceed this host's %u ways (cbm_mask %s)", want,
-                                                              r->cbm_bits, cat_mask_str(a, r->cbm_mask, r->cbm_bits));
-                                if (want < ch->min_bits)
-                                        return plan_fail_item(ctx, "/cat/groups", i, cat_share_key[s],
-                                                              "%u way%s is fewer than this host's min_cbm_bits %u",
-                                                              want, want == 1 ? "" : "s", ch->min_bits);
-                        } else if (pct) {
-                                long long p = json_integer_value(pct);
-                                want = (unsigned) ((r->cbm_bits * p + 50) / 100);
-                                want = MAX(want, ch->min_bits);
-                        } else
+        for (size_t i = 0; i <= n; i++)
+                for (int s = 0; s < (i < n ? _SHARE_MAX : 1); s++) {
+                        CatShare *sh = i < n ? &groups[i].share[s] : &guests->l3;
+                        unsigned want = 0;
+                        if (i < n)
+                                snprintf(ptr, sizeof(ptr), "/cat/groups/%zu/%s", i, cat_share_key[s]);
+                        else
+                                snprintf(ptr, sizeof(ptr), "/cat/guests/l3");
+                        k = share_want(ctx, ch, sh->spec, ptr, &want);
+                        if (k < 0)
+                                return k;
+                        if (want == 0)
                                 continue;
-
-                        uint64_t avoid = taken | (g->exclusive ? r->shareable_bits : 0);
-                        uint64_t m = mask_alloc_top(r->cbm_mask, r->cbm_bits, avoid, want);
-                        if (m == 0) {
-                                char extra[160] = "";
-                                if (g->exclusive && r->shareable_bits)
-                                        snprintf(extra, sizeof(extra),
-                                                 " and an exclusive group cannot use the shareable_bits %s (ways I/O "
-                                                 "devices and other agents fill)",
-                                                 cat_mask_str(b, r->shareable_bits, r->cbm_bits));
-                                return plan_fail_item(
-                                        ctx, "/cat/groups", i, cat_share_key[s],
-                                        "%u contiguous ways do not fit: this host has %u ways (cbm_mask %s), "
-                                        "%s are given to other groups%s; ask for fewer ways or give an explicit "
-                                        "\"mask\" to share ways with another group",
-                                        want, r->cbm_bits, cat_mask_str(a, r->cbm_mask, r->cbm_bits),
-                                        cat_mask_str(b, taken, r->cbm_bits), extra);
-                        }
-                        g->share[s].mask = m;
-                        g->share[s].allocated = true;
-                        taken |= m;
+                        k = share_alloc(ctx, ch, ptr, want, taken, i < n && groups[i].exclusive, i == n, &sh->mask);
+                        if (k < 0)
+                                return k;
+                        sh->allocated = true;
+                        taken |= sh->mask;
                 }
-        }
         return 0;
 }
 
@@ -427,48 +488,93 @@ int cat_check_exclusive(PlanCtx *ctx, const CatHost *ch, const CatGroup *groups,
         return 0;
 }
 
-int cat_check_mb(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_t n) {
-        const ResctrlResource *mb = &ch->rc->mb;
+/* The guests' ways are no group's: a group's explicit mask over them is refused (a group given
+ * ways or a percentage is allocated around them). */
+int cat_check_guests(PlanCtx *ctx, const CatHost *ch, const CatGroup *groups, size_t n, const CatGuests *guests) {
+        const ResctrlResource *r = ch->cache;
+        uint64_t gw = guests->l3.mask;
+        char a[24], b[24];
 
+        if (!r || gw == 0)
+                return 0;
         for (size_t i = 0; i < n; i++) {
-                CatGroup *g = &groups[i];
-                if (!g->has_mb)
+                uint64_t u = cat_group_ways(&groups[i]);
+                if (!(u & gw))
                         continue;
-                if (g->mb < mb->min_bandwidth)
-                        return plan_fail_item(ctx, "/cat/groups", i, "mb",
-                                              "mb %u%% is below this host's min_bandwidth %u%%; use %u to 100", g->mb,
-                                              mb->min_bandwidth, mb->min_bandwidth);
-                /* The kernel rounds up to the granularity (bw_validate()); say so beforehand. */
-                if (mb->bandwidth_gran > 1 && g->mb % mb->bandwidth_gran)
-                        g->mb = MIN((g->mb / mb->bandwidth_gran + 1) * mb->bandwidth_gran, 100U);
+                return plan_fail_item(ctx, "/cat/groups", i, group_first_share(&groups[i]),
+                                      "ways %s overlap the ways kept for guests (/cat/guests/l3: %s); no group takes "
+                                      "the guests' ways, so that libvirt can give them to each guest's <cachetune>; "
+                                      "give the group other ways or keep fewer for guests",
+                                      cat_mask_str(a, u, r->cbm_bits), cat_mask_str(b, gw, r->cbm_bits));
         }
         return 0;
 }
 
-/* The default group's ways once shrunk: every way no exclusive group holds (on hosts without
- * sparse masks, the largest contiguous run of them). */
-int cat_default_mask(PlanCtx *ctx, const CatHost *ch, const CatGroup *groups, size_t n, uint64_t *ret,
-                     uint64_t *ret_unused) {
-        const ResctrlResource *r = ch->cache;
-        uint64_t excl = 0;
-        size_t last = 0;
-        char a[24], b[24], c[24];
+/* An "mb" the host's MBA takes: at least min_bandwidth, rounded up to bandwidth_gran as the kernel
+ * would (libvirt refuses a <memorytune> bandwidth off the granularity, so the guests' is rounded
+ * too). */
+static int mb_check(PlanCtx *ctx, const ResctrlResource *mb, const char *pointer, unsigned *value) {
+        if (*value < mb->min_bandwidth)
+                return plan_fail(ctx, pointer, "mb %u%% is below this host's min_bandwidth %u%%; use %u to 100", *value,
+                                 mb->min_bandwidth, mb->min_bandwidth);
+        if (mb->bandwidth_gran > 1 && *value % mb->bandwidth_gran)
+                *value = MIN((*value / mb->bandwidth_gran + 1) * mb->bandwidth_gran, 100U);
+        return 0;
+}
 
-        for (size_t i = 0; i < n; i++)
+int cat_check_mb(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_t n, CatGuests *guests) {
+        const ResctrlResource *mb = &ch->rc->mb;
+        char ptr[256];
+        int k;
+
+        for (size_t i = 0; i < n; i++) {
+                if (!groups[i].has_mb)
+                        continue;
+                snprintf(ptr, sizeof(ptr), "/cat/groups/%zu/mb", i);
+                k = mb_check(ctx, mb, ptr, &groups[i].mb);
+                if (k < 0)
+                        return k;
+        }
+        return guests->has_mb ? mb_check(ctx, mb, "/cat/guests/mb", &guests->mb) : 0;
+}
+
+/* The default group's ways once shrunk: every way no exclusive group holds and the guests' ways
+ * are not (on hosts without sparse masks, the largest contiguous run of them; *ret_unused: the
+ * ways then left to no group at all). */
+int cat_default_mask(PlanCtx *ctx, const CatHost *ch, const CatGroup *groups, size_t n, const CatGuests *guests,
+                     uint64_t *ret, uint64_t *ret_unused) {
+        const ResctrlResource *r = ch->cache;
+        uint64_t excl = 0, held = 0;
+        size_t last = 0;
+        char a[24], b[24], c[24], e[24];
+
+        for (size_t i = 0; i < n; i++) {
+                held |= cat_group_ways(&groups[i]);
                 if (groups[i].exclusive) {
                         excl |= cat_group_ways(&groups[i]);
                         last = i;
                 }
-        uint64_t free_ways = r->cbm_mask & ~excl;
+        }
+        uint64_t free_ways = r->cbm_mask & ~excl & ~guests->l3.mask;
         uint64_t d = ch->sparse ? free_ways : mask_largest_run(free_ways);
-        if (cat_popcount(d) < ch->min_bits)
+        if (cat_popcount(d) < ch->min_bits) {
+                if (guests->l3.mask)
+                        return plan_fail(ctx, "/cat/guests/l3",
+                                         "exclusive groups take %s and the guests' ways are %s of this host's cbm_mask "
+                                         "%s, leaving the default group %s: fewer than min_cbm_bits %u; keep fewer "
+                                         "ways for guests or give the exclusive groups fewer",
+                                         cat_mask_str(a, excl, r->cbm_bits),
+                                         cat_mask_str(b, guests->l3.mask, r->cbm_bits),
+                                         cat_mask_str(c, r->cbm_mask, r->cbm_bits), cat_mask_str(e, d, r->cbm_bits),
+                                         ch->min_bits);
                 return plan_fail_item(
                         ctx, "/cat/groups", last, group_first_share(&groups[last]),
                         "exclusive groups take %s of this host's cbm_mask %s, leaving the default group %s: "
                         "fewer than min_cbm_bits %u; leave at least %u way%s (contiguous) outside exclusive groups",
                         cat_mask_str(a, excl, r->cbm_bits), cat_mask_str(b, r->cbm_mask, r->cbm_bits),
                         cat_mask_str(c, d, r->cbm_bits), ch->min_bits, ch->min_bits, ch->min_bits == 1 ? "" : "s");
+        }
         *ret = d;
-        *ret_unused = free_ways & ~d;
+        *ret_unused = free_ways & ~d & ~held;
         return 0;
 }

@@ -49,6 +49,15 @@ typedef struct CatGroup {
         unsigned mb, mb_asked;
 } CatGroup;
 
+/* What the profile keeps for guests (cat.guests): ways no group and not the default group takes,
+ * so that libvirt can make each guest's <cachetune> group of them, and the memory bandwidth each
+ * guest's group may use (libvirt's <memorytune>). */
+typedef struct CatGuests {
+        CatShare l3; /* spec NULL: no ways kept */
+        bool has_mb;
+        unsigned mb, mb_asked;
+} CatGuests;
+
 typedef struct CatHost {
         const Resctrl *rc;
         const char *mount;
@@ -73,19 +82,23 @@ char *cat_mask_ways(uint64_t m);
 uint64_t cat_group_ways(const CatGroup *g);
 /* Host-independent checks, and the ones that need only the vendor: names, CPUs, "mb" on AMD. */
 int cat_groups_parse(PlanCtx *ctx, json_t *arr, CatGroup *groups, size_t n);
+/* The same for cat.guests (absent: nothing kept). */
+int cat_guests_parse(PlanCtx *ctx, json_t *cat, CatGuests *ret);
 /* A file's first line; absent or unreadable by this user: NULL. */
 int cat_read_optional(Root *root, const char *path, char **ret);
 int cat_host_init(PlanCtx *ctx, CatHost *ch);
 void cat_host_done(CatHost *ch);
 /* Everything is checked before the first knob is added: these in order. */
-int cat_check_resources(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_t n);
-int cat_compute_masks(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_t n);
+int cat_check_resources(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_t n, const CatGuests *guests);
+int cat_compute_masks(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_t n, CatGuests *guests);
 int cat_check_exclusive(PlanCtx *ctx, const CatHost *ch, const CatGroup *groups, size_t n);
-int cat_check_mb(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_t n);
-/* The default group's ways once shrunk: every way no exclusive group holds (on hosts without
- * sparse masks, the largest contiguous run of them; *ret_unused: the ways then left to nobody). */
-int cat_default_mask(PlanCtx *ctx, const CatHost *ch, const CatGroup *groups, size_t n, uint64_t *ret,
-                     uint64_t *ret_unused);
+int cat_check_guests(PlanCtx *ctx, const CatHost *ch, const CatGroup *groups, size_t n, const CatGuests *guests);
+int cat_check_mb(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_t n, CatGuests *guests);
+/* The default group's ways once shrunk: every way no exclusive group holds and the guests' ways
+ * are not (on hosts without sparse masks, the largest contiguous run of them; *ret_unused: the
+ * ways then left to no group at all). */
+int cat_default_mask(PlanCtx *ctx, const CatHost *ch, const CatGroup *groups, size_t n, const CatGuests *guests,
+                     uint64_t *ret, uint64_t *ret_unused);
 
 /* ---- resctrl-plan.c ---- */
 

@@ -164,64 +164,105 @@ static int cat_plan_unmounted(PlanCtx *ctx, const CatHost *ch, const CatGroup *g
         return 0;
 }
 
-/* The default group's knobs, first: exclusive mode is refused while it still shares the ways.
- * shrinking: it gets def (unused: the ways left to nobody); else, with exclusive groups, a note
- * where the user's default group is in their way. */
-static int plan_default_group(PlanCtx *ctx, const CatHost *ch, const CatGroup *groups, size_t n, bool shrinking,
-                              uint64_t def, uint64_t unused) {
+/* shrink_default is off: the user manages the default group, but the kernel will refuse
+ * exclusive mode while it overlaps an exclusive group, and libvirt finds no free ways for a guest
+ * while it holds the guests' ways. */
+static int note_user_default(PlanCtx *ctx, const CatHost *ch, const CatGroup *groups, size_t n,
+                             const CatGuests *guests) {
         const ResctrlResource *r = ch->cache;
-        bool any_exclusive = false;
+        uint64_t excl = 0, cur_ways = 0;
         char a[24];
-        int k;
+        int k = 0;
 
-        for (size_t i = 0; i < n; i++)
-                any_exclusive = any_exclusive || groups[i].exclusive;
-        if (shrinking) {
-                _cleanup_free_ char *ways = cat_mask_ways(def);
-                _cleanup_free_ char *note = NULL;
-                if (!ways || asprintf(&note, "default group: %s, outside exclusive groups", ways) < 0)
-                        return -ENOMEM;
-                if (ch->rc->cdp) {
-                        k = add_schemata(ctx, ch, NULL, "L3CODE", def, r->cbm_bits, note);
-                        if (k >= 0)
-                                k = add_schemata(ctx, ch, NULL, "L3DATA", def, r->cbm_bits, note);
-                } else
-                        k = add_schemata(ctx, ch, NULL, "L3", def, r->cbm_bits, note);
-                if (k < 0 || !unused)
-                        return k;
-                _cleanup_free_ char *left = cat_mask_ways(unused);
-                return plan_note(ctx,
-                                 "cat: the default group keeps %s; %s stay unused, as this host takes only contiguous "
-                                 "masks",
-                                 cat_mask_str(a, def, r->cbm_bits), strempty(left));
-        }
-        if (!any_exclusive || !ch->cache || !ch->root_schemata)
-                return 0;
-        /* shrink_default is off: the user manages the default group, but the kernel will refuse
-         * exclusive mode while the default group overlaps. */
-        uint64_t excl = 0;
         for (size_t i = 0; i < n; i++)
                 if (groups[i].exclusive)
                         excl |= cat_group_ways(&groups[i]);
+        if ((!excl && !guests->l3.mask) || !r || !ch->root_schemata)
+                return 0;
         _cleanup_free_ char *cur = NULL;
         if (resctrl_schemata_parse(ch->root_schemata, ch->cache_name, &cur) < 0)
                 return 0;
-        bool overlap = false;
         for (const char *p = cur; *p;) {
                 const char *eq = strchr(p, '=');
                 if (!eq)
                         break;
-                overlap = overlap || (strtoull(eq + 1, NULL, 16) & excl);
+                cur_ways |= strtoull(eq + 1, NULL, 16);
                 p = strchrnul(p, ';');
                 if (*p)
                         p++;
         }
-        if (!overlap)
-                return 0;
+        if (cur_ways & excl)
+                k = plan_note(ctx,
+                              "cat: shrink_default is false and the default group (%s:%s) shares ways with the "
+                              "exclusive groups (%s); the kernel refuses exclusive mode until the default group gives "
+                              "them up",
+                              ch->cache_name, cur, cat_mask_str(a, excl, r->cbm_bits));
+        if (k >= 0 && (cur_ways & guests->l3.mask))
+                k = plan_note(ctx,
+                              "cat: shrink_default is false and the default group (%s:%s) holds ways kept for guests "
+                              "(%s); libvirt cannot make a guest's <cachetune> group of them until the default group "
+                              "gives them up",
+                              ch->cache_name, cur, cat_mask_str(a, guests->l3.mask, r->cbm_bits));
+        return k;
+}
+
+/* The default group's knobs, first: exclusive mode is refused while it still shares the ways.
+ * shrinking: it gets def (unused: the ways left to nobody); else a note where the user's default
+ * group is in the way. */
+static int plan_default_group(PlanCtx *ctx, const CatHost *ch, const CatGroup *groups, size_t n,
+                              const CatGuests *guests, bool shrinking, uint64_t def, uint64_t unused) {
+        const ResctrlResource *r = ch->cache;
+        char a[24];
+        int k;
+
+        if (!shrinking)
+                return note_user_default(ctx, ch, groups, n, guests);
+        _cleanup_free_ char *ways = cat_mask_ways(def);
+        _cleanup_free_ char *note = NULL;
+        if (!ways ||
+            asprintf(&note, "default group: %s, outside exclusive groups%s", ways,
+                     guests->l3.mask ? " and the guests' ways" : "") < 0)
+                return -ENOMEM;
+        if (ch->rc->cdp) {
+                k = add_schemata(ctx, ch, NULL, "L3CODE", def, r->cbm_bits, note);
+                if (k >= 0)
+                        k = add_schemata(ctx, ch, NULL, "L3DATA", def, r->cbm_bits, note);
+        } else
+                k = add_schemata(ctx, ch, NULL, "L3", def, r->cbm_bits, note);
+        if (k < 0 || !unused)
+                return k;
+        _cleanup_free_ char *left = cat_mask_ways(unused);
         return plan_note(ctx,
-                         "cat: shrink_default is false and the default group (%s:%s) shares ways with the exclusive "
-                         "groups (%s); the kernel refuses exclusive mode until the default group gives them up",
-                         ch->cache_name, cur, cat_mask_str(a, excl, r->cbm_bits));
+                         "cat: the default group keeps %s; %s stay unused, as this host takes only contiguous masks",
+                         cat_mask_str(a, def, r->cbm_bits), strempty(left));
+}
+
+/* What the guests get: their ways (libvirt's <cachetune> groups are made of them, one CLOSID
+ * each) and each guest's memory bandwidth. */
+static int note_guests(PlanCtx *ctx, const CatHost *ch, size_t n, const CatGuests *guests) {
+        const ResctrlResource *r = ch->cache;
+        char a[24];
+        int k = 0;
+
+        if (guests->l3.mask && r) {
+                _cleanup_free_ char *ways = cat_mask_ways(guests->l3.mask);
+                unsigned limit = r->num_closids;
+                if (ch->rc->mb.present && ch->rc->mb.num_closids && (!limit || ch->rc->mb.num_closids < limit))
+                        limit = ch->rc->mb.num_closids;
+                k = plan_note(
+                        ctx,
+                        "cat: %s (%s, %u of %u) are kept for guests: no group and not the default group holds "
+                        "them, so libvirt makes each guest's <cachetune> group of them (export libvirt sizes it); "
+                        "%u CLOSIDs are left for those groups",
+                        strempty(ways), cat_mask_str(a, guests->l3.mask, r->cbm_bits), cat_popcount(guests->l3.mask),
+                        r->cbm_bits, limit > n + 1 ? limit - 1 - (unsigned) n : 0);
+        }
+        if (k >= 0 && guests->has_mb && guests->mb != guests->mb_asked)
+                k = plan_note(ctx,
+                              "cat: guests: mb %u%% is rounded up to %u%%, a multiple of this host's bandwidth_gran "
+                              "%u%%, as libvirt's <memorytune> needs",
+                              guests->mb_asked, guests->mb, ch->rc->mb.bandwidth_gran);
+        return k;
 }
 
 /* A group's knobs: its cache shares, its memory bandwidth, its CPUs and its mode. */
@@ -271,14 +312,16 @@ static int plan_group(PlanCtx *ctx, const CatHost *ch, const CatGroup *g) {
 }
 
 /* Every check, then the masks: before the first knob is added. */
-static int cat_check_all(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_t n) {
-        int k = cat_check_resources(ctx, ch, groups, n);
+static int cat_check_all(PlanCtx *ctx, const CatHost *ch, CatGroup *groups, size_t n, CatGuests *guests) {
+        int k = cat_check_resources(ctx, ch, groups, n, guests);
         if (k >= 0)
-                k = cat_compute_masks(ctx, ch, groups, n);
+                k = cat_compute_masks(ctx, ch, groups, n, guests);
         if (k >= 0)
                 k = cat_check_exclusive(ctx, ch, groups, n);
         if (k >= 0)
-                k = cat_check_mb(ctx, ch, groups, n);
+                k = cat_check_guests(ctx, ch, groups, n, guests);
+        if (k >= 0)
+                k = cat_check_mb(ctx, ch, groups, n, guests);
         return k;
 }
 
@@ -286,6 +329,7 @@ int resctrl_plan(PlanCtx *ctx) {
         json_t *cat = json_object_get(ctx->resolved->doc, "cat");
         const Resctrl *rc = &ctx->host->resctrl;
         _cleanup_(cat_host_done) CatHost ch = {};
+        CatGuests guests = {};
         int k;
 
         if (!cat)
@@ -299,10 +343,13 @@ int resctrl_plan(PlanCtx *ctx) {
         size_t n = json_array_size(arr);
         json_t *sd = json_object_get(cat, "shrink_default");
         bool shrink = !sd || json_is_true(sd);
-        if (n == 0)
+        k = cat_guests_parse(ctx, cat, &guests);
+        if (k < 0)
+                return k;
+        if (n == 0 && !guests.l3.spec && !guests.has_mb)
                 return 0;
 
-        _cleanup_free_ CatGroup *groups = calloc(n, sizeof(CatGroup));
+        _cleanup_free_ CatGroup *groups = calloc(MAX(n, 1U), sizeof(CatGroup));
         if (!groups)
                 return -ENOMEM;
         k = cat_groups_parse(ctx, arr, groups, n);
@@ -313,15 +360,15 @@ int resctrl_plan(PlanCtx *ctx) {
                 return k;
         if (!rc->mounted)
                 return cat_plan_unmounted(ctx, &ch, groups, n);
-        k = cat_check_all(ctx, &ch, groups, n);
+        k = cat_check_all(ctx, &ch, groups, n, &guests);
         if (k < 0)
                 return k;
         bool any_exclusive = false;
         for (size_t i = 0; i < n; i++)
                 any_exclusive = any_exclusive || groups[i].exclusive;
         uint64_t def = 0, unused = 0;
-        bool shrinking = shrink && any_exclusive && ch.cache;
-        if (shrinking && (k = cat_default_mask(ctx, &ch, groups, n, &def, &unused)) < 0)
+        bool shrinking = shrink && (any_exclusive || guests.l3.mask) && ch.cache;
+        if (shrinking && (k = cat_default_mask(ctx, &ch, groups, n, &guests, &def, &unused)) < 0)
                 return k;
 
         if (ch.n_domains == 0)
@@ -331,8 +378,10 @@ int resctrl_plan(PlanCtx *ctx) {
                                  ch.mount);
         k = add_mount(ctx, &ch, rc->cdp);
         if (k >= 0)
-                k = plan_default_group(ctx, &ch, groups, n, shrinking, def, unused);
+                k = plan_default_group(ctx, &ch, groups, n, &guests, shrinking, def, unused);
         for (size_t i = 0; k >= 0 && i < n; i++)
                 k = plan_group(ctx, &ch, &groups[i]);
+        if (k >= 0)
+                k = note_guests(ctx, &ch, n, &guests);
         return k < 0 ? k : cat_note_foreign(ctx, &ch, groups, n);
 }

@@ -26,13 +26,19 @@ static const SchemaField cat_group_fields[] = { { "name", &schema_string },    {
                                                 { "exclusive", &schema_bool }, {} };
 static const Schema cat_group_schema = { SCHEMA_OBJECT, .fields = cat_group_fields };
 static const Schema cat_groups_schema = { SCHEMA_ARRAY, .items = &cat_group_schema };
-static const SchemaField cat_fields[] = { { "groups", &cat_groups_schema }, { "shrink_default", &schema_bool }, {} };
+static const SchemaField cat_guests_fields[] = { { "l3", &share_schema }, { "mb", &schema_percent }, {} };
+static const Schema cat_guests_schema = { SCHEMA_OBJECT, .fields = cat_guests_fields };
+static const SchemaField cat_fields[] = {
+        { "groups", &cat_groups_schema }, { "shrink_default", &schema_bool }, { "guests", &cat_guests_schema }, {}
+};
 static const Schema cat_schema = { SCHEMA_OBJECT, .fields = cat_fields };
 static const SchemaField resctrl_section = { "cat", &cat_schema };
 
 /* resctrl: Intel CAT/CDP/MBA and AMD L3 QoS through /sys/fs/resctrl. The profile's "cat" section
  * names groups, each with CPUs and a share of the L3 cache (a mask, a number of ways or a
- * percentage) and optionally of memory bandwidth. Knobs:
+ * percentage) and optionally of memory bandwidth, and the ways kept for guests ("guests": no
+ * group and not the default group takes them; libvirt makes each guest's <cachetune> group of
+ * them, so they have no knob). Knobs:
  *
  *   resctrl/<group>/schemata/<RES>   <mount>/<group>/schemata   "0=7f0;1=7f0" (VALUE_SCHEMATA)
  *   resctrl/<group>/cpus             <mount>/<group>/cpus_list  CPU list

@@ -1,316 +1,239 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "export.h"
-#include "macro.h"
+#include "export-internal.h"
 #include "strv.h"
 
-/* A libvirt domain XML document (export libvirt --domain), read only as far as the merge needs:
- * every element's span checked against its end tag, the domain's children and grandchildren
- * located, every other byte kept as it is. */
+/* A libvirt domain XML document (export libvirt --domain): the parts export writes located, with
+ * what it keeps of them, and the merge that puts its elements there and keeps every other byte. */
 
 void export_domain_done(ExportDomain *d) {
-        free(d->iothreads);
-        strv_free(d->memory_keep);
         free(d->indent);
+        free(d->step);
+        free(d->vcpu_attrs);
+        free(d->vcpu_cpuset);
+        free(d->vcpu_placement);
+        free(d->iothreads);
+        strv_free(d->cputune_keep);
+        strv_free(d->cputune_dropped);
+        strv_free(d->cputune_replaced);
+        free(d->numatune);
+        strv_free(d->memory_keep);
+        strv_free(d->memory_replaced);
+        free(d->cpu_attrs);
+        free(d->cpu_mode);
+        strv_free(d->cpu_keep);
+        strv_free(d->cpu_dropped);
+        free(d->cpu_topology);
+        free(d->cpu_tsc);
+        free(d->cpu_numa);
+        free(d->pmu);
+        free(d->memballoon);
+        free(d->features.indent);
+        free(d->devices.indent);
         *d = (ExportDomain) {};
 }
 
-/* An element met while scanning, down to the domain's grandchildren. */
-typedef struct XmlElement {
-        const char *name;
-        size_t len;
-        size_t start, content, close, end; /* '<' of the start tag, after its '>', '<' of the end tag
-                                            * (content for an empty element), after the end tag's '>' */
-        size_t depth;                      /* 0: the root */
-        const char *attrs;                 /* the start tag's attributes */
-        size_t attrs_len;
-} XmlElement;
+/* ---- the parse ---- */
 
-typedef struct XmlScan {
-        const char *text;
-        size_t size, pos;
-        XmlElement *elems;
-        size_t n_elems;
-        char *error;
-        size_t stack[256], depth; /* the open elements (indexes of elems) */
-        bool root_done;
-} XmlScan;
-
-static unsigned line_of(const char *text, size_t pos) {
-        unsigned l = 1;
-        for (size_t i = 0; i < pos; i++)
-                l += text[i] == '\n';
-        return l;
-}
-
-_printf_(3, 4) static int scan_fail(XmlScan *x, size_t at, const char *fmt, ...) {
-        _cleanup_free_ char *m = NULL;
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vasprintf(&m, fmt, ap);
-        va_end(ap);
-        if (k < 0 || asprintf(&x->error, "line %u: %s", line_of(x->text, at), m) < 0)
-                return -ENOMEM;
-        return -EINVAL;
-}
-
-/* Skips past `end` from the current position; false when the text ends first. */
-static bool skip_past(XmlScan *x, const char *end) {
-        size_t l = strlen(end);
-        for (; x->pos + l <= x->size; x->pos++)
-                if (memcmp(x->text + x->pos, end, l) == 0) {
-                        x->pos += l;
+static bool is_any(const XmlElement *e, const char * const *names) {
+        for (; *names; names++)
+                if (xml_is(e, *names))
                         return true;
-                }
         return false;
 }
 
-static bool is_name_char(char c) {
-        return isalnum((unsigned char) c) || c == '_' || c == '-' || c == '.' || c == ':' || (unsigned char) c >= 0x80;
-}
-
-/* Markup that is no element at x->pos (a comment, CDATA, a processing instruction, a declaration):
- * 1 when skipped, 0 when it is a tag. */
-static int scan_markup(XmlScan *x, size_t at) {
-        const char *t = x->text + at;
-        size_t left = x->size - at;
-        if (left >= 4 && memcmp(t, "<!--", 4) == 0) {
-                x->pos += 4;
-                return skip_past(x, "-->") ? 1 : scan_fail(x, at, "comment not closed with -->");
-        }
-        if (left >= 9 && memcmp(t, "<![CDATA[", 9) == 0)
-                return skip_past(x, "]]>") ? 1 : scan_fail(x, at, "CDATA section not closed with ]]>");
-        if (left >= 2 && t[1] == '?')
-                return skip_past(x, "?>") ? 1 : scan_fail(x, at, "processing instruction not closed with ?>");
-        if (left < 2 || t[1] != '!')
-                return 0;
-        /* <!DOCTYPE …>, with an internal subset in brackets */
-        int brackets = 0;
-        for (x->pos++; x->pos < x->size; x->pos++) {
-                char c = x->text[x->pos];
-                if (c == '[')
-                        brackets++;
-                else if (c == ']')
-                        brackets--;
-                else if (c == '>' && brackets <= 0)
-                        break;
-        }
-        if (x->pos >= x->size)
-                return scan_fail(x, at, "declaration not closed with >");
-        x->pos++;
-        return 1;
-}
-
-/* The end of the tag whose name ends at ne: its '>' outside quotes (XML allows no '<' in a tag,
- * quoted or not), or an error. */
-static int tag_end(XmlScan *x, size_t at, size_t ns, size_t ne, size_t *ret) {
-        char q = 0;
-        for (size_t p = ne; p < x->size; p++) {
-                char c = x->text[p];
-                if (c == '<')
-                        return scan_fail(x, at, "'<' inside the tag <%.*s>", (int) (ne - ns), x->text + ns);
-                if (q) {
-                        if (c == q)
-                                q = 0;
-                } else if (c == '"' || c == '\'')
-                        q = c;
-                else if (c == '>') {
-                        *ret = p;
-                        return 0;
-                }
-        }
-        return scan_fail(x, at, "tag <%.*s> not closed with >", (int) (ne - ns), x->text + ns);
-}
-
-static int scan_close(XmlScan *x, size_t at, size_t ns, size_t ne, size_t p) {
-        for (size_t k = ne; k < p; k++)
-                if (!isspace((unsigned char) x->text[k]))
-                        return scan_fail(x, at, "%.*s> holds more than the element's name", (int) (p - at),
-                                         x->text + at);
-        if (x->depth == 0)
-                return scan_fail(x, at, "</%.*s> closes no element", (int) (ne - ns), x->text + ns);
-        XmlElement *open = &x->elems[x->stack[x->depth - 1]];
-        if (open->len != ne - ns || memcmp(open->name, x->text + ns, open->len) != 0)
-                return scan_fail(x, at, "<%.*s> (line %u) closed by </%.*s>", (int) open->len, open->name,
-                                 line_of(x->text, open->start), (int) (ne - ns), x->text + ns);
-        open->close = at;
-        open->end = x->pos;
-        if (--x->depth == 0)
-                x->root_done = true;
-        return 0;
-}
-
-static int scan_open(XmlScan *x, size_t at, size_t ns, size_t ne, size_t p) {
-        bool empty = x->text[p - 1] == '/';
-        if (x->root_done)
-                return scan_fail(x, at, "a second root element <%.*s>", (int) (ne - ns), x->text + ns);
-        if (x->depth >= ELEMENTSOF(x->stack))
-                return scan_fail(x, at, "elements nested deeper than %zu", ELEMENTSOF(x->stack));
-        XmlElement *n = realloc(x->elems, (x->n_elems + 1) * sizeof(XmlElement));
-        if (!n)
-                return -ENOMEM;
-        x->elems = n;
-        x->elems[x->n_elems] = (XmlElement) {
-                .name = x->text + ns,
-                .len = ne - ns,
-                .start = at,
-                .content = x->pos,
-                .close = x->pos,
-                .end = x->pos,
-                .depth = x->depth,
-                .attrs = x->text + ne,
-                .attrs_len = p - ne - empty,
+static int set_span(XmlScan *x, ExportSpan *s, const XmlElement *e) {
+        if (s->found)
+                return xml_fail(x, e->start, "a second <%.*s> (the first is on line %u): a domain has one",
+                                (int) e->len, e->name, xml_line_of(x->text, s->start));
+        *s = (ExportSpan) {
+                .start = xml_line_start(x->text, e->start),
+                .end = xml_line_end(x->text, x->size, e->end),
+                .found = true,
         };
-        if (!empty)
-                x->stack[x->depth++] = x->n_elems;
-        else if (x->depth == 0)
-                x->root_done = true;
-        x->n_elems++;
         return 0;
 }
 
-/* A start or end tag at x->pos. */
-static int scan_tag(XmlScan *x, size_t at) {
-        bool closing = x->size - at >= 2 && x->text[at + 1] == '/';
-        size_t ns = at + 1 + closing, ne = ns, p = 0;
-        while (ne < x->size && is_name_char(x->text[ne]))
-                ne++;
-        if (ne == ns)
-                return scan_fail(x, at, "'<' starts no tag (write &lt; for a literal '<')");
-        int r = tag_end(x, at, ns, ne, &p);
-        if (r < 0)
-                return r;
-        x->pos = p + 1;
-        return closing ? scan_close(x, at, ns, ne, p) : scan_open(x, at, ns, ne, p);
+/* Where something goes at pos: there when pos starts a line; else right after what precedes it
+ * on its line but blanks, so that what goes there ends that line without taking the blanks into
+ * the line it makes. */
+static size_t insertion_point(const char *text, size_t pos) {
+        size_t p = xml_line_start(text, pos);
+        if (p == 0 || text[p - 1] == '\n')
+                return p;
+        while (p > 0 && (text[p - 1] == ' ' || text[p - 1] == '\t' || text[p - 1] == '\r'))
+                p--;
+        return p;
 }
 
-/* The whole document: every element's span checked against its end tag, the elements down to
- * depth 2 recorded. */
-static int scan(XmlScan *x) {
-        while (x->pos < x->size) {
-                size_t at = x->pos;
-                if (x->text[at] != '<') {
-                        if (x->depth == 0 && !isspace((unsigned char) x->text[at]))
-                                return scan_fail(x, at, "text outside the root element");
-                        x->pos++;
-                        continue;
-                }
-                int r = scan_markup(x, at);
-                if (r == 0)
-                        r = scan_tag(x, at);
-                if (r < 0)
-                        return r;
-        }
-        if (x->depth > 0) {
-                XmlElement *open = &x->elems[x->stack[x->depth - 1]];
-                return scan_fail(x, open->start, "<%.*s> is never closed", (int) open->len, open->name);
-        }
-        if (!x->root_done)
-                return scan_fail(x, x->size, "no root element");
+static int set_parent(XmlScan *x, ExportParent *p, const XmlElement *e) {
+        int k = set_span(x, &p->at, e);
+        if (k < 0)
+                return k;
+        p->empty = e->close == e->content && x->text[e->content - 2] == '/';
+        p->close = insertion_point(x->text, e->close);
         return 0;
 }
 
-static bool elem_is(const XmlElement *e, const char *name) {
-        return e->len == strlen(name) && memcmp(e->name, name, e->len) == 0;
-}
+/* An element as written, its lines after the first without the indent of its own line, so that it
+ * can be written at another. */
+static char *text_dedented(const XmlScan *x, const XmlElement *e) {
+        size_t ls = xml_line_start(x->text, e->start), il = ls == e->start ? 0 : e->start - ls;
+        _cleanup_free_ char *t = xml_text(x, e);
+        StrBuf b = {};
 
-/* The value of attribute `name` of a start tag, as a number; false when absent or not one. */
-static bool attr_uint(const XmlElement *e, const char *name, unsigned *ret) {
-        size_t l = strlen(name);
-        for (size_t i = 0; i + l + 2 <= e->attrs_len; i++) {
-                const char *a = e->attrs + i;
-                if (!isspace((unsigned char) a[-1]) || memcmp(a, name, l) != 0)
-                        continue;
-                const char *v = a + l;
-                while (isspace((unsigned char) *v))
-                        v++;
-                if (*v++ != '=')
-                        continue;
-                while (isspace((unsigned char) *v))
-                        v++;
-                if (*v != '\'' && *v != '"')
-                        continue;
-                char *end;
-                unsigned long n = strtoul(v + 1, &end, 10);
-                if (end == v + 1 || *end != *v)
-                        return false;
-                *ret = (unsigned) n;
-                return true;
+        if (!t)
+                return NULL;
+        strbuf_append(&b, "");
+        for (const char *l = t; *l;) {
+                const char *nl = strchrnul(l, '\n');
+                if (l != t && il > 0 && (size_t) (nl - l) >= il && memcmp(l, x->text + ls, il) == 0)
+                        l += il;
+                strbuf_appendf(&b, "%.*s%s", (int) (nl - l), l, *nl ? "\n" : "");
+                l = *nl ? nl + 1 : nl;
         }
-        return false;
+        return strbuf_steal(&b);
 }
 
-/* The text of an element as a number ("  4 "); false when it is none. */
-static bool content_uint(const char *text, const XmlElement *e, unsigned *ret) {
-        if (e->end <= e->content)
-                return false;
-        _cleanup_free_ char *s = strndup(text + e->content, e->end - e->content);
-        if (!s)
-                return false;
+/* Appends an element as written to *list (a NULL-terminated list), or, list NULL, to *text as a
+ * line. */
+static int keep_text(const XmlScan *x, const XmlElement *e, char ***list, char **text) {
+        _cleanup_free_ char *t = text_dedented(x, e);
+        if (!t)
+                return -ENOMEM;
+        if (list)
+                return strv_extend(list, t);
+        char *n;
+        if (asprintf(&n, "%s%s\n", strempty(*text), t) < 0)
+                return -ENOMEM;
+        free(*text);
+        *text = n;
+        return 0;
+}
+
+/* <memory>'s size in KiB, with its unit (libvirt's: b, KB, k/KiB, MB, M/MiB, GB, G/GiB, TB,
+ * T/TiB; KiB when none). */
+static uint64_t memory_kib(const XmlScan *x, const XmlElement *e) {
+        static const struct {
+                const char *unit;
+                double kib;
+        } units[] = {
+                { "b", 1.0 / 1024 },  { "bytes", 1.0 / 1024 }, { "KB", 1000.0 / 1024 }, { "k", 1 },
+                { "KiB", 1 },         { "MB", 1e6 / 1024 },    { "M", 1024 },           { "MiB", 1024 },
+                { "GB", 1e9 / 1024 }, { "G", 1048576 },        { "GiB", 1048576 },      { "TB", 1e12 / 1024 },
+                { "T", 1073741824 },  { "TiB", 1073741824 },
+        };
+        _cleanup_free_ char *unit = xml_attr(e, "unit"), *v = strndup(x->text + e->content, e->close - e->content);
+        double kib = 1;
         char *end;
-        unsigned long n = strtoul(s, &end, 10);
+
+        if (!v)
+                return 0;
+        for (size_t i = 0; unit && i < ELEMENTSOF(units); i++)
+                if (streq(unit, units[i].unit))
+                        kib = units[i].kib;
+        unsigned long long n = strtoull(v, &end, 10);
         while (isspace((unsigned char) *end))
                 end++;
-        if (end == s || *end != '<')
-                return false;
-        *ret = (unsigned) n;
-        return true;
+        double total = (double) n * kib;
+        return end == v || *end || total >= 1e18 ? 0 : (uint64_t) total; /* 0: no size libvirt would take */
 }
 
-/* The start of the line of pos when only blanks precede it there, else pos. */
-static size_t line_start(const char *text, size_t pos) {
-        size_t p = pos;
-        while (p > 0 && (text[p - 1] == ' ' || text[p - 1] == '\t'))
-                p--;
-        return p == 0 || text[p - 1] == '\n' ? p : pos;
-}
-
-/* After the newline that ends the line of pos when only blanks follow it there, else pos. */
-static size_t line_end(const char *text, size_t size, size_t pos) {
-        size_t p = pos;
-        while (p < size && (text[p] == ' ' || text[p] == '\t' || text[p] == '\r'))
-                p++;
-        return p < size && text[p] == '\n' ? p + 1 : p == size ? p : pos;
-}
-
-/* A child of <domain>: <vcpu>, <iothreads>, and the elements export replaces. */
+/* A child of <domain>: <vcpu>, <memory>, <iothreads>, the parts export replaces, and the parents
+ * it adds to. */
 static int domain_child(XmlScan *x, ExportDomain *d, const XmlElement *e) {
-        if (elem_is(e, "vcpu"))
-                return content_uint(x->text, e, &d->vcpus) ? 0
-                                                           : scan_fail(x, e->start, "<vcpu> holds no number of vCPUs");
-        if (elem_is(e, "iothreads") && d->n_iothreads == 0) {
+        static const char * const vcpu_own[] = { "placement", "cpuset", NULL },
+                                  * const cpu_own[] = { "mode", "match", NULL };
+
+        int k;
+        if (xml_is(e, "vcpu")) {
+                if ((k = set_span(x, &d->at[EXPORT_PART_VCPU], e)) < 0)
+                        return k;
+                if (!xml_content_uint(x->text, e, &d->vcpus))
+                        return xml_fail(x, e->start, "<vcpu> holds no number of vCPUs");
+                d->vcpu_cpuset = xml_attr(e, "cpuset");
+                d->vcpu_placement = xml_attr(e, "placement");
+                d->vcpu_attrs = xml_attrs_without(e, vcpu_own);
+                return d->vcpu_attrs ? 0 : -ENOMEM;
+        }
+        if (xml_is(e, "memory"))
+                d->memory_kib = memory_kib(x, e);
+        if (xml_is(e, "iothreads") && d->n_iothreads == 0) {
                 unsigned n = 0;
-                if (!content_uint(x->text, e, &n) || n > 4096)
-                        return scan_fail(x, e->start, "<iothreads> holds no number of I/O threads");
+                if (!xml_content_uint(x->text, e, &n) || n > 4096)
+                        return xml_fail(x, e->start, "<iothreads> holds no number of I/O threads");
                 if (n > 0 && !(d->iothreads = calloc(n, sizeof(unsigned))))
                         return -ENOMEM;
-                for (unsigned k = 0; k < n; k++)
-                        d->iothreads[d->n_iothreads++] = k + 1;
+                for (unsigned i = 0; i < n; i++)
+                        d->iothreads[d->n_iothreads++] = i + 1;
                 return 0;
         }
-        if (!elem_is(e, "cputune") && !elem_is(e, "numatune") && !elem_is(e, "memoryBacking"))
-                return 0;
-        if (d->n_remove >= ELEMENTSOF(d->remove))
-                return scan_fail(x, e->start, "too many <%.*s> elements", (int) e->len, e->name);
-        d->remove[d->n_remove].start = line_start(x->text, e->start);
-        d->remove[d->n_remove].end = line_end(x->text, x->size, e->end);
-        d->n_remove++;
+        if (xml_is(e, "cputune"))
+                return set_span(x, &d->at[EXPORT_PART_CPUTUNE], e);
+        if (xml_is(e, "numatune")) {
+                k = set_span(x, &d->at[EXPORT_PART_NUMATUNE], e);
+                return k < 0 ? k : keep_text(x, e, NULL, &d->numatune);
+        }
+        if (xml_is(e, "memoryBacking"))
+                return set_span(x, &d->at[EXPORT_PART_MEMORY_BACKING], e);
+        if (xml_is(e, "cpu")) {
+                if ((k = set_span(x, &d->at[EXPORT_PART_CPU], e)) < 0)
+                        return k;
+                d->cpu_mode = xml_attr(e, "mode");
+                d->cpu_attrs = xml_attrs_without(e, cpu_own);
+                return d->cpu_attrs ? 0 : -ENOMEM;
+        }
+        if (xml_is(e, "features"))
+                return set_parent(x, &d->features, e);
+        if (xml_is(e, "devices"))
+                return set_parent(x, &d->devices, e);
         return 0;
 }
 
-/* A grandchild: <iothreadids>' <iothread> ids, <memoryBacking>'s children to keep. */
+/* <cpu>'s children: its topology (and how many vCPUs it makes), its tsc-deadline feature, its
+ * NUMA cells, what host-passthrough takes from the host (model, vendor), the rest kept. */
+static int cpu_child(XmlScan *x, ExportDomain *d, const XmlElement *e) {
+        static const char * const dropped[] = { "model", "vendor", NULL };
+        if (xml_is(e, "topology")) {
+                static const char * const dims[] = { "sockets", "dies", "cores", "threads" };
+                uint64_t product = 1;
+                for (size_t i = 0; i < ELEMENTSOF(dims); i++) {
+                        unsigned v = 1;
+                        if (!xml_attr_uint(e, dims[i], &v) && i != 1)
+                                v = 0;
+                        product = MIN(product * v, (uint64_t) UINT_MAX);
+                }
+                d->cpu_topology_vcpus = (unsigned) product;
+                return keep_text(x, e, NULL, &d->cpu_topology);
+        }
+        if (xml_is(e, "feature") && xml_attr_is(e, "name", "tsc-deadline"))
+                return keep_text(x, e, NULL, &d->cpu_tsc);
+        if (xml_is(e, "numa"))
+                return keep_text(x, e, NULL, &d->cpu_numa);
+        return keep_text(x, e, is_any(e, dropped) ? &d->cpu_dropped : &d->cpu_keep, NULL);
+}
+
+/* A grandchild: <iothreadids>' ids, and the children of the parts export replaces. */
 static int domain_grandchild(XmlScan *x, ExportDomain *d, const XmlElement *parent, const XmlElement *e) {
-        if (elem_is(parent, "iothreadids") && elem_is(e, "iothread")) {
+        static const char * const cputune_keep[] = { "shares",         "global_period",
+                                                     "global_quota",   "emulator_period",
+                                                     "emulator_quota", "iothread_period",
+                                                     "iothread_quota", "emulatorsched",
+                                                     "iothreadsched",  NULL },
+                                  * const cputune_dropped[] = { "period", "quota", NULL },
+                                  * const memory_replaced[] = { "hugepages", "locked", "nosharepages", NULL };
+
+        if (xml_is(parent, "iothreadids") && xml_is(e, "iothread")) {
                 /* <iothreadids> names the ids; they replace the 1…N of <iothreads>. */
                 unsigned id;
-                if (!attr_uint(e, "id", &id))
-                        return scan_fail(x, e->start, "<iothread> without a numeric id");
+                if (!xml_attr_uint(e, "id", &id))
+                        return xml_fail(x, e->start, "<iothread> without a numeric id");
                 if (parent[1].start == e->start)
                         d->n_iothreads = 0; /* the first of the list */
                 unsigned *n = realloc(d->iothreads, (d->n_iothreads + 1) * sizeof(unsigned));
@@ -320,17 +243,85 @@ static int domain_grandchild(XmlScan *x, ExportDomain *d, const XmlElement *pare
                 d->iothreads[d->n_iothreads++] = id;
                 return 0;
         }
-        if (elem_is(parent, "memoryBacking") && !elem_is(e, "hugepages") && !elem_is(e, "locked")) {
-                _cleanup_free_ char *keep = strndup(x->text + e->start, e->end - e->start);
-                if (!keep || strv_extend(&d->memory_keep, keep) < 0)
-                        return -ENOMEM;
+        if (xml_is(parent, "cputune")) {
+                if (is_any(e, cputune_keep))
+                        return keep_text(x, e, &d->cputune_keep, NULL);
+                if (is_any(e, cputune_dropped))
+                        return keep_text(x, e, &d->cputune_dropped, NULL);
+                return keep_text(x, e, &d->cputune_replaced, NULL);
         }
+        if (xml_is(parent, "memoryBacking"))
+                return is_any(e, memory_replaced) ? keep_text(x, e, &d->memory_replaced, NULL)
+                                                  : keep_text(x, e, &d->memory_keep, NULL);
+        if (xml_is(parent, "cpu"))
+                return cpu_child(x, d, e);
+        if (xml_is(parent, "features") && xml_is(e, "pmu")) {
+                int k = set_span(x, &d->at[EXPORT_PART_PMU], e);
+                d->pmu_off = xml_attr_is(e, "state", "off");
+                return k < 0 ? k : keep_text(x, e, NULL, &d->pmu);
+        }
+        if (xml_is(parent, "devices") && xml_is(e, "memballoon")) {
+                int k = set_span(x, &d->at[EXPORT_PART_MEMBALLOON], e);
+                d->memballoon_none = xml_attr_is(e, "model", "none") && e->close == e->content;
+                return k < 0 ? k : keep_text(x, e, NULL, &d->memballoon);
+        }
+        return 0;
+}
+
+/* The indent of a parent's children: that of its first child on a line of its own. */
+static int child_indent(const XmlScan *x, ExportParent *p, const XmlElement *e) {
+        size_t ls = xml_line_start(x->text, e->start);
+        if (p->indent || ls == e->start)
+                return 0;
+        p->indent = strndup(x->text + ls, e->start - ls);
+        return p->indent ? 0 : -ENOMEM;
+}
+
+/* Every element below <domain>, down to <cpu>'s NUMA cells. */
+static int domain_walk(XmlScan *x, ExportDomain *d, const XmlElement **ret_first, const XmlElement **ret_vcpu) {
+        int r = 0;
+        for (size_t i = 1; r >= 0 && i < x->n_elems; i++) {
+                const XmlElement *e = &x->elems[i], *parent = &x->elems[e->parent];
+                if (e->depth == 1) {
+                        *ret_first = *ret_first ?: e;
+                        *ret_vcpu = xml_is(e, "vcpu") ? e : *ret_vcpu;
+                        r = domain_child(x, d, e);
+                } else if (e->depth == 2) {
+                        r = domain_grandchild(x, d, parent, e);
+                        if (r >= 0 && xml_is(parent, "features"))
+                                r = child_indent(x, &d->features, e);
+                        if (r >= 0 && xml_is(parent, "devices"))
+                                r = child_indent(x, &d->devices, e);
+                } else if (e->depth == 3 && xml_is(e, "cell") && xml_is(parent, "numa") &&
+                           xml_is(&x->elems[parent->parent], "cpu"))
+                        d->cpu_cells++;
+        }
+        return r;
+}
+
+/* The children's indent (that of the first child on a line of its own), one level of it, and
+ * where missing parts go. */
+static int domain_layout(XmlScan *x, ExportDomain *d, const XmlElement *first, const XmlElement *vcpu) {
+        const XmlElement *domain = &x->elems[0];
+        size_t ls = first ? xml_line_start(x->text, first->start) : 0;
+
+        d->indent = first && ls != first->start ? strndup(x->text + ls, first->start - ls) : strdup("  ");
+        d->step = strdup(d->indent[0] ? d->indent : "  ");
+        if (!d->indent || !d->step)
+                return -ENOMEM;
+        for (ExportParent *p = &d->features; p; p = p == &d->features ? &d->devices : NULL)
+                if (p->at.found && !p->indent && asprintf(&p->indent, "%s%s", d->indent, d->step) < 0) {
+                        p->indent = NULL;
+                        return -ENOMEM;
+                }
+        d->insert_at = vcpu ? xml_line_end(x->text, x->size, vcpu->end) : insertion_point(x->text, domain->close);
         return 0;
 }
 
 int export_domain_parse(const char *text, size_t size, ExportDomain *ret, char **ret_error) {
         _cleanup_(export_domain_done) ExportDomain d = { .text = text, .size = size };
         XmlScan x = { .text = text, .size = size };
+        const XmlElement *first = NULL, *vcpu = NULL;
         int r;
 
         *ret_error = NULL;
@@ -338,84 +329,186 @@ int export_domain_parse(const char *text, size_t size, ExportDomain *ret, char *
                 *ret_error = strdup("the file holds a NUL byte: it is no XML text");
                 return *ret_error ? -EINVAL : -ENOMEM;
         }
-        r = scan(&x);
-        if (r >= 0 && !elem_is(&x.elems[0], "domain"))
-                r = scan_fail(&x, x.elems[0].start, "the root element is <%.*s>, not <domain>", (int) x.elems[0].len,
-                              x.elems[0].name);
-        if (r < 0) {
-                free(x.elems);
-                *ret_error = x.error;
-                return r;
-        }
-
-        const XmlElement *domain = &x.elems[0], *vcpu = NULL, *first = NULL;
-        if (domain->end == domain->content)
-                r = scan_fail(&x, domain->start, "<domain/> is empty: a domain needs at least <name> and <os>");
-        size_t parent = 0;
-        for (size_t i = 1; r >= 0 && i < x.n_elems; i++) {
-                const XmlElement *e = &x.elems[i];
-                if (e->depth == 1) {
-                        parent = i;
-                        first = first ?: e;
-                        vcpu = elem_is(e, "vcpu") ? e : vcpu;
-                        r = domain_child(&x, &d, e);
-                } else if (e->depth == 2)
-                        r = domain_grandchild(&x, &d, &x.elems[parent], e);
-        }
-        if (r < 0) {
-                free(x.elems);
-                *ret_error = x.error;
-                return r;
-        }
-
-        /* The children's indent: that of the first child on a line of its own. */
-        size_t ls = first ? line_start(text, first->start) : 0;
-        if (first && ls != first->start)
-                d.indent = strndup(text + ls, first->start - ls);
-        else
-                d.indent = strdup("  ");
-        if (!d.indent) {
-                free(x.elems);
-                return -ENOMEM;
-        }
-        /* Where the first element replaced was; else after <vcpu>; else before </domain>. */
-        if (d.n_remove > 0)
-                d.insert_at = d.remove[0].start;
-        else if (vcpu)
-                d.insert_at = line_end(text, size, vcpu->end);
-        else
-                d.insert_at = line_start(text, domain->close);
+        r = xml_scan(&x);
+        if (r >= 0 && !xml_is(&x.elems[0], "domain"))
+                r = xml_fail(&x, x.elems[0].start, "the root element is <%.*s>, not <domain>", (int) x.elems[0].len,
+                             x.elems[0].name);
+        if (r >= 0 && x.elems[0].end == x.elems[0].content)
+                r = xml_fail(&x, x.elems[0].start, "<domain/> is empty: a domain needs at least <name> and <os>");
+        if (r >= 0)
+                r = domain_walk(&x, &d, &first, &vcpu);
+        if (r >= 0)
+                r = domain_layout(&x, &d, first, vcpu);
         free(x.elems);
+        if (r < 0) {
+                *ret_error = x.error;
+                return r;
+        }
+        free(x.error);
         *ret = d;
         d = (ExportDomain) {};
         return 0;
 }
 
-char *export_domain_merge(const ExportDomain *d, const char *xml) {
-        StrBuf b = {};
-        size_t pos = 0;
-        bool inserted = false;
-        bool own_line = d->insert_at == 0 || d->text[d->insert_at - 1] == '\n';
+/* ---- the merge ---- */
 
-        for (size_t i = 0; i <= d->n_remove; i++) {
-                size_t stop = i < d->n_remove ? d->remove[i].start : d->size;
-                if (!inserted && d->insert_at <= stop && d->insert_at >= pos) {
-                        _cleanup_free_ char *part = strndup(d->text + pos, d->insert_at - pos);
-                        strbuf_append(&b, part ? part : "");
-                        if (!own_line)
-                                strbuf_append(&b, "\n");
-                        strbuf_append(&b, xml);
-                        pos = d->insert_at;
-                        inserted = true;
-                }
-                _cleanup_free_ char *part = strndup(d->text + pos, stop - pos);
-                if (!part) {
-                        strbuf_done(&b);
-                        return NULL;
-                }
-                strbuf_append(&b, part);
-                if (i < d->n_remove)
-                        pos = d->remove[i].end;
+void export_elements_done(ExportElements *e) {
+        for (size_t i = 0; i < _EXPORT_PART_MAX; i++)
+                free(e->part[i]);
+        strv_free(e->notes);
+        *e = (ExportElements) {};
+}
+
+typedef struct Edit {
+        size_t start, end;
+        char *text;
+} Edit;
+
+/* Each line of text with indent before it, the last without its newline unless newline_last. */
+static void append_lines(StrBuf *b, const char *text, const char *indent, bool newline_last) {
+        for (const char *l = text; l && *l;) {
+                const char *nl = strchrnul(l, '\n');
+                bool last = !*nl || !nl[1];
+                strbuf_appendf(b, "%s%.*s%s", indent, (int) (nl - l), l, !last || newline_last ? "\n" : "");
+                l = *nl ? nl + 1 : nl;
         }
+}
+
+/* The child part wrapped in its parent ("features", "devices"), for a domain that has none. */
+static char *wrapped(const char *parent, const char *part, const char *step) {
+        StrBuf b = {};
+        strbuf_appendf(&b, "<%s>\n", parent);
+        append_lines(&b, part, step, true);
+        strbuf_appendf(&b, "</%s>\n", parent);
+        return strbuf_steal(&b);
+}
+
+static int edit_add(Edit *edits, size_t *n, size_t start, size_t end, char *text) {
+        if (!text)
+                return -ENOMEM;
+        edits[(*n)++] = (Edit) { .start = start, .end = end, .text = text };
+        return 0;
+}
+
+/* The part for the span [pos, end) (an insertion where they are the same): its lines indented,
+ * starting a line and ending one where the span does; a part of one line in place of an element
+ * that follows others on its line stays there, as it is (an insertion always starts a line). So the part is where it was when the
+ * document is merged again. */
+static char *lines_at(const ExportDomain *d, size_t pos, size_t end, const char *part, const char *indent) {
+        StrBuf b = {};
+        size_t len = strlen(part);
+        bool mid_start = pos > 0 && d->text[pos - 1] != '\n';
+        bool ends_line = pos == end ? !mid_start : d->text[end - 1] == '\n';
+
+        strbuf_append(&b, "");
+        if (mid_start && pos < end && len > 0 && memchr(part, '\n', len) == part + len - 1)
+                strbuf_appendf(&b, "%.*s%s", (int) (len - 1), part, ends_line ? "\n" : "");
+        else {
+                if (mid_start)
+                        strbuf_append(&b, "\n");
+                append_lines(&b, part, indent, ends_line);
+        }
+        return strbuf_steal(&b);
+}
+
+/* <pmu/> into <features>, <memballoon/> into <devices>. */
+static int edit_child(const ExportDomain *d, const ExportElements *e, ExportPart p, const ExportParent *parent,
+                      const char *name, Edit *edits, size_t *n, StrBuf *insert) {
+        const ExportSpan *at = &d->at[p];
+        if (e->keep[p] || !e->part[p])
+                return 0;
+        if (at->found)
+                return edit_add(edits, n, at->start, at->end,
+                                lines_at(d, at->start, at->end, e->part[p], parent->indent));
+        if (parent->at.found && !parent->empty)
+                return edit_add(edits, n, parent->close, parent->close,
+                                lines_at(d, parent->close, parent->close, e->part[p], parent->indent));
+        _cleanup_free_ char *w = wrapped(name, e->part[p], e->step);
+        if (!w)
+                return -ENOMEM;
+        if (parent->at.found) /* <features/> */
+                return edit_add(edits, n, parent->at.start, parent->at.end,
+                                lines_at(d, parent->at.start, parent->at.end, w, d->indent));
+        append_lines(insert, w, d->indent, true);
+        return 0;
+}
+
+static int edits_make(const ExportDomain *d, const ExportElements *e, Edit *edits, size_t *n) {
+        static const ExportPart top[] = { EXPORT_PART_VCPU, EXPORT_PART_CPUTUNE, EXPORT_PART_NUMATUNE,
+                                          EXPORT_PART_MEMORY_BACKING, EXPORT_PART_CPU };
+        StrBuf insert = {};
+        int k = 0;
+
+        strbuf_append(&insert, "");
+        for (size_t i = 0; k >= 0 && i < ELEMENTSOF(top); i++) {
+                const ExportSpan *at = &d->at[top[i]];
+                const char *part = e->part[top[i]];
+                if (e->keep[top[i]])
+                        continue;
+                if (at->found)
+                        k = edit_add(edits, n, at->start, at->end,
+                                     part ? lines_at(d, at->start, at->end, part, d->indent) : strdup(""));
+                else if (part)
+                        append_lines(&insert, part, d->indent, true);
+        }
+        if (k >= 0)
+                k = edit_child(d, e, EXPORT_PART_PMU, &d->features, "features", edits, n, &insert);
+        if (k >= 0)
+                k = edit_child(d, e, EXPORT_PART_MEMBALLOON, &d->devices, "devices", edits, n, &insert);
+        _cleanup_free_ char *ins = strbuf_steal(&insert);
+        if (k < 0 || !ins)
+                return k < 0 ? k : -ENOMEM;
+        if (!*ins)
+                return 0;
+        char *t = lines_at(d, d->insert_at, d->insert_at, ins, "");
+        return t ? edit_add(edits, n, d->insert_at, d->insert_at, t) : -ENOMEM;
+}
+
+char *export_domain_merge(const ExportDomain *d, const ExportElements *e) {
+        Edit edits[_EXPORT_PART_MAX + 2] = {};
+        size_t n = 0, pos = 0;
+        StrBuf b = {};
+        int k = edits_make(d, e, edits, &n);
+
+        for (size_t i = 1; i < n; i++) /* by start, an insertion before a replacement there */
+                for (size_t j = i; j > 0 &&
+                     (edits[j].start < edits[j - 1].start ||
+                      (edits[j].start == edits[j - 1].start && edits[j].end < edits[j - 1].end));
+                     j--) {
+                        Edit t = edits[j];
+                        edits[j] = edits[j - 1];
+                        edits[j - 1] = t;
+                }
+        strbuf_append(&b, "");
+        for (size_t i = 0; k >= 0 && i < n; i++) {
+                strbuf_appendf(&b, "%.*s%s", (int) (edits[i].start - pos), d->text + pos, edits[i].text);
+                pos = edits[i].end;
+        }
+        if (k >= 0)
+                strbuf_appendf(&b, "%.*s", (int) (d->size - pos), d->text + pos);
+        for (size_t i = 0; i < n; i++)
+                free(edits[i].text);
+        if (k < 0) {
+                strbuf_done(&b);
+                return NULL;
+        }
+        return strbuf_steal(&b);
+}
+
+char *export_elements_fragment(const ExportElements *e, const char *indent) {
+        static const ExportPart top[] = { EXPORT_PART_VCPU,     EXPORT_PART_IOTHREADS,      EXPORT_PART_CPUTUNE,
+                                          EXPORT_PART_NUMATUNE, EXPORT_PART_MEMORY_BACKING, EXPORT_PART_CPU };
+        StrBuf b = {};
+
+        strbuf_append(&b, "");
+        for (size_t i = 0; i < ELEMENTSOF(top); i++)
+                append_lines(&b, e->part[top[i]], indent, true);
+        _cleanup_free_ char *f = e->part[EXPORT_PART_PMU] ? wrapped("features", e->part[EXPORT_PART_PMU], e->step)
+                                                          : NULL,
+                            *v = e->part[EXPORT_PART_MEMBALLOON]
+                ? wrapped("devices", e->part[EXPORT_PART_MEMBALLOON], e->step)
+                : NULL;
+        append_lines(&b, f, indent, true);
+        append_lines(&b, v, indent, true);
         return strbuf_steal(&b);
 }

@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
-#include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "export-internal.h"
 #include "export.h"
 #include "macro.h"
 #include "resctrl.h"
 #include "strv.h"
+
+/* The split of a plan (CPU classes, the L3 ways left to guests, huge pages, CPU flags) and a
+ * guest's share of it without a ledger (export_reserve()). */
 
 static const char * const siblings_names[_EXPORT_SIBLINGS_MAX] = {
         [EXPORT_SIBLINGS_APART] = "apart",
@@ -27,30 +31,25 @@ ExportSiblings export_siblings_from_string(const char *s) {
 }
 
 void export_split_done(ExportSplit *s) {
-        for (size_t i = 0; i < s->n_groups; i++) {
-                free(s->groups[i].name);
-                free(s->groups[i].caches);
-        }
-        free(s->groups);
+        free(s->caches);
+        free(s->holders);
+        export_huge_pages_done(&s->huge);
         strv_free(s->notes);
         *s = (ExportSplit) {};
 }
 
-/* ---- the split, from the plan ---- */
+/* ---- the L3 ways left free ---- */
 
-/* The size of L3 cache `id` in KiB, from the sysfs of one of its CPUs ("11264K"); 0 if unknown,
- * with the file that says it in ret_file (NULL when no CPU of the host has that cache). */
-static uint64_t l3_size_kib(Root *root, const Host *h, unsigned id, char **ret_file) {
+/* The size of L3 cache `id` in KiB, from the sysfs of one of its CPUs ("11264K"); 0 if unknown. */
+static uint64_t l3_size_kib(Root *root, const Host *h, unsigned id) {
         CpuSet cpus;
-        *ret_file = NULL;
+        char path[128];
+        _cleanup_free_ char *v = NULL;
+
         if (!host_l3_cpus(h, id, &cpus) || cpu_set_is_empty(&cpus))
                 return 0;
-        _cleanup_free_ char *v = NULL;
-        if (asprintf(ret_file, "/sys/devices/system/cpu/cpu%d/cache/index3/size", cpu_set_next(&cpus, 0)) < 0) {
-                *ret_file = NULL;
-                return 0;
-        }
-        if (root_read_line(root, *ret_file + 1, &v) < 0)
+        snprintf(path, sizeof(path), "sys/devices/system/cpu/cpu%d/cache/index3/size", cpu_set_next(&cpus, 0));
+        if (root_read_line(root, path, &v) < 0)
                 return 0;
         char *end;
         unsigned long long n = strtoull(v, &end, 10);
@@ -63,179 +62,165 @@ static uint64_t l3_size_kib(Root *root, const Host *h, unsigned id, char **ret_f
         return n;
 }
 
-static ExportCatGroup *group_get(ExportSplit *s, const char *name, size_t len) {
-        for (size_t i = 0; i < s->n_groups; i++)
-                if (strlen(s->groups[i].name) == len && strncmp(s->groups[i].name, name, len) == 0)
-                        return &s->groups[i];
-        ExportCatGroup *n = realloc(s->groups, (s->n_groups + 1) * sizeof(ExportCatGroup));
+static const char *resource_type(const char *res) {
+        return streq(res, "L3") ? "both" : streq(res, "L3CODE") ? "code" : streq(res, "L3DATA") ? "data" : NULL;
+}
+
+static ExportCacheFree *cache_get(ExportSplit *s, unsigned id, const char *type) {
+        for (size_t i = 0; i < s->n_caches; i++)
+                if (s->caches[i].id == id && streq(s->caches[i].type, type))
+                        return &s->caches[i];
+        ExportCacheFree *n = realloc(s->caches, (s->n_caches + 1) * sizeof(ExportCacheFree));
         if (!n)
                 return NULL;
-        s->groups = n;
-        ExportCatGroup *g = &s->groups[s->n_groups];
-        *g = (ExportCatGroup) { .name = strndup(name, len) };
-        if (!g->name)
-                return NULL;
-        s->n_groups++;
-        return g;
+        s->caches = n;
+        s->caches[s->n_caches] = (ExportCacheFree) { .id = id, .type = type, .ways = UINT64_MAX };
+        return &s->caches[s->n_caches++];
 }
 
-static int split_note(ExportSplit *s, const char *fmt, ...) _printf_(2, 3);
-static int split_note(ExportSplit *s, const char *fmt, ...) {
-        char *m = NULL;
-        va_list ap;
-        va_start(ap, fmt);
-        int k = vasprintf(&m, fmt, ap);
-        va_end(ap);
-        return k < 0 ? -ENOMEM : strv_push(&s->notes, m);
-}
-
-/* 1 when cache id's size in the group can be told; else 0, after a note that says why not. */
-static int cache_note(ExportSplit *s, const char *group, unsigned id, unsigned cbm_bits, uint64_t size,
-                      const char *file) {
-        if (cbm_bits == 0)
-                return split_note(s,
-                                  "no <cache id='%u'> in <cachetune> for resctrl group %s: the width of the L3 "
-                                  "cache masks is unknown (/sys/fs/resctrl/info/L3/cbm_mask)",
-                                  id, group);
-        if (size == 0 && !file)
-                return split_note(s,
-                                  "no <cache id='%u'> in <cachetune> for resctrl group %s: no CPU of this host has "
-                                  "L3 cache %u",
-                                  id, group, id);
-        if (size == 0)
-                return split_note(s,
-                                  "no <cache id='%u'> in <cachetune> for resctrl group %s: the size of L3 cache %u "
-                                  "is unknown (%s is missing or not a size such as \"32768K\"), so its ways cannot "
-                                  "be given in KiB; add the element by hand (the group's ways times the cache size "
-                                  "divided by %u)",
-                                  id, group, id, file, cbm_bits);
-        return 1;
-}
-
-/* One knob of the plan's resctrl groups: "resctrl/G/cpus" or "resctrl/G/schemata/L3…". */
-static int split_add_knob(Root *root, const Host *h, ExportSplit *s, const Knob *k) {
-        if (!startswith(k->id, "resctrl/") || !k->desired)
-                return 0;
-        const char *rest = k->id + strlen("resctrl/");
-        const char *slash = strchr(rest, '/');
-        if (!slash || (slash - rest == 7 && strncmp(rest, "default", 7) == 0))
-                return 0;
-        const char *what = slash + 1, *type;
-        if (streq(what, "schemata/L3"))
-                type = "both";
-        else if (streq(what, "schemata/L3CODE"))
-                type = "code";
-        else if (streq(what, "schemata/L3DATA"))
-                type = "data";
-        else if (streq(what, "cpus"))
-                type = NULL;
-        else
-                return 0;
-
-        ExportCatGroup *g = group_get(s, rest, (size_t) (slash - rest));
-        if (!g)
-                return -ENOMEM;
-        if (!type) {
-                (void) cpu_set_parse_list(k->desired, &g->cpus, NULL); /* unparsable: no CPUs, no cachetune */
-                return 0;
-        }
-
-        const ResctrlResource *rr = streq(type, "both") ? &h->resctrl.l3
-                : streq(type, "code")                   ? &h->resctrl.l3code
-                                                        : &h->resctrl.l3data;
-        for (const char *p = k->desired; *p;) {
+/* One group's schemata value ("0=00f;1=00f") for resource type: its ways are no guest's. */
+static int split_hold(ExportSplit *s, StrBuf *holders, const char *group, const char *type, const char *value) {
+        bool first = true;
+        for (const char *p = value; p && *p;) {
                 char *end;
                 unsigned long id = strtoul(p, &end, 10);
                 if (end == p || *end != '=')
                         break;
-                uint64_t mask;
                 const char *v = end + 1, *semi = strchrnul(v, ';');
                 _cleanup_free_ char *m = strndup(v, (size_t) (semi - v));
+                uint64_t mask;
                 if (!m)
                         return -ENOMEM;
-                _cleanup_free_ char *file = NULL;
-                uint64_t size = l3_size_kib(root, h, (unsigned) id, &file);
-                int known = cache_note(s, g->name, (unsigned) id, rr->cbm_bits, size, file);
-                if (known < 0)
-                        return known;
-                if (resctrl_mask_parse(m, &mask) >= 0 && known > 0) {
-                        ExportCache *c = realloc(g->caches, (g->n_caches + 1) * sizeof(ExportCache));
+                if (resctrl_mask_parse(m, &mask) >= 0) {
+                        ExportCacheFree *c = cache_get(s, (unsigned) id, type);
                         if (!c)
                                 return -ENOMEM;
-                        g->caches = c;
-                        g->caches[g->n_caches++] = (ExportCache) {
-                                .id = (unsigned) id,
-                                .type = type,
-                                .kib = (uint64_t) __builtin_popcountll(mask) * (size / rr->cbm_bits),
-                        };
+                        c->ways &= ~mask;
+                        if (first)
+                                strbuf_appendf(holders, "%s%s 0x%s", holders->len ? ", " : "", group, m);
+                        first = false;
                 }
                 p = *semi ? semi + 1 : semi;
         }
         return 0;
 }
 
-/* The largest huge page size with pages reserved (sys/kernel/mm/hugepages/hugepages-SIZEkB). */
-static uint64_t hugepage_kib(Root *root) {
-        _cleanup_strv_free_ char **dirs = NULL;
-        uint64_t best = 0;
-        if (root_glob(root, "sys/kernel/mm/hugepages/hugepages-*kB", &dirs) < 0)
-                return 0;
-        for (char **d = dirs; d && *d; d++) {
-                const char *base = strrchr(*d, '/');
-                unsigned long long kib = strtoull((base ? base + 1 : *d) + strlen("hugepages-"), NULL, 10);
-                unsigned n = 0;
-                char path[512];
-                snprintf(path, sizeof(path), "%s/nr_hugepages", *d);
-                if (root_read_uint(root, path, &n) >= 0 && n > 0 && kib > best)
-                        best = kib;
-        }
-        return best;
-}
+/* The default group's masks on the host, where the plan leaves the default group as it is. */
+static int split_hold_default(Root *root, const Host *h, ExportSplit *s, StrBuf *holders) {
+        static const char * const res[] = { "L3", "L3CODE", "L3DATA" };
+        char path[512];
+        _cleanup_free_ char *text = NULL;
 
-int export_split_from_plan(Root *root, const Host *h, const Plan *plan, const json_t *doc, ExportSplit *ret) {
-        ExportSplit s = { .isolated = plan->isolated, .housekeeping = plan->housekeeping };
-        const char *sib = json_string_value(json_object_get(json_object_get(doc, "cpus"), "vcpu_siblings"));
-        int r = 0;
-
-        s.siblings = sib ? export_siblings_from_string(sib) : EXPORT_SIBLINGS_APART;
-        if (s.siblings < 0)
-                s.siblings = EXPORT_SIBLINGS_APART; /* the schema allows no other value */
-        for (size_t i = 0; i < plan->n_knobs; i++) {
-                r = split_add_knob(root, h, &s, &plan->knobs[i]);
-                if (r < 0) {
-                        export_split_done(&s);
-                        return r;
-                }
-        }
-        /* Only groups that give the L3 cache a mask make a <cachetune>. */
-        size_t w = 0;
-        for (size_t i = 0; i < s.n_groups; i++) {
-                ExportCatGroup *g = &s.groups[i];
-                if (g->n_caches > 0 && !cpu_set_is_empty(&g->cpus)) {
-                        s.groups[w++] = *g;
+        snprintf(path, sizeof(path), "%s/schemata", h->resctrl.mount ? h->resctrl.mount : "sys/fs/resctrl");
+        if (root_read_file(root, path, &text, NULL) < 0)
+                return 0; /* unreadable: libvirt reads it itself; nothing to subtract here */
+        for (size_t i = 0; i < ELEMENTSOF(res); i++) {
+                _cleanup_free_ char *v = NULL;
+                if (resctrl_schemata_parse(text, res[i], &v) < 0)
                         continue;
-                }
-                if (g->n_caches > 0 &&
-                    split_note(&s, "no <cachetune> for resctrl group %s: the plan gives it no CPUs", g->name) < 0)
-                        r = -ENOMEM;
-                free(g->name);
-                free(g->caches);
+                int k = split_hold(s, holders, "default", resource_type(res[i]), v);
+                if (k < 0)
+                        return k;
         }
-        s.n_groups = w;
-        if (r < 0) {
-                export_split_done(&s);
-                return r;
-        }
-        s.hugepage_kib = hugepage_kib(root);
-        *ret = s;
         return 0;
 }
 
-/* ---- pinning ---- */
+/* The free ways of every cache the plan gives masks on: the host's ways less every group's. */
+static int split_caches(Root *root, const Host *h, const Plan *plan, ExportSplit *s) {
+        StrBuf holders = {};
+        bool default_planned = false;
+        int k = 0;
 
-void export_pins_done(ExportPins *p) {
-        free(p->cpus);
-        *p = (ExportPins) {};
+        for (size_t i = 0; k >= 0 && i < plan->n_knobs; i++) {
+                const Knob *kn = &plan->knobs[i];
+                if (!startswith(kn->id, "resctrl/") || !kn->desired)
+                        continue;
+                const char *rest = kn->id + strlen("resctrl/"), *slash = strchr(rest, '/'), *type;
+                if (!slash || !startswith(slash, "/schemata/") || !(type = resource_type(slash + strlen("/schemata/"))))
+                        continue;
+                _cleanup_free_ char *group = strndup(rest, (size_t) (slash - rest));
+                if (!group)
+                        k = -ENOMEM;
+                else {
+                        default_planned = default_planned || streq(group, "default");
+                        k = split_hold(s, &holders, group, type, kn->desired);
+                }
+        }
+        s->cat = s->n_caches > 0;
+        if (k >= 0 && s->cat && !default_planned)
+                k = split_hold_default(root, h, s, &holders);
+        s->holders = strbuf_steal(&holders);
+        if (k < 0)
+                return k;
+        if (!s->holders)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_caches; i++) {
+                ExportCacheFree *c = &s->caches[i];
+                const ResctrlResource *r = streq(c->type, "both") ? &h->resctrl.l3 : &h->resctrl.l3code;
+                uint64_t size = l3_size_kib(root, h, c->id);
+                c->ways &= r->cbm_mask;
+                c->way_kib = r->cbm_bits > 0 ? size / r->cbm_bits : 0;
+                c->min_ways = MAX(r->min_cbm_bits, 1U);
+        }
+        return 0;
+}
+
+/* ---- the rest of the split ---- */
+
+/* cat.guests.mb, rounded up to the host's bandwidth_gran as the plan does. */
+static unsigned guest_mb(const Host *h, const json_t *doc) {
+        json_t *mb = json_object_get(json_object_get(json_object_get(doc, "cat"), "guests"), "mb");
+        unsigned v = (unsigned) json_integer_value(mb), gran = h->resctrl.mb.bandwidth_gran;
+
+        if (!mb || !h->resctrl.mb.present || h->vendor == CPU_VENDOR_AMD)
+                return 0;
+        if (gran > 1 && v % gran)
+                v = MIN((v / gran + 1) * gran, 100U);
+        return v;
+}
+
+/* Whether the CPUs' flags in proc/cpuinfo name the TSC deadline timer. */
+static bool host_tsc_deadline(Root *root) {
+        _cleanup_free_ char *text = NULL;
+        if (root_read_file(root, "proc/cpuinfo", &text, NULL) < 0)
+                return false;
+        for (const char *p = text; (p = strstr(p, "tsc_deadline_timer")); p++) {
+                char after = p[strlen("tsc_deadline_timer")];
+                if (p > text && (p[-1] == ' ' || p[-1] == '\t') && (after == ' ' || after == '\n' || after == 0))
+                        return true;
+        }
+        return false;
+}
+
+int export_split_from_plan(Root *root, const Host *h, const Plan *plan, const json_t *doc, ExportSplit *ret,
+                           char **ret_message) {
+        _cleanup_(export_split_done) ExportSplit s = { .isolated = plan->isolated, .housekeeping = plan->housekeeping };
+        const char *sib = json_string_value(json_object_get(json_object_get(doc, "cpus"), "vcpu_siblings"));
+        int r;
+
+        *ret_message = NULL;
+        s.siblings = sib ? export_siblings_from_string(sib) : EXPORT_SIBLINGS_APART;
+        if (s.siblings < 0)
+                s.siblings = EXPORT_SIBLINGS_APART; /* the schema allows no other value */
+        r = split_caches(root, h, plan, &s);
+        if (r < 0)
+                return r;
+        s.guest_mb = guest_mb(h, doc);
+        s.mb = h->resctrl.mb.present;
+        s.tsc_deadline = host_tsc_deadline(root);
+        r = export_hugepages_read(root, h, doc, &s.isolated, &s.housekeeping, &s.huge, ret_message);
+        if (r < 0)
+                return r;
+        *ret = s;
+        s = (ExportSplit) {};
+        return 0;
+}
+
+/* ---- a guest's share ---- */
+
+void export_reservation_done(ExportReservation *r) {
+        free(r->cpus);
+        *r = (ExportReservation) {};
 }
 
 /* The CPUs vCPUs may take on one node, in the order they take them: cores in CPU number order;
@@ -267,161 +252,117 @@ static unsigned node_slots(const Host *h, const ExportSplit *s, const CpuSet *no
         return n;
 }
 
-int export_pin(const Host *h, const ExportSplit *s, unsigned n, ExportPins *ret, unsigned *ret_capacity) {
+/* The order the nodes are filled in: one node when one has room for n (the lowest such), else the
+ * roomiest first (stable: lower ids first). Returns how many nodes to use. */
+static unsigned node_order(const unsigned *room, unsigned n_nodes, unsigned n, unsigned *order) {
+        for (unsigned i = 0; i < n_nodes; i++)
+                order[i] = i;
+        for (unsigned i = 0; i < n_nodes; i++)
+                if (room[i] >= n) {
+                        order[0] = i;
+                        return 1;
+                }
+        for (unsigned i = 1; i < n_nodes; i++)
+                for (unsigned j = i; j > 0 && room[order[j]] > room[order[j - 1]]; j--) {
+                        unsigned t = order[j];
+                        order[j] = order[j - 1];
+                        order[j - 1] = t;
+                }
+        return n_nodes;
+}
+
+unsigned export_largest_run(uint64_t m) {
+        unsigned best = 0;
+        while (m) {
+                m >>= __builtin_ctzll(m);
+                unsigned n = (unsigned) __builtin_ctzll(~m);
+                best = MAX(best, n);
+                m = n >= 64 ? 0 : m >> n;
+        }
+        return best;
+}
+
+bool export_cache_used(const Host *h, const ExportCacheFree *c, const ExportReservation *r) {
+        CpuSet l3;
+        if (!host_l3_cpus(h, c->id, &l3))
+                return false;
+        for (unsigned v = 0; v < r->n_vcpus; v++)
+                if (cpu_set_has(&l3, r->cpus[v]))
+                        return true;
+        return false;
+}
+
+/* Every way free on each cache the guest uses: the smallest of their largest runs. */
+static unsigned reserve_cache(const Host *h, const ExportSplit *s, const ExportReservation *r) {
+        unsigned ways = UINT_MAX;
+        for (size_t i = 0; i < s->n_caches; i++)
+                if (export_cache_used(h, &s->caches[i], r)) {
+                        unsigned run = export_largest_run(s->caches[i].ways);
+                        ways = MIN(ways, run >= s->caches[i].min_ways ? run : 0);
+                }
+        return ways == UINT_MAX ? 0 : ways;
+}
+
+/* The size of the huge pages every node of the guest has: the default size where it is one of
+ * them, else the largest. */
+static uint64_t reserve_hugepages(const ExportHugePages *hp, const CpuSet *nodes) {
+        uint64_t best = 0;
+        for (size_t i = 0; i < hp->n_pools; i++) {
+                uint64_t size = hp->pools[i].size_kb;
+                bool everywhere = true;
+                CPU_SET_FOREACH (n, nodes) {
+                        bool has = false;
+                        for (size_t j = 0; j < hp->n_pools; j++)
+                                has = has || (hp->pools[j].node == (unsigned) n && hp->pools[j].size_kb == size);
+                        everywhere = everywhere && has;
+                }
+                if (!everywhere)
+                        continue;
+                if (size == hp->default_kb)
+                        return size;
+                best = MAX(best, size);
+        }
+        return best;
+}
+
+int export_reserve(const Host *h, const ExportSplit *s, unsigned n, ExportReservation *ret, unsigned *ret_capacity) {
         CpuSet single = h->online;
         const CpuSet *nodes = h->numa && h->n_nodes > 0 ? h->nodes : &single;
-        unsigned n_nodes = h->numa && h->n_nodes > 0 ? h->n_nodes : 1;
+        unsigned n_nodes = h->numa && h->n_nodes > 0 ? h->n_nodes : 1, total = 0;
         _cleanup_free_ unsigned *room = calloc(n_nodes, sizeof(unsigned));
         _cleanup_free_ unsigned *order = calloc(n_nodes, sizeof(unsigned));
-        unsigned total = 0, used = 0;
+        _cleanup_free_ unsigned *slots = calloc(CPU_SET_MAX, sizeof(unsigned));
 
-        if (!room || !order)
+        if (!room || !order || !slots)
                 return -ENOMEM;
         for (unsigned i = 0; i < n_nodes; i++) {
                 room[i] = node_slots(h, s, &nodes[i], NULL);
                 total += room[i];
-                order[i] = i;
         }
         *ret_capacity = total;
         if (n == 0 || n > total)
                 return -ENOSPC;
 
-        /* One node when one has room; else the roomiest first (stable: lower ids first). */
-        unsigned one = n_nodes;
-        for (unsigned i = 0; i < n_nodes && one == n_nodes; i++)
-                if (room[i] >= n)
-                        one = i;
-        if (one < n_nodes) {
-                order[0] = one;
-                used = 1;
-        } else {
-                for (unsigned i = 1; i < n_nodes; i++)
-                        for (unsigned j = i; j > 0 && room[order[j]] > room[order[j - 1]]; j--) {
-                                unsigned t = order[j];
-                                order[j] = order[j - 1];
-                                order[j - 1] = t;
-                        }
-                used = n_nodes;
-        }
-
-        ExportPins p = { .n_vcpus = n, .cpus = calloc(n, sizeof(unsigned)) };
-        _cleanup_free_ unsigned *slots = calloc(CPU_SET_MAX, sizeof(unsigned));
-        if (!p.cpus || !slots) {
-                free(p.cpus);
+        unsigned used = node_order(room, n_nodes, n, order), v = 0;
+        _cleanup_(export_reservation_done) ExportReservation r = { .n_vcpus = n, .cpus = calloc(n, sizeof(unsigned)) };
+        if (!r.cpus)
                 return -ENOMEM;
-        }
-        unsigned v = 0;
         for (unsigned i = 0; i < used && v < n; i++) {
                 unsigned k = node_slots(h, s, &nodes[order[i]], slots);
                 if (k == 0)
                         continue;
-                cpu_set_add(&p.nodes, order[i]);
+                cpu_set_add(&r.nodes, order[i]);
                 CpuSet hk = nodes[order[i]];
                 cpu_set_and(&hk, &s->housekeeping);
-                cpu_set_or(&p.emulator, &hk);
+                cpu_set_or(&r.emulator, &hk);
                 for (unsigned j = 0; j < k && v < n; j++)
-                        p.cpus[v++] = slots[j];
+                        r.cpus[v++] = slots[j];
         }
-        if (cpu_set_is_empty(&p.emulator))
-                p.emulator = s->housekeeping;
-
-        CpuSet pinned = {};
-        for (unsigned i = 0; i < n; i++)
-                cpu_set_add(&pinned, p.cpus[i]);
-        for (size_t i = 0; i < s->n_groups && !p.cat; i++)
-                if (cpu_set_is_subset(&pinned, &s->groups[i].cpus))
-                        p.cat = &s->groups[i];
-        *ret = p;
+        if (cpu_set_is_empty(&r.emulator))
+                r.emulator = s->housekeeping;
+        r.cache_ways = reserve_cache(h, s, &r);
+        r.hugepage_kib = reserve_hugepages(&s->huge, &r.nodes);
+        *ret = r;
+        r = (ExportReservation) {};
         return 0;
-}
-
-/* ---- libvirt XML ---- */
-
-static void append_vcpus(StrBuf *b, unsigned n) {
-        if (n == 1)
-                strbuf_append(b, "0");
-        else
-                strbuf_appendf(b, "0-%u", n - 1);
-}
-
-char *export_libvirt_xml(const Host *h, const ExportSplit *s, const ExportPins *p, const ExportXmlOptions *o) {
-        const char *in = o->indent ? o->indent : "  ", *st = in[0] == '\t' ? "\t" : "  ";
-        _cleanup_free_ char *emu = cpu_set_format_list(&p->emulator), *nodes = cpu_set_format_list(&p->nodes);
-        StrBuf b = {};
-
-        if (!emu || !nodes)
-                return NULL;
-        if (o->with_vcpu)
-                strbuf_appendf(&b, "%s<vcpu placement='static'>%u</vcpu>\n", in, p->n_vcpus);
-        if (o->with_iothread)
-                strbuf_appendf(&b, "%s<iothreads>1</iothreads>\n", in);
-
-        strbuf_appendf(&b, "%s<cputune>\n", in);
-        for (unsigned i = 0; i < p->n_vcpus; i++)
-                strbuf_appendf(&b, "%s%s<vcpupin vcpu='%u' cpuset='%u'/>\n", in, st, i, p->cpus[i]);
-        strbuf_appendf(&b, "%s%s<emulatorpin cpuset='%s'/>\n", in, st, emu);
-        if (o->with_iothread)
-                strbuf_appendf(&b, "%s%s<iothreadpin iothread='1' cpuset='%s'/>\n", in, st, emu);
-        for (size_t i = 0; i < o->n_iothreads; i++)
-                strbuf_appendf(&b, "%s%s<iothreadpin iothread='%u' cpuset='%s'/>\n", in, st, o->iothreads[i], emu);
-        strbuf_appendf(&b, "%s%s<vcpusched vcpus='", in, st);
-        append_vcpus(&b, p->n_vcpus);
-        strbuf_append(&b, "' scheduler='fifo' priority='1'/>\n");
-        if (p->cat) {
-                /* The caches the vCPUs run on, each as big as the profile's group has it there. */
-                strbuf_appendf(&b, "%s%s<cachetune vcpus='", in, st);
-                append_vcpus(&b, p->n_vcpus);
-                strbuf_append(&b, "'>\n");
-                for (size_t i = 0; i < p->cat->n_caches; i++) {
-                        const ExportCache *c = &p->cat->caches[i];
-                        CpuSet l3;
-                        bool used = false;
-                        if (host_l3_cpus(h, c->id, &l3))
-                                for (unsigned v = 0; v < p->n_vcpus; v++)
-                                        used = used || cpu_set_has(&l3, p->cpus[v]);
-                        if (used)
-                                strbuf_appendf(&b,
-                                               "%s%s%s<cache id='%u' level='3' type='%s' size='%llu' unit='KiB'/>\n",
-                                               in, st, st, c->id, c->type, (unsigned long long) c->kib);
-                }
-                strbuf_appendf(&b, "%s%s</cachetune>\n", in, st);
-        }
-        strbuf_appendf(&b, "%s</cputune>\n", in);
-
-        if (h->numa)
-                strbuf_appendf(&b, "%s<numatune>\n%s%s<memory mode='strict' nodeset='%s'/>\n%s</numatune>\n", in, in,
-                               st, nodes, in);
-
-        strbuf_appendf(&b, "%s<memoryBacking>\n", in);
-        if (s->hugepage_kib > 0)
-                strbuf_appendf(&b, "%s%s<hugepages>\n%s%s%s<page size='%llu' unit='KiB'/>\n%s%s</hugepages>\n", in, st,
-                               in, st, st, (unsigned long long) s->hugepage_kib, in, st);
-        strbuf_appendf(&b, "%s%s<locked/>\n", in, st);
-        for (char * const *k = o->memory_keep; k && *k; k++)
-                strbuf_appendf(&b, "%s%s%s\n", in, st, *k);
-        strbuf_appendf(&b, "%s</memoryBacking>\n", in);
-        return strbuf_steal(&b);
-}
-
-/* ---- nova and kubelet ---- */
-
-char *export_nova(const ExportSplit *s, const char *profile) {
-        _cleanup_free_ char *iso = cpu_set_format_list(&s->isolated), *hk = cpu_set_format_list(&s->housekeeping);
-        char *out;
-        if (!iso || !hk)
-                return NULL;
-        if (asprintf(&out,
-                     "# The CPU split of profile %s on this host.\n"
-                     "# nova.conf: dedicated (pinned, hw:cpu_policy=dedicated) guests on the isolated CPUs,\n"
-                     "# emulator threads and shared guests on the housekeeping CPUs.\n"
-                     "[compute]\n"
-                     "cpu_dedicated_set = %s\n"
-                     "cpu_shared_set = %s\n"
-                     "\n"
-                     "# kubelet (KubeletConfiguration, with cpuManagerPolicy: static): the housekeeping CPUs\n"
-                     "# are the system's, the isolated ones go to Guaranteed pods.\n"
-                     "reservedSystemCPUs: \"%s\"\n",
-                     profile, iso, hk, hk) < 0)
-                return NULL;
-        return out;
 }

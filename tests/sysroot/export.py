@@ -6,9 +6,13 @@ Debian package libvirt-clients; exit 77 without it): the fragment inside a minim
 merges into the domain files of tests/fixtures/libvirt. The pins are checked against the host's
 sysfs: one isolated CPU per vCPU, on one NUMA node when one has room, SMT siblings apart (the
 default) or together (cpus.vcpu_siblings), emulator and I/O threads on housekeeping CPUs of the
-vCPUs' nodes; the merge keeps every other byte of the domain file; too many vCPUs are refused
-with exit status 2; nova's sets are the profile's split; without a profile argument the applied
-profile is exported.
+vCPUs' nodes; the <cachetune> against the L3 ways the plan's resctrl groups leave free (none
+free: no <cachetune>, and a note); the realtime guide's settings (host-passthrough with
+tsc-deadline where the host has it, PMU off, no balloon, locked unshared huge pages, strict
+NUMA, guest NUMA cells across nodes); the merge keeps every other byte of the domain file,
+names what it replaced or dropped on stderr, and gives the same document when run on its own
+output; too many vCPUs are refused with exit status 2; nova's sets, reserved huge pages and
+flavor are the profile's split; without a profile argument the applied profile is exported.
 
 Run by meson (suite sysroot) with RTPARTCTL and RTPART_SOURCE_DIR set.
 """
@@ -75,23 +79,40 @@ class Host:
                            stderr=subprocess.PIPE, text=True, timeout=300)
         return p.returncode, p.stdout, p.stderr
 
-    def rt_ways(self):
-        """Cache id → ways of the profile's rt group, from the plan (resctrl/rt/schemata/L3)."""
-        if getattr(self, "_ways", None):
-            return self._ways
-        rc, out, err = self.run("--json", "plan", "--all", PROFILE)
+    def free_ways(self, profile=PROFILE):
+        """Cache id → the L3 ways no resctrl group of the plan holds (the default group's too)."""
+        rc, out, err = self.run("--json", "plan", "--all", profile)
         assert rc == 0, err
         plan = json.loads(out)
-        knob = next(k for k in plan["changes"] + plan["unchanged"] if k["knob"] == "resctrl/rt/schemata/L3")
-        value = knob.get("desired", knob.get("value"))
-        self._ways = {int(i): bin(int(m, 16)).count("1") for i, m in (d.split("=") for d in value.split(";"))}
-        return self._ways
+        cbm = int(self.oracle["resctrl"]["cbm_mask"], 16)
+        held = {}
+        for k in plan["changes"] + plan["unchanged"]:
+            if re.fullmatch(r"resctrl/[^/]+/schemata/L3", k["knob"]):
+                for d in k.get("desired", k.get("value")).split(";"):
+                    i, m = d.split("=")
+                    held[int(i)] = held.get(int(i), 0) | int(m, 16)
+        return {i: cbm & ~m for i, m in held.items()}
+
+    def way_kib(self, cache):
+        first = min(cpu_list(self.oracle["l3"][str(cache)]))
+        with open(os.path.join(self.root, "sys/devices/system/cpu/cpu%d/cache/index3/size" % first)) as f:
+            kib = int(f.read().strip().rstrip("K"))
+        return kib // bin(int(self.oracle["resctrl"]["cbm_mask"], 16)).count("1")
+
+    def tsc_deadline(self):
+        with open(os.path.join(self.root, "proc", "cpuinfo")) as f:
+            return " tsc_deadline_timer" in f.read()
 
     def capacity(self, together=False):
         cores = {}
         for c in self.isolated:
             cores.setdefault(self.core(c), []).append(c)
         return len(self.isolated) if together else len(cores)
+
+
+def largest_run(mask):
+    """The largest contiguous run of set bits: what libvirt makes a <cachetune> of."""
+    return max((len(r) for r in bin(mask)[2:].split("0")), default=0)
 
 
 def validate(test, text, what):
@@ -105,20 +126,31 @@ def validate(test, text, what):
 
 
 def in_minimal_domain(fragment):
-    """The fragment inside tests/fixtures/libvirt/minimal.xml (which has no element it brings)."""
+    """The fragment inside tests/fixtures/libvirt/minimal.xml (which has no element it brings but
+    <devices>: the fragment's <memballoon/> goes into minimal's)."""
     with open(os.path.join(DOMAINS, "minimal.xml")) as f:
         minimal = f.read()
+    m = re.search(r"^  <devices>\n(.*?)^  </devices>\n", fragment, re.M | re.S)
+    if m:
+        fragment = fragment[:m.start()] + fragment[m.end():]
+        minimal = minimal.replace("  </devices>", m.group(1) + "  </devices>")
     return minimal.replace("</domain>", fragment + "</domain>")
 
 
-def strip_elements(text, names):
-    """The text without the lines of the domain's children named (pretty-printed files)."""
+MANAGED = {"vcpu", "cputune", "numatune", "memoryBacking", "cpu"}
+MANAGED_CHILDREN = {"pmu", "memballoon"}
+
+
+def strip_elements(text, names, children=()):
+    """The text without the lines of the domain's children named and of the grandchildren named
+    in children (pretty-printed files)."""
     out, skip = [], None
     for line in text.splitlines(keepends=True):
         s = line.strip()
         if skip is None:
             m = re.match(r"<(\w+)[\s>/]", s)
-            if m and m.group(1) in names and line[:len(line) - len(line.lstrip())] in ("  ", "\t"):
+            indent = line[:len(line) - len(line.lstrip())]
+            if m and ((m.group(1) in names and indent in ("  ", "\t")) or m.group(1) in children):
                 if not (s.endswith("/>") or ("</%s>" % m.group(1)) in s):
                     skip = m.group(1)
                 continue
@@ -126,6 +158,21 @@ def strip_elements(text, names):
         elif s == "</%s>" % skip:
             skip = None
     return "".join(out)
+
+
+def outside_managed(orig, out):
+    """Both documents without what export manages, for a byte-for-byte comparison: the managed
+    elements, <pmu/> and <memballoon/>, and the <features>/<devices> export adds where the
+    domain has none."""
+    a, b = strip_elements(orig, MANAGED, MANAGED_CHILDREN), strip_elements(out, MANAGED, MANAGED_CHILDREN)
+    for parent in ("features", "devices"):
+        if "<%s" % parent not in orig:
+            b = "".join(l for l in b.splitlines(keepends=True) if l.strip() not in ("<%s>" % parent, "</%s>" % parent))
+    return a, b
+
+
+def domain_notes(err, path):
+    return [l for l in err.splitlines() if l.startswith("rtpartctl: note: %s: " % path)]
 
 
 class ExportTest(unittest.TestCase):
@@ -171,32 +218,53 @@ class ExportTest(unittest.TestCase):
         sched = ct.find("vcpusched")
         self.assertEqual((sched.get("vcpus"), sched.get("scheduler"), sched.get("priority")),
                          ("0-%d" % (n - 1) if n > 1 else "0", "fifo", "1"))
-        # cachetune: the profile's rt group (half the L3 ways) on the caches the vCPUs use
-        cache = ct.find("cachetune")
-        if h.oracle.get("resctrl"):
-            self.assertIsNotNone(cache, "no cachetune on a host with resctrl")
-            l3 = {int(i): cpu_list(c) for i, c in h.oracle["l3"].items()}
-            used = {i for i, c in l3.items() if c & set(cpus)}
-            self.assertEqual({int(c.get("id")) for c in cache.findall("cache")}, used)
-            bits = bin(int(h.oracle["resctrl"]["cbm_mask"], 16)).count("1")
-            ways = h.rt_ways()
-            for c in cache.findall("cache"):
-                first = min(l3[int(c.get("id"))])
-                with open(os.path.join(h.root, "sys/devices/system/cpu/cpu%d/cache/index3/size" % first)) as f:
-                    kib = int(f.read().strip().rstrip("K"))
-                self.assertEqual(int(c.get("size")), ways[int(c.get("id"))] * (kib // bits))
-                self.assertEqual((c.get("level"), c.get("type"), c.get("unit")), ("3", "both", "KiB"))
-        else:
-            self.assertIsNone(cache)
+        self.check_cache(h, ct, cpus)
         nt = dom.find("numatune")
         if h.numa:
             self.assertEqual(cpu_list(nt.find("memory").get("nodeset")), nodes)
             self.assertEqual(nt.find("memory").get("mode"), "strict")
         else:
             self.assertIsNone(nt)
+        self.check_realtime(h, dom, cpus)
+        return cpus
+
+    def check_cache(self, h, ct, cpus, profile=PROFILE):
+        """<cachetune>: on each L3 cache the vCPUs use, the largest run of the ways free there (the
+        smallest of those runs), or none where no way is free."""
+        cache = ct.find("cachetune")
+        if not h.oracle.get("resctrl"):
+            self.assertIsNone(cache)
+            return
+        l3 = {int(i): cpu_list(c) for i, c in h.oracle["l3"].items()}
+        used = {i for i, c in l3.items() if c & set(cpus)}
+        free = h.free_ways(profile)
+        ways = min(largest_run(free[i]) for i in used)
+        if ways == 0:
+            self.assertIsNone(cache, "a <cachetune> where no L3 way is free")
+            return
+        self.assertIsNotNone(cache, "no cachetune where ways are free: %s" % free)
+        self.assertEqual({int(c.get("id")) for c in cache.findall("cache")}, used)
+        for c in cache.findall("cache"):
+            self.assertEqual(int(c.get("size")), ways * h.way_kib(int(c.get("id"))))
+            self.assertEqual((c.get("level"), c.get("type"), c.get("unit")), ("3", "both", "KiB"))
+
+    def check_realtime(self, h, dom, cpus):
+        """What libvirt's kvm-realtime guide asks for besides the pins."""
+        self.assertEqual(cpu_list(dom.find("vcpu").get("cpuset")), set(cpus))
+        self.assertEqual(dom.find("vcpu").get("placement"), "static")
+        cpu = dom.find("cpu")
+        self.assertEqual(cpu.get("mode"), "host-passthrough")
+        tsc = [f for f in cpu.findall("feature") if f.get("name") == "tsc-deadline"]
+        if h.tsc_deadline():
+            self.assertEqual([f.get("policy") for f in tsc], ["require"])
+        else:
+            self.assertEqual([f.get("policy") for f in tsc if f.get("policy") in ("require", "force")], [])
+        self.assertEqual(dom.find("features/pmu").get("state"), "off")
+        balloons = dom.findall("devices/memballoon")
+        self.assertEqual([b.get("model") for b in balloons], ["none"])
         mb = dom.find("memoryBacking")
         self.assertIsNotNone(mb.find("locked"))
-        return cpus
+        self.assertIsNotNone(mb.find("nosharepages"))
 
     def test_fragment(self):
         for h in self.hosts.values():
@@ -209,23 +277,25 @@ class ExportTest(unittest.TestCase):
                     dom = ET.fromstring(doc)
                     self.assertEqual(dom.find("vcpu").text, str(n))
                     self.assertIsNone(dom.find("memoryBacking").find("hugepages"))  # none reserved
+                    self.assertIn("no huge pages back the guest's memory", err)
                     self.check_pins(h, dom, n)
 
     def test_domain_merge(self):
         for h in self.hosts.values():
             for f in sorted(os.listdir(DOMAINS)):
-                with open(os.path.join(DOMAINS, f)) as fh:
+                path = os.path.join(DOMAINS, f)
+                with open(path) as fh:
                     orig = fh.read()
                 with self.subTest(host=h.name, domain=f):
                     vcpu = ET.fromstring(orig).find("vcpu")
                     args = ["--vcpus", "2"] if vcpu is None else []
                     n = 2 if vcpu is None else int(vcpu.text)
                     if n > h.capacity():
-                        rc, out, err = h.run("export", "libvirt", "--domain", os.path.join(DOMAINS, f), PROFILE)
+                        rc, out, err = h.run("export", "libvirt", "--domain", path, PROFILE)
                         self.assertEqual((rc, out), (2, ""), err)
                         self.assertIn("%d vCPUs do not fit" % n, err)
                         continue
-                    rc, out, err = h.run("export", "libvirt", "--domain", os.path.join(DOMAINS, f), *args, PROFILE)
+                    rc, out, err = h.run("export", "libvirt", "--domain", path, *args, PROFILE)
                     self.assertEqual(rc, 0, err)
                     validate(self, out, "%s merged on %s" % (f, h.name))
                     dom = ET.fromstring(out)
@@ -236,20 +306,111 @@ class ExportTest(unittest.TestCase):
                     if not ids and odom.find("iothreads") is not None:
                         ids = list(range(1, int(odom.find("iothreads").text) + 1))
                     self.assertEqual([int(i.get("iothread")) for i in dom.findall("cputune/iothreadpin")], ids)
-                    # memoryBacking keeps what it had besides hugepages and locked
+                    # memoryBacking keeps what it had besides hugepages, locked and nosharepages
                     old_mb = odom.find("memoryBacking")
+                    ours = ("hugepages", "locked", "nosharepages")
                     if old_mb is not None:
-                        kept = [c.tag for c in old_mb if c.tag not in ("hugepages", "locked")]
-                        self.assertEqual([c.tag for c in dom.find("memoryBacking") if c.tag != "locked"], kept)
+                        kept = [c.tag for c in old_mb if c.tag not in ours]
+                        self.assertEqual([c.tag for c in dom.find("memoryBacking") if c.tag not in ours], kept)
+                    # cputune keeps what weighs the emulator threads, drops the vCPUs' CFS bandwidth
+                    old_ct = odom.find("cputune")
+                    for tag in ("shares", "emulator_period", "emulator_quota"):
+                        if old_ct is not None and old_ct.find(tag) is not None:
+                            self.assertEqual(dom.find("cputune/" + tag).text, old_ct.find(tag).text)
+                    for tag in ("period", "quota"):
+                        self.assertIsNone(dom.find("cputune/" + tag))
+                        if old_ct is not None and old_ct.find(tag) is not None:
+                            self.assertRegex(err, r"<cputune>: [^\n]*<%s>[^\n]* dropped: they limit the vCPUs' CFS" % tag)
                     # every other byte as it was
-                    names = {"cputune", "numatune", "memoryBacking"} | ({"vcpu"} if vcpu is None else set())
-                    self.assertEqual(strip_elements(out, names), strip_elements(orig, names))
-                    self.assertNotIn("<shares>", out)
+                    a, b = outside_managed(orig, out)
+                    self.assertEqual(b, a)
+                    # and exported again, the same document, with nothing more said about it
+                    with tempfile.NamedTemporaryFile("w", suffix=".xml") as again:
+                        again.write(out)
+                        again.flush()
+                        rc, out2, err2 = h.run("export", "libvirt", "--domain", again.name, PROFILE)
+                        self.assertEqual(rc, 0, err2)
+                        self.assertEqual(out2, out)
+                        said = [l for l in domain_notes(err2, again.name)
+                                if re.search(r"replaced|becomes|dropped|removed", l)]
+                        self.assertEqual(said, [])
+
+    def test_domain_conflicts(self):
+        """A domain whose own tuning gets in the way: each thing replaced or dropped is named (the
+        <vcpu cpuset> over housekeeping CPUs was kept, <period>/<quota> dropped silently)."""
+        h = self.hosts["intel-2s"]
+        path = os.path.join(DOMAINS, "conflicts.xml")
+        rc, out, err = h.run("export", "libvirt", "--domain", path, PROFILE)
+        self.assertEqual(rc, 0, err)
+        validate(self, out, "conflicts.xml merged")
+        dom = ET.fromstring(out)
+        pins = self.check_pins(h, dom, 4)
+        notes = "\n".join(domain_notes(err, path))
+        self.assertIn("<vcpu cpuset='1-4,8-20,525'> becomes cpuset='%s', the CPUs its vCPUs are pinned to"
+                      % dom.find("vcpu").get("cpuset"), notes)
+        self.assertEqual(cpu_list(dom.find("vcpu").get("cpuset")), set(pins))
+        self.assertIn("it held housekeeping CPUs 8,16, which the guest must stay off, CPUs this host does not have "
+                      "(525) and CPUs none of its vCPUs is pinned to", notes)
+        self.assertIn("<cputune>: <period>, <quota> dropped", notes)
+        self.assertIn("<cputune>: its <vcpupin> ×2, <emulatorpin> replaced", notes)
+        self.assertIn("<numatune> replaced: the guest's memory is strict on node 0", notes)
+        self.assertIn("<memoryBacking>: its <hugepages> replaced", notes)
+        self.assertIn("<cpu mode='host-model'> becomes mode='host-passthrough'", notes)
+        self.assertIn("<cpu>: its <model> dropped", notes)
+        self.assertIn("<cpu>: its <topology> makes 8 vCPUs, not 4", notes)
+        self.assertIn("<features>: its <pmu state='on'/> becomes <pmu state='off'/>", notes)
+        self.assertIn("<devices>: its <memballoon> becomes <memballoon model='none'/>", notes)
+        # kept: what weighs the emulator, the other CPU feature and the CPU check
+        self.assertEqual(dom.find("cputune/shares").text, "2048")
+        self.assertEqual(dom.find("cputune/emulator_period").text, "100000")
+        self.assertEqual([f.get("name") for f in dom.findall("cpu/feature")], ["invtsc", "tsc-deadline"])
+        self.assertEqual(dom.find("cpu").get("check"), "partial")
+        self.assertIsNone(dom.find("cpu/model"))
+        self.assertEqual(dom.find("memoryBacking/source").get("type"), "memfd")
+        self.assertIsNone(dom.find("devices/memballoon/address"))
+
+    def test_cells(self):
+        """vCPUs over two nodes: a guest NUMA cell per node, its memory in whole huge pages, strict
+        on its node, the pages' nodeset the cells."""
+        h = Host("intel-2s")
+        try:
+            for node in (0, 1):
+                p = os.path.join(h.root, "sys/devices/system/node/node%d/hugepages/hugepages-1048576kB/nr_hugepages" % node)
+                with open(p, "w") as f:
+                    f.write("8\n")
+            n = h.capacity() // 2 + 3
+            rc, out, err = h.run("export", "libvirt", "--vcpus", str(n), "--memory", "12G", PROFILE)
+            self.assertEqual(rc, 0, err)
+            doc = in_minimal_domain(out)
+            validate(self, doc, "fragment over two nodes")
+            dom = ET.fromstring(doc)
+            cpus = self.check_pins(h, dom, n)
+            cells = dom.findall("cpu/numa/cell")
+            self.assertEqual(len(cells), 2)
+            self.assertEqual(sum(int(c.get("memory")) for c in cells), 12 * 1048576)
+            for i, c in enumerate(cells):
+                self.assertEqual(int(c.get("memory")) % 1048576, 0)
+                self.assertEqual({h.node_of(cpus[v]) for v in cpu_list(c.get("cpus"))}, {i})
+            memnodes = {int(m.get("cellid")): m.get("nodeset") for m in dom.findall("numatune/memnode")}
+            self.assertEqual(memnodes, {0: "0", 1: "1"})
+            page = dom.find("memoryBacking/hugepages/page")
+            self.assertEqual((page.get("size"), page.get("nodeset")), ("1048576", "0-1"))
+            # not told the memory: no cells, and a note that says how to have them
+            rc, out, err = h.run("export", "libvirt", "--vcpus", str(n), PROFILE)
+            self.assertEqual(rc, 0, err)
+            self.assertNotIn("<numa>", out)
+            self.assertIn("give --memory SIZE", err)
+            # a node's pool short of the guest's memory there
+            rc, out, err = h.run("export", "libvirt", "--vcpus", str(n), "--memory", "32G", PROFILE)
+            self.assertEqual(rc, 0, err)
+            self.assertRegex(err, r"node 0 holds 8388608 KiB of 1048576 KiB huge pages, less than the \d+ KiB")
+        finally:
+            h.close()
 
     def test_hugepages(self):
         h = Host("intel-2s")
         try:
-            p = os.path.join(h.root, "sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages")
+            p = os.path.join(h.root, "sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages")
             with open(p, "w") as f:
                 f.write("512\n")
             rc, out, err = h.run("export", "libvirt", "--vcpus", "2", PROFILE)
@@ -257,7 +418,42 @@ class ExportTest(unittest.TestCase):
             doc = in_minimal_domain(out)
             validate(self, doc, "fragment with huge pages")
             page = ET.fromstring(doc).find("memoryBacking/hugepages/page")
-            self.assertEqual((page.get("size"), page.get("unit")), ("2048", "KiB"))
+            self.assertEqual((page.get("size"), page.get("unit"), page.get("nodeset")), ("2048", "KiB", None))
+            self.assertNotIn("no huge pages", err)
+        finally:
+            h.close()
+
+    def test_shipped_cachetune(self):
+        """The regression of the shipped realtime-virtual-host: its groups held every L3 way and
+        export still wrote a <cachetune> (of rt's ways), which libvirt cannot make, so the guest
+        did not start. Now the profile keeps ways for guests and the <cachetune> is theirs; a
+        profile that keeps none gets no <cachetune>, and a note naming who holds the ways."""
+        for name in ("intel-2s", "epyc"):
+            h = self.hosts[name]
+            with self.subTest(host=name):
+                free = h.free_ways()
+                self.assertTrue(all(largest_run(m) > 0 for m in free.values()), free)
+                rc, out, err = h.run("export", "libvirt", "--vcpus", "2", PROFILE)
+                self.assertEqual(rc, 0, err)
+                dom = ET.fromstring(in_minimal_domain(out))
+                self.assertIsNotNone(dom.find("cputune/cachetune"))
+                self.check_cache(h, dom.find("cputune"), [int(p.get("cpuset")) for p in dom.findall("cputune/vcpupin")])
+        h = Host("intel-2s")
+        try:
+            d = os.path.join(h.root, "etc", "rtpart", "profiles")
+            os.makedirs(d, exist_ok=True)
+            with open(os.path.join(d, "no-guests.json"), "w") as f:
+                # the cat section realtime-virtual-host had: every way held by rt and the default group
+                json.dump({"include": "realtime", "cat": {"groups": [{"name": "rt", "cpus": "isolated",
+                                                                      "l3": {"percent": 50}, "exclusive": True}]}}, f)
+            self.assertEqual(h.free_ways("no-guests"), {0: 0, 1: 0})
+            rc, out, err = h.run("export", "libvirt", "--vcpus", "2", "no-guests")
+            self.assertEqual(rc, 0, err)
+            validate(self, in_minimal_domain(out), "fragment without free ways")
+            self.assertNotIn("<cachetune", out)
+            self.assertIn("note: no <cachetune>: on the L3 caches the vCPUs use, the profile's resctrl groups and the "
+                          "default group hold every way (default 0x01f, rt 0x7e0)", err)
+            self.assertIn("keep ways for guests with cat.guests.l3", err)
         finally:
             h.close()
 
@@ -268,16 +464,15 @@ class ExportTest(unittest.TestCase):
             rc, out, err = h.run("export", "libvirt", "--vcpus", "2", PROFILE)
             self.assertEqual(rc, 0, err)
             self.assertIn("<cachetune", out)
-            self.assertNotIn("note:", err)
+            self.assertNotIn("cachetune>:", err)
             for d in glob.glob(os.path.join(h.root, "sys/devices/system/cpu/cpu*/cache/index3")):
                 os.unlink(os.path.join(d, "size"))
             rc, out, err = h.run("export", "libvirt", "--vcpus", "2", PROFILE)
             self.assertEqual(rc, 0, err)
             validate(self, in_minimal_domain(out), "fragment without cachetune")
             self.assertNotIn("<cachetune", out)
-            self.assertRegex(err, r"note: no <cache id='\d+'> in <cachetune> for resctrl group rt: the size of L3 "
-                                  r"cache \d+ is unknown \(/sys/devices/system/cpu/cpu\d+/cache/index3/size is "
-                                  r"missing")
+            self.assertRegex(err, r"note: no <cache id='\d+'> in <cachetune>: the size of L3 cache \d+ is unknown "
+                                  r"\(/sys/devices/system/cpu/cpuN/cache/index3/size of its CPUs is missing")
         finally:
             h.close()
 
@@ -322,6 +517,22 @@ class ExportTest(unittest.TestCase):
         self.assertIn("--vcpus N", err)
         rc, out, err = h.run("export", "nova", "--vcpus", "2", PROFILE)
         self.assertEqual(rc, 2)
+        rc, out, err = h.run("export", "nova", "--memory", "4G", PROFILE)
+        self.assertEqual(rc, 2)
+        self.assertIn("export nova takes none of them", err)
+        rc, out, err = h.run("export", "libvirt", "--vcpus", "2", "--memory", "4X", PROFILE)
+        self.assertEqual(rc, 2)
+        self.assertIn("--memory takes a size such as", err)
+        rc, out, err = h.run("export", "libvirt", "--memory", "8G", "--domain", os.path.join(DOMAINS, "rt-guest.xml"),
+                             PROFILE)
+        self.assertEqual(rc, 2)
+        self.assertIn("<memory> is 4194304 KiB but --memory is 8388608 KiB", err)
+        with tempfile.NamedTemporaryFile("w", suffix=".xml") as f:
+            f.write("<domain>\n  <name>a</name>\n  <cpu/>\n  <cpu/>\n</domain>\n")
+            f.flush()
+            rc, out, err = h.run("export", "libvirt", "--vcpus", "2", "--domain", f.name, PROFILE)
+            self.assertEqual(rc, 2)
+            self.assertIn("line 4: a second <cpu> (the first is on line 3): a domain has one", err)
         rc, out, err = h.run("export", "vmware", PROFILE)
         self.assertEqual(rc, 2)
         self.assertIn("give 'libvirt' or 'nova'", err)
@@ -356,18 +567,54 @@ class ExportTest(unittest.TestCase):
                 self.assertEqual(cpu_list(sect.group(2)), h.housekeeping)
                 kubelet = re.search(r'^reservedSystemCPUs: "(\S+)"$', out, re.M)
                 self.assertEqual(cpu_list(kubelet.group(1)), h.housekeeping)
-                # --json: the same sets as one document (it was silently ignored).
+                # no huge pages on these hosts: none reserved, and the flavor takes any large size
+                self.assertIn("# reserved_huge_pages: none; this host holds no huge pages", out)
+                self.assertNotIn("\nreserved_huge_pages =", out)
+                self.assertIn("\nopenstack flavor set FLAVOR --property hw:cpu_policy=dedicated --property "
+                              "hw:cpu_realtime=yes --property hw:cpu_realtime_mask=^0 --property "
+                              "hw:emulator_threads_policy=share --property hw:mem_page_size=large --property "
+                              "hw:pmu=false\n", out)
+                # --json: the same as one document (it was silently ignored).
                 rc, out, err = h.run("--json", "export", "nova", PROFILE)
                 self.assertEqual(rc, 0, err)
                 doc = json.loads(out)
                 self.assertEqual(doc["profile"], PROFILE)
                 self.assertEqual(cpu_list(doc["nova"]["compute"]["cpu_dedicated_set"]), h.isolated)
                 self.assertEqual(cpu_list(doc["nova"]["compute"]["cpu_shared_set"]), h.housekeeping)
+                self.assertEqual(doc["nova"]["DEFAULT"]["reserved_huge_pages"], [])
+                self.assertEqual(doc["flavor"]["properties"]["hw:cpu_realtime_mask"], "^0")
+                self.assertTrue(doc["flavor"]["command"].startswith("openstack flavor set FLAVOR --property "))
                 self.assertEqual(cpu_list(doc["kubelet"]["reservedSystemCPUs"]), h.housekeeping)
         # export libvirt has no JSON form: refused, not ignored.
         rc, out, err = self.hosts["vm"].run("--json", "export", "libvirt", "--vcpus", "1", PROFILE)
         self.assertEqual((rc, out), (2, ""), err)
         self.assertIn("export libvirt prints libvirt's domain XML, which has no JSON form", err)
+
+    def test_nova_huge_pages(self):
+        """Pools of the flavor's page size are left to Nova's instances; the others are reserved."""
+        h = Host("intel-2s")
+        try:
+            for node in (0, 1):
+                for size, count in (("1048576", 8), ("2048", 1024)):
+                    p = os.path.join(h.root, "sys/devices/system/node/node%d/hugepages/hugepages-%skB/nr_hugepages"
+                                     % (node, size))
+                    with open(p, "w") as f:
+                        f.write("%d\n" % count)
+            rc, out, err = h.run("export", "nova", PROFILE)
+            self.assertEqual(rc, 0, err)
+            self.assertIn("\n[DEFAULT]\nreserved_huge_pages = node:0,size:2048,count:1024\n"
+                          "reserved_huge_pages = node:1,size:2048,count:1024\n", out)
+            self.assertIn("# node:0,size:1GB,count:8, node:1,size:1GB,count:8.", out)
+            self.assertIn("--property hw:mem_page_size=1GB", out)
+            rc, out, err = h.run("--json", "export", "nova", PROFILE)
+            self.assertEqual(rc, 0, err)
+            doc = json.loads(out)
+            self.assertEqual(doc["nova"]["DEFAULT"]["reserved_huge_pages"],
+                             ["node:0,size:2048,count:1024", "node:1,size:2048,count:1024"])
+            self.assertEqual(doc["flavor"]["huge_pages"], ["node:0,size:1GB,count:8", "node:1,size:1GB,count:8"])
+            self.assertEqual(doc["flavor"]["properties"]["hw:mem_page_size"], "1GB")
+        finally:
+            h.close()
 
     def test_applied_profile(self):
         h = Host("vm")
