@@ -270,7 +270,7 @@ static const Verb verbs[] = {
                 "export",
                 1,
                 2,
-                "libvirt|nova [PROFILE]",
+                "libvirt|nova [NAME|PROFILE]",
                 "Print a realtime guest's libvirt domain, or nova's and kubelet's settings",
                 "libvirt: a realtime guest of --vcpus vCPUs as libvirt's kvm-realtime guide\n"
                 "has it: <vcpu> and <cputune> (vCPUs pinned one per isolated CPU, NUMA-local,\n"
@@ -284,7 +284,9 @@ static const Verb verbs[] = {
                 "nova.conf's reserved_huge_pages and [compute] cpu_dedicated_set and\n"
                 "cpu_shared_set, a realtime flavor's `openstack flavor set` line, and kubelet's\n"
                 "reservedSystemCPUs (with --json, as one JSON document). The split is\n"
-                "PROFILE's planned for this host, else the applied profile's.\n",
+                "PROFILE's planned for this host, else the applied profile's. export libvirt\n"
+                "NAME, a VM of the ledger (vm add): that VM's guest, its vCPUs on its\n"
+                "reservation.\n",
                 OPTION_ROOT | OPTION_JSON | OPTION_STATE_DIR | OPTION_VCPUS | OPTION_DOMAIN | OPTION_MEMORY,
                 verb_export,
                 /* prints_document= */ true,

@@ -6,7 +6,8 @@ the domain XML on standard input) with RTPART_ROOT naming the tree: a domain of 
 as its reservation says starts (exit 0); pinned elsewhere, with a vCPU unpinned or more vCPUs than
 reserved, or onto the other VM's CPUs (its vCPUs or its emulator), it is refused with exit 1 and
 the reason on standard error (what libvirt shows as the start's error); a domain the ledger does
-not know starts on CPUs no VM holds and is refused on a VM's. Operations other than prepare begin
+not know starts on CPUs no VM holds and is refused on a VM's. export libvirt NAME writes a VM's
+domain from its reservation, and the hook lets it start. Operations other than prepare begin
 are let through without reading anything, and so is every domain while the ledger is empty.
 
 Run by meson (suite sysroot) with the hook's path as argument, RTPARTCTL and RTPART_HOSTS_DIR set.
@@ -71,6 +72,19 @@ class Hook(unittest.TestCase):
                 self.assertEqual(rc, 1, err)
                 self.assertIn(reason, err)
                 self.assertTrue(err.startswith("rtpart: "), err)
+        # export libvirt NAME writes the VM's domain from its reservation, which the hook lets start.
+        path = os.path.join(self.h.tmp, "b.xml")
+        with open(path, "w") as f:
+            f.write("<domain type='kvm'>\n  <name>b</name>\n  <memory unit='GiB'>1</memory>\n  <vcpu>2</vcpu>\n"
+                    "  <os><type arch='x86_64'>hvm</type></os>\n</domain>\n")
+        xml = self.h.ok("export", "libvirt", "b", "--domain", path)
+        self.assertIn("<vcpupin vcpu='0' cpuset='3'/>", xml)
+        self.assertIn("<vcpupin vcpu='1' cpuset='4'/>", xml)
+        self.assertIn("<emulatorpin cpuset='5,21'/>", xml)
+        self.assertEqual(self.hook("b", xml), (0, ""))
+        rc, _, err = self.h.run("export", "libvirt", "b", "--vcpus", "3")
+        self.assertEqual(rc, 2)
+        self.assertIn("VM b has 2 vCPUs in the ledger, but --vcpus is 3", err)
         # Other operations are not checked.
         for op in (("start", "begin"), ("release", "end"), ("prepare", "end")):
             self.assertEqual(self.hook("a", domain("a", ["7", "8"]), op), (0, ""))
