@@ -111,13 +111,17 @@ static int refuse_full(const Units *u, const LedgerSplit *split, const LedgerReq
                                  req->name, req->n_vcpus,
                                  req->emulator_policy == LEDGER_EMULATOR_ISOLATE ? " and an isolated emulator" : "",
                                  need, what, req->node, u->per_node[req->node], total, what, where);
+        unsigned fit = total > need - req->n_vcpus ? total - (need - req->n_vcpus) : 0;
+        char fewer[64] = "";
+        if (fit > 0)
+                snprintf(fewer, sizeof(fewer), "give --vcpus %u or fewer, ", fit);
         return error_set(e, -ENOSPC, NULL, NULL,
-                         "vm %s: %u vCPUs%s need %u free isolated %s%s; %u are free (%s); give --vcpus %u or fewer, "
-                         "remove a VM (rtpartctl vm remove), or isolate more CPUs (cpus.isolated)",
+                         "vm %s: %u vCPUs%s need %u free isolated %s%s; %u are free (%s); %sremove a VM (rtpartctl vm "
+                         "remove), or isolate more CPUs (cpus.isolated)",
                          req->name, req->n_vcpus,
                          req->emulator_policy == LEDGER_EMULATOR_ISOLATE ? " and an isolated emulator" : "", need, what,
                          split->split_siblings ? "" : " (a core per vCPU: cpus.vcpu_siblings is \"apart\")", total,
-                         where, total > (need - req->n_vcpus) ? total - (need - req->n_vcpus) : 0);
+                         where, fewer);
 }
 
 /* The nodes in the order they are filled: node alone when asked; else the lowest-numbered one
