@@ -66,7 +66,7 @@ static int local_list(Root *root, JournalStore *journal, const char *arg, json_t
         int r = ledger_load(journal, &l, &e);
         if (r < 0)
                 return ledger_failure("cannot read the ledger", &e, r);
-        *ret_doc = ledger_to_json(l);
+        *ret_doc = ledger_to_json_running(l, root);
         return *ret_doc ? 0 : log_oom();
 }
 
@@ -89,12 +89,24 @@ static int render_vm_list(json_t *doc) {
                 printf("No VM in the ledger.\n");
                 return 0;
         }
-        printf("%-20s %5s %-16s %-5s %-16s %-8s %5s %s\n", "NAME", "VCPUS", "CPUS", "NODES", "EMULATOR", "POLICY",
-               "CACHE", "HUGEPAGES");
-        json_array_foreach (vms, i, vm)
-                printf("%-20s %5zu %-16s %-5s %-16s %-8s %4zu%% %s\n", jstr(vm, "name"), jsize(vm, "vcpus"),
+        printf("%-20s %5s %-16s %-5s %-16s %-8s %5s %-9s %s\n", "NAME", "VCPUS", "CPUS", "NODES", "EMULATOR", "POLICY",
+               "CACHE", "HUGEPAGES", "RUNNING");
+        json_array_foreach (vms, i, vm) {
+                json_t *threads = json_object_get(vm, "vcpu_threads"), *t;
+                size_t k, drifted = 0;
+                json_array_foreach (threads, k, t)
+                        drifted += jtrue(t, "drift");
+                printf("%-20s %5zu %-16s %-5s %-16s %-8s %4zu%% %-9s %s\n", jstr(vm, "name"), jsize(vm, "vcpus"),
                        jstr(vm, "cpus"), jstr(vm, "nodes"), jstr(vm, "emulator"), jstr(vm, "emulator_policy"),
-                       jsize(vm, "cache_percent"), jstr(vm, "hugepages") ?: "-");
+                       jsize(vm, "cache_percent"), jstr(vm, "hugepages") ?: "-",
+                       json_array_size(threads) == 0 ? "no"
+                               : drifted             ? "drift"
+                                                     : "yes");
+                json_array_foreach (threads, k, t)
+                        if (jtrue(t, "drift"))
+                                printf("  vCPU %zu (thread %zu) may run on CPUs %s, not its CPU\n", jsize(t, "vcpu"),
+                                       jsize(t, "tid"), jstr(t, "cpus"));
+        }
         return 0;
 }
 

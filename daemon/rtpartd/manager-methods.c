@@ -471,8 +471,9 @@ static const Method manager_methods[] = {
                 .name = "VmList",
                 .dbus = SD_BUS_METHOD_WITH_ARGS("VmList", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", ledger), NULL,
                                                 SD_BUS_VTABLE_UNPRIVILEGED),
-                .varlink = "# The ledger: every VM and the CPUs it holds, in the order they were added.\n"
-                           "method VmList() -> (version: int, vms: []Vm)\n",
+                .varlink = "# The ledger: every VM and the CPUs it holds, in the order they were added; each\n"
+                           "# with vcpu_threads ([{vcpu, tid, cpus, drift}]): its running qemu's vCPU threads.\n"
+                           "method VmList() -> (version: int, vms: []object)\n",
                 .func = call_vm_list,
         },
         {

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* VmAdd, VmRemove, VmList: the ledger of which VM holds which isolated CPUs (lib/ledger), changed
  * under the journal's lock, its VMs placed on the applied profile's split. */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -60,7 +59,7 @@ int manager_vm_list(Manager *m, json_t **ret, ManagerError *e) {
         int r = ledger_load(m->store, &l, &le);
         if (r < 0)
                 return ledger_failure(e, &le, r);
-        *ret = ledger_to_json(l);
+        *ret = ledger_to_json_running(l, m->root);
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -118,35 +117,16 @@ bool manager_vm_correct(Manager *m, int tid, const char *expected) {
 }
 
 int manager_vm_threads(Manager *m, const Ledger *l, int **tids, size_t *n) {
-        DIR *d = NULL;
-        int r = root_opendir(m->root, "proc", &d);
+        _cleanup_free_ LedgerRunning *run = NULL;
+        size_t k = 0;
+        int r = ledger_running(l, m->root, &run, &k);
         if (r < 0)
                 return r;
-        for (struct dirent *de; (de = readdir(d));) {
-                _cleanup_free_ char *cmdline = NULL, *guest = NULL;
-                size_t size;
-                char rel[64];
-                int pid = atoi(de->d_name);
-                if (pid <= 0)
-                        continue;
-                snprintf(rel, sizeof(rel), "proc/%d/cmdline", pid);
-                if (root_read_file(m->root, rel, &cmdline, &size) < 0 ||
-                    ledger_guest_parse_cmdline(cmdline, size, &guest) < 0 || !ledger_find(l, guest))
-                        continue;
-                snprintf(rel, sizeof(rel), "proc/%d/task", pid);
-                DIR *td = NULL;
-                if (root_opendir(m->root, rel, &td) < 0)
-                        continue;
-                for (struct dirent *te; (te = readdir(td));) {
-                        int tid = atoi(te->d_name);
-                        int *p = tid > 0 ? realloc(*tids, (*n + 1) * sizeof(int)) : NULL;
-                        if (!p)
-                                continue;
-                        *tids = p;
-                        (*tids)[(*n)++] = tid;
-                }
-                closedir(td);
-        }
-        closedir(d);
+        int *p = realloc(*tids, (*n + k + 1) * sizeof(int));
+        if (!p)
+                return -ENOMEM;
+        *tids = p;
+        for (size_t i = 0; i < k; i++)
+                (*tids)[(*n)++] = run[i].tid;
         return 0;
 }

@@ -144,3 +144,20 @@ typedef struct LedgerVcpuThread {
 /* Whether the thread tid, named comm, is a vCPU thread of a qemu process whose guest is a VM of
  * l: 1 and *ret, else 0 (a thread of anything else, or gone). */
 int ledger_vcpu_thread(const Ledger *l, Root *root, int tid, const char *comm, LedgerVcpuThread *ret);
+
+/* A vCPU thread of a running VM of the ledger, as found. */
+typedef struct LedgerRunning {
+        const LedgerVm *vm; /* the ledger's */
+        unsigned vcpu;
+        int cpu; /* where the ledger puts it; -1: none reserved */
+        int tid;
+        CpuSet cpus; /* where it may run now */
+} LedgerRunning;
+
+/* Every vCPU thread of every process whose guest is a VM of l (proc/ under the root). */
+int ledger_running(const Ledger *l, Root *root, LedgerRunning **ret, size_t *ret_n);
+/* Whether it may run elsewhere than on its vCPU's CPU. */
+bool ledger_running_drifted(const LedgerRunning *t);
+/* ledger_to_json(), each VM with "vcpu_threads": [{vcpu, tid, cpus, drift}] of its running qemu
+ * ([] when it does not run, or what runs cannot be read). */
+json_t *ledger_to_json_running(const Ledger *l, Root *root);

@@ -7,7 +7,9 @@ and cpu-partitioning applied to it: VMs are added with rtpartctl vm add until th
 out (the next is refused with exit 2 naming how many are free); rtpart's hook is installed in
 /etc/libvirt/hooks/qemu.d as a script that runs rtpart-libvirt-hook on that tree. Each VM is
 defined from `rtpartctl export libvirt NAME --domain` and started, and its vCPU threads (CPU n/TCG)
-must run on exactly the ledger's CPUs, disjoint from one another. A domain pinned onto a VM's CPU
+must run on exactly the ledger's CPUs, disjoint from one another; rtpartctl vm list (the tree's
+ledger through --state-dir, this kernel's threads) shows them there, and a thread moved by hand
+(virsh vcpupin --live: libvirt keeps it in a cpuset cgroup of its CPU) as drift. A domain pinned onto a VM's CPU
 is refused by the hook with rtpart's reason as libvirt's error; once that VM is removed from the
 ledger (its cores free), the same domain starts.
 
@@ -22,6 +24,7 @@ already running (not ours to use), no kernel in /boot, or fewer than 2 CPUs. Lea
 defined, no hook and no daemon of its own.
 """
 import glob
+import json
 import os
 import re
 import shutil
@@ -181,7 +184,7 @@ def main():
             assert p.returncode == 2 and "0 are free" in p.stderr, p.stderr
             print("refused as full:", p.stderr.strip())
             break
-        vms.append(__import__("json").loads(p.stdout))
+        vms.append(json.loads(p.stdout))
     assert vms, "no VM fits"
     if len(vms) == 1:
         print(f"this machine has {os.cpu_count()} CPUs: one isolated, so one VM")
@@ -215,6 +218,21 @@ def main():
             assert not (held & set(want)), (held, want)
             held |= set(want)
             print(f"{vm['name']}: vCPU threads on CPUs {sorted(t[1] for t in threads.values())}, as the ledger says")
+
+        # The running VM as rtpartctl sees it (the ledger of the tree, the threads of this kernel):
+        # on its CPU; a thread moved by hand is drift.
+        live = [CTL, "--state-dir", os.path.join(root, "var", "lib", "rtpart")]
+        first = json.loads(run(*live, "--json", "vm", "list").stdout)["vms"][0]
+        assert [(t["vcpu"], t["cpus"], t["drift"]) for t in first["vcpu_threads"]] == [(0, first["cpus"], False)], first
+        tid = first["vcpu_threads"][0]["tid"]
+        # libvirt keeps the thread in a cpuset cgroup of the VM's CPU: moved through libvirt itself.
+        others = set(range(os.cpu_count())) - cpu_list(first["cpus"])
+        lv.virsh("vcpupin", vms[0]["name"], "0", ",".join(map(str, sorted(others))), "--live")
+        first = json.loads(run(*live, "--json", "vm", "list").stdout)["vms"][0]
+        assert first["vcpu_threads"][0]["drift"] is True, first
+        text = run(*live, "vm", "list").stdout
+        assert "drift" in text and f"vCPU 0 (thread {tid}) may run on CPUs" in text, text
+        print("moved by hand, seen as drift:\n" + text)
 
         # A domain pinned onto the first VM's CPU: refused by the hook, with rtpart's reason.
         target = vms[0]["cpus"]
