@@ -293,7 +293,13 @@ START_TEST(test_intel_shareable_bits) {
         knob(p, "resctrl/be/schemata/L3", NULL, "0=600;1=600");
         /* The default group keeps the largest contiguous run outside rt: 0x01f (0x600 is smaller). */
         knob(p, "resctrl/default/schemata/L3", NULL, "0=01f;1=01f");
-        ck_assert(plan_has_note(p, "stay unused"));
+        /* be holds 0x600: no way is left to nobody, and no note says one is. */
+        ck_assert(!plan_has_note(p, "stay unused"));
+        /* Without be, 0x600 is left to no group: the note names it. */
+        _cleanup_(plan_freep) Plan *q = plan_ok(
+                "{\"cat\": {\"groups\": [{\"name\": \"rt\", \"cpus\": \"2\", \"l3\": {\"ways\": 4}, \"exclusive\": true}]}}");
+        knob(q, "resctrl/default/schemata/L3", NULL, "0=01f;1=01f");
+        ck_assert(plan_has_note(q, "ways 9-10 stay unused"));
 }
 END_TEST
 
