@@ -14,6 +14,7 @@ are let through without reading anything, and so is every domain while the ledge
 Run by meson (suite sysroot) with the hook's path as argument, RTPARTCTL and RTPART_HOSTS_DIR set.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -90,6 +91,12 @@ class Hook(unittest.TestCase):
             p = subprocess.run(["virt-xml-validate", path, "domain"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)
             self.assertEqual(p.returncode, 0, p.stdout)
+        # Two VMs exported get their own CPUs (before the ledger, every guest exported got the same).
+        pins = {}
+        for name in ("a", "b"):
+            out = self.h.ok("export", "libvirt", name)
+            pins[name] = set(re.findall(r"<vcpupin vcpu='\d+' cpuset='(\d+)'/>", out))
+        self.assertEqual(pins, {"a": {"1", "2"}, "b": {"3", "4"}})
         rc, _, err = self.h.run("export", "libvirt", "b", "--vcpus", "3")
         self.assertEqual(rc, 2)
         self.assertIn("VM b has 2 vCPUs in the ledger, but --vcpus is 3", err)
