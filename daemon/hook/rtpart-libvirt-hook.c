@@ -7,10 +7,10 @@
  * domain's XML on standard input.
  *
  * RT bandwidth: where the kernel has RT group scheduling (cpu.rt_runtime_us in the cpu
- * controller), libvirt makes each vCPU's cgroup after "prepare" and sets its SCHED_FIFO before
- * "start", with no hook in between, and a new group gets 0 µs of RT time: no hook can give it
- * bandwidth in time. rtpart(7)'s answer is to keep libvirt's vCPU threads out of the cpu
- * controller (qemu.conf: cgroup_controllers without "cpu"), where they run with the root
+ * controller), libvirt makes each vCPU's cgroup only once qemu runs its vCPU threads, after the
+ * last hook before them ("start"), and sets SCHED_FIFO at once; a new group gets 0 µs of RT time,
+ * so no hook can give it bandwidth in time. The answer is to keep libvirt's vCPU threads out of
+ * the cpu controller (qemu.conf: cgroup_controllers without "cpu"), where they run with the root
  * group's RT bandwidth; see rtpartctl(1), vm. */
 #include <errno.h>
 #include <stdio.h>

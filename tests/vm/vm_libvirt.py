@@ -9,15 +9,18 @@ out (the next is refused with exit 2 naming how many are free); rtpart's hook is
 defined from `rtpartctl export libvirt NAME --domain` and started, and its vCPU threads (CPU n/TCG)
 must run on exactly the ledger's CPUs, disjoint from one another; rtpartctl vm list (the tree's
 ledger through --state-dir, this kernel's threads) shows them there, and a thread moved by hand
-(virsh vcpupin --live: libvirt keeps it in a cpuset cgroup of its CPU) as drift. A domain pinned onto a VM's CPU
-is refused by the hook with rtpart's reason as libvirt's error; once that VM is removed from the
-ledger (its cores free), the same domain starts.
+(virsh vcpupin --live: libvirt keeps it in a cpuset cgroup of its CPU) as drift. A domain pinned
+onto a VM's CPU is refused by the hook with rtpart's reason as libvirt's error; once that VM is
+removed from the ledger (its cores free), the same domain starts. Where the kernel has RT group scheduling, a domain
+with a FIFO vCPU is refused by the kernel ("Cannot set scheduler parameters … Operation not
+permitted"), as rtpartctl(1) says it is.
 
 What the export writes that this machine cannot run is taken out of the domain before it is
 defined, and said: <cpu mode='host-passthrough'> and its tsc-deadline (TCG has no host CPU), and
 <locked/> (this machine does not let libvirt raise qemu's RLIMIT_MEMLOCK: "cannot limit locked
-memory … Operation not permitted"), and <vcpusched scheduler='fifo'> (this kernel has RT group scheduling and libvirt's qemu.conf here puts
-vCPUs in the cpu controller, whose new groups have 0 µs of RT time: see rtpartctl(1), vm).
+memory … Operation not permitted"), and <vcpusched scheduler='fifo'> (this kernel has RT group
+scheduling and libvirt's qemu.conf here puts vCPUs in the cpu controller, whose new groups have
+0 µs of RT time: see rtpartctl(1), vm).
 
 Exit 77 with the reason when it cannot run: not root, libvirtd/virtlogd/virsh missing, a libvirtd
 already running (not ours to use), no kernel in /boot, or fewer than 2 CPUs. Leaves no domain
@@ -248,6 +251,25 @@ def main():
         want = f"rtpart: domain intruder is pinned to CPUs {target}, which the ledger reserves for VM {vms[0]['name']}"
         assert want in p.stderr, p.stderr
         print("refused:", p.stderr.strip())
+
+        # Where the kernel has RT group scheduling, a FIFO vCPU in libvirt's cpu cgroup cannot start
+        # (rtpartctl(1), vm: why no hook can help, and what does).
+        if os.path.exists("/sys/fs/cgroup/cpu/cpu.rt_runtime_us"):
+            fifo = base_domain("fifo", kernel, initrd).replace(
+                "  <vcpu>1</vcpu>\n", "  <vcpu>1</vcpu>\n  <cputune><vcpusched vcpus='0' scheduler='fifo' "
+                "priority='1'/></cputune>\n")
+            path = os.path.join(tmp, "fifo.xml")
+            with open(path, "w") as f:
+                f.write(fifo)
+            lv.virsh("define", path)
+            defined.append("fifo")
+            p = lv.virsh("start", "fifo", check=False)
+            if p.returncode == 0:
+                print("a FIFO vCPU started here: libvirt's qemu.conf keeps vCPUs out of the cpu controller")
+                lv.virsh("destroy", "fifo")
+            else:
+                assert "Cannot set scheduler parameters" in p.stderr, p.stderr
+                print("FIFO vCPU refused by the kernel, as rtpartctl(1) says:", p.stderr.strip().splitlines()[-1])
 
         # Removed from the ledger, its cores are free: the same domain starts.
         lv.virsh("destroy", vms[0]["name"])
