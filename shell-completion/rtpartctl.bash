@@ -6,8 +6,8 @@
 # arguments from its usage and option lines ('rtpartctl COMMAND --help'), profile names from
 # 'rtpartctl list' on the --root given on the line. An argument named in the usage is completed
 # by its name: PROFILE with the installed profiles (or, once it holds a '/', the .json files),
-# COMMAND or VERB with the commands, DIR with directories, FILE or PATH with files, a lowercase
-# word ("latency") as itself; "A|B" offers both.
+# COMMAND or VERB with the commands, NAME after 'vm remove' with the ledger's VMs, DIR with
+# directories, FILE or PATH with files, a lowercase word ("latency") as itself; "A|B" offers both, as an option's value "share|isolate" does.
 
 # The option lines of a help text on stdin, one option a line: its names, the long one last with
 # its "=ARG" when it takes one ("-r --root=DIR").
@@ -79,12 +79,13 @@ _rtpartctl() {
                 case $takes in
                 DIR) _filedir -d ;;
                 FILE | PATH) _filedir ;;
+                *'|'*) mapfile -t COMPREPLY < <(__rtpartctl_filter "$cur" <<<"${takes//|/$'\n'}") ;;
                 esac
                 return
         fi
 
         # The root given on the line, the command, and the arguments given to it so far.
-        local i root="" verb="" nargs=0 skip=false
+        local i root="" verb="" first="" nargs=0 skip=false
         for ((i = 1; i < cword; i++)); do
                 local w=${words[i]}
                 if $skip; then
@@ -107,7 +108,7 @@ _rtpartctl() {
                         if [[ -z $verb ]]; then
                                 verb=$w
                         else
-                                ((nargs++))
+                                ((nargs++ == 0)) && first=$w
                         fi
                         ;;
                 esac
@@ -160,6 +161,11 @@ _rtpartctl() {
                         fi
                         ;;
                 COMMAND | VERB) wordlist+=$'\n'$commands ;;
+                NAME)
+                        # vm remove NAME: the VMs of the ledger.
+                        [[ $verb == vm && $first == remove ]] &&
+                                wordlist+=$'\n'$("$ctl" ${root:+--root "$root"} vm list 2>/dev/null | awk 'NR > 1 { print $1 }')
+                        ;;
                 DIR) _filedir -d ;;
                 FILE | PATH) _filedir ;;
                 *[A-Z]*) ;;

@@ -128,6 +128,14 @@ static int daemon_error(const char *method, const char *error, json_t *params, c
                 fprintf(stderr, "%s\n", m ? m : "invalid profile");
                 return EXIT_USAGE;
         }
+        if (startswith(method, "Vm") &&
+            (streq(error, CTL_VARLINK_INTERFACE ".InvalidArgument") ||
+             streq(error, CTL_VARLINK_INTERFACE ".NotApplied")) &&
+            msg) {
+                /* The ledger's refusal: the request's fault, said as rtpartctl says its own. */
+                fprintf(stderr, "%s\n", msg);
+                return EXIT_USAGE;
+        }
         if (streq(error, CTL_VARLINK_INTERFACE ".PermissionDenied") || streq(error, VARLINK_ERROR_PERMISSION_DENIED))
                 return log_error_errno(-EACCES, "rtpartd refused: %s; run rtpartctl as root",
                                        msg ? msg : "permission denied");
@@ -155,14 +163,15 @@ int ctl_daemon_error(const char *method, const char *error, json_t *params, json
 /* 0 and the document; a negative errno or an exit status after a message (and, for a failed apply
  * or revert, its document); or, with nothing said and *ret_reason set, -ECONNREFUSED when rtpartd
  * did not take the connection (too many are open) or dropped it before it answered. */
-static int daemon_call(VarlinkClient *c, const char *method, const ProfileArg *pa, const char *unwrap, json_t **ret_doc,
-                       char **ret_reason) {
+static int daemon_call(VarlinkClient *c, const char *method, const ProfileArg *pa, json_t *send, const char *unwrap,
+                       json_t **ret_doc, char **ret_reason) {
         _cleanup_(json_decrefp) json_t *params = NULL;
         _cleanup_free_ char *error = NULL;
         char name[128];
 
         snprintf(name, sizeof(name), CTL_VARLINK_INTERFACE ".%s", method);
-        int r = varlink_client_call(c, name, pa ? json_pack("{s:s}", "profile", profile_arg_send(pa)) : NULL,
+        int r = varlink_client_call(c, name,
+                                    pa ? json_pack("{s:s}", "profile", profile_arg_send(pa)) : json_incref(send),
                                     DAEMON_TIMEOUT_USEC, &params, &error);
         if (r == -ECONNRESET || streq_ptr(error, VARLINK_ERROR_TOO_MANY_CONNECTIONS)) {
                 const char *msg = error ? jstr(params, "message") : NULL;
@@ -189,8 +198,10 @@ static int daemon_call(VarlinkClient *c, const char *method, const ProfileArg *p
         return 0;
 }
 
-int ctl_get_document(Root *root, const char *method, const char *arg, bool use_daemon, LocalFunc local,
-                     json_t **ret_doc) {
+/* ctl_get_document() and ctl_get_document_params() alike: the profile arg sent as "profile", or
+ * send (NULL: no parameters) as they are. */
+static int get_document(Root *root, const char *method, const char *arg, json_t *send, bool use_daemon, LocalFunc local,
+                        json_t **ret_doc) {
         _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
         _cleanup_free_ char *reason = NULL;
         ProfileArg pa = {};
@@ -198,10 +209,11 @@ int ctl_get_document(Root *root, const char *method, const char *arg, bool use_d
         if (r < 0)
                 return r;
         if (r > 0) {
-                if (arg && profile_arg_init(arg, &pa) < 0)
+                bool profile = arg && !send;
+                if (profile && profile_arg_init(arg, &pa) < 0)
                         return log_oom();
-                r = daemon_call(c, method, arg ? &pa : NULL, streq(method, "ListProfiles") ? "profiles" : NULL, ret_doc,
-                                &reason);
+                r = daemon_call(c, method, profile ? &pa : NULL, send,
+                                streq(method, "ListProfiles") ? "profiles" : NULL, ret_doc, &reason);
                 profile_arg_done(&pa);
                 if (r != -ECONNREFUSED)
                         return r;
@@ -221,6 +233,16 @@ int ctl_get_document(Root *root, const char *method, const char *arg, bool use_d
                 return r;
         ctl_recover(root, journal);
         return local(root, journal, arg, ret_doc);
+}
+
+int ctl_get_document(Root *root, const char *method, const char *arg, bool use_daemon, LocalFunc local,
+                     json_t **ret_doc) {
+        return get_document(root, method, arg, NULL, use_daemon, local, ret_doc);
+}
+
+int ctl_get_document_params(Root *root, const char *method, json_t *params, const char *arg, LocalFunc local,
+                            json_t **ret_doc) {
+        return get_document(root, method, arg, params, /* use_daemon= */ true, local, ret_doc);
 }
 
 int ctl_document(const char *method, const char *arg, bool use_daemon, LocalFunc local, Root **ret_root,

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "export-ledger.h"
 #include "export.h"
 #include "journal.h"
 
@@ -16,12 +17,12 @@
 
 /* The profile the split comes from, planned for the host: the one named, else the one the journal
  * says is applied (its stored document, as rtpartd uses it). */
-static int export_prepare(Root *root, const char *name, Prepared *ret) {
+int ctl_prepare_applied(Root *root, const char *name, PrepareFlags flags, Prepared *ret) {
         PrepareError pe = {};
         int r;
 
         if (name) {
-                r = prepare_profile(root, name, PREPARE_PLAN, ret, &pe);
+                r = prepare_profile(root, name, flags, ret, &pe);
                 if (r < 0)
                         return ctl_prepare_failure(root, &pe, r);
                 prepare_error_done(&pe);
@@ -48,7 +49,7 @@ static int export_prepare(Root *root, const char *name, Prepared *ret) {
                                   j->profile);
                         return EXIT_USAGE;
                 }
-                r = prepare_profile(root, j->profile, PREPARE_PLAN, ret, &pe);
+                r = prepare_profile(root, j->profile, flags, ret, &pe);
         } else {
                 json_error_t jerr;
                 _cleanup_(json_decrefp) json_t *doc = json_loads(j->source, 0, &jerr);
@@ -63,7 +64,7 @@ static int export_prepare(Root *root, const char *name, Prepared *ret) {
                         pe.step = PREPARE_STEP_PROFILE;
                         return ctl_prepare_failure(root, &pe, r);
                 }
-                r = prepare_profile_built(root, profile, PREPARE_PLAN, ret, &pe);
+                r = prepare_profile_built(root, profile, flags, ret, &pe);
         }
         if (r < 0)
                 return ctl_prepare_failure(root, &pe, r);
@@ -185,7 +186,24 @@ static void log_notes(char **notes, const char *prefix) {
                 log_info("note: %s%s%s", strempty(prefix), prefix ? ": " : "", *m);
 }
 
-static int export_libvirt(const Prepared *p, ExportSplit *s) {
+/* The VM name of the ledger, found: 1 and *ret (NULL when the ledger has none of that name: 0). */
+static int find_vm(Root *root, const char *name, Ledger **ret_ledger, const LedgerVm **ret) {
+        _cleanup_(journal_store_freep) JournalStore *journal = NULL;
+        _cleanup_(error_done) Error e = {};
+        int r = ctl_open_journal(root, &journal);
+        if (r < 0)
+                return r;
+        r = ledger_load(journal, ret_ledger, &e);
+        if (r < 0) {
+                _cleanup_free_ char *why = error_format(&e, NULL);
+                return log_error_errno(r, "cannot read the ledger: %s", why ?: strerror(-r));
+        }
+        *ret = ledger_find(*ret_ledger, name);
+        return !!*ret;
+}
+
+/* vm (NULL: none) gives the guest its reservation; else n vCPUs are placed on the split. */
+static int export_libvirt(const Prepared *p, ExportSplit *s, const LedgerVm *vm) {
         _cleanup_free_ char *text = NULL, *out = NULL;
         _cleanup_(export_domain_done) ExportDomain d = {};
         _cleanup_(export_reservation_done) ExportReservation res = {};
@@ -206,13 +224,21 @@ static int export_libvirt(const Prepared *p, ExportSplit *s) {
                         return EXIT_USAGE;
                 }
         }
+        if (vm && n != 0 && n != vm->n_vcpus) {
+                log_error("VM %s has %u vCPUs in the ledger, but %s %u; %s", vm->name, vm->n_vcpus,
+                          arg_vcpus ? "--vcpus is" : "the domain's <vcpu> is", n,
+                          arg_vcpus ? "leave out --vcpus" : "change <vcpu> in the file, or add the VM again");
+                return EXIT_USAGE;
+        }
+        if (vm)
+                n = vm->n_vcpus;
         if (n == 0) {
                 log_error("export libvirt needs the number of vCPUs: --vcpus N%s",
                           arg_domain ? " (the domain file has no <vcpu>)" : "");
                 return EXIT_USAGE;
         }
 
-        r = export_reserve(p->host, s, n, &res, &capacity);
+        r = vm ? export_reservation_from_vm(s, vm, &res) : export_reserve(p->host, s, n, &res, &capacity);
         if (r == -ENOSPC)
                 return refuse_vcpus(p, s, n, capacity);
         if (r < 0)
@@ -269,7 +295,12 @@ int verb_export(int argc, char **argv) {
         }
         if ((r = ctl_open_root(&root)) != 0)
                 return r;
-        r = export_prepare(root, argc > 2 ? argv[2] : NULL, &p);
+        /* export libvirt NAME: a VM of the ledger, on the applied profile; else NAME is a profile. */
+        _cleanup_(ledger_freep) Ledger *ledger = NULL;
+        const LedgerVm *vm = NULL;
+        if (libvirt && argc > 2 && ledger_name_is_valid(argv[2]) && (r = find_vm(root, argv[2], &ledger, &vm)) < 0)
+                return r;
+        r = ctl_prepare_applied(root, argc > 2 && !vm ? argv[2] : NULL, PREPARE_PLAN, &p);
         if (r != 0)
                 return r;
         _cleanup_free_ char *message = NULL;
@@ -281,7 +312,7 @@ int verb_export(int argc, char **argv) {
         if (r < 0)
                 return log_oom();
         if (libvirt)
-                return export_libvirt(&p, &s);
+                return export_libvirt(&p, &s, vm);
 
         _cleanup_(export_nova_done) ExportNova nova = {};
         if (export_nova_make(&s, &nova) < 0)

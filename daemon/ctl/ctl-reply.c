@@ -21,6 +21,9 @@
 
 #define DRIFT "{knob:s, domain:s, expected?:s, actual?:s}"
 #define WRITE_ERROR "{knob?:s, path?:s, errno?:i, message:s, detail?:s}"
+#define VM \
+        "{name:s, vcpus:i, cpus:s, reserved:s, emulator:s, emulator_policy:s, nodes:s, cache_percent:i, " \
+        "hugepages?:s}"
 #define FRESHNESS "freshness?:{*:{age_ms:i, watched:b}}"
 
 static const struct {
@@ -46,6 +49,9 @@ static const struct {
           "reboot_pending:[s], unmovable:[s], originals:i, last_error?:{message?:s, at?:s}, transaction_open?:b, "
           "daemon?:{watched_files?:i, interval_s?:i, drift_events?:i, task_check?:b, tasks_on_isolated?:i, "
           "live?:b, " FRESHNESS "}}" },
+        { "VmAdd", VM },
+        { "VmRemove", VM },
+        { "VmList", "{vms:[" VM "]}" },
         { "Watch", "{event:s, time?:s, profile?:s, drift_count?:i, drift?:[" DRIFT "]}" },
 };
 

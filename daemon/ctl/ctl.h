@@ -11,6 +11,7 @@
  *   ctl-check.c    check hardware, check latency, check (the three in one report)
  *   ctl-export.c   export libvirt, export nova
  *   ctl-import.c   import-tuned
+ *   ctl-vm.c       vm add, vm remove, vm list: the ledger
  *   ctl-daemon.c   the documents asked of rtpartd, and working without it when it refuses
  *   ctl-local.c    working on the host directly: the root, the prepare pipeline, the lock
  *   ctl-render.c   the documents printed, as text or JSON
@@ -69,6 +70,10 @@ extern uint64_t arg_memory_kib;
 extern const char *arg_output;
 extern bool arg_force;
 extern bool arg_active;
+extern int arg_node;
+extern const char *arg_emulator;
+extern unsigned arg_cache;
+extern const char *arg_hugepages;
 
 /* The verbs: argv[0] is the verb's name; the argument count is checked before. */
 int verb_list(int argc, char **argv);
@@ -83,6 +88,7 @@ int verb_audit(int argc, char **argv);
 int verb_check(int argc, char **argv);
 int verb_export(int argc, char **argv);
 int verb_import_tuned(int argc, char **argv);
+int verb_vm(int argc, char **argv);
 
 /* ---- ctl-local.c ---- */
 
@@ -112,6 +118,12 @@ int ctl_scope(Root *root, const char *cpus, bool or_online, AuditTarget *ret);
 /* What disturbed x's CPUs over --seconds (audit_document()), with osnoise's figures where the
  * kernel has the tracer (and not --no-osnoise); a failure or an interruption is said and returned. */
 int ctl_audit_measure(Root *root, AuditTarget *x, json_t **ret_doc);
+
+/* ---- ctl-export.c ---- */
+
+/* The profile a VM's CPUs come from, prepared for the host: name, else the applied one (the
+ * journal's stored document). EXIT_USAGE after a message when none is applied. */
+int ctl_prepare_applied(Root *root, const char *name, PrepareFlags flags, Prepared *ret);
 
 /* ---- ctl-import.c ---- */
 
@@ -143,6 +155,10 @@ typedef int (*LocalFunc)(Root *root, JournalStore *journal, const char *arg, jso
  * Returns as LocalFunc does; rtpartd's errors are said as rtpartctl says its own. */
 int ctl_get_document(Root *root, const char *method, const char *arg, bool use_daemon, LocalFunc local,
                      json_t **ret_doc);
+
+/* The same for a method whose parameters are params (sent as they are), arg handed to local. */
+int ctl_get_document_params(Root *root, const char *method, json_t *params, const char *arg, LocalFunc local,
+                            json_t **ret_doc);
 
 /* A command that is one document: the root of the options opened (*ret_root, for the renderer)
  * and the document got as ctl_get_document() gets it. */

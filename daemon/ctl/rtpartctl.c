@@ -32,6 +32,10 @@ uint64_t arg_memory_kib = 0;
 const char *arg_output = NULL;
 bool arg_force = false;
 bool arg_active = false;
+int arg_node = -1;
+const char *arg_emulator = NULL;
+unsigned arg_cache = 0;
+const char *arg_hugepages = NULL;
 static bool arg_help = false;
 
 /* The options, in the order help lists them; a verb's help lists those it takes. */
@@ -56,6 +60,10 @@ typedef enum CtlOption {
         OPTION_ACTIVE = 1 << 17,
         OPTION_HTML = 1 << 18,
         OPTION_MEMORY = 1 << 19,
+        OPTION_NODE = 1 << 20,
+        OPTION_EMULATOR = 1 << 21,
+        OPTION_CACHE = 1 << 22,
+        OPTION_HUGEPAGES = 1 << 23,
 } CtlOption;
 
 static const struct {
@@ -79,7 +87,14 @@ static const struct {
         { OPTION_SVG, "      --svg=FILE    check latency: also draw the histograms into FILE\n" },
         { OPTION_HTML, "      --html=FILE   check: also write the report as one HTML file\n" },
         { OPTION_NO_OSNOISE, "      --no-osnoise  audit: do not run the osnoise tracer in the window\n" },
-        { OPTION_VCPUS, "      --vcpus=N     export libvirt: pin N vCPUs\n" },
+        { OPTION_VCPUS, "      --vcpus=N     export libvirt: pin N vCPUs; vm add: reserve CPUs for N\n" },
+        { OPTION_NODE, "      --node=N      vm add: on NUMA node N (default: one with room)\n" },
+        { OPTION_EMULATOR,
+          "      --emulator=share|isolate\n"
+          "                    vm add: emulator threads on housekeeping CPUs (share,\n"
+          "                    the default) or on an isolated core of their own\n" },
+        { OPTION_CACHE, "      --cache=PERCENT  vm add: its share of the L3 ways kept for guests\n" },
+        { OPTION_HUGEPAGES, "      --hugepages=SIZE vm add: the huge page size backing it (2M, 1G)\n" },
         { OPTION_DOMAIN, "      --domain=FILE export libvirt: merge into this domain XML and print it\n" },
         { OPTION_MEMORY,
           "      --memory=SIZE export libvirt: the guest's memory (\"16G\"), for its NUMA\n"
@@ -101,10 +116,14 @@ static const struct {
         CtlOption option;
         const char *name;
 } option_names[] = {
-        { OPTION_ALL, "--all" },       { OPTION_SUMMARY, "--summary" }, { OPTION_SECONDS, "--seconds" },
-        { OPTION_CPUS, "--cpus" },     { OPTION_SVG, "--svg" },         { OPTION_NO_OSNOISE, "--no-osnoise" },
-        { OPTION_VCPUS, "--vcpus" },   { OPTION_DOMAIN, "--domain" },   { OPTION_OUTPUT, "--output" },
-        { OPTION_FORCE, "--force" },   { OPTION_ACTIVE, "--active" },   { OPTION_HTML, "--html" },
+        { OPTION_ALL, "--all" },         { OPTION_SUMMARY, "--summary" },
+        { OPTION_SECONDS, "--seconds" }, { OPTION_CPUS, "--cpus" },
+        { OPTION_SVG, "--svg" },         { OPTION_NO_OSNOISE, "--no-osnoise" },
+        { OPTION_VCPUS, "--vcpus" },     { OPTION_DOMAIN, "--domain" },
+        { OPTION_OUTPUT, "--output" },   { OPTION_FORCE, "--force" },
+        { OPTION_ACTIVE, "--active" },   { OPTION_HTML, "--html" },
+        { OPTION_NODE, "--node" },       { OPTION_EMULATOR, "--emulator" },
+        { OPTION_CACHE, "--cache" },     { OPTION_HUGEPAGES, "--hugepages" },
         { OPTION_MEMORY, "--memory" },
 };
 
@@ -266,7 +285,7 @@ static const Verb verbs[] = {
                 "export",
                 1,
                 2,
-                "libvirt|nova [PROFILE]",
+                "libvirt|nova [NAME|PROFILE]",
                 "Print a realtime guest's libvirt domain, or nova's and kubelet's settings",
                 "libvirt: a realtime guest of --vcpus vCPUs as libvirt's kvm-realtime guide\n"
                 "has it: <vcpu> and <cputune> (vCPUs pinned one per isolated CPU, NUMA-local,\n"
@@ -280,7 +299,9 @@ static const Verb verbs[] = {
                 "nova.conf's reserved_huge_pages and [compute] cpu_dedicated_set and\n"
                 "cpu_shared_set, a realtime flavor's `openstack flavor set` line, and kubelet's\n"
                 "reservedSystemCPUs (with --json, as one JSON document). The split is\n"
-                "PROFILE's planned for this host, else the applied profile's.\n",
+                "PROFILE's planned for this host, else the applied profile's. export libvirt\n"
+                "NAME, a VM of the ledger (vm add): that VM's guest, its vCPUs on its\n"
+                "reservation.\n",
                 OPTION_ROOT | OPTION_JSON | OPTION_STATE_DIR | OPTION_VCPUS | OPTION_DOMAIN | OPTION_MEMORY,
                 verb_export,
                 /* prints_document= */ true,
@@ -300,6 +321,23 @@ static const Verb verbs[] = {
                 OPTION_ROOT | OPTION_OUTPUT | OPTION_ACTIVE,
                 verb_import_tuned,
                 /* prints_document= */ true,
+        },
+        {
+                "vm",
+                1,
+                2,
+                "add|remove|list [NAME]",
+                "Reserve isolated CPUs for a VM, free them, list the ledger",
+                "The ledger of which VM holds which isolated CPUs of the applied profile.\n"
+                "add NAME --vcpus N: reserves a core per vCPU (SMT siblings held idle, unless\n"
+                "the profile's cpus.vcpu_siblings is \"together\"), on one NUMA node whenever\n"
+                "one has room (--node: that one), never another VM's; the emulator on the\n"
+                "housekeeping CPUs of its node (--emulator isolate: an isolated core of its\n"
+                "own). Exits with status 2 when they do not fit, naming how many cores are\n"
+                "free on which nodes. remove NAME: frees them. list: every VM and its CPUs.\n"
+                "Through rtpartd when it runs; add and remove need root.\n",
+                OPTIONS_DAEMON | OPTION_VCPUS | OPTION_NODE | OPTION_EMULATOR | OPTION_CACHE | OPTION_HUGEPAGES,
+                verb_vm,
         },
         {
                 "help",
@@ -506,6 +544,10 @@ enum {
         ARG_FORCE,
         ARG_ACTIVE,
         ARG_HTML,
+        ARG_NODE,
+        ARG_EMULATOR,
+        ARG_CACHE,
+        ARG_HUGEPAGES,
         ARG_MEMORY,
 };
 
@@ -528,11 +570,93 @@ static const struct option long_options[] = { { "root", required_argument, NULL,
                                               { "output", required_argument, NULL, 'o' },
                                               { "force", no_argument, NULL, ARG_FORCE },
                                               { "active", no_argument, NULL, ARG_ACTIVE },
+                                              { "node", required_argument, NULL, ARG_NODE },
+                                              { "emulator", required_argument, NULL, ARG_EMULATOR },
+                                              { "cache", required_argument, NULL, ARG_CACHE },
+                                              { "hugepages", required_argument, NULL, ARG_HUGEPAGES },
                                               { "memory", required_argument, NULL, ARG_MEMORY },
                                               {} };
 
+/* vm add's options: false when c is none of them; else true and *ret 0, or EXIT_USAGE after a
+ * message for a wrong value. */
+static bool parse_vm_option(int c, int *ret) {
+        *ret = EXIT_USAGE;
+        switch (c) {
+        case ARG_NODE: {
+                unsigned n;
+                if (!(streq(optarg, "0") ? (n = 0, true) : parse_count(optarg, 4095, &n))) {
+                        log_error("--node takes a NUMA node number from 0 to 4095, not '%s'", optarg);
+                        return true;
+                }
+                arg_node = (int) n;
+                arg_given |= OPTION_NODE;
+                break;
+        }
+        case ARG_EMULATOR:
+                if (!streq(optarg, "share") && !streq(optarg, "isolate")) {
+                        log_error("--emulator takes share or isolate, not '%s'", optarg);
+                        return true;
+                }
+                arg_emulator = optarg;
+                arg_given |= OPTION_EMULATOR;
+                break;
+        case ARG_CACHE:
+                if (!parse_count(optarg, 100, &arg_cache)) {
+                        log_error("--cache takes a percentage from 1 to 100, not '%s'", optarg);
+                        return true;
+                }
+                arg_given |= OPTION_CACHE;
+                break;
+        case ARG_HUGEPAGES:
+                arg_hugepages = optarg;
+                arg_given |= OPTION_HUGEPAGES;
+                break;
+        default:
+                return false;
+        }
+        *ret = 0;
+        return true;
+}
+
 /* One option of getopt_long(): 0, -1 when done (--version), or EXIT_USAGE after a message. */
+/* The options of export libvirt (--vcpus, --domain, --memory): true when c is one of them, with
+ * *ret 0 or the exit status of a bad value. */
+static bool parse_export_option(int c, int *ret) {
+        *ret = 0;
+        switch (c) {
+        case ARG_VCPUS:
+                if (!parse_count(optarg, 4096, &arg_vcpus)) {
+                        log_error("--vcpus takes a number of vCPUs from 1 to 4096, not '%s'", optarg);
+                        *ret = EXIT_USAGE;
+                        return true;
+                }
+                arg_given |= OPTION_VCPUS;
+                break;
+        case ARG_DOMAIN:
+                arg_domain = optarg;
+                arg_given |= OPTION_DOMAIN;
+                break;
+        case ARG_MEMORY:
+                if (!parse_size_kib(optarg, &arg_memory_kib)) {
+                        log_error(
+                                "--memory takes a size such as \"16G\", \"512M\" or \"1048576K\" (KiB without a unit), "
+                                "not '%s'",
+                                optarg);
+                        *ret = EXIT_USAGE;
+                        return true;
+                }
+                arg_given |= OPTION_MEMORY;
+                break;
+        default:
+                return false;
+        }
+        return true;
+}
+
 static int parse_option(int c) {
+        int r;
+        if (parse_vm_option(c, &r) || parse_export_option(c, &r))
+                return r;
         switch (c) {
         case 'r':
                 arg_root = optarg;
@@ -585,17 +709,6 @@ static int parse_option(int c) {
                 arg_no_osnoise = true;
                 arg_given |= OPTION_NO_OSNOISE;
                 break;
-        case ARG_VCPUS:
-                if (!parse_count(optarg, 4096, &arg_vcpus)) {
-                        log_error("--vcpus takes a number of vCPUs from 1 to 4096, not '%s'", optarg);
-                        return EXIT_USAGE;
-                }
-                arg_given |= OPTION_VCPUS;
-                break;
-        case ARG_DOMAIN:
-                arg_domain = optarg;
-                arg_given |= OPTION_DOMAIN;
-                break;
         case 'o':
                 arg_output = optarg;
                 arg_given |= OPTION_OUTPUT;
@@ -607,16 +720,6 @@ static int parse_option(int c) {
         case ARG_ACTIVE:
                 arg_active = true;
                 arg_given |= OPTION_ACTIVE;
-                break;
-        case ARG_MEMORY:
-                if (!parse_size_kib(optarg, &arg_memory_kib)) {
-                        log_error(
-                                "--memory takes a size such as \"16G\", \"512M\" or \"1048576K\" (KiB without a unit), "
-                                "not '%s'",
-                                optarg);
-                        return EXIT_USAGE;
-                }
-                arg_given |= OPTION_MEMORY;
                 break;
         case 'h':
                 arg_help = true;

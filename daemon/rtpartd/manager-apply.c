@@ -20,7 +20,7 @@ static bool knob_is_new(Manager *m, const Knob *k) {
 }
 
 /* The journal's lock, held until *ret is unlocked (journal_store_unlockp()). */
-static int take_lock(Manager *m, JournalStore **ret, ManagerError *e) {
+int manager_take_lock(Manager *m, JournalStore **ret, ManagerError *e) {
         _cleanup_(error_done) Error le = {};
         int r = journal_store_lock(m->store, /* wait= */ true, &le);
         if (r < 0) {
@@ -114,7 +114,7 @@ static int apply_selected(Manager *m, char **ids, const char *ifname, size_t *re
                 prepared_done(&p);
                 return r;
         }
-        r = take_lock(m, &lock, e);
+        r = manager_take_lock(m, &lock, e);
         if (r >= 0) {
                 r = engine_apply_knobs(m->root, m->store, p.host, p.plan, sel, strv_length(sel), &er);
                 if (r == -ESTALE)
@@ -165,7 +165,7 @@ int manager_apply_full(Manager *m, const char *name, json_t **ret, ManagerError 
                 r = manager_prepare_journal(m, /* want_plan= */ true, &p, e);
         if (r < 0)
                 return r;
-        r = take_lock(m, &lock, e);
+        r = manager_take_lock(m, &lock, e);
         if (r < 0) {
                 prepared_done(&p);
                 return r;
@@ -307,7 +307,7 @@ int manager_revert(Manager *m, json_t **ret, ManagerError *e) {
                 manager_error_set(e, MANAGER_ERROR_FAILED, r, "cannot read the host's topology: %s", strerror(-r));
                 return r;
         }
-        r = take_lock(m, &lock, e);
+        r = manager_take_lock(m, &lock, e);
         if (r < 0)
                 return r;
         r = engine_revert(m->root, m->store, host, &er);

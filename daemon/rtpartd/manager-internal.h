@@ -50,6 +50,9 @@ void manager_check_flagged(Manager *m, BackendFlags flag);
 
 /* ---- manager-apply.c ---- */
 
+/* The journal's lock, waiting for it (*ret: the store, for journal_store_unlockp). */
+int manager_take_lock(Manager *m, JournalStore **ret, ManagerError *e);
+
 /* Applies the profile name, or with name NULL the journal's profile again (at start-up). */
 int manager_apply_full(Manager *m, const char *name, json_t **ret, ManagerError *e);
 /* Applies the journal's profile again to the knobs in ids (drift to correct) and to the knobs new
@@ -79,3 +82,21 @@ void manager_newcomers_device_added(Manager *m);
  * sent as a drift-corrected event. */
 void manager_newcomers_interfaces(Manager *m, const char *action, char **ifnames);
 void manager_newcomers_free(Manager *m);
+
+/* ---- manager-vm.c: the running VMs of the ledger ----
+ *
+ * A thread named "CPU n/KVM" or "CPU n/TCG" of a qemu process whose -name guest=NAME is a VM of the
+ * ledger belongs on the CPU the ledger gives vCPU n: checked with the user tasks (manager-task.c:
+ * its proc connector events, and every full check, where no event announces sched_setaffinity()),
+ * as drift "task/TID" of the domain "vm", and never as a user task on isolated CPUs. */
+
+typedef struct Ledger Ledger;
+typedef struct Task Task;
+/* The ledger, NULL when it has no VM (or cannot be read: said once per check). */
+Ledger *manager_vm_ledger(Manager *m);
+/* 0: t is no vCPU thread of l's VMs; 1: one on its CPU; 2: one off it, *ret its drift entry. */
+int manager_vm_task(Manager *m, const Ledger *l, const Task *t, DriftEntry *ret);
+/* Moves vCPU thread tid onto expected (the entry's CPU): true when done. */
+bool manager_vm_correct(Manager *m, int tid, const char *expected);
+/* Appends the thread ids of every process whose guest is a VM of l to *tids (n long). */
+int manager_vm_threads(Manager *m, const Ledger *l, int **tids, size_t *n);

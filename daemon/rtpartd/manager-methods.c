@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ledger.h"
 #include "manager.h"
 #include "profile.h"
 
@@ -15,6 +16,12 @@
  * Monitor stream varlink events (manager-varlink.c). */
 
 #define ABSENT "(absent)"
+
+/* A VM of the ledger, as varlink declares it (the type Vm, and VmAdd's and VmRemove's replies). */
+#define LEDGER_VM_VARLINK \
+        "name: string, vcpus: int, cpus: string, reserved: string, emulator: string,\n" \
+        "  emulator_policy: (share, isolate), nodes: string, cache_percent: int, hugepages: ?string,\n" \
+        "  added: string"
 
 /* ---- the functions ---- */
 
@@ -125,6 +132,52 @@ static int call_audit(MethodCall *call, json_t *params, void *userdata, json_t *
         }
         method_call_set_cancel(call, audit_cancel, a);
         return 1;
+}
+
+/* VmAdd's parameters: name and vcpus; node (-1 or absent: any), emulator ("share", "isolate";
+ * "" or absent: share), cache (percent), hugepages ("" or absent: none). */
+static int call_vm_add(MethodCall *call, json_t *params, void *userdata, json_t **ret, ManagerError *e) {
+        json_t *vcpus = json_object_get(params, "vcpus"), *node = json_object_get(params, "node");
+        json_t *cache = json_object_get(params, "cache");
+        const char *emulator = json_string_value(json_object_get(params, "emulator"));
+        const char *huge = json_string_value(json_object_get(params, "hugepages"));
+        LedgerRequest req = { .name = json_string_value(json_object_get(params, "name")), .node = -1 };
+
+        if (!req.name)
+                return manager_error_set_parameter(e, MANAGER_ERROR_INVALID_ARGUMENT, "name", "name is the VM's name");
+        if (!json_is_integer(vcpus) || json_integer_value(vcpus) < 1 || json_integer_value(vcpus) > 4096)
+                return manager_error_set_parameter(e, MANAGER_ERROR_INVALID_ARGUMENT, "vcpus",
+                                                   "vcpus is a number of vCPUs, 1 to 4096");
+        if (node && !json_is_null(node) &&
+            (!json_is_integer(node) || json_integer_value(node) < -1 || json_integer_value(node) > 4095))
+                return manager_error_set_parameter(e, MANAGER_ERROR_INVALID_ARGUMENT, "node",
+                                                   "node is a NUMA node number, or -1 for any");
+        if (cache && !json_is_null(cache) &&
+            (!json_is_integer(cache) || json_integer_value(cache) < 0 || json_integer_value(cache) > 100))
+                return manager_error_set_parameter(e, MANAGER_ERROR_INVALID_ARGUMENT, "cache",
+                                                   "cache is a percentage, 0 to 100");
+        req.emulator_policy = emulator && *emulator ? ledger_emulator_from_string(emulator) : LEDGER_EMULATOR_SHARE;
+        if (req.emulator_policy < 0)
+                return manager_error_set_parameter(e, MANAGER_ERROR_INVALID_ARGUMENT, "emulator",
+                                                   "emulator is \"share\" or \"isolate\"");
+        req.n_vcpus = (unsigned) json_integer_value(vcpus);
+        if (json_is_integer(node))
+                req.node = (int) json_integer_value(node);
+        if (json_is_integer(cache))
+                req.cache_percent = (unsigned) json_integer_value(cache);
+        req.hugepages = huge && *huge ? huge : NULL;
+        return manager_vm_add(userdata, &req, ret, e);
+}
+
+static int call_vm_remove(MethodCall *call, json_t *params, void *userdata, json_t **ret, ManagerError *e) {
+        const char *name = json_string_value(json_object_get(params, "name"));
+        if (!name)
+                return manager_error_set_parameter(e, MANAGER_ERROR_INVALID_ARGUMENT, "name", "name is the VM's name");
+        return manager_vm_remove(userdata, name, ret, e);
+}
+
+static int call_vm_list(MethodCall *call, json_t *params, void *userdata, json_t **ret, ManagerError *e) {
+        return manager_vm_list(userdata, ret, e);
 }
 
 /* ---- D-Bus's typed answers ---- */
@@ -389,6 +442,41 @@ static const Method manager_methods[] = {
                 .func = call_audit,
         },
         {
+                .name = "VmAdd",
+                .dbus = SD_BUS_METHOD_WITH_ARGS(
+                        "VmAdd",
+                        SD_BUS_ARGS("s", name, "u", vcpus, "i", node, "s", emulator, "u", cache, "s", hugepages),
+                        SD_BUS_RESULT("s", vm), NULL, SD_BUS_VTABLE_UNPRIVILEGED),
+                .varlink =
+                        "# Reserves isolated CPUs of the applied profile for a VM, recorded in the ledger: a core\n"
+                        "# per vCPU (unless cpus.vcpu_siblings is \"together\"), on one NUMA node whenever one has\n"
+                        "# room (node: that one; -1 or null: any), never another VM's; the emulator on housekeeping\n"
+                        "# CPUs (\"share\") or an isolated core of its own (\"isolate\"). No room: InvalidArgument\n"
+                        "# naming how many cores are free on which nodes. Needs uid 0.\n"
+                        "method VmAdd(name: string, vcpus: int, node: ?int, emulator: ?string, cache: ?int,\n"
+                        "             hugepages: ?string) -> (" LEDGER_VM_VARLINK ")\n",
+                .needs_root = CHANGES_THE_HOST,
+                .func = call_vm_add,
+        },
+        {
+                .name = "VmRemove",
+                .dbus = SD_BUS_METHOD_WITH_ARGS("VmRemove", SD_BUS_ARGS("s", name), SD_BUS_RESULT("s", vm), NULL,
+                                                SD_BUS_VTABLE_UNPRIVILEGED),
+                .varlink = "# Frees a VM's CPUs: its entry leaves the ledger (and is answered). Needs uid 0.\n"
+                           "method VmRemove(name: string) -> (" LEDGER_VM_VARLINK ")\n",
+                .needs_root = CHANGES_THE_HOST,
+                .func = call_vm_remove,
+        },
+        {
+                .name = "VmList",
+                .dbus = SD_BUS_METHOD_WITH_ARGS("VmList", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", ledger), NULL,
+                                                SD_BUS_VTABLE_UNPRIVILEGED),
+                .varlink = "# The ledger: every VM and the CPUs it holds, in the order they were added; each\n"
+                           "# with vcpu_threads ([{vcpu, tid, cpus, drift}]): its running qemu's vCPU threads.\n"
+                           "method VmList() -> (version: int, vms: []object)\n",
+                .func = call_vm_list,
+        },
+        {
                 .name = "Monitor",
                 .varlink = "# The same as Watch.\n"
                            "method Monitor() -> (\n"
@@ -420,7 +508,8 @@ static const MethodErrorName manager_errors[] = {
         {
                 MANAGER_ERROR_INVALID_ARGUMENT,
                 0,
-                "# Audit: seconds out of range, cpus no CPU list, or no isolated CPUs to observe.\n"
+                "# Audit: seconds out of range, cpus no CPU list, or no isolated CPUs to observe. VmAdd,\n"
+                "# VmRemove: a name taken, invalid or not in the ledger, a node the host lacks, no room.\n"
                 "error InvalidArgument (message: string)\n",
         },
         {
@@ -432,7 +521,7 @@ static const MethodErrorName manager_errors[] = {
         {
                 MANAGER_ERROR_NOT_APPLIED,
                 ENOENT,
-                "# Correct was called with no profile applied.\n"
+                "# Correct or VmAdd was called with no profile applied.\n"
                 "error NotApplied (message: string)\n",
         },
         {
@@ -460,7 +549,8 @@ const MethodInterface manager_interface = {
         .varlink_preamble =
                 "# rtpartd: partitions and tunes a realtime (KVM) host, watches every value it set and\n"
                 "# reports (or corrects) drift. Every reply is the document `rtpartctl --json` prints for\n"
-                "# the same command. Reading is open to everyone; Apply, Revert and Correct need uid 0.\n"
+                "# the same command. Reading is open to everyone; Apply, Revert, Correct, VmAdd and VmRemove\n"
+                "# need uid 0.\n"
                 "interface org.rtpart.Manager\n"
                 "\n"
                 "# One value that is not what the profile wants. A value that is not there is null.\n"
@@ -498,6 +588,10 @@ const MethodInterface manager_interface = {
                 "  kind: string,\n"
                 "  note: ?string\n"
                 ")\n"
+                "\n"
+                "# A VM of the ledger: vCPU i runs on the i-th CPU of cpus; reserved is every CPU it holds\n"
+                "# (cpus, their idle SMT siblings, an isolated emulator core); CPU and node lists as \"2-5,9\".\n"
+                "type Vm (" LEDGER_VM_VARLINK ")\n"
                 "\n"
                 "# A write that failed: the knob and file (null when the failure was not a knob's), errno.\n"
                 "type WriteError (\n"

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "manager.h"
+#include "ledger.h"
+#include "manager-internal.h"
 #include "strv.h"
 #include "systemd.h"
 
@@ -166,12 +167,16 @@ static bool task_correct(Manager *m, int pid, const char *id) {
 static void tasks_correct(Manager *m, const DriftSet *fresh) {
         _cleanup_(drift_set_done) DriftSet corrected = {};
 
-        if (m->task_policy != DRIFT_CORRECT)
-                return;
         for (size_t i = 0; i < fresh->n; i++) {
                 const char *id = fresh->entries[i].knob;
                 int pid = atoi(id + strlen("task/"));
-                if (pid <= 0 || !manager_correction_allowed(m, id) || !task_correct(m, pid, id))
+                /* A VM's vCPU thread goes back to its CPU under the profile's policy; a user task
+                 * moves only with drift.domains.task "correct". */
+                bool vm = streq_ptr(fresh->entries[i].domain, "vm");
+                if ((vm ? m->policy_default : m->task_policy) != DRIFT_CORRECT)
+                        continue;
+                if (pid <= 0 || !manager_correction_allowed(m, id) ||
+                    !(vm ? manager_vm_correct(m, pid, fresh->entries[i].expected) : task_correct(m, pid, id)))
                         continue;
                 if (corrected.n < MANAGER_TASKS_BURST)
                         (void) drift_set_put_entry(&corrected, &fresh->entries[i]);
@@ -190,6 +195,7 @@ static int pid_compare(const void *a, const void *b) {
  * reported when new or changed, and moved if the policy says so; any other is forgotten. */
 static void tasks_check(Manager *m, int *pids, size_t n) {
         _cleanup_(drift_set_done) DriftSet fresh = {};
+        _cleanup_(ledger_freep) Ledger *ledger = manager_vm_ledger(m);
         uint64_t now = drift_now();
         char id[32];
 
@@ -200,18 +206,20 @@ static void tasks_check(Manager *m, int *pids, size_t n) {
                 if (i > 0 && pids[i] == pids[i - 1])
                         continue;
                 task_id(id, pids[i]);
+                DriftEntry e = {};
                 int k = task_read(m->root, pids[i], &t);
                 if (k == -ENOMEM)
                         break;
-                if (k < 0 || !task_on_isolated(&m->task_rules, &t)) {
+                /* A VM's vCPU thread: on its CPU or drifted, never a user task. */
+                int vm = k >= 0 && ledger ? manager_vm_task(m, ledger, &t, &e) : 0;
+                if (k < 0 || vm == 1 || (vm == 0 && !task_on_isolated(&m->task_rules, &t))) {
                         /* gone, not a task's files, or nowhere it should not be */
                         task_forget(m, id);
                         if (k >= 0)
                                 task_done(&t);
                         continue;
                 }
-                DriftEntry e = {};
-                k = task_entry(m, &t, &e);
+                k = vm < 0 ? vm : vm == 0 ? task_entry(m, &t, &e) : 0;
                 task_done(&t);
                 if (k < 0)
                         break;
@@ -265,6 +273,10 @@ void manager_task_scan(Manager *m) {
         closedir(d);
         for (size_t i = 0; i < m->tasks.n; i++)
                 (void) pids_push(&pids, &n, &cap, atoi(m->tasks.entries[i].knob + strlen("task/")));
+        /* The running VMs' threads: a vCPU thread moved by hand is seen here (no event says so). */
+        _cleanup_(ledger_freep) Ledger *ledger = manager_vm_ledger(m);
+        if (ledger && manager_vm_threads(m, ledger, &pids, &n) >= 0)
+                cap = n;
         m->tasks_unlisted = 0;
         tasks_check(m, pids, n);
 }

@@ -201,6 +201,15 @@ int manager_correct(Manager *m, json_t **ret, ManagerError *e);
 /* The drift known, the knobs' then the user tasks': [{knob, domain, expected, actual}]. */
 json_t *manager_drift_list(Manager *m);
 
+/* The ledger (manager-vm.c): a VM placed on the applied profile's isolated CPUs and recorded, one
+ * removed (its document answered), the whole ledger. A request the ledger refuses (a name taken
+ * or invalid, no room: the message says how many cores are free on which nodes) is
+ * InvalidArgument; VmAdd with no profile applied NotApplied. */
+typedef struct LedgerRequest LedgerRequest;
+int manager_vm_add(Manager *m, const LedgerRequest *req, json_t **ret, ManagerError *e);
+int manager_vm_remove(Manager *m, const char *name, json_t **ret, ManagerError *e);
+int manager_vm_list(Manager *m, json_t **ret, ManagerError *e);
+
 /* A Plan/Apply argument that names a file (profile_is_path()) is read by rtpartd as root: Plan
  * takes one from root only (MANAGER_PLAN_PATH_DENIED), as Apply does anyway. */
 #define MANAGER_PLAN_PATH_DENIED \

@@ -180,8 +180,9 @@ bool journal_store_locked(const JournalStore *s) {
 
 /* ---- the file ---- */
 
-int journal_store_read(JournalStore *s, char **ret_text, size_t *ret_size, Error *e) {
-        _cleanup_close_ int fd = open_trusted(s, s->file, O_RDONLY, e);
+/* The bytes of rel in the directory when rtpart may trust it; NULL when there is no such file. */
+static int read_trusted(JournalStore *s, const char *rel, char **ret_text, size_t *ret_size, Error *e) {
+        _cleanup_close_ int fd = open_trusted(s, rel, O_RDONLY, e);
         char *text = NULL;
         size_t size = 0;
         if (fd < 0 && fd != -ENOENT)
@@ -195,6 +196,10 @@ int journal_store_read(JournalStore *s, char **ret_text, size_t *ret_size, Error
         if (ret_size)
                 *ret_size = size;
         return 0;
+}
+
+int journal_store_read(JournalStore *s, char **ret_text, size_t *ret_size, Error *e) {
+        return read_trusted(s, s->file, ret_text, ret_size, e);
 }
 
 int journal_store_load_if_changed(JournalStore *s, uint64_t unless_digest, Journal **ret, Error *e) {
@@ -251,6 +256,25 @@ int journal_store_save(JournalStore *s, const Journal *j) {
         if (k < 0)
                 return k;
         return journal_store_write(s, text, size);
+}
+
+/* ---- what is kept beside it ---- */
+
+int journal_store_read_beside(JournalStore *s, const char *name, char **ret_text, size_t *ret_size, Error *e) {
+        _cleanup_free_ char *rel = path_in(s->dir, name);
+        if (!rel)
+                return -ENOMEM;
+        return read_trusted(s, rel, ret_text, ret_size, e);
+}
+
+int journal_store_write_beside(JournalStore *s, const char *name, const char *text, size_t size) {
+        _cleanup_free_ char *rel = path_in(s->dir, name);
+        if (!rel)
+                return -ENOMEM;
+        int k = root_mkdir_p(s->root, s->dir, 0755);
+        if (k < 0)
+                return k;
+        return root_write_file_atomic(s->root, rel, text, size, 0644);
 }
 
 /* ---- the reserve and what a crash leaves ---- */

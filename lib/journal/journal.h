@@ -232,6 +232,12 @@ bool journal_store_transaction_open(JournalStore *s);
 int journal_store_save(JournalStore *s, const Journal *j);
 int journal_store_write(JournalStore *s, const char *text, size_t size);
 
+/* A file of the directory other than the journal (name: "ledger.json"), read only when rtpart may
+ * trust it as it trusts the journal (NULL and size 0 when there is none), and replaced as the
+ * journal is: atomically, durable when it returns. */
+int journal_store_read_beside(JournalStore *s, const char *name, char **ret_text, size_t *ret_size, Error *e);
+int journal_store_write_beside(JournalStore *s, const char *name, const char *text, size_t size);
+
 /* The reserve: a file beside the journal as large as a transaction's last write of it may need,
  * made before its first write and released (unlinked) just before that last write, so that a full
  * filesystem fails a transaction before it changes anything. release: true if there was one. */

@@ -23,7 +23,7 @@ SCRIPT = os.path.join(SRC, "shell-completion", "rtpartctl.bash")
 LIBRARY = "/usr/share/bash-completion/bash_completion"
 HOST = os.path.join(os.environ.get("RTPART_HOSTS_DIR") or os.path.join(os.environ.get("RTPART_BUILD_DIR", "build"), "tests", "fixtures", "hosts"), "vm")
 COMMANDS = {"list", "show", "plan", "apply", "verify", "revert", "status", "watch", "audit", "check", "export",
-            "import-tuned", "help"}
+            "import-tuned", "vm", "help"}
 SHIPPED = {"realtime", "realtime-virtual-host", "realtime-virtual-guest", "cpu-partitioning"}
 
 DRIVER = r'''
@@ -109,11 +109,15 @@ class Completion(unittest.TestCase):
         self.assertEqual(complete("-r", "alp", cwd=cwd), {"alpha"})
         self.assertEqual(complete("check", "latency", "--svg", "alf", cwd=cwd), {"alfile"})  # FILE
         self.assertEqual(complete("audit", "--seconds", ""), set())  # N: nothing to offer
+        self.assertEqual(complete("vm", "add", "x", "--emulator", ""), {"share", "isolate"})  # A|B: both
+        self.assertEqual(complete("vm", "add", "x", "--emulator", "i"), {"isolate"})
 
     def test_arguments(self):
         self.assertEqual(complete("check", ""), {"hardware", "latency"})
         self.assertEqual(complete("check", "latency", ""), set())
         self.assertEqual(complete("help", ""), COMMANDS)
+        self.assertEqual(complete("vm", ""), {"add", "remove", "list"})
+        self.assertEqual(complete("vm", "add", ""), set())  # a new NAME: nothing to offer
         self.assertEqual(complete("help", "pl"), {"plan"})
         self.assertEqual(complete("verify", ""), set())
 

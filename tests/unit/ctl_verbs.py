@@ -18,7 +18,7 @@ NOWHERE = "/nonexistent-rtpart-root"
 
 # The DESIGN's commands that exist today (a verb added to the table is found from the overview).
 KNOWN = {"list", "show", "plan", "apply", "verify", "revert", "status", "watch", "audit", "check", "export", "import-tuned",
-         "help"}
+         "vm", "help"}
 
 
 def ctl(*args):
@@ -127,7 +127,8 @@ class VerbTable(unittest.TestCase):
                 (["verify", "--seconds", "2", "-o", "f"],
                  "verify does not take --seconds (audit's and check's), --output (import-tuned's)"),
                 (["status", "--all"], "status does not take --all (plan's)"),
-                (["apply", "--vcpus", "2", "--domain", "d", "x"], "apply does not take --vcpus (export's), --domain (export's)"),
+                (["apply", "--vcpus", "2", "--domain", "d", "x"],
+                 "apply does not take --vcpus (export's and vm's), --domain (export's)"),
                 (["show", "--cpus", "1", "x"], "show does not take --cpus (audit's and check's)")):
             with self.subTest(args=args):
                 p = ctl(*args)
