@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "journal-internal.h"
+#include "json-util.h"
 #include "strv.h"
 
 /* ---- load: the document into C types, every entry checked ---- */
@@ -27,25 +28,6 @@ _printf_(3, 4) static int refuse(Parser *p, const char *where, const char *fmt, 
         if (n < 0)
                 return -ENOMEM;
         return error_set(p->e, -EBADMSG, p->name, where, "%s", what);
-}
-
-static const char *json_kind(const json_t *v) {
-        switch (json_typeof(v)) {
-        case JSON_OBJECT:
-                return "an object";
-        case JSON_ARRAY:
-                return "an array";
-        case JSON_STRING:
-                return "a string";
-        case JSON_INTEGER:
-        case JSON_REAL:
-                return "a number";
-        case JSON_TRUE:
-        case JSON_FALSE:
-                return "a boolean";
-        default:
-                return "null";
-        }
 }
 
 /* A string or null field; a missing one is an error when required. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json-util.h"
 #include "profile.h"
 #include "schema.h"
 #include "strv.h"
@@ -91,27 +92,6 @@ const char *schema_closest(const char *key, const char * const *candidates, size
                 if (startswith(candidates[i], key) || startswith(key, candidates[i]))
                         return candidates[i];
         return NULL;
-}
-
-static const char *json_kind(const json_t *v) {
-        switch (json_typeof(v)) {
-        case JSON_OBJECT:
-                return "an object";
-        case JSON_ARRAY:
-                return "an array";
-        case JSON_STRING:
-                return "a string";
-        case JSON_INTEGER:
-                return "an integer";
-        case JSON_REAL:
-                return "a number";
-        case JSON_TRUE:
-        case JSON_FALSE:
-                return "a boolean";
-        case JSON_NULL:
-                return "null";
-        }
-        return "something else";
 }
 
 static int validate_object(const char *file, const char *ptr, const json_t *v, const SchemaField *fields, Error *e) {

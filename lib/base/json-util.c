@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "json-util.h"
+
+const char *json_kind(const json_t *v) {
+        switch (json_typeof(v)) {
+        case JSON_OBJECT:
+                return "an object";
+        case JSON_ARRAY:
+                return "an array";
+        case JSON_STRING:
+                return "a string";
+        case JSON_INTEGER:
+                return "an integer";
+        case JSON_REAL:
+                return "a number";
+        case JSON_TRUE:
+        case JSON_FALSE:
+                return "a boolean";
+        case JSON_NULL:
+                return "null";
+        }
+        return "something else";
+}
