@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/ usr / bin / env python3
 """A NIC driver that places its queues' IRQs itself, when its channel count is set, never leaves an
 IRQ off the profile's CPUs while verify says in sync.
 
@@ -77,9 +77,9 @@ class IrqBoot(unittest.TestCase):
         self.check_placed(d, "after a reboot")
 
     def test_verify_reads_what_a_driver_set(self):
-        # A driver's write raises no file event: the file changed in place as the kernel changes
-        # it (through a mapping: no inotify event), and verify, answering from the live state,
-        # reads it all the same.
+#A driver's write raises no file event: the file changed in place as the kernel changes
+#it(through a mapping : no inotify event), and verify, answering from the live state,
+#reads it all the same.
         d = self.d = dm.Daemon(extra_profiles={"irq-boot": PROFILE})
         d.start()
         self.assertTrue(dm.call_ok(d.sock, "Apply", {"profile": "irq-boot"})["ok"])
