@@ -15,6 +15,7 @@ import mmap
 import os
 import re
 import shutil
+import subprocess
 import sys
 import unittest
 
@@ -96,6 +97,19 @@ class IrqBoot(unittest.TestCase):
         v = dm.call_ok(d.sock, "Verify")
         self.assertFalse(v["in_sync"], v)
         self.assertEqual(v["drift"], [{"knob": f"irq/{n}/affinity", "domain": "irq", "expected": "0", "actual": "2"}])
+
+    def test_apply_without_the_daemon_places_them_too(self):
+        d = self.d = dm.Daemon(extra_profiles={"irq-boot": PROFILE})
+        self.boot(d)
+        p = subprocess.run([dm.CTL, "--root", d.root, "--no-daemon", "apply", "irq-boot"], capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        off = {n: d.read(f"proc/irq/{n}/smp_affinity_list") for n in self.queue_irqs(d)}
+        self.assertEqual({
+n: a for n, a in off.items() if a != "0"}, {}, p.stdout)
+        p = subprocess.run([dm.CTL, "--root", d.root, "--no-daemon", "verify"], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
 
 
 if __name__ == "__main__":
