@@ -1,4 +1,4 @@
-#!/ usr / bin / env python3
+#!/usr/bin/env python3
 """A NIC driver that places its queues' IRQs itself, when its channel count is set, never leaves an
 IRQ off the profile's CPUs while verify says in sync.
 
@@ -78,9 +78,9 @@ class IrqBoot(unittest.TestCase):
         self.check_placed(d, "after a reboot")
 
     def test_verify_reads_what_a_driver_set(self):
-#A driver's write raises no file event: the file changed in place as the kernel changes
-#it(through a mapping : no inotify event), and verify, answering from the live state,
-#reads it all the same.
+        # A driver's write raises no file event: the file changed in place as the kernel changes
+        # it (through a mapping: no inotify event), and verify, answering from the live state,
+        # reads it all the same.
         d = self.d = dm.Daemon(extra_profiles={"irq-boot": PROFILE})
         d.start()
         self.assertTrue(dm.call_ok(d.sock, "Apply", {"profile": "irq-boot"})["ok"])
@@ -105,8 +105,7 @@ class IrqBoot(unittest.TestCase):
                            text=True, timeout=60)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         off = {n: d.read(f"proc/irq/{n}/smp_affinity_list") for n in self.queue_irqs(d)}
-        self.assertEqual({
-n: a for n, a in off.items() if a != "0"}, {}, p.stdout)
+        self.assertEqual({n: a for n, a in off.items() if a != "0"}, {}, p.stdout)
         p = subprocess.run([dm.CTL, "--root", d.root, "--no-daemon", "verify"], capture_output=True, text=True,
                            timeout=60)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)

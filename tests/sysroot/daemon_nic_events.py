@@ -1,4 +1,4 @@
-#!/ usr / bin / env python3
+#!/usr/bin/env python3
 """rtpartd applies a NIC's knobs again when the kernel says the NIC came or came back up.
 
 rtpartd (the simulator's, on a copy of the vm host, whose enp1s0 is a 4-queue virtio_net NIC)
@@ -69,8 +69,8 @@ class NetnsDaemon(Daemon):
     def ip(self, *args):
         subprocess.run(["nsenter", "-t", str(self.proc.pid), "-n", "ip", *args], check=True)
 
-#enp1s0 's queue pairs' IRQs(input, output) on the vm host, which its driver places itself at
-#every channel count set : cut to one channel, pair 0's go to every CPU(virtnet_set_affinity()).
+# enp1s0's queue pairs' IRQs (input, output) on the vm host, which its driver places itself at
+# every channel count set: cut to one channel, pair 0's go to every CPU (virtnet_set_affinity()).
 QUEUE_IRQS = [31, 32, 33, 34, 35, 36, 37, 38]
 
 
@@ -127,7 +127,7 @@ class NicEvents(unittest.TestCase):
         self.assertIn("net/enp1s0/rx-0/rps_cpus", knobs)
         self.assertEqual(self.applied(), before)
         self.assertIn(f"Interface enp1s0 ({action}): set ", self.d.logtext())
-#Its driver moved pair 0's IRQs when the channels were cut : they are placed again.
+        # Its driver moved pair 0's IRQs when the channels were cut: they are placed again.
         for n in QUEUE_IRQS:
             self.assertEqual(self.d.read(f"proc/irq/{n}/smp_affinity_list"), "0", f"IRQ {n}:\n{self.d.logtext()}")
 
@@ -136,10 +136,10 @@ class NicEvents(unittest.TestCase):
         self.assertEqual(before, ("combined 1 4", "1"))
         reset(self.d)
         self.assertNotEqual(self.applied(), before)
-#A NIC of that name comes(driver bound again, new NIC).
+        # A NIC of that name comes (driver bound again, new NIC).
         self.d.ip("link", "add", "enp1s0", "type", "veth", "peer", "name", "rtpt-peer")
         self.check_put_back("add", before)
-#Down, reset by its driver, up.
+        # Down, reset by its driver, up.
         self.d.ip("link", "set", "enp1s0", "down")
         reset(self.d)
         self.d.ip("link", "set", "enp1s0", "up")
