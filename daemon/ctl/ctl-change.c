@@ -2,11 +2,43 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "backend.h"
 #include "ctl.h"
 #include "document.h"
 #include "engine.h"
+#include "strv.h"
 
 /* apply, revert: the commands that change the host, under the journal's lock. */
+
+/* After an apply that wrote: the knobs drivers set themselves when another is written
+ * (BACKEND_KERNEL_SETS: virtio_net places its queues' IRQs when its channels are set), read again
+ * and written again where they were moved; the apply had read them as placed before its writes. */
+static int place_again(Root *root, JournalStore *journal, const char *name, EngineResult *er) {
+        _cleanup_(prepared_done) Prepared p = {};
+        _cleanup_strv_free_ char **ids = NULL;
+        PrepareError pe = {};
+        EngineResult again = {};
+        int r = prepare_profile(root, name, PREPARE_PLAN, &p, &pe);
+        if (r < 0) {
+                prepare_error_done(&pe);
+                return r;
+        }
+        for (size_t i = 0; i < p.plan->n_knobs; i++) {
+                const Knob *k = &p.plan->knobs[i];
+                const Backend *b = backend_for(k->domain);
+                if (k->changed && b && (b->flags & BACKEND_KERNEL_SETS) && strv_extend(&ids, k->id) < 0)
+                        return -ENOMEM;
+        }
+        if (!ids)
+                return 0;
+        r = engine_apply_knobs(root, journal, p.host, p.plan, ids, strv_length(ids), &again);
+        if (r >= 0) {
+                er->written += again.written;
+                er->unchanged -= MIN(er->unchanged, again.written);
+        }
+        engine_result_done(&again);
+        return r;
+}
 
 static int local_apply(Root *root, JournalStore *journal, const char *name, json_t **ret_doc) {
         _cleanup_(prepared_done) Prepared p = {};
@@ -27,6 +59,8 @@ static int local_apply(Root *root, JournalStore *journal, const char *name, json
         prepare_error_done(&pe);
 
         r = engine_apply(root, journal, p.host, p.resolved, p.plan, &er);
+        if (r >= 0 && er.written > 0)
+                (void) place_again(root, journal, name, &er);
         *ret_doc = r < 0 ? document_apply_failure(&er, r) : document_apply(p.plan, &er);
         engine_result_done(&er);
         if (!*ret_doc)

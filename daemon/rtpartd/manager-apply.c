@@ -63,6 +63,36 @@ static void knob_use_journal(Manager *m, Knob *k) {
         k->changed = !value_equal(k->kind, k->current, k->desired);
 }
 
+static int apply_selected(Manager *m, char **ids, const char *ifname, size_t *ret_written, Host **ret_host,
+                          DriftSet *ret_corrected, ManagerError *e);
+
+/* After a run that wrote: the knobs drivers set themselves when another is written
+ * (BACKEND_KERNEL_SETS: virtio_net places its queues' IRQs, and their XPS, when its channels are
+ * set), read again and written again where they were moved. The run planned them before its
+ * writes: one found as desired then was not written, and stays where the driver put it. */
+static void place_again(Manager *m, DriftSet *ret_corrected) {
+        _cleanup_strv_free_ char **ids = NULL;
+        ManagerError e = {};
+        size_t written = 0;
+        for (size_t i = 0; m->journal && i < m->journal->n_applied; i++) {
+                const Backend *b = backend_for(m->journal->applied[i].domain);
+                if (b && (b->flags & BACKEND_KERNEL_SETS) && strv_extend(&ids, m->journal->applied[i].id) < 0)
+                        return;
+        }
+        if (!ids)
+                return;
+        int r = apply_selected(m, ids, NULL, &written, NULL, ret_corrected, &e);
+        if (r < 0) {
+                _cleanup_free_ char *msg = manager_error_message(&e);
+                log_warning("Cannot place again what drivers moved after the writes of %s: %s", m->profile,
+                            strempty(msg));
+        } else if (written > 0)
+                log_notice("Placed %zu knob%s again per %s: their drivers had moved them when other knobs were "
+                           "written",
+                           written, written == 1 ? "" : "s", m->profile);
+        manager_error_done(&e);
+}
+
 /* manager_apply_selected(), and with ifname the knobs that hold that interface's state (the
  * backends' interface_knobs) as ids; ret_corrected (optional): the knobs written, as drift
  * entries (what they were, what they are now). */
@@ -139,6 +169,11 @@ static int apply_selected(Manager *m, char **ids, const char *ifname, size_t *re
                         (void) string_set_add(&m->not_owned, *f);
         watcher_flush(m->watcher);
         manager_trim_later(m);
+        if (r >= 0 && *ret_written > 0 && !m->placing_again) {
+                m->placing_again = true;
+                place_again(m, ret_corrected);
+                m->placing_again = false;
+        }
         return r;
 }
 
@@ -199,6 +234,11 @@ int manager_apply_full(Manager *m, const char *name, json_t **ret, ManagerError 
         for (size_t i = 0; m->journal && i < p.plan->n_knobs; i++)
                 if (knob_is_new(m, &p.plan->knobs[i]))
                         (void) string_set_add(&m->not_owned, p.plan->knobs[i].id);
+        if (er.written > 0) {
+                m->placing_again = true;
+                place_again(m, NULL);
+                m->placing_again = false;
+        }
         watcher_flush(m->watcher);
         manager_emit_applied(m, p.plan->profile, /* external= */ false);
         (void) manager_check_all(m, NULL);

@@ -316,7 +316,10 @@ static bool live_refresh(Manager *m, bool watched[_DOMAIN_MAX]) {
         for (size_t i = 0; i < m->journal->n_applied; i++) {
                 const JournalKnob *k = &m->journal->applied[i];
                 const Backend *b = backend_for(k->domain);
-                bool evented = !string_set_contains(&m->live.unfiled, k->id) && !string_set_contains(&gone, k->id);
+                /* Values a driver sets raise no file event (procfs announces only writes through
+                 * the file): never taken as evented. */
+                bool evented = !string_set_contains(&m->live.unfiled, k->id) && !string_set_contains(&gone, k->id) &&
+                        !(b && (b->flags & BACKEND_KERNEL_SETS));
                 bool moved = m->live.hotplug && b && (b->flags & BACKEND_HOTPLUG_MOVES);
                 if (!evented)
                         watched[k->domain] = false;

@@ -102,6 +102,7 @@ struct Manager {
         uint64_t watch_key;  /* digest of the (knob, path) list the watcher has */
         bool watching;       /* … and whether it has one */
         bool starting;       /* manager_startup() before its watch: the knob files are not watched yet */
+        bool placing_again;  /* place_again() runs: its own writes start no other */
         char *profile;       /* active profile (the journal's), NULL */
         char *settings_hash; /* the journal hash the settings below were read for */
         DriftPolicy policy[_DOMAIN_MAX];

@@ -25,6 +25,11 @@ typedef enum BackendFlags {
         BACKEND_HOTPLUG_MOVES = 1 << 4,  /* the kernel itself changes its values when a CPU goes or
                                          * comes (IRQ and thread affinities, cpusets), with no file
                                          * event: read again after a CPU hotplug */
+        BACKEND_KERNEL_SETS = 1 << 5,    /* drivers set its values themselves when another knob is
+                                         * written (virtio_net places its queues' IRQs when its
+                                         * channels change), with no file event: verify reads them
+                                         * again, and after a run that wrote, the daemon reads them
+                                         * and writes again those moved */
 } BackendFlags;
 
 /* What the engine lends a write to keep what it must put back byte for byte (a bootloader file's

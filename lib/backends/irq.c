@@ -243,7 +243,7 @@ const Backend backend_irq = {
         .read = irq_read,
         .write = irq_write,
         .refusal_reason = IRQ_REFUSAL,
-        .flags = BACKEND_OBJECTS_VANISH | BACKEND_HOTPLUG_MOVES,
+        .flags = BACKEND_OBJECTS_VANISH | BACKEND_HOTPLUG_MOVES | BACKEND_KERNEL_SETS,
         .watch = irq_watch,
         .newcomers = &irq_newcomers,
 };

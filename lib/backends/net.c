@@ -599,7 +599,7 @@ const Backend backend_net = {
         .refusal_reason = NET_REFUSAL,
         /* NICs come and go with their drivers; virtio_net sets its queues' XPS again when a CPU
          * comes or goes. */
-        .flags = BACKEND_OBJECTS_VANISH | BACKEND_HOTPLUG_MOVES,
+        .flags = BACKEND_OBJECTS_VANISH | BACKEND_HOTPLUG_MOVES | BACKEND_KERNEL_SETS,
         .watch = net_watch,
         .interface_knobs = net_interface_knobs,
         .knob_noun = "NIC setting",

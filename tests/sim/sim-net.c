@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sim-internal.h"
 #include "sim-kernel.h"
 #include "strv.h"
 
@@ -22,6 +23,7 @@
  *   other 1 1
  *   combined 16 63
  *   refuse EOPNOTSUPP the driver has no set_channels
+ *   queue-irqs 25 26 27 28
  *
  * A NIC without the file has no channels (-EOPNOTSUPP, as a driver without get_channels); a name
  * without sys/class/net/NAME is -ENODEV. A set is checked as the kernel's ethnl_set_channels()
@@ -29,13 +31,19 @@
  * kernel's words), then, as a driver's set_channels does through netif_set_real_num_rx_queues()
  * and _tx_queues(), the queues follow: queues/rx-N for N < combined + rx and tx-N for
  * N < combined + tx, the new ones with the kernel's defaults (empty RPS and XPS masks, no flow
- * table), the others gone with their files. What a driver does beyond that (virtio_net setting
- * every queue's XPS, IRQs requested again) is not simulated. */
+ * table), the others gone with their files. With queue-irqs (the IRQs of queue pair 0, input then
+ * output, then of pair 1, …), the driver also places its queue pairs' IRQs at every set, as
+ * virtio_net's virtnet_set_affinity() does: the online CPUs split in as many groups as there are
+ * combined channels, each pair's IRQs on its group (one channel: every online CPU), whatever
+ * anyone set before. What a driver does beyond that (virtio_net setting every queue's XPS, IRQs
+ * requested again) is not simulated. */
 
 typedef struct SimChannels {
         NetChannels c;
         int refuse;   /* errno of a set, 0 */
         char *reason; /* its words, NULL */
+        unsigned queue_irqs[64];
+        size_t n_queue_irqs;
 } SimChannels;
 
 static char *channels_file(const char *ifname) {
@@ -59,6 +67,18 @@ static int parse_refusal(const char *s, SimChannels *ret) {
         return -EINVAL;
 }
 
+static int parse_queue_irqs(const char *s, SimChannels *ret) {
+        for (const char *p = s; *p;) {
+                char *end;
+                unsigned long v = strtoul(p, &end, 10);
+                if (end == p || ret->n_queue_irqs >= ELEMENTSOF(ret->queue_irqs))
+                        return -EINVAL;
+                ret->queue_irqs[ret->n_queue_irqs++] = (unsigned) v;
+                p = end + strspn(end, " ");
+        }
+        return 0;
+}
+
 static int channels_load(Root *r, const char *ifname, SimChannels *ret) {
         _cleanup_free_ char *path = channels_file(ifname), *dir = NULL, *text = NULL;
         if (!path || asprintf(&dir, "sys/class/net/%s", ifname) < 0)
@@ -79,6 +99,8 @@ static int channels_load(Root *r, const char *ifname, SimChannels *ret) {
                 unsigned count, max;
                 if (startswith(line, "refuse ")) {
                         k = parse_refusal(line + strlen("refuse "), &s);
+                } else if (startswith(line, "queue-irqs ")) {
+                        k = parse_queue_irqs(line + strlen("queue-irqs "), &s);
                 } else if (sscanf(line, "%15s %u %u", kind, &count, &max) == 3) {
                         uint32_t *f = streq(kind, "rx")   ? &s.c.rx
                                 : streq(kind, "tx")       ? &s.c.tx
@@ -196,6 +218,34 @@ static char *zero_mask(Root *r) {
         return cpu_set_format_mask(&none, last < 0 ? 1 : (unsigned) last + 1);
 }
 
+/* virtnet_set_affinity(): `pairs` queue pairs over the online CPUs, the first ones a CPU more when
+ * they do not divide evenly; each pair's IRQs set to its group. */
+static int queue_irqs_spread(Root *r, const SimChannels *s, unsigned pairs) {
+        CpuSet online;
+        int k = root_read_cpu_list(r, "sys/devices/system/cpu/online", &online);
+        if (k < 0 || pairs == 0)
+                return k;
+        unsigned n = cpu_set_count(&online), stride = MAX(n / pairs, 1U), stragglers = n >= pairs ? n % pairs : 0;
+        int cpu = cpu_set_next(&online, 0);
+        for (unsigned i = 0; i < pairs && 2 * i + 1 < s->n_queue_irqs; i++) {
+                CpuSet group = {};
+                for (unsigned j = 0; j < stride + (i < stragglers ? 1 : 0); j++) {
+                        cpu_set_add(&group, (unsigned) cpu);
+                        cpu = cpu_set_next(&online, (unsigned) cpu + 1);
+                        if (cpu < 0)
+                                cpu = cpu_set_next(&online, 0);
+                }
+                for (unsigned d = 0; d < 2; d++) {
+                        char path[64];
+                        snprintf(path, sizeof(path), "proc/irq/%u/smp_affinity_list", s->queue_irqs[2 * i + d]);
+                        k = sim_put_list(r, NULL, path, &group, 0644);
+                        if (k < 0)
+                                return k;
+                }
+        }
+        return 0;
+}
+
 static int refuse(char **ret_reason, int error, const char *why) {
         if (ret_reason && why && !(*ret_reason = strdup(why)))
                 return -ENOMEM;
@@ -227,11 +277,21 @@ int sim_channels_set(Root *r, const char *ifname, const NetChannels *want, char 
         if (asprintf(&text, "rx %u %u\ntx %u %u\nother %u %u\ncombined %u %u\n", want->rx, c->max_rx, want->tx,
                      c->max_tx, want->other, c->max_other, want->combined, c->max_combined) < 0)
                 return -ENOMEM;
+        for (size_t i = 0; i < s.n_queue_irqs; i++) {
+                char *t = NULL;
+                bool last = i + 1 == s.n_queue_irqs;
+                if (asprintf(&t, "%s%s%u%s", text, i == 0 ? "queue-irqs " : " ", s.queue_irqs[i], last ? "\n" : "") < 0)
+                        return -ENOMEM;
+                free(text);
+                text = t;
+        }
         k = sim_unshare_file(r, path);
         if (k < 0)
                 return k;
         _cleanup_close_ int fd = root_open(r, path, O_WRONLY | O_TRUNC | O_NOFOLLOW, 0);
         if (fd < 0)
                 return fd;
-        return write(fd, text, strlen(text)) == (ssize_t) strlen(text) ? 0 : -EIO;
+        if (write(fd, text, strlen(text)) != (ssize_t) strlen(text))
+                return -EIO;
+        return queue_irqs_spread(r, &s, want->combined);
 }

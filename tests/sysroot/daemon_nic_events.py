@@ -12,6 +12,9 @@ makes the kernel event in the namespace:
   unbind and bind or a new NIC;
 - enp1s0 set down, reset, and up again (RTM_NEWLINK with IFF_UP).
 
+The driver also places its queue pairs' IRQs at every channel count set, as virtio_net does: cut to
+one channel, pair 0's IRQs go to every CPU; rtpartd places them again on housekeeping.
+
 Each time rtpartd puts the channels and the mask back, says so in its log ("Interface enp1s0
 (add|up): set N knobs ... again") and sends a "corrected" event naming the NIC's knobs on the
 Monitor stream. Under drift policy "report" (the default) nothing else would write them back.
@@ -34,6 +37,7 @@ PROFILE = {
     "cpus": {"housekeeping": "0"},
     "net": {"nics": [{"match": "enp1s0", "channels": "housekeeping", "rps_cpus": "housekeeping",
                       "xps_cpus": "housekeeping"}]},
+    "irq": {"affinity": "housekeeping"},
     "drift": {"task_allow": ["*"]},
 }
 
@@ -65,10 +69,18 @@ class NetnsDaemon(Daemon):
     def ip(self, *args):
         subprocess.run(["nsenter", "-t", str(self.proc.pid), "-n", "ip", *args], check=True)
 
+# enp1s0's queue pairs' IRQs (input, output) on the vm host, which its driver places itself at
+# every channel count set: cut to one channel, pair 0's go to every CPU (virtnet_set_affinity()).
+QUEUE_IRQS = [31, 32, 33, 34, 35, 36, 37, 38]
+
 
 def reset(d):
-    """What a driver's reset leaves: all its channels, no RPS mask on rx-0."""
-    d.write(NIC + "/sim-channels", "rx 0 0\ntx 0 0\nother 0 0\ncombined 4 4\n")
+    """What a driver's reset leaves: all its channels, each queue pair's IRQs on its own CPU, no
+    RPS mask on rx-0."""
+    d.write(NIC + "/sim-channels", "rx 0 0\ntx 0 0\nother 0 0\ncombined 4 4\nqueue-irqs %s\n" %
+            " ".join(str(n) for n in QUEUE_IRQS))
+    for i, n in enumerate(QUEUE_IRQS):
+        d.write(f"proc/irq/{n}/smp_affinity_list", f"{i // 2}\n")
     d.write(NIC + "/queues/rx-0/rps_cpus", "0\n")
 
 
@@ -93,7 +105,8 @@ class NicEvents(unittest.TestCase):
             close_daemon(self, self.d)
 
     def applied(self):
-        return self.d.read(NIC + "/sim-channels").splitlines()[-1], self.d.read(NIC + "/queues/rx-0/rps_cpus")
+        combined = [x for x in self.d.read(NIC + "/sim-channels").splitlines() if x.startswith("combined ")]
+        return combined[0], self.d.read(NIC + "/queues/rx-0/rps_cpus")
 
     def corrected(self, timeout=5):
         """The knobs of the next "corrected" event within timeout seconds (None: none came)."""
@@ -114,6 +127,9 @@ class NicEvents(unittest.TestCase):
         self.assertIn("net/enp1s0/rx-0/rps_cpus", knobs)
         self.assertEqual(self.applied(), before)
         self.assertIn(f"Interface enp1s0 ({action}): set ", self.d.logtext())
+        # Its driver moved pair 0's IRQs when the channels were cut: they are placed again.
+        for n in QUEUE_IRQS:
+            self.assertEqual(self.d.read(f"proc/irq/{n}/smp_affinity_list"), "0", f"IRQ {n}:\n{self.d.logtext()}")
 
     def test_new_interface_and_link_up_put_the_nic_back(self):
         before = self.applied()
