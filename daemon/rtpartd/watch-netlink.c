@@ -286,8 +286,13 @@ static int on_proc(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                         if (!sym_nlmsg_valid_hdr(nh, sizeof(struct cn_msg) + sizeof(struct proc_event)))
                                 continue;
                         const struct cn_msg *cn = sym_nlmsg_data(nh);
-                        if (cn->id.idx == CN_IDX_PROC)
-                                proc_event(w, (const struct proc_event *) cn->data, &kthreads, &tasks);
+                        if (cn->id.idx != CN_IDX_PROC)
+                                continue;
+                        /* The event follows a 36-byte header: copied out, as its 64-bit fields
+                         * (timestamp_ns) are not aligned where the message holds them. */
+                        struct proc_event ev;
+                        memcpy(&ev, cn->data, sizeof(ev));
+                        proc_event(w, &ev, &kthreads, &tasks);
                 }
         }
         if (kthreads && sd_event_source_get_enabled(w->kthread_source, NULL) == 0) {
