@@ -63,6 +63,8 @@ def expected_files():
         "usr/share/doc/rtpart/changelog.gz",
         "usr/share/lintian/overrides/rtpart",  # debian/rtpart.lintian-overrides
         "usr/share/bash-completion/completions/rtpartctl",  # shell-completion/
+        "usr/libexec/rtpart/rtpart-libvirt-hook",  # daemon/hook/
+        "etc/libvirt/hooks/qemu.d/rtpart",  # its link, where libvirt looks
     }
     # docs/: the fleet's examples, uncompressed (debian/rules: dh_compress leaves them alone)
     for sub in ("ansible", "prometheus", "grafana"):

@@ -90,6 +90,9 @@ class Libvirt:
         self.made_dirs = []
 
     def make_dirs(self):
+        # libvirtd without systemd makes a "machine" cgroup in every hierarchy for its domains: those
+        # that were not here before go again once it stops (rmdir of empty cgroups, deepest first).
+        self.machine_cgroups = [d for d in glob.glob("/sys/fs/cgroup/*/machine") if os.path.isdir(d)]
         for d in ("/var/log/libvirt", "/var/log/libvirt/qemu", "/etc/libvirt/hooks", HOOK_DIR):
             if not os.path.isdir(d):
                 os.makedirs(d)
@@ -132,6 +135,14 @@ class Libvirt:
             os.unlink(HOOK_FILE)
         for d in reversed(self.made_dirs):
             shutil.rmtree(d, ignore_errors=True)
+        for top in glob.glob("/sys/fs/cgroup/*/machine"):
+            if top in getattr(self, "machine_cgroups", [top]):
+                continue
+            for dirpath, _, _ in sorted(os.walk(top), key=lambda w: -w[0].count("/")):
+                try:
+                    os.rmdir(dirpath)
+                except OSError as e:
+                    print(f"could not remove {dirpath}: {e}")
 
 
 def vcpu_threads(name):
